@@ -1,0 +1,1181 @@
+//! The MVCC replica: every version of every key seen under the prefix, with tombstones, back
+//! to etcd's compacted revision or until the history budget drops the oldest history.
+//!
+//! Model (etcd MVCC, v3.4+): one global revision; each key has create_revision,
+//! mod_revision, version and lease; a delete leaves a tombstone at the deleting revision;
+//! compaction at revision C discards every version superseded at or before C and every key
+//! whose newest version at C is a tombstone.
+//!
+//! Memory: values are [`Bytes`] shared with views and the event log; history (superseded
+//! versions and tombstones) is charged against `history_budget` bytes; the newest version of
+//! every live key is never dropped.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use serde::Serialize;
+
+use super::stats::{Growth, GrowthSample, ResourceStats, ResourceSummary};
+use crate::model::{
+    escape_bytes, CompactionSeen, ConnState, EventKind, Gap, KeyPath, KeyValue, Observation,
+    Revision, Stamped, WatchEvent,
+};
+
+/// Default history budget: 256 MiB of superseded values and tombstones.
+pub const DEFAULT_HISTORY_BUDGET: usize = 256 << 20;
+
+/// Fixed cost charged per history entry besides its value bytes (version metadata, queue
+/// slot), so a flood of tiny values still hits the budget.
+const VERSION_OVERHEAD: usize = 64;
+
+/// Settings for a [`Replica`].
+#[derive(Clone, Debug)]
+pub struct ReplicaConfig {
+    /// The watched prefix without trailing slash, e.g. `/registry`.
+    pub prefix: Bytes,
+    /// Bytes of history (superseded versions, tombstones) to keep at most.
+    pub history_budget: usize,
+    /// Events kept for the live event stream.
+    pub event_log_cap: usize,
+    /// Seconds of revision-growth samples kept.
+    pub growth_cap: usize,
+}
+
+impl Default for ReplicaConfig {
+    fn default() -> Self {
+        Self {
+            prefix: Bytes::from_static(b"/registry"),
+            history_budget: DEFAULT_HISTORY_BUDGET,
+            event_log_cap: 10_000,
+            growth_cap: 3_600,
+        }
+    }
+}
+
+/// One stored version. `value == None` is a tombstone (the key was deleted at mod_revision).
+#[derive(Clone, Debug)]
+struct Version {
+    create_revision: Revision,
+    mod_revision: Revision,
+    version: i64,
+    lease: i64,
+    value: Option<Bytes>,
+}
+
+impl Version {
+    fn cost(&self, key_len: usize) -> usize {
+        VERSION_OVERHEAD + key_len + self.value.as_ref().map_or(0, |v| v.len())
+    }
+}
+
+#[derive(Debug)]
+struct KeyEntry {
+    resource: u32,
+    /// Oldest first; the last is the newest (possibly a tombstone).
+    versions: VecDeque<Version>,
+    /// List generation that last saw this key (relist difference).
+    seen_gen: u32,
+}
+
+impl KeyEntry {
+    fn newest(&self) -> &Version {
+        self.versions
+            .back()
+            .expect("a key entry always holds a version")
+    }
+    fn live(&self) -> Option<&Version> {
+        self.versions.back().filter(|v| v.value.is_some())
+    }
+}
+
+/// A version of a key as views and the CLI see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionView {
+    pub create_revision: Revision,
+    pub mod_revision: Revision,
+    pub version: i64,
+    pub lease: i64,
+    /// `None` for a tombstone.
+    pub value: Option<Bytes>,
+}
+
+impl From<&Version> for VersionView {
+    fn from(v: &Version) -> Self {
+        Self {
+            create_revision: v.create_revision,
+            mod_revision: v.mod_revision,
+            version: v.version,
+            lease: v.lease,
+            value: v.value.clone(),
+        }
+    }
+}
+
+/// Metadata of a live key, for the key browser.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyMeta {
+    pub key: Bytes,
+    pub resource: String,
+    pub newest: VersionView,
+    /// Versions held in history, the newest included.
+    pub history_len: usize,
+}
+
+/// One applied watch event as kept for the live event stream.
+#[derive(Clone, Debug)]
+pub struct EventRecord {
+    pub at: SystemTime,
+    pub revision: Revision,
+    pub kind: EventKind,
+    pub key: Bytes,
+    /// Value written (empty for a delete); shared with the replica.
+    pub value: Bytes,
+    pub resource: u32,
+}
+
+/// Why a query about the past cannot be answered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryError {
+    #[error("revision {requested} is compacted (etcd compacted up to {compacted})")]
+    Compacted {
+        requested: Revision,
+        compacted: Revision,
+    },
+    #[error("revision {requested} is older than the history kept (budget dropped history up to {floor}); raise --history-budget")]
+    Dropped {
+        requested: Revision,
+        floor: Revision,
+    },
+    #[error("revision {requested} is newer than the replica's revision {applied}")]
+    Future {
+        requested: Revision,
+        applied: Revision,
+    },
+    #[error("revision {requested} is older than the replica's first list at {first}")]
+    BeforeStart {
+        requested: Revision,
+        first: Revision,
+    },
+}
+
+/// One disagreement found by [`Replica::diff`] (used by `regscope verify`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Difference {
+    pub key: String,
+    pub what: String,
+}
+
+/// The summary printed by `regscope snapshot --json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// The replica's applied revision (etcd's head as far as the replica has seen).
+    pub revision: Revision,
+    /// etcd's compacted revision when known.
+    pub compact_revision: Option<Revision>,
+    /// Live keys under the prefix.
+    pub keys: u64,
+    /// Value bytes of the newest version of every live key.
+    pub bytes: u64,
+    /// Superseded versions and tombstones held, and their charged bytes.
+    pub history_versions: u64,
+    pub history_bytes: u64,
+    pub resources: Vec<ResourceSummary>,
+    pub gaps: Vec<Gap>,
+    pub compactions: Vec<CompactionSeen>,
+}
+
+/// The replica. See the module docs.
+pub struct Replica {
+    cfg: ReplicaConfig,
+    keys: BTreeMap<Bytes, KeyEntry>,
+    resources: Vec<ResourceStats>,
+    resource_ids: HashMap<String, u32>,
+    /// Highest revision applied (from events, progress notifications or a list).
+    applied: Revision,
+    /// Revision of the first completed list (history before it was never seen).
+    first_list: Option<Revision>,
+    compacted: Option<Revision>,
+    /// History below this revision was dropped by the budget.
+    history_floor: Revision,
+    history_bytes: usize,
+    history_versions: usize,
+    /// (revision, key): at `revision` the key's oldest version became history.
+    history_queue: VecDeque<(Revision, Bytes)>,
+    /// First wall-clock time each revision range was observed: (revision, time), ascending.
+    rev_times: VecDeque<(Revision, SystemTime)>,
+    events: VecDeque<EventRecord>,
+    growth: Growth,
+    gaps: Vec<Gap>,
+    compactions: VecDeque<CompactionSeen>,
+    notes: VecDeque<(SystemTime, String)>,
+    conn: ConnState,
+    server: Option<(String, String)>,
+    live_keys: u64,
+    live_bytes: u64,
+    list: Option<ListState>,
+    gen: u32,
+    /// Counts every change, so views can tell whether to redraw.
+    change_seq: u64,
+    last_observed: Option<SystemTime>,
+}
+
+#[derive(Debug)]
+struct ListState {
+    revision: Revision,
+    keys: u64,
+}
+
+impl Replica {
+    pub fn new(cfg: ReplicaConfig) -> Self {
+        let growth = Growth::new(cfg.growth_cap);
+        Self {
+            cfg,
+            keys: BTreeMap::new(),
+            resources: Vec::new(),
+            resource_ids: HashMap::new(),
+            applied: 0,
+            first_list: None,
+            compacted: None,
+            history_floor: 0,
+            history_bytes: 0,
+            history_versions: 0,
+            history_queue: VecDeque::new(),
+            rev_times: VecDeque::new(),
+            events: VecDeque::new(),
+            growth,
+            gaps: Vec::new(),
+            compactions: VecDeque::new(),
+            notes: VecDeque::new(),
+            conn: ConnState::Connecting,
+            server: None,
+            live_keys: 0,
+            live_bytes: 0,
+            list: None,
+            gen: 0,
+            change_seq: 0,
+            last_observed: None,
+        }
+    }
+
+    /// Applies one observation. Events at or below the applied revision are ignored (a
+    /// resumed watch never applies an event twice), progress never moves the revision back.
+    pub fn apply(&mut self, st: &Stamped) {
+        self.change_seq += 1;
+        self.last_observed = Some(st.at);
+        match &st.obs {
+            Observation::ListBegin { revision } => {
+                self.gen = self.gen.wrapping_add(1);
+                self.list = Some(ListState {
+                    revision: *revision,
+                    keys: 0,
+                });
+            }
+            Observation::ListPage { kvs } => {
+                let second = unix_second(st.at);
+                for kv in kvs {
+                    self.apply_listed(kv, second);
+                }
+                if let Some(l) = self.list.as_mut() {
+                    l.keys += kvs.len() as u64;
+                }
+            }
+            Observation::ListDone {
+                revision,
+                compacted,
+            } => self.finish_list(*revision, *compacted, st.at),
+            Observation::Events { revision, events } => {
+                let second = unix_second(st.at);
+                let mut applied = 0u32;
+                for ev in events {
+                    if ev.kv.mod_revision <= self.applied {
+                        continue;
+                    }
+                    self.apply_event(ev, st.at, second);
+                    applied += 1;
+                }
+                let head = events
+                    .last()
+                    .map_or(*revision, |e| e.kv.mod_revision)
+                    .max(self.applied);
+                self.advance(head, st.at);
+                self.growth.record(second, self.applied, applied);
+                self.enforce_budget();
+            }
+            Observation::Progress { revision } => {
+                self.advance(*revision, st.at);
+                self.growth.record(unix_second(st.at), self.applied, 0);
+            }
+            Observation::Compacted { revision, source } => {
+                self.set_compacted(*revision, source, st.at)
+            }
+            Observation::Conn(c) => self.conn = c.clone(),
+            Observation::Server { endpoint, version } => {
+                self.server = Some((endpoint.clone(), version.clone()))
+            }
+            Observation::Note(n) => self.note(st.at, n.clone()),
+        }
+    }
+
+    fn note(&mut self, at: SystemTime, n: String) {
+        if self.notes.len() == 200 {
+            self.notes.pop_front();
+        }
+        self.notes.push_back((at, n));
+    }
+
+    fn advance(&mut self, rev: Revision, at: SystemTime) {
+        if rev > self.applied {
+            self.applied = rev;
+            if self.rev_times.back().is_none_or(|(r, _)| *r < rev) {
+                self.rev_times.push_back((rev, at));
+            }
+        }
+    }
+
+    fn resource_id(&mut self, key: &[u8]) -> u32 {
+        let path = KeyPath::parse(&self.cfg.prefix, key);
+        if let Some(id) = self.resource_ids.get(path.resource.as_ref()) {
+            return *id;
+        }
+        let id = self.resources.len() as u32;
+        let name = path.resource.into_owned();
+        self.resource_ids.insert(name.clone(), id);
+        self.resources.push(ResourceStats::new(name));
+        id
+    }
+
+    fn apply_listed(&mut self, kv: &KeyValue, _second: u64) {
+        let gen = self.gen;
+        if let Some(e) = self.keys.get_mut(&kv.key) {
+            e.seen_gen = gen;
+            let newest = e.newest();
+            if newest.value.is_some() && newest.mod_revision == kv.mod_revision {
+                return;
+            }
+        }
+        // New, changed or re-created while we were not watching.
+        self.push_version(
+            kv.key.clone(),
+            Version {
+                create_revision: kv.create_revision,
+                mod_revision: kv.mod_revision,
+                version: kv.version,
+                lease: kv.lease,
+                value: Some(kv.value.clone()),
+            },
+        );
+        if let Some(e) = self.keys.get_mut(&kv.key) {
+            e.seen_gen = gen;
+        }
+    }
+
+    fn finish_list(&mut self, revision: Revision, compacted: Option<Revision>, at: SystemTime) {
+        let gen = self.gen;
+        let before = self.applied;
+        // Live keys the list did not return were deleted while we were away.
+        let gone: Vec<Bytes> = self
+            .keys
+            .iter()
+            .filter(|(_, e)| e.seen_gen != gen && e.live().is_some())
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in gone {
+            self.push_version(
+                k,
+                Version {
+                    create_revision: 0,
+                    mod_revision: revision,
+                    version: 0,
+                    lease: 0,
+                    value: None,
+                },
+            );
+        }
+        self.list = None;
+        if self.first_list.is_none() {
+            self.first_list = Some(revision);
+        }
+        if let Some(c) = compacted {
+            self.gaps.push(Gap {
+                from: before + 1,
+                to: revision,
+                compact_revision: c,
+                at,
+            });
+            self.note(
+                at,
+                format!(
+                    "resync after compaction: revisions {}..{} not seen one by one (etcd compacted at {c})",
+                    before + 1,
+                    revision
+                ),
+            );
+        }
+        self.advance(revision, at);
+        self.enforce_budget();
+    }
+
+    fn apply_event(&mut self, ev: &WatchEvent, at: SystemTime, second: u64) {
+        let kv = &ev.kv;
+        let version = match ev.kind {
+            EventKind::Put => Version {
+                create_revision: kv.create_revision,
+                mod_revision: kv.mod_revision,
+                version: kv.version,
+                lease: kv.lease,
+                value: Some(kv.value.clone()),
+            },
+            EventKind::Delete => Version {
+                create_revision: 0,
+                mod_revision: kv.mod_revision,
+                version: 0,
+                lease: 0,
+                value: None,
+            },
+        };
+        let resource = self.push_version(kv.key.clone(), version);
+        self.resources[resource as usize].count(second, ev.kind == EventKind::Delete);
+        if self.events.len() >= self.cfg.event_log_cap {
+            self.events.pop_front();
+        }
+        self.events.push_back(EventRecord {
+            at,
+            revision: kv.mod_revision,
+            kind: ev.kind,
+            key: kv.key.clone(),
+            value: kv.value.clone(),
+            resource,
+        });
+    }
+
+    /// Appends a version to a key (creating the entry), keeping live counts and history
+    /// accounting right. Returns the key's resource id.
+    fn push_version(&mut self, key: Bytes, v: Version) -> u32 {
+        let key_len = key.len();
+        let new_live = v.value.as_ref().map(|b| b.len() as u64);
+        let rev = v.mod_revision;
+        let entry = match self.keys.get_mut(&key) {
+            Some(e) => e,
+            None => {
+                let resource = self.resource_id(&key);
+                self.keys.entry(key.clone()).or_insert(KeyEntry {
+                    resource,
+                    versions: VecDeque::with_capacity(1),
+                    seen_gen: 0,
+                })
+            }
+        };
+        let resource = entry.resource as usize;
+        let old_live = entry
+            .live()
+            .and_then(|o| o.value.as_ref())
+            .map(|b| b.len() as u64);
+        let had_versions = !entry.versions.is_empty();
+        if let Some(prev) = entry.versions.back() {
+            // The previous newest becomes history now.
+            self.history_bytes += prev.cost(key_len);
+            self.history_versions += 1;
+        }
+        let is_tombstone = v.value.is_none();
+        entry.versions.push_back(v);
+        if is_tombstone {
+            // A tombstone is history from the moment it is written.
+            self.history_bytes += VERSION_OVERHEAD + key_len;
+            self.history_versions += 1;
+        }
+        if had_versions || is_tombstone {
+            self.history_queue.push_back((rev, key));
+        }
+        let stats = &mut self.resources[resource];
+        if let Some(b) = old_live {
+            stats.keys -= 1;
+            stats.bytes -= b;
+            self.live_keys -= 1;
+            self.live_bytes -= b;
+        }
+        if let Some(b) = new_live {
+            stats.keys += 1;
+            stats.bytes += b;
+            self.live_keys += 1;
+            self.live_bytes += b;
+        }
+        resource as u32
+    }
+
+    fn set_compacted(&mut self, rev: Revision, source: &'static str, at: SystemTime) {
+        if rev <= 0 {
+            return;
+        }
+        if self.compactions.back().is_none_or(|c| c.revision != rev) {
+            if self.compactions.len() == 64 {
+                self.compactions.pop_front();
+            }
+            self.compactions.push_back(CompactionSeen {
+                revision: rev,
+                at,
+                source,
+            });
+        }
+        if self.compacted.is_some_and(|c| c >= rev) {
+            return;
+        }
+        self.compacted = Some(rev);
+        self.drop_history_through(rev);
+        // Revision→time entries below the compaction are no longer needed for queries.
+        while self.rev_times.len() > 1 && self.rev_times[1].0 <= rev {
+            self.rev_times.pop_front();
+        }
+    }
+
+    /// Drops history that became history at or before `rev`, oldest first.
+    fn drop_history_through(&mut self, rev: Revision) {
+        while let Some((r, _)) = self.history_queue.front() {
+            if *r > rev {
+                break;
+            }
+            let (r, key) = self.history_queue.pop_front().expect("front exists");
+            self.drop_key_history(&key, r);
+        }
+    }
+
+    fn drop_key_history(&mut self, key: &Bytes, through: Revision) {
+        let Some(e) = self.keys.get_mut(key) else {
+            return;
+        };
+        let key_len = key.len();
+        while e.versions.len() > 1 && e.versions[1].mod_revision <= through {
+            let v = e.versions.pop_front().expect("len > 1");
+            self.history_bytes -= v.cost(key_len);
+            self.history_versions -= 1;
+        }
+        if e.versions.len() == 1 {
+            let only = &e.versions[0];
+            if only.value.is_none() && only.mod_revision <= through {
+                self.history_bytes -= VERSION_OVERHEAD + key_len;
+                self.history_versions -= 1;
+                self.keys.remove(key);
+            }
+        }
+    }
+
+    fn enforce_budget(&mut self) {
+        while self.history_bytes > self.cfg.history_budget {
+            let Some((r, key)) = self.history_queue.pop_front() else {
+                break;
+            };
+            self.history_floor = self.history_floor.max(r);
+            self.drop_key_history(&key, r);
+        }
+    }
+
+    // ---- queries -------------------------------------------------------------------
+
+    /// The replica's applied revision.
+    pub fn revision(&self) -> Revision {
+        self.applied
+    }
+
+    /// etcd's compacted revision, when known.
+    pub fn compact_revision(&self) -> Option<Revision> {
+        self.compacted
+    }
+
+    /// Lowest revision the replica can answer point-in-time queries for.
+    pub fn oldest_queryable(&self) -> Revision {
+        self.first_list
+            .unwrap_or(self.applied)
+            .max(self.compacted.unwrap_or(0))
+            .max(self.history_floor)
+    }
+
+    /// Counts every applied observation: compare two values to know whether to redraw.
+    pub fn change_seq(&self) -> u64 {
+        self.change_seq
+    }
+
+    pub fn conn(&self) -> &ConnState {
+        &self.conn
+    }
+
+    /// (endpoint, etcd server version) of the current connection.
+    pub fn server(&self) -> Option<(&str, &str)> {
+        self.server.as_ref().map(|(a, b)| (a.as_str(), b.as_str()))
+    }
+
+    /// Keys listed so far when a list is in progress.
+    pub fn listing(&self) -> Option<(Revision, u64)> {
+        self.list.as_ref().map(|l| (l.revision, l.keys))
+    }
+
+    pub fn prefix(&self) -> &[u8] {
+        &self.cfg.prefix
+    }
+
+    pub fn live_keys(&self) -> u64 {
+        self.live_keys
+    }
+
+    pub fn live_bytes(&self) -> u64 {
+        self.live_bytes
+    }
+
+    /// (versions, charged bytes) of history held.
+    pub fn history_usage(&self) -> (usize, usize) {
+        (self.history_versions, self.history_bytes)
+    }
+
+    /// Wall-clock time of the newest observation applied.
+    pub fn last_observed(&self) -> Option<SystemTime> {
+        self.last_observed
+    }
+
+    fn check_rev(&self, rev: Revision) -> Result<(), HistoryError> {
+        if rev > self.applied {
+            return Err(HistoryError::Future {
+                requested: rev,
+                applied: self.applied,
+            });
+        }
+        if let Some(c) = self.compacted {
+            if rev < c {
+                return Err(HistoryError::Compacted {
+                    requested: rev,
+                    compacted: c,
+                });
+            }
+        }
+        if rev < self.history_floor {
+            return Err(HistoryError::Dropped {
+                requested: rev,
+                floor: self.history_floor,
+            });
+        }
+        if let Some(first) = self.first_list {
+            if rev < first {
+                return Err(HistoryError::BeforeStart {
+                    requested: rev,
+                    first,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The newest live version of `key`, if the key exists now.
+    pub fn get(&self, key: &[u8]) -> Option<VersionView> {
+        self.keys.get(key).and_then(|e| e.live()).map(Into::into)
+    }
+
+    /// The version of `key` visible at revision `rev` (`Ok(None)`: absent or deleted then).
+    pub fn get_at(&self, key: &[u8], rev: Revision) -> Result<Option<VersionView>, HistoryError> {
+        self.check_rev(rev)?;
+        Ok(self
+            .keys
+            .get(key)
+            .and_then(|e| version_at(e, rev))
+            .map(Into::into))
+    }
+
+    /// Every live key under `prefix` at revision `rev`, ascending by key bytes.
+    pub fn range_at<'a>(
+        &'a self,
+        prefix: &'a [u8],
+        rev: Revision,
+    ) -> Result<impl Iterator<Item = (&'a Bytes, VersionView)> + 'a, HistoryError> {
+        self.check_rev(rev)?;
+        Ok(self
+            .keys
+            .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(move |(k, _)| k.starts_with(prefix))
+            .filter_map(move |(k, e)| version_at(e, rev).map(|v| (k, VersionView::from(v)))))
+    }
+
+    /// Every version of `key` still held, oldest first (tombstones have `value: None`).
+    pub fn history(&self, key: &[u8]) -> Vec<VersionView> {
+        self.keys
+            .get(key)
+            .map(|e| e.versions.iter().map(Into::into).collect())
+            .unwrap_or_default()
+    }
+
+    /// Metadata of a key (live or not).
+    pub fn key_meta(&self, key: &[u8]) -> Option<KeyMeta> {
+        let (k, e) = self.keys.get_key_value(key)?;
+        Some(KeyMeta {
+            key: k.clone(),
+            resource: self.resources[e.resource as usize].resource.clone(),
+            newest: e.newest().into(),
+            history_len: e.versions.len(),
+        })
+    }
+
+    /// Up to `n` live keys strictly after `after` (or from the start), in key order,
+    /// restricted to keys starting with `prefix`. For virtualized lists: cost is
+    /// O(log keys + n), whatever the number of keys.
+    pub fn live_keys_after(&self, prefix: &[u8], after: Option<&[u8]>, n: usize) -> Vec<Bytes> {
+        let lower = match after {
+            Some(a) => Bound::Excluded(a),
+            None => Bound::Included(prefix),
+        };
+        self.keys
+            .range::<[u8], _>((lower, Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .filter(|(_, e)| e.live().is_some())
+            .take(n)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Up to `n` live keys strictly before `before` (or from the end), nearest first.
+    pub fn live_keys_before(&self, prefix: &[u8], before: Option<&[u8]>, n: usize) -> Vec<Bytes> {
+        let upper = match before {
+            Some(b) => Bound::Excluded(b),
+            None => Bound::Unbounded,
+        };
+        self.keys
+            .range::<[u8], _>((Bound::Included(prefix), upper))
+            .rev()
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .filter(|(_, e)| e.live().is_some())
+            .take(n)
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
+
+    /// Wall-clock time the replica first observed revision `rev` (the batch or list that
+    /// brought it), or `None` if older than what is kept or not yet seen.
+    pub fn time_of(&self, rev: Revision) -> Option<SystemTime> {
+        if rev > self.applied {
+            return None;
+        }
+        let i = self.rev_times.partition_point(|(r, _)| *r < rev);
+        self.rev_times.get(i).map(|(_, t)| *t)
+    }
+
+    /// Per-resource statistics, in first-seen order.
+    pub fn resources(&self) -> &[ResourceStats] {
+        &self.resources
+    }
+
+    /// Name of a resource id as found in [`EventRecord::resource`].
+    pub fn resource_name(&self, id: u32) -> &str {
+        self.resources
+            .get(id as usize)
+            .map_or("?", |r| r.resource.as_str())
+    }
+
+    /// The live event stream, oldest first.
+    pub fn events(&self) -> &VecDeque<EventRecord> {
+        &self.events
+    }
+
+    /// Per-second revision growth, oldest first.
+    pub fn growth(&self) -> impl DoubleEndedIterator<Item = &GrowthSample> + ExactSizeIterator {
+        self.growth.samples.iter()
+    }
+
+    pub fn gaps(&self) -> &[Gap] {
+        &self.gaps
+    }
+
+    pub fn compactions(&self) -> &VecDeque<CompactionSeen> {
+        &self.compactions
+    }
+
+    /// Notes for the event log (resyncs, reconnects), oldest first.
+    pub fn notes(&self) -> &VecDeque<(SystemTime, String)> {
+        &self.notes
+    }
+
+    /// The summary for `snapshot --json`. Resources are sorted by name.
+    pub fn summary(&self) -> Summary {
+        let mut resources: Vec<ResourceSummary> = self
+            .resources
+            .iter()
+            .filter(|r| r.keys > 0 || r.puts > 0 || r.deletes > 0)
+            .map(|r| ResourceSummary {
+                resource: r.resource.clone(),
+                keys: r.keys,
+                bytes: r.bytes,
+                puts: r.puts,
+                deletes: r.deletes,
+            })
+            .collect();
+        resources.sort_by(|a, b| a.resource.cmp(&b.resource));
+        Summary {
+            revision: self.applied,
+            compact_revision: self.compacted,
+            keys: self.live_keys,
+            bytes: self.live_bytes,
+            history_versions: self.history_versions as u64,
+            history_bytes: self.history_bytes as u64,
+            resources,
+            gaps: self.gaps.clone(),
+            compactions: self.compactions.iter().cloned().collect(),
+        }
+    }
+
+    /// Compares the replica at its applied revision with `etcd_kvs`, the result of a range
+    /// over the same prefix at the same revision (ascending by key). Returns every
+    /// difference in key, value, create_revision, mod_revision and version.
+    pub fn diff(&self, etcd_kvs: &[KeyValue]) -> Vec<Difference> {
+        let mut out = Vec::new();
+        let prefix = self.cfg.prefix.clone();
+        let ours: Vec<(&Bytes, VersionView)> = match self.range_at(&prefix, self.applied) {
+            Ok(it) => it.collect(),
+            Err(e) => {
+                out.push(Difference {
+                    key: String::new(),
+                    what: e.to_string(),
+                });
+                return out;
+            }
+        };
+        let (mut i, mut j) = (0, 0);
+        while i < ours.len() || j < etcd_kvs.len() {
+            let a = ours.get(i);
+            let b = etcd_kvs.get(j);
+            match (a, b) {
+                (Some((ka, _)), Some(kb)) if ka.as_ref() < kb.key.as_ref() => {
+                    out.push(Difference {
+                        key: escape_bytes(ka).into_owned(),
+                        what: "in replica, not in etcd".into(),
+                    });
+                    i += 1;
+                }
+                (Some((ka, va)), Some(kb)) if ka.as_ref() == kb.key.as_ref() => {
+                    let mut what = Vec::new();
+                    if va.value.as_deref() != Some(kb.value.as_ref()) {
+                        what.push("value differs".to_string());
+                    }
+                    if va.create_revision != kb.create_revision {
+                        what.push(format!(
+                            "create_revision {} != etcd {}",
+                            va.create_revision, kb.create_revision
+                        ));
+                    }
+                    if va.mod_revision != kb.mod_revision {
+                        what.push(format!(
+                            "mod_revision {} != etcd {}",
+                            va.mod_revision, kb.mod_revision
+                        ));
+                    }
+                    if va.version != kb.version {
+                        what.push(format!("version {} != etcd {}", va.version, kb.version));
+                    }
+                    if va.lease != kb.lease {
+                        what.push(format!("lease {} != etcd {}", va.lease, kb.lease));
+                    }
+                    if !what.is_empty() {
+                        out.push(Difference {
+                            key: escape_bytes(ka).into_owned(),
+                            what: what.join(", "),
+                        });
+                    }
+                    i += 1;
+                    j += 1;
+                }
+                (_, Some(kb)) => {
+                    out.push(Difference {
+                        key: escape_bytes(&kb.key).into_owned(),
+                        what: "in etcd, not in replica".into(),
+                    });
+                    j += 1;
+                }
+                (Some((ka, _)), None) => {
+                    out.push(Difference {
+                        key: escape_bytes(ka).into_owned(),
+                        what: "in replica, not in etcd".into(),
+                    });
+                    i += 1;
+                }
+                (None, None) => break,
+            }
+        }
+        out
+    }
+}
+
+fn version_at(e: &KeyEntry, rev: Revision) -> Option<&Version> {
+    let i = e.versions.partition_point(|v| v.mod_revision <= rev);
+    if i == 0 {
+        return None;
+    }
+    let v = &e.versions[i - 1];
+    v.value.as_ref().map(|_| v)
+}
+
+fn unix_second(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn kv(key: &str, val: &str, create: i64, modr: i64, ver: i64) -> KeyValue {
+        KeyValue {
+            key: Bytes::copy_from_slice(key.as_bytes()),
+            create_revision: create,
+            mod_revision: modr,
+            version: ver,
+            lease: 0,
+            value: Bytes::copy_from_slice(val.as_bytes()),
+        }
+    }
+
+    fn at(s: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_700_000_000 + s)
+    }
+
+    fn put(k: KeyValue) -> WatchEvent {
+        WatchEvent {
+            kind: EventKind::Put,
+            kv: k,
+            prev_kv: None,
+        }
+    }
+
+    fn del(key: &str, rev: i64) -> WatchEvent {
+        WatchEvent {
+            kind: EventKind::Delete,
+            kv: kv(key, "", 0, rev, 0),
+            prev_kv: None,
+        }
+    }
+
+    fn obs(r: &mut Replica, s: u64, o: Observation) {
+        r.apply(&Stamped { at: at(s), obs: o });
+    }
+
+    fn listed(r: &mut Replica, rev: i64, kvs: Vec<KeyValue>, compacted: Option<i64>) {
+        obs(r, 0, Observation::ListBegin { revision: rev });
+        obs(r, 0, Observation::ListPage { kvs });
+        obs(
+            r,
+            0,
+            Observation::ListDone {
+                revision: rev,
+                compacted,
+            },
+        );
+    }
+
+    #[test]
+    fn history_tombstones_and_point_in_time() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        listed(
+            &mut r,
+            2,
+            vec![kv("/registry/pods/a/p", "v1", 2, 2, 1)],
+            None,
+        );
+        obs(
+            &mut r,
+            1,
+            Observation::Events {
+                revision: 4,
+                events: vec![
+                    put(kv("/registry/pods/a/p", "v2", 2, 3, 2)),
+                    del("/registry/pods/a/p", 4),
+                ],
+            },
+        );
+        assert_eq!(r.revision(), 4);
+        assert_eq!(r.get(b"/registry/pods/a/p"), None);
+        assert_eq!(
+            r.get_at(b"/registry/pods/a/p", 3).unwrap().unwrap().value,
+            Some(Bytes::from_static(b"v2"))
+        );
+        assert_eq!(
+            r.get_at(b"/registry/pods/a/p", 2).unwrap().unwrap().version,
+            1
+        );
+        assert_eq!(r.get_at(b"/registry/pods/a/p", 4).unwrap(), None);
+        let h = r.history(b"/registry/pods/a/p");
+        assert_eq!(h.len(), 3);
+        assert!(h[2].value.is_none());
+        assert_eq!(r.live_keys(), 0);
+        assert_eq!(r.resources()[0].puts, 1);
+        assert_eq!(r.resources()[0].deletes, 1);
+        // Re-create after delete.
+        obs(
+            &mut r,
+            2,
+            Observation::Events {
+                revision: 5,
+                events: vec![put(kv("/registry/pods/a/p", "v3", 5, 5, 1))],
+            },
+        );
+        assert_eq!(r.live_keys(), 1);
+        assert_eq!(r.get(b"/registry/pods/a/p").unwrap().create_revision, 5);
+    }
+
+    #[test]
+    fn duplicate_events_are_not_applied_twice() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        listed(&mut r, 1, vec![], None);
+        let e = Observation::Events {
+            revision: 2,
+            events: vec![put(kv("/registry/pods/a/p", "v1", 2, 2, 1))],
+        };
+        obs(&mut r, 1, e.clone());
+        obs(&mut r, 1, e);
+        assert_eq!(r.history(b"/registry/pods/a/p").len(), 1);
+        assert_eq!(r.resources()[0].puts, 1);
+    }
+
+    #[test]
+    fn progress_never_moves_back() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        listed(&mut r, 10, vec![], None);
+        obs(&mut r, 1, Observation::Progress { revision: 7 });
+        assert_eq!(r.revision(), 10);
+        obs(&mut r, 1, Observation::Progress { revision: 12 });
+        assert_eq!(r.revision(), 12);
+    }
+
+    #[test]
+    fn compaction_drops_superseded_history_and_dead_keys() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        listed(&mut r, 1, vec![], None);
+        obs(
+            &mut r,
+            1,
+            Observation::Events {
+                revision: 5,
+                events: vec![
+                    put(kv("/registry/cm/a/x", "1", 2, 2, 1)),
+                    put(kv("/registry/cm/a/x", "2", 2, 3, 2)),
+                    put(kv("/registry/cm/a/y", "1", 4, 4, 1)),
+                    del("/registry/cm/a/y", 5),
+                ],
+            },
+        );
+        assert_eq!(r.history_usage().0, 3); // x@2, y@4, y tombstone
+        obs(
+            &mut r,
+            2,
+            Observation::Compacted {
+                revision: 5,
+                source: "test",
+            },
+        );
+        assert_eq!(r.history(b"/registry/cm/a/x").len(), 1);
+        assert!(r.history(b"/registry/cm/a/y").is_empty());
+        assert_eq!(r.history_usage(), (0, 0));
+        assert!(matches!(
+            r.get_at(b"/registry/cm/a/x", 4),
+            Err(HistoryError::Compacted { .. })
+        ));
+    }
+
+    #[test]
+    fn budget_keeps_newest_of_live_keys() {
+        let cfg = ReplicaConfig {
+            history_budget: 1000,
+            ..ReplicaConfig::default()
+        };
+        let mut r = Replica::new(cfg);
+        listed(&mut r, 1, vec![], None);
+        let big = "x".repeat(400);
+        let mut events = Vec::new();
+        for i in 0..10 {
+            events.push(put(kv("/registry/cm/a/x", &big, 2, 2 + i, 1 + i)));
+        }
+        obs(
+            &mut r,
+            1,
+            Observation::Events {
+                revision: 11,
+                events,
+            },
+        );
+        assert!(r.history_usage().1 <= 1000);
+        assert_eq!(r.get(b"/registry/cm/a/x").unwrap().mod_revision, 11);
+        assert!(matches!(
+            r.get_at(b"/registry/cm/a/x", 3),
+            Err(HistoryError::Dropped { .. })
+        ));
+    }
+
+    #[test]
+    fn relist_applies_difference_and_records_gap() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        listed(
+            &mut r,
+            3,
+            vec![
+                kv("/registry/cm/d/a", "v1", 2, 2, 1),
+                kv("/registry/cm/d/b", "v1", 3, 3, 1),
+            ],
+            None,
+        );
+        // While away: a changed to v2 at 4, b deleted at 5, c created at 6; compacted at 103.
+        listed(
+            &mut r,
+            103,
+            vec![
+                kv("/registry/cm/d/a", "v2", 2, 4, 2),
+                kv("/registry/cm/d/c", "v1", 6, 6, 1),
+            ],
+            Some(103),
+        );
+        assert_eq!(r.get(b"/registry/cm/d/a").unwrap().mod_revision, 4);
+        assert_eq!(r.get(b"/registry/cm/d/b"), None);
+        assert!(r.get(b"/registry/cm/d/c").is_some());
+        assert_eq!(r.live_keys(), 2);
+        assert_eq!(r.gaps().len(), 1);
+        assert_eq!((r.gaps()[0].from, r.gaps()[0].to), (4, 103));
+        assert!(r
+            .diff(&[
+                kv("/registry/cm/d/a", "v2", 2, 4, 2),
+                kv("/registry/cm/d/c", "v1", 6, 6, 1)
+            ])
+            .is_empty());
+        let d = r.diff(&[kv("/registry/cm/d/a", "v3", 2, 4, 2)]);
+        assert_eq!(d.len(), 2);
+    }
+
+    #[test]
+    fn time_of_revision() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        listed(&mut r, 1, vec![], None);
+        obs(
+            &mut r,
+            5,
+            Observation::Events {
+                revision: 3,
+                events: vec![
+                    put(kv("/registry/cm/a/x", "1", 2, 2, 1)),
+                    put(kv("/registry/cm/a/x", "2", 2, 3, 2)),
+                ],
+            },
+        );
+        assert_eq!(r.time_of(2), Some(at(5)));
+        assert_eq!(r.time_of(1), Some(at(0)));
+        assert_eq!(r.time_of(4), None);
+    }
+
+    #[test]
+    fn virtual_paging() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        let kvs = (0..100)
+            .map(|i| kv(&format!("/registry/cm/d/k{i:03}"), "v", 2, 2, 1))
+            .collect();
+        listed(&mut r, 2, kvs, None);
+        let first = r.live_keys_after(b"/registry/cm/", None, 10);
+        assert_eq!(first.len(), 10);
+        let next = r.live_keys_after(b"/registry/cm/", Some(&first[9]), 10);
+        assert_eq!(&next[0][..], b"/registry/cm/d/k010");
+        let back = r.live_keys_before(b"/registry/cm/", Some(&next[0]), 3);
+        assert_eq!(&back[0][..], b"/registry/cm/d/k009");
+        assert_eq!(
+            r.live_keys_before(b"/registry/cm/", None, 1)[0].as_ref(),
+            b"/registry/cm/d/k099"
+        );
+    }
+}
