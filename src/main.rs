@@ -1,1 +1,118 @@
-fn main() {}
+//! The `regscope` binary: parses flags and runs the console, the demo or a CLI subcommand.
+
+use std::process::ExitCode;
+
+use anyhow::Result;
+use clap::Parser;
+use tokio::sync::mpsc;
+
+use regscope::cli::args::{Cli, Command, ConnArgs, DemoArgs, SnapshotArgs, UiArgs};
+use regscope::cli::{snapshot_json, snapshot_replica, sync_until_caught_up, verify_replica};
+use regscope::source::EtcdSource;
+use regscope::store::Replica;
+use regscope::tui::UiOptions;
+
+fn main() -> ExitCode {
+    // One rustls crypto provider for every TLS user (etcd-client via tonic, later kube and
+    // reqwest): ring, installed before anything builds a TLS config.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("regscope: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match rt.block_on(dispatch(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("regscope: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn dispatch(cli: Cli) -> Result<ExitCode> {
+    match cli.command {
+        None => console(&cli.conn, &cli.ui).await,
+        Some(Command::Demo(d)) => demo(&cli.conn, &cli.ui, &d).await,
+        Some(Command::Snapshot(s)) => snapshot(&cli.conn, &s).await,
+        Some(Command::Verify) => verify(&cli.conn).await,
+        Some(Command::PrintConfig) => {
+            print!("{}", regscope::config::print_defaults());
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}
+
+fn ui_options(ui: &UiArgs, title: String) -> UiOptions {
+    UiOptions {
+        keymap_path: ui.keymap.clone(),
+        theme_path: ui.theme.clone(),
+        title,
+        show_secrets: ui.show_secrets,
+        warnings: Vec::new(),
+    }
+}
+
+async fn console(conn: &ConnArgs, ui: &UiArgs) -> Result<ExitCode> {
+    let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
+    // Fail fast, before taking over the terminal, when the endpoint is wrong.
+    if let Err(e) = source.etcd.connect(source.sync.request_timeout).await {
+        eprintln!("regscope: {e}");
+        return Ok(ExitCode::from(2));
+    }
+    let (tx, rx) = mpsc::channel(1024);
+    let task = source.clone().spawn(tx);
+    let replica = Replica::new(conn.replica_config());
+    let title = source.etcd.endpoint_label();
+    let res = regscope::tui::run(rx, replica, ui_options(ui, title)).await;
+    task.abort();
+    res.map(|_| ExitCode::SUCCESS)
+}
+
+async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs) -> Result<ExitCode> {
+    regscope::demo::run_demo(conn, d, ui_options(ui, String::new())).await
+}
+
+async fn snapshot(conn: &ConnArgs, _s: &SnapshotArgs) -> Result<ExitCode> {
+    let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
+    let replica = snapshot_replica(&source, conn.replica_config()).await?;
+    println!("{}", snapshot_json(&replica, _s.keys)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn verify(conn: &ConnArgs) -> Result<ExitCode> {
+    let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
+    let replica = sync_until_caught_up(
+        &source,
+        conn.replica_config(),
+        std::time::Duration::from_secs(120),
+    )
+    .await?;
+    let diffs = verify_replica(&source, &replica).await?;
+    if diffs.is_empty() {
+        println!(
+            "OK: {} keys under {} match etcd at revision {}",
+            replica.live_keys(),
+            conn.prefix,
+            replica.revision()
+        );
+        Ok(ExitCode::SUCCESS)
+    } else {
+        for d in &diffs {
+            println!("{}: {}", d.key, d.what);
+        }
+        println!(
+            "{} difference(s) at revision {}",
+            diffs.len(),
+            replica.revision()
+        );
+        Ok(ExitCode::from(1))
+    }
+}

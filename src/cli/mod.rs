@@ -1,1 +1,162 @@
-//! TODO
+//! Subcommands that print instead of draw: `snapshot` and `verify`. They drive the same
+//! source and store as the console, so what they print is what the console shows.
+
+pub mod args;
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::model::{escape_bytes, ConnState, Observation, Revision, Stamped};
+use crate::source::etcd::list_once;
+use crate::source::EtcdSource;
+use crate::store::{Difference, Replica, ReplicaConfig, Summary};
+
+/// Lists the prefix once into a fresh replica (no watch). Notes (e.g. "no keys under the
+/// prefix") are printed to stderr.
+pub async fn snapshot_replica(source: &EtcdSource, cfg: ReplicaConfig) -> Result<Replica> {
+    let (mut client, _version) = source
+        .etcd
+        .connect(source.sync.request_timeout)
+        .await
+        .map_err(anyhow::Error::new)?;
+    let (tx, mut rx) = mpsc::channel::<Stamped>(64);
+    let src = source.clone();
+    let lister = tokio::spawn(async move { list_once(&src, &mut client, tx, 0).await });
+    let mut replica = Replica::new(cfg);
+    while let Some(st) = rx.recv().await {
+        if let Observation::Note(n) = &st.obs {
+            eprintln!("regscope: {n}");
+        }
+        replica.apply(&st);
+    }
+    match lister.await.context("list task failed")? {
+        Ok(_) => Ok(replica),
+        Err(e) => bail!("listing {}: {e}", source.etcd.endpoint_label()),
+    }
+}
+
+/// One key in `snapshot --json --keys`.
+#[derive(Serialize)]
+struct KeyRow {
+    key: String,
+    resource: String,
+    create_revision: Revision,
+    mod_revision: Revision,
+    version: i64,
+    lease: i64,
+    bytes: usize,
+}
+
+#[derive(Serialize)]
+struct SnapshotJson {
+    #[serde(flatten)]
+    summary: Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_list: Option<Vec<KeyRow>>,
+}
+
+/// Renders the snapshot JSON for a replica. `with_keys` adds `key_list` (every live key).
+pub fn snapshot_json(replica: &Replica, with_keys: bool) -> Result<String> {
+    let key_list = with_keys.then(|| {
+        let prefix = replica.prefix().to_vec();
+        replica
+            .range_at(&prefix, replica.revision())
+            .map(|it| {
+                it.map(|(k, v)| KeyRow {
+                    key: escape_bytes(k).into_owned(),
+                    resource: crate::model::KeyPath::parse(&prefix, k)
+                        .resource
+                        .into_owned(),
+                    create_revision: v.create_revision,
+                    mod_revision: v.mod_revision,
+                    version: v.version,
+                    lease: v.lease,
+                    bytes: v.value.as_ref().map_or(0, |b| b.len()),
+                })
+                .collect()
+            })
+            .unwrap_or_default()
+    });
+    let out = SnapshotJson {
+        summary: replica.summary(),
+        key_list,
+    };
+    Ok(serde_json::to_string_pretty(&out)?)
+}
+
+/// Runs the live source until the replica has caught up with etcd's head revision as read
+/// at the start (bounded by `timeout`), then returns the replica.
+pub async fn sync_until_caught_up(
+    source: &EtcdSource,
+    cfg: ReplicaConfig,
+    timeout: Duration,
+) -> Result<Replica> {
+    let (mut client, _) = source
+        .etcd
+        .connect(source.sync.request_timeout)
+        .await
+        .map_err(anyhow::Error::new)?;
+    let head = client
+        .get(
+            source.sync.range_key(),
+            Some(etcd_client::GetOptions::new().with_count_only()),
+        )
+        .await
+        .context("reading etcd's head revision")?
+        .header()
+        .map_or(0, |h| h.revision());
+    let (tx, mut rx) = mpsc::channel::<Stamped>(1024);
+    let task = source.clone().spawn(tx);
+    let mut replica = Replica::new(cfg);
+    let deadline = Instant::now() + timeout;
+    let result = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break Err(anyhow::anyhow!(
+                "replica did not catch up with etcd revision {head} within {timeout:?} (at {})",
+                replica.revision()
+            ));
+        }
+        match tokio::time::timeout(left, rx.recv()).await {
+            Ok(Some(st)) => {
+                replica.apply(&st);
+                if let ConnState::Failed { error } = replica.conn() {
+                    break Err(anyhow::anyhow!("{error}"));
+                }
+                if replica.revision() >= head && replica.listing().is_none() {
+                    break Ok(());
+                }
+            }
+            Ok(None) => break Err(anyhow::anyhow!("source ended")),
+            Err(_) => continue,
+        }
+    };
+    task.abort();
+    result.map(|_| replica)
+}
+
+/// Reads the prefix from etcd at the replica's revision and returns every difference.
+pub async fn verify_replica(source: &EtcdSource, replica: &Replica) -> Result<Vec<Difference>> {
+    let (mut client, _) = source
+        .etcd
+        .connect(source.sync.request_timeout)
+        .await
+        .map_err(anyhow::Error::new)?;
+    let (tx, mut rx) = mpsc::channel::<Stamped>(64);
+    let src = source.clone();
+    let rev = replica.revision();
+    let lister = tokio::spawn(async move { list_once(&src, &mut client, tx, rev).await });
+    let mut kvs = Vec::new();
+    while let Some(st) = rx.recv().await {
+        if let Observation::ListPage { kvs: page } = st.obs {
+            kvs.extend(page);
+        }
+    }
+    match lister.await.context("list task failed")? {
+        Ok(_) => Ok(replica.diff(&kvs)),
+        Err(e) => bail!("reading etcd at revision {rev}: {e}"),
+    }
+}

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what regscope needs to build, run the demo and run its tests, when missing:
+#   etcd (Debian etcd-server), etcdctl (etcd-client, used by the sync benchmark),
+#   protoc (protobuf-compiler, needed by etcd-client's build), tmux (end-to-end tests).
+# Uses apt-get (via sudo when not root). Safe to run repeatedly: it installs only what is absent.
+set -euo pipefail
+
+need=()
+command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
+command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
+command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
+
+if [ ${#need[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "regscope setup: missing ${need[*]} and no apt-get here; install them with your package manager" >&2
+    exit 1
+  fi
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  echo "regscope setup: installing ${need[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+# Debian's etcd-server package starts a system etcd on 127.0.0.1:2379; regscope's demo and
+# tests use private etcd processes on random ports, so it does not matter to them.
+command -v etcd >/dev/null && command -v protoc >/dev/null

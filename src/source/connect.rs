@@ -1,0 +1,391 @@
+//! Connecting to etcd: endpoints, TLS and authentication options (the same environment
+//! variables etcdctl honours), kubeadm defaults, and one-line errors that say what to do.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
+
+/// kubeadm's client certificate for the apiserver's etcd connection
+/// (kubeadm: /etc/kubernetes/pki/apiserver-etcd-client.{crt,key}, CA /etc/kubernetes/pki/etcd/ca.crt).
+pub const KUBEADM_CERT: &str = "/etc/kubernetes/pki/apiserver-etcd-client.crt";
+pub const KUBEADM_KEY: &str = "/etc/kubernetes/pki/apiserver-etcd-client.key";
+pub const KUBEADM_CA: &str = "/etc/kubernetes/pki/etcd/ca.crt";
+/// etcd's client URL on a kubeadm control-plane node.
+pub const KUBEADM_ENDPOINT: &str = "https://127.0.0.1:2379";
+
+/// How to reach etcd. Built from flags and `ETCDCTL_*` variables by the CLI.
+#[derive(Clone, Debug, Default)]
+pub struct EtcdOptions {
+    /// Endpoint URLs, e.g. `https://127.0.0.1:2379`. Empty: kubeadm defaults.
+    pub endpoints: Vec<String>,
+    pub cacert: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+    pub user: Option<String>,
+    pub password: Option<String>,
+}
+
+/// Why connecting failed, each with the action to take. `fatal` errors are not retried.
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot read {flag} {path}: {err} (check the path and that you may read it; try sudo)")]
+    File {
+        flag: &'static str,
+        path: PathBuf,
+        err: std::io::Error,
+    },
+    #[error("cannot reach etcd at {endpoint}: {detail} (is etcd running there? set --endpoints or ETCDCTL_ENDPOINTS)")]
+    Unreachable { endpoint: String, detail: String },
+    #[error("etcd at {endpoint} is not responding (connected, but no answer within {secs} s): {detail}")]
+    NotResponding {
+        endpoint: String,
+        secs: u64,
+        detail: String,
+    },
+    #[error("TLS with {endpoint} failed: {detail} ({hint})")]
+    Tls {
+        endpoint: String,
+        detail: String,
+        hint: String,
+    },
+    #[error("etcd at {endpoint} refused authentication: {detail} (check --user/--password or ETCDCTL_USER)")]
+    Auth { endpoint: String, detail: String },
+    #[error("etcd at {endpoint} denied access: {detail} (the user needs read access to the prefix; on kubeadm nodes use the apiserver's etcd client certificate)")]
+    Permission { endpoint: String, detail: String },
+    #[error("etcd at {endpoint}: {detail}")]
+    Other { endpoint: String, detail: String },
+}
+
+impl ConnectError {
+    /// Errors that retrying cannot fix.
+    pub fn is_fatal(&self) -> bool {
+        matches!(
+            self,
+            ConnectError::File { .. }
+                | ConnectError::Tls { .. }
+                | ConnectError::Auth { .. }
+                | ConnectError::Permission { .. }
+        )
+    }
+}
+
+impl EtcdOptions {
+    /// Fills unset fields: no endpoints → kubeadm's `https://127.0.0.1:2379` with kubeadm's
+    /// apiserver-etcd-client certificates when they are readable, else `http://127.0.0.1:2379`.
+    pub fn with_defaults(mut self) -> Self {
+        if self.endpoints.is_empty() {
+            let readable = |p: &str| std::fs::File::open(p).is_ok();
+            if self.cert.is_none()
+                && readable(KUBEADM_CERT)
+                && readable(KUBEADM_KEY)
+                && readable(KUBEADM_CA)
+            {
+                self.endpoints = vec![KUBEADM_ENDPOINT.into()];
+                self.cert = Some(KUBEADM_CERT.into());
+                self.key = Some(KUBEADM_KEY.into());
+                self.cacert = Some(KUBEADM_CA.into());
+            } else if self.cert.is_some() || self.cacert.is_some() {
+                self.endpoints = vec![KUBEADM_ENDPOINT.into()];
+            } else {
+                self.endpoints = vec!["http://127.0.0.1:2379".into()];
+            }
+        }
+        // etcdctl accepts bare host:port; tonic needs a scheme.
+        let tls = self.cacert.is_some() || self.cert.is_some();
+        for e in &mut self.endpoints {
+            if !e.contains("://") {
+                *e = format!("{}://{e}", if tls { "https" } else { "http" });
+            }
+        }
+        self
+    }
+
+    /// The first endpoint, for messages.
+    pub fn endpoint_label(&self) -> String {
+        match self.endpoints.as_slice() {
+            [] => "(no endpoint)".into(),
+            [one] => one.clone(),
+            [first, rest @ ..] => format!("{first} (+{})", rest.len()),
+        }
+    }
+
+    fn tls(&self) -> Result<Option<TlsOptions>, ConnectError> {
+        if self.cacert.is_none() && self.cert.is_none() && self.key.is_none() {
+            return Ok(None);
+        }
+        let mut tls = TlsOptions::new();
+        if let Some(ca) = &self.cacert {
+            tls = tls.ca_certificate(Certificate::from_pem(read_file("--cacert", ca)?));
+        }
+        match (&self.cert, &self.key) {
+            (Some(c), Some(k)) => {
+                let cert = read_file("--cert", c)?;
+                let key = read_file("--key", k)?;
+                tls = tls.identity(Identity::from_pem(cert, key));
+            }
+            (Some(_), None) | (None, Some(_)) => {
+                return Err(ConnectError::Tls {
+                    endpoint: self.endpoint_label(),
+                    detail: "--cert and --key must be given together".into(),
+                    hint: "pass both, or neither".into(),
+                })
+            }
+            (None, None) => {}
+        }
+        Ok(Some(tls))
+    }
+
+    /// Connects and checks the connection with a Status call. Returns the client and
+    /// etcd's server version. Bounded: gives up after about `timeout`.
+    pub async fn connect(&self, timeout: Duration) -> Result<(Client, String), ConnectError> {
+        let endpoint = self.endpoint_label();
+        let mut opts = ConnectOptions::new()
+            .with_connect_timeout(timeout)
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(10))
+            .with_keep_alive_while_idle(true)
+            .with_tcp_keepalive(Duration::from_secs(10));
+        if let Some(tls) = self.tls()? {
+            opts = opts.with_tls(tls);
+        }
+        if let Some(user) = &self.user {
+            opts = opts.with_user(user.clone(), self.password.clone().unwrap_or_default());
+        }
+        let fut = Client::connect(&self.endpoints, Some(opts));
+        let mut client = match tokio::time::timeout(timeout, fut).await {
+            Ok(Ok(c)) => c,
+            Ok(Err(e)) => return Err(classify(&endpoint, self, &e)),
+            Err(_) => {
+                return Err(ConnectError::NotResponding {
+                    endpoint,
+                    secs: timeout.as_secs(),
+                    detail: "connect timed out".into(),
+                })
+            }
+        };
+        let status = match tokio::time::timeout(timeout, client.status()).await {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Err(classify(&endpoint, self, &e)),
+            Err(_) => {
+                return Err(ConnectError::NotResponding {
+                    endpoint,
+                    secs: timeout.as_secs(),
+                    detail: "status request timed out".into(),
+                })
+            }
+        };
+        Ok((client, status.version().to_string()))
+    }
+}
+
+fn read_file(flag: &'static str, path: &Path) -> Result<Vec<u8>, ConnectError> {
+    std::fs::read(path).map_err(|err| ConnectError::File {
+        flag,
+        path: path.to_path_buf(),
+        err,
+    })
+}
+
+/// Turns an etcd-client error into the one-line error an operator can act on.
+pub fn classify(endpoint: &str, opts: &EtcdOptions, e: &etcd_client::Error) -> ConnectError {
+    let detail = error_chain(e);
+    let lower = detail.to_lowercase();
+    let endpoint = endpoint.to_string();
+    if let etcd_client::Error::GRpcStatus(s) = e {
+        match s.code() {
+            tonic::Code::Unauthenticated => {
+                return ConnectError::Auth {
+                    endpoint,
+                    detail: s.message().to_string(),
+                }
+            }
+            tonic::Code::PermissionDenied => {
+                return ConnectError::Permission {
+                    endpoint,
+                    detail: s.message().to_string(),
+                }
+            }
+            tonic::Code::InvalidArgument if lower.contains("user name is empty") => {
+                return ConnectError::Auth {
+                    endpoint,
+                    detail: "etcd has authentication enabled and no user was given".into(),
+                }
+            }
+            _ => {}
+        }
+    }
+    if lower.contains("certificate")
+        || lower.contains("tls")
+        || lower.contains("handshake")
+        || lower.contains("unknownissuer")
+        || lower.contains("invalid peer")
+    {
+        let hint = tls_hint(&lower, opts);
+        return ConnectError::Tls {
+            endpoint,
+            detail,
+            hint,
+        };
+    }
+    if lower.contains("connection refused")
+        || lower.contains("dns error")
+        || lower.contains("no route")
+        || lower.contains("tcp connect")
+        || lower.contains("transport error")
+    {
+        return ConnectError::Unreachable { endpoint, detail };
+    }
+    if lower.contains("timed out") || lower.contains("deadline") {
+        return ConnectError::NotResponding {
+            endpoint,
+            secs: 0,
+            detail,
+        };
+    }
+    ConnectError::Other { endpoint, detail }
+}
+
+fn tls_hint(lower: &str, opts: &EtcdOptions) -> String {
+    let ca = opts
+        .cacert
+        .as_ref()
+        .map_or("(none)".into(), |p| p.display().to_string());
+    let cert = opts
+        .cert
+        .as_ref()
+        .map_or("(none)".into(), |p| p.display().to_string());
+    if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
+        format!("the server's certificate is not signed by --cacert {ca}: pass the etcd CA")
+    } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
+        "the server's certificate does not name this endpoint: connect by a host/IP in its SANs"
+            .into()
+    } else if lower.contains("certificate required") || lower.contains("bad certificate") {
+        format!("etcd rejected the client certificate --cert {cert}: use one signed by etcd's CA")
+    } else if lower.contains("invalid") && lower.contains("pem") || lower.contains("private key") {
+        format!("a certificate or key file is not valid PEM (--cacert {ca}, --cert {cert})")
+    } else if opts.cacert.is_none() && opts.cert.is_none() {
+        "the endpoint speaks TLS: pass --cacert, --cert and --key (or use an http:// endpoint)"
+            .into()
+    } else {
+        format!("check --cacert {ca} and --cert {cert} match this etcd")
+    }
+}
+
+/// The error and its sources, joined with ": " (tonic nests the useful part).
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let t = s.to_string();
+        if !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        cur = s.source();
+    }
+    parts.join(": ")
+}
+
+/// Up to `max` distinct top-level prefixes (`/registry`, `/kubernetes.io`, …) that hold keys,
+/// found by skipping from one prefix to the next with keys-only limit-1 ranges (cheap even
+/// on a large keyspace).
+pub async fn top_level_prefixes(
+    client: &mut Client,
+    max: usize,
+) -> Result<Vec<String>, etcd_client::Error> {
+    let mut out = Vec::new();
+    let mut from: Vec<u8> = vec![0];
+    while out.len() < max {
+        let resp = client
+            .get(
+                from.clone(),
+                Some(
+                    GetOptions::new()
+                        .with_from_key()
+                        .with_keys_only()
+                        .with_limit(1),
+                ),
+            )
+            .await?;
+        let Some(kv) = resp.kvs().first() else {
+            break;
+        };
+        let key = kv.key();
+        // First segment: "/registry/..." -> "/registry"; "compact_rev_key" -> itself.
+        let start = usize::from(key.first() == Some(&b'/'));
+        let end = key[start..]
+            .iter()
+            .position(|b| *b == b'/')
+            .map_or(key.len(), |p| p + start);
+        let seg = &key[..end];
+        out.push(crate::model::escape_bytes(seg).into_owned());
+        // Next key after every key starting with seg: seg + "/" + 0xff... → use seg's successor
+        // over the "seg/" prefix: prefix_end(seg + "/").
+        let mut p = seg.to_vec();
+        if end < key.len() {
+            p.push(b'/');
+            from = prefix_end(&p);
+        } else {
+            p.push(0);
+            from = p;
+        }
+        if from.is_empty() {
+            break;
+        }
+    }
+    Ok(out)
+}
+
+/// The smallest key greater than every key starting with `prefix` (etcd's range_end for a
+/// prefix); empty means "to the end of the keyspace".
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+impl fmt::Display for EtcdOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.endpoint_label())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_end_increments_last_byte() {
+        assert_eq!(prefix_end(b"/registry/"), b"/registry0".to_vec());
+        assert_eq!(prefix_end(b"a\xff"), b"b".to_vec());
+        assert_eq!(prefix_end(b"\xff"), vec![0]);
+    }
+
+    #[test]
+    fn defaults_add_scheme() {
+        let o = EtcdOptions {
+            endpoints: vec!["127.0.0.1:2379".into()],
+            ..Default::default()
+        }
+        .with_defaults();
+        assert_eq!(o.endpoints, vec!["http://127.0.0.1:2379".to_string()]);
+    }
+
+    #[test]
+    fn missing_cert_file_is_a_clear_fatal_error() {
+        let o = EtcdOptions {
+            endpoints: vec!["https://127.0.0.1:1".into()],
+            cacert: Some("/nonexistent/ca.crt".into()),
+            ..Default::default()
+        };
+        let e = o.tls().err().expect("must fail");
+        assert!(e.is_fatal());
+        let msg = e.to_string();
+        assert!(msg.contains("--cacert /nonexistent/ca.crt"), "{msg}");
+    }
+}

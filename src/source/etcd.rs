@@ -1,0 +1,623 @@
+//! The etcd list+watch source: a paged list of the prefix pinned at one revision, then one
+//! watch from list revision + 1 (with `prev_kv` and progress notifications) plus a watch on
+//! the apiserver's `compact_rev_key`. Reconnects with backoff and resumes from the last
+//! forwarded revision + 1; relists when the watch is cancelled because its start revision
+//! was compacted.
+//!
+//! etcd facts this relies on (etcd v3.4+ watch API):
+//! - A watch whose start revision is compacted is cancelled with `compact_revision` set;
+//!   etcd 3.4 sends it as an ordinary response (`canceled`, empty reason), and the stream
+//!   then stays open and silent.
+//! - Progress notifications (`RequestProgress`) carry only a header revision: every event up
+//!   to it has been sent. etcd's own periodic progress notify defaults to 10 minutes, so
+//!   liveness relies on our own progress requests.
+//! - Range responses over the gRPC decoding limit fail with "message length too large";
+//!   the page limit is halved (never an identical retry).
+
+use std::time::{Duration, Instant, SystemTime};
+
+use etcd_client::{Client, EventType, GetOptions, WatchOptions};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::connect::{classify, error_chain, prefix_end, top_level_prefixes, EtcdOptions};
+use crate::model::{
+    Bytes, ConnState, EventKind, KeyValue, Observation, Revision, Stamped, WatchEvent,
+};
+
+/// The key kube-apiserver's compactor writes at the etcd root (not under the prefix):
+/// its value is the revision it compacts to (k8s.io/apiserver storage/etcd3/compact.go).
+pub const COMPACT_REV_KEY: &[u8] = b"compact_rev_key";
+
+/// Tunables of the sync loop. Durations are wall-clock; sizes are bytes.
+#[derive(Clone, Debug)]
+pub struct SyncOptions {
+    /// Prefix to mirror, without trailing slash (`/registry`).
+    pub prefix: Vec<u8>,
+    /// Keys per list page (etcd range `limit`).
+    pub page_limit: i64,
+    /// gRPC decoding limit for range responses; pages over it are retried smaller.
+    pub max_decode_bytes: usize,
+    /// gRPC decoding limit for watch responses (a catch-up batch can exceed 4 MiB).
+    pub watch_max_decode_bytes: usize,
+    /// How often we ask etcd for a progress notification.
+    pub progress_interval: Duration,
+    /// No response at all for this long: "etcd not responding", reconnect.
+    pub liveness_window: Duration,
+    /// Bound on connecting and on each unary request.
+    pub request_timeout: Duration,
+    /// Longest pause between reconnect attempts.
+    pub backoff_max: Duration,
+}
+
+impl Default for SyncOptions {
+    fn default() -> Self {
+        Self {
+            prefix: b"/registry".to_vec(),
+            page_limit: 500,
+            max_decode_bytes: 16 << 20,
+            watch_max_decode_bytes: 512 << 20,
+            progress_interval: Duration::from_secs(5),
+            liveness_window: Duration::from_secs(15),
+            request_timeout: Duration::from_secs(10),
+            backoff_max: Duration::from_secs(2),
+        }
+    }
+}
+
+impl SyncOptions {
+    /// `prefix + "/"`: the range actually listed and watched (so `/registry` never matches
+    /// `/registry-other`).
+    pub fn range_key(&self) -> Vec<u8> {
+        let mut k = self.prefix.clone();
+        if k.last() != Some(&b'/') {
+            k.push(b'/');
+        }
+        k
+    }
+}
+
+/// Why a watch session ended.
+enum WatchEnd {
+    /// Cancelled: start revision compacted at this revision.
+    Compacted(Revision),
+    /// Stream or connection lost (one-line reason).
+    Lost(String),
+    /// No response within the liveness window; last response at this wall-clock time.
+    Silent(SystemTime),
+    /// The consumer went away.
+    Closed,
+}
+
+/// Error during list.
+#[derive(Debug)]
+pub enum ListError {
+    Etcd(etcd_client::Error),
+    Timeout,
+    TooLarge(String),
+    Closed,
+}
+
+impl std::fmt::Display for ListError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListError::Etcd(e) => write!(f, "{}", error_chain(e)),
+            ListError::Timeout => write!(f, "list request timed out"),
+            ListError::TooLarge(s) => write!(f, "{s}"),
+            ListError::Closed => write!(f, "consumer closed"),
+        }
+    }
+}
+
+/// The etcd source. Create, then [`EtcdSource::spawn`].
+#[derive(Clone, Debug)]
+pub struct EtcdSource {
+    pub etcd: EtcdOptions,
+    pub sync: SyncOptions,
+}
+
+struct Emitter {
+    tx: mpsc::Sender<Stamped>,
+}
+
+impl Emitter {
+    async fn send(&self, obs: Observation) -> bool {
+        self.tx.send(Stamped::now(obs)).await.is_ok()
+    }
+}
+
+impl EtcdSource {
+    pub fn new(etcd: EtcdOptions, sync: SyncOptions) -> Self {
+        Self { etcd, sync }
+    }
+
+    /// Runs the source until the receiver is dropped or a fatal error (reported as
+    /// `ConnState::Failed`).
+    pub fn spawn(self, tx: mpsc::Sender<Stamped>) -> JoinHandle<()> {
+        tokio::spawn(async move { self.run(tx, None).await })
+    }
+
+    /// Like [`EtcdSource::spawn`] for a consumer that already holds everything up to
+    /// revision `after` (e.g. a replica kept across a restart of the source): no list, the
+    /// watch starts at `after + 1`; a compacted start revision still forces a relist.
+    pub fn spawn_resuming(self, tx: mpsc::Sender<Stamped>, after: Revision) -> JoinHandle<()> {
+        tokio::spawn(async move { self.run(tx, Some(after)).await })
+    }
+
+    async fn run(self, tx: mpsc::Sender<Stamped>, resume_after: Option<Revision>) {
+        let out = Emitter { tx };
+        let endpoint = self.etcd.endpoint_label();
+        let mut forwarded: Option<Revision> = resume_after;
+        let mut relist_for: Option<Revision> = None;
+        let mut attempt: u32 = 0;
+        let mut silent_since: Option<SystemTime> = None;
+        let mut first_list = resume_after.is_none();
+        loop {
+            if attempt > 0 {
+                let backoff = (Duration::from_millis(100) * 2u32.saturating_pow(attempt - 1))
+                    .min(self.sync.backoff_max);
+                tokio::time::sleep(backoff).await;
+            }
+            if !out.send(Observation::Conn(ConnState::Connecting)).await && attempt > 0 {
+                return;
+            }
+            let (mut client, version) = match self.etcd.connect(self.sync.request_timeout).await
+            {
+                Ok(c) => c,
+                Err(e) if e.is_fatal() => {
+                    out.send(Observation::Conn(ConnState::Failed {
+                        error: e.to_string(),
+                    }))
+                    .await;
+                    return;
+                }
+                Err(e) => {
+                    attempt = attempt.saturating_add(1);
+                    let state = match (silent_since, &e) {
+                        (Some(since), super::ConnectError::NotResponding { .. }) => {
+                            ConnState::NotResponding { since }
+                        }
+                        _ => ConnState::Reconnecting {
+                            attempt,
+                            error: e.to_string(),
+                        },
+                    };
+                    if !out.send(Observation::Conn(state)).await {
+                        return;
+                    }
+                    continue;
+                }
+            };
+            if !out
+                .send(Observation::Server {
+                    endpoint: endpoint.clone(),
+                    version,
+                })
+                .await
+            {
+                return;
+            }
+            if silent_since.take().is_some() {
+                out.send(Observation::Note(format!(
+                    "etcd answers again; resuming from revision {}",
+                    forwarded.map_or(0, |r| r + 1)
+                )))
+                .await;
+            }
+            let start = match forwarded {
+                Some(rev) if relist_for.is_none() => rev + 1,
+                _ => {
+                    if !out.send(Observation::Conn(ConnState::Listing { keys: 0 })).await {
+                        return;
+                    }
+                    match self.list(&mut client, &out, relist_for, 0).await {
+                        Ok(rev) => {
+                            if first_list {
+                                first_list = false;
+                                self.warn_if_empty(&mut client, &out).await;
+                            }
+                            relist_for = None;
+                            forwarded = Some(rev);
+                            rev + 1
+                        }
+                        Err(ListError::Closed) => return,
+                        Err(ListError::Etcd(e)) => {
+                            let ce = classify(&endpoint, &self.etcd, &e);
+                            if ce.is_fatal() {
+                                out.send(Observation::Conn(ConnState::Failed {
+                                    error: ce.to_string(),
+                                }))
+                                .await;
+                                return;
+                            }
+                            attempt = attempt.saturating_add(1);
+                            out.send(Observation::Conn(ConnState::Reconnecting {
+                                attempt,
+                                error: ce.to_string(),
+                            }))
+                            .await;
+                            continue;
+                        }
+                        Err(e) => {
+                            attempt = attempt.saturating_add(1);
+                            out.send(Observation::Conn(ConnState::Reconnecting {
+                                attempt,
+                                error: e.to_string(),
+                            }))
+                            .await;
+                            continue;
+                        }
+                    }
+                }
+            };
+            if !out.send(Observation::Conn(ConnState::Watching)).await {
+                return;
+            }
+            attempt = 0;
+            match self.watch(&mut client, start, &out, &mut forwarded).await {
+                WatchEnd::Closed => return,
+                WatchEnd::Compacted(c) => {
+                    out.send(Observation::Compacted {
+                        revision: c,
+                        source: "watch",
+                    })
+                    .await;
+                    out.send(Observation::Note(format!(
+                        "watch from revision {start} refused: compacted at {c}; relisting"
+                    )))
+                    .await;
+                    relist_for = Some(c);
+                }
+                WatchEnd::Lost(reason) => {
+                    attempt = 1;
+                    out.send(Observation::Conn(ConnState::Reconnecting {
+                        attempt,
+                        error: reason,
+                    }))
+                    .await;
+                }
+                WatchEnd::Silent(since) => {
+                    attempt = 1;
+                    silent_since = Some(since);
+                    out.send(Observation::Conn(ConnState::NotResponding { since }))
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// Lists the prefix page by page at one revision and emits ListBegin/ListPage/ListDone.
+    /// Returns the list revision.
+    async fn list(
+        &self,
+        client: &mut Client,
+        out_tx: &Emitter,
+        compacted: Option<Revision>,
+        at: Revision,
+    ) -> Result<Revision, ListError> {
+        let start = self.sync.range_key();
+        let end = prefix_end(&start);
+        let mut decode_limit = self.sync.max_decode_bytes;
+        let mut kv = client.kv_client().max_decoding_message_size(decode_limit);
+        let mut limit = self.sync.page_limit.max(1);
+        let mut rev: Revision = at;
+        let mut begun = false;
+        let mut from = start.clone();
+        let mut listed: u64 = 0;
+        loop {
+            let opts = GetOptions::new()
+                .with_range(end.clone())
+                .with_limit(limit)
+                .with_revision(rev);
+            let resp =
+                match tokio::time::timeout(self.sync.request_timeout, kv.get(from.clone(), Some(opts)))
+                    .await
+                {
+                    Err(_) => return Err(ListError::Timeout),
+                    Ok(Ok(r)) => r,
+                    Ok(Err(e)) => {
+                        let msg = error_chain(&e).to_lowercase();
+                        if msg.contains("compacted") && begun && at == 0 {
+                            // The pinned revision was compacted mid-list: start over.
+                            out_tx
+                                .send(Observation::Note(format!(
+                                    "list revision {rev} compacted during the list; restarting"
+                                )))
+                                .await;
+                            rev = 0;
+                            begun = false;
+                            from = start.clone();
+                            listed = 0;
+                            continue;
+                        }
+                        if msg.contains("too large") {
+                            if limit > 1 {
+                                let smaller = (limit / 2).max(1);
+                                out_tx
+                                    .send(Observation::Note(format!(
+                                        "list page of {limit} keys exceeded the {decode_limit}-byte gRPC limit; retrying with {smaller}"
+                                    )))
+                                    .await;
+                                limit = smaller;
+                                continue;
+                            }
+                            if decode_limit < (1 << 30) {
+                                decode_limit *= 4;
+                                kv = client.kv_client().max_decoding_message_size(decode_limit);
+                                continue;
+                            }
+                            return Err(ListError::TooLarge(format!(
+                                "a single key exceeds the gRPC decoding limit of {decode_limit} bytes"
+                            )));
+                        }
+                        return Err(ListError::Etcd(e));
+                    }
+                };
+            if !begun {
+                begun = true;
+                if rev == 0 {
+                    rev = resp.header().map_or(0, |h| h.revision());
+                }
+                if !out_tx.send(Observation::ListBegin { revision: rev }).await {
+                    return Err(ListError::Closed);
+                }
+            }
+            let more = resp.more();
+            let kvs: Vec<KeyValue> = resp.kvs().iter().map(convert_kv).collect();
+            listed += kvs.len() as u64;
+            if let Some(last) = kvs.last() {
+                from = last.key.to_vec();
+                from.push(0);
+            }
+            let empty = kvs.is_empty();
+            if !out_tx.send(Observation::ListPage { kvs }).await {
+                return Err(ListError::Closed);
+            }
+            if !out_tx
+                .send(Observation::Conn(ConnState::Listing { keys: listed }))
+                .await
+            {
+                return Err(ListError::Closed);
+            }
+            if !more || empty {
+                break;
+            }
+        }
+        // The apiserver's compaction marker lives at the etcd root, outside the prefix.
+        if let Ok(Ok(resp)) = tokio::time::timeout(
+            self.sync.request_timeout,
+            kv.get(COMPACT_REV_KEY, Some(GetOptions::new().with_revision(rev))),
+        )
+        .await
+        {
+            if let Some(c) = resp.kvs().first().and_then(|kv| parse_rev(kv.value())) {
+                out_tx
+                    .send(Observation::Compacted {
+                        revision: c,
+                        source: "compact_rev_key",
+                    })
+                    .await;
+            }
+        }
+        if !out_tx
+            .send(Observation::ListDone {
+                revision: rev,
+                compacted,
+            })
+            .await
+        {
+            return Err(ListError::Closed);
+        }
+        Ok(rev)
+    }
+
+    async fn warn_if_empty(&self, client: &mut Client, out: &Emitter) {
+        let start = self.sync.range_key();
+        let count = client
+            .get(
+                start.clone(),
+                Some(
+                    GetOptions::new()
+                        .with_range(prefix_end(&start))
+                        .with_count_only(),
+                ),
+            )
+            .await
+            .map(|r| r.count())
+            .unwrap_or(1);
+        if count > 0 {
+            return;
+        }
+        let tops = top_level_prefixes(client, 20).await.unwrap_or_default();
+        let prefix = crate::model::escape_bytes(&self.sync.prefix).into_owned();
+        let msg = if tops.is_empty() {
+            format!("no keys under {prefix}/: this etcd is empty")
+        } else {
+            format!(
+                "no keys under {prefix}/; top-level prefixes here: {} (use --prefix)",
+                tops.join(", ")
+            )
+        };
+        out.send(Observation::Note(msg)).await;
+    }
+
+    async fn watch(
+        &self,
+        client: &mut Client,
+        start: Revision,
+        out: &Emitter,
+        forwarded: &mut Option<Revision>,
+    ) -> WatchEnd {
+        let key = self.sync.range_key();
+        let opts = WatchOptions::new()
+            .with_range(prefix_end(&key))
+            .with_start_revision(start)
+            .with_prev_key()
+            .with_progress_notify();
+        let mut wc = client
+            .watch_client()
+            .max_decoding_message_size(self.sync.watch_max_decode_bytes);
+        let mut stream = match tokio::time::timeout(
+            self.sync.request_timeout,
+            wc.watch(key.clone(), Some(opts)),
+        )
+        .await
+        {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return WatchEnd::Lost(error_chain(&e)),
+            Err(_) => return WatchEnd::Silent(SystemTime::now()),
+        };
+        let key_opts = WatchOptions::new().with_start_revision(start);
+        if let Err(e) = stream.watch(COMPACT_REV_KEY, Some(key_opts)).await {
+            return WatchEnd::Lost(error_chain(&e));
+        }
+        let mut created = 0usize;
+        let mut prefix_id: Option<i64> = None;
+        let mut marker_id: Option<i64> = None;
+        let mut last_msg = Instant::now();
+        let mut last_msg_wall = SystemTime::now();
+        let mut ticker = tokio::time::interval(self.sync.progress_interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker.tick().await;
+        loop {
+            tokio::select! {
+                msg = stream.message() => {
+                    let resp = match msg {
+                        Ok(Some(r)) => r,
+                        Ok(None) => return WatchEnd::Lost("watch stream closed by etcd".into()),
+                        Err(e) => return WatchEnd::Lost(error_chain(&e)),
+                    };
+                    last_msg = Instant::now();
+                    last_msg_wall = SystemTime::now();
+                    let id = resp.watch_id();
+                    if resp.created() {
+                        // Watches are created in the order requested: prefix, then marker.
+                        if created == 0 { prefix_id = Some(id) } else { marker_id = Some(id) }
+                        created += 1;
+                    }
+                    if resp.canceled() {
+                        if resp.compact_revision() > 0 {
+                            return WatchEnd::Compacted(resp.compact_revision());
+                        }
+                        let reason = resp.cancel_reason();
+                        return WatchEnd::Lost(if reason.is_empty() {
+                            "watch cancelled by etcd".into()
+                        } else {
+                            format!("watch cancelled by etcd: {reason}")
+                        });
+                    }
+                    let header_rev = resp.header().map_or(0, |h| h.revision());
+                    if Some(id) == marker_id && marker_id != prefix_id {
+                        for ev in resp.events() {
+                            if ev.event_type() == EventType::Put {
+                                if let Some(c) = ev.kv().and_then(|kv| parse_rev(kv.value())) {
+                                    if !out.send(Observation::Compacted { revision: c, source: "compact_rev_key" }).await {
+                                        return WatchEnd::Closed;
+                                    }
+                                }
+                            }
+                        }
+                        continue;
+                    }
+                    if resp.events().is_empty() {
+                        if resp.created() {
+                            continue;
+                        }
+                        // Progress notification (own request or etcd's periodic one).
+                        if header_rev > forwarded.unwrap_or(0) {
+                            *forwarded = Some(header_rev);
+                            if !out.send(Observation::Progress { revision: header_rev }).await {
+                                return WatchEnd::Closed;
+                            }
+                        }
+                        continue;
+                    }
+                    let events: Vec<WatchEvent> = resp.events().iter().filter_map(|ev| {
+                        let kv = ev.kv()?;
+                        Some(WatchEvent {
+                            kind: match ev.event_type() {
+                                EventType::Put => EventKind::Put,
+                                EventType::Delete => EventKind::Delete,
+                            },
+                            kv: convert_kv(kv),
+                            prev_kv: ev.prev_kv().map(convert_kv),
+                        })
+                    }).collect();
+                    if let Some(last) = events.last() {
+                        *forwarded = Some(forwarded.unwrap_or(0).max(last.kv.mod_revision));
+                    }
+                    if !out.send(Observation::Events { revision: header_rev, events }).await {
+                        return WatchEnd::Closed;
+                    }
+                }
+                _ = ticker.tick() => {
+                    if last_msg.elapsed() > self.sync.liveness_window {
+                        return WatchEnd::Silent(last_msg_wall);
+                    }
+                    if out.tx.is_closed() {
+                        return WatchEnd::Closed;
+                    }
+                    // Bounded: the request channel may be full if etcd stopped reading.
+                    let _ = tokio::time::timeout(Duration::from_secs(1), stream.request_progress()).await;
+                }
+            }
+        }
+    }
+}
+
+/// Converts etcd-client's key-value (copies the bytes once into shared buffers).
+pub fn convert_kv(kv: &etcd_client::KeyValue) -> KeyValue {
+    KeyValue {
+        key: Bytes::copy_from_slice(kv.key()),
+        create_revision: kv.create_revision(),
+        mod_revision: kv.mod_revision(),
+        version: kv.version(),
+        lease: kv.lease(),
+        value: Bytes::copy_from_slice(kv.value()),
+    }
+}
+
+fn parse_rev(v: &[u8]) -> Option<Revision> {
+    std::str::from_utf8(v)
+        .ok()?
+        .trim()
+        .parse::<Revision>()
+        .ok()
+        .filter(|r| *r > 0)
+}
+
+/// Lists the prefix once (no watch) into a channel, at revision `at` (0: the current one);
+/// used by `snapshot` and `verify`. Returns the list revision.
+pub async fn list_once(
+    source: &EtcdSource,
+    client: &mut Client,
+    tx: mpsc::Sender<Stamped>,
+    at: Revision,
+) -> Result<Revision, ListError> {
+    let out = Emitter { tx };
+    let rev = source.list(client, &out, None, at).await?;
+    if at == 0 {
+        source.warn_if_empty(client, &out).await;
+    }
+    Ok(rev)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compact_rev_key_values() {
+        assert_eq!(parse_rev(b"1234"), Some(1234));
+        assert_eq!(parse_rev(b"0"), None);
+        assert_eq!(parse_rev(b"\xff"), None);
+    }
+
+    #[test]
+    fn range_key_has_one_trailing_slash() {
+        let mut s = SyncOptions::default();
+        assert_eq!(s.range_key(), b"/registry/".to_vec());
+        s.prefix = b"/kubernetes.io/".to_vec();
+        assert_eq!(s.range_key(), b"/kubernetes.io/".to_vec());
+    }
+}

@@ -1,0 +1,267 @@
+//! Shared helpers for integration tests: a harness that runs the real etcd source into a
+//! replica, and a TCP proxy that can be cut to simulate a network partition.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use regscope::model::{ConnState, Observation, Stamped};
+use regscope::source::{EtcdOptions, EtcdSource, SyncOptions};
+use regscope::store::{Replica, ReplicaConfig};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, Notify};
+use tokio::task::JoinHandle;
+
+/// Sync options tuned for tests: quick liveness detection, small pages.
+pub fn fast_sync() -> SyncOptions {
+    SyncOptions {
+        page_limit: 100,
+        progress_interval: Duration::from_millis(500),
+        liveness_window: Duration::from_secs(3),
+        request_timeout: Duration::from_secs(3),
+        backoff_max: Duration::from_millis(500),
+        ..SyncOptions::default()
+    }
+}
+
+pub fn source(endpoint: &str, sync: SyncOptions) -> EtcdSource {
+    EtcdSource::new(
+        EtcdOptions {
+            endpoints: vec![endpoint.to_string()],
+            ..Default::default()
+        }
+        .with_defaults(),
+        sync,
+    )
+}
+
+/// Counts of what the source sent, for assertions about relists and retries.
+#[derive(Default, Debug, Clone)]
+pub struct Seen {
+    pub list_begins: usize,
+    pub list_pages: usize,
+    pub watch_compactions: Vec<i64>,
+    pub not_responding: usize,
+    pub notes: Vec<String>,
+    pub events: usize,
+}
+
+/// Runs an [`EtcdSource`] and applies what it sends to a replica owned by the test.
+pub struct Harness {
+    pub replica: Replica,
+    pub seen: Seen,
+    pub source: EtcdSource,
+    rx: mpsc::Receiver<Stamped>,
+    task: JoinHandle<()>,
+}
+
+impl Harness {
+    pub fn start(source: EtcdSource) -> Self {
+        Self::start_with(source, ReplicaConfig::default())
+    }
+
+    pub fn start_with(source: EtcdSource, cfg: ReplicaConfig) -> Self {
+        let (tx, rx) = mpsc::channel(1024);
+        let task = source.clone().spawn(tx);
+        Self {
+            replica: Replica::new(cfg),
+            seen: Seen::default(),
+            source,
+            rx,
+            task,
+        }
+    }
+
+    /// Restarts the source (not the replica), resuming after the replica's revision.
+    pub fn restart_source_resuming(&mut self) {
+        self.task.abort();
+        let (tx, rx) = mpsc::channel(1024);
+        self.rx = rx;
+        self.task = self
+            .source
+            .clone()
+            .spawn_resuming(tx, self.replica.revision());
+    }
+
+    fn apply(&mut self, st: Stamped) {
+        match &st.obs {
+            Observation::ListBegin { .. } => self.seen.list_begins += 1,
+            Observation::ListPage { .. } => self.seen.list_pages += 1,
+            Observation::Compacted { revision, source } if *source == "watch" => {
+                self.seen.watch_compactions.push(*revision)
+            }
+            Observation::Conn(ConnState::NotResponding { .. }) => self.seen.not_responding += 1,
+            Observation::Note(n) => self.seen.notes.push(n.clone()),
+            Observation::Events { events, .. } => self.seen.events += events.len(),
+            _ => {}
+        }
+        self.replica.apply(&st);
+    }
+
+    /// Applies observations until `cond` holds; panics with `what` after `timeout`.
+    pub async fn until(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        mut cond: impl FnMut(&Replica, &Seen) -> bool,
+    ) {
+        let deadline = Instant::now() + timeout;
+        while !cond(&self.replica, &self.seen) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "timed out after {timeout:?} waiting for: {what}; replica at {} conn {:?}; seen {:?}",
+                self.replica.revision(),
+                self.replica.conn(),
+                self.seen
+            );
+            match tokio::time::timeout(left.min(Duration::from_millis(200)), self.rx.recv()).await
+            {
+                Ok(Some(st)) => self.apply(st),
+                Ok(None) => panic!("source ended while waiting for: {what}"),
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Waits until the replica has applied etcd's current head revision.
+    pub async fn catch_up(&mut self, client: &mut etcd_client::Client, timeout: Duration) {
+        let head = head_revision(client).await;
+        self.until(&format!("catch up to {head}"), timeout, |r, _| {
+            r.revision() >= head && r.listing().is_none()
+        })
+        .await;
+    }
+
+    /// Drains what is pending now without waiting.
+    pub fn drain(&mut self) {
+        while let Ok(st) = self.rx.try_recv() {
+            self.apply(st);
+        }
+    }
+}
+
+impl Drop for Harness {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+pub async fn head_revision(client: &mut etcd_client::Client) -> i64 {
+    client
+        .get(
+            "/",
+            Some(etcd_client::GetOptions::new().with_count_only()),
+        )
+        .await
+        .expect("head revision")
+        .header()
+        .expect("header")
+        .revision()
+}
+
+/// Asserts that `regscope verify`'s comparison finds no difference.
+pub async fn assert_verified(h: &Harness) {
+    let diffs = regscope::cli::verify_replica(&h.source, &h.replica)
+        .await
+        .expect("verify ran");
+    assert!(
+        diffs.is_empty(),
+        "{} differences, first: {:?}",
+        diffs.len(),
+        diffs.iter().take(5).collect::<Vec<_>>()
+    );
+}
+
+/// A TCP proxy on a fixed loopback port that can be cut (listener closed, every
+/// connection dropped) and restored on the same port.
+pub struct Proxy {
+    pub addr: SocketAddr,
+    target: SocketAddr,
+    stop: Arc<Notify>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Proxy {
+    pub async fn start(target: SocketAddr) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
+        let addr = listener.local_addr().expect("addr");
+        let mut p = Proxy {
+            addr,
+            target,
+            stop: Arc::new(Notify::new()),
+            task: None,
+        };
+        p.serve(listener);
+        p
+    }
+
+    fn serve(&mut self, listener: TcpListener) {
+        let stop = self.stop.clone();
+        let target = self.target;
+        self.task = Some(tokio::spawn(async move {
+            let mut conns: Vec<JoinHandle<()>> = Vec::new();
+            loop {
+                tokio::select! {
+                    _ = stop.notified() => break,
+                    acc = listener.accept() => {
+                        let Ok((mut inbound, _)) = acc else { break };
+                        conns.push(tokio::spawn(async move {
+                            if let Ok(mut outbound) = TcpStream::connect(target).await {
+                                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                            }
+                        }));
+                    }
+                }
+            }
+            for c in conns {
+                c.abort();
+            }
+        }));
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Closes the listener and every proxied connection.
+    pub async fn cut(&mut self) {
+        self.stop.notify_one();
+        if let Some(t) = self.task.take() {
+            let _ = t.await;
+        }
+    }
+
+    /// Listens again on the same port.
+    pub async fn restore(&mut self) {
+        let mut tries = 0;
+        let listener = loop {
+            match TcpListener::bind(self.addr).await {
+                Ok(l) => break l,
+                Err(e) => {
+                    tries += 1;
+                    assert!(tries < 50, "rebind proxy port: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        };
+        self.stop = Arc::new(Notify::new());
+        self.serve(listener);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(t) = self.task.take() {
+            t.abort();
+        }
+    }
+}
+
+pub fn addr_of(endpoint: &str) -> SocketAddr {
+    endpoint
+        .trim_start_matches("http://")
+        .parse()
+        .expect("endpoint host:port")
+}

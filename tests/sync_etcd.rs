@@ -1,0 +1,438 @@
+//! The etcd source and the replica against real etcd processes (loopback, temp data dirs):
+//! paging, reconnects, liveness, compaction, a mixed workload checked with `verify`.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{addr_of, assert_verified, fast_sync, head_revision, source, Harness, Proxy};
+use etcd_client::{Client, Compare, CompareOp, DeleteOptions, PutOptions, Txn, TxnOp};
+use regscope::demo::PrivateEtcd;
+use regscope::model::ConnState;
+
+const T: Duration = Duration::from_secs(30);
+
+async fn etcd() -> (PrivateEtcd, Client) {
+    let e = PrivateEtcd::start().await.expect("start etcd");
+    let c = e.client().await.expect("client");
+    (e, c)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn list_spans_many_pages_then_watch_applies_writes() {
+    let (e, mut c) = etcd().await;
+    for i in 0..1234 {
+        c.put(format!("/registry/configmaps/ns{}/cm{i:04}", i % 7), "v", None)
+            .await
+            .unwrap();
+    }
+    // A key just outside the prefix must not be mirrored.
+    c.put("/registry-other/x", "v", None).await.unwrap();
+    let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
+    h.catch_up(&mut c, T).await;
+    assert_eq!(h.replica.live_keys(), 1234);
+    assert!(h.seen.list_pages >= 13, "pages: {}", h.seen.list_pages);
+    assert_eq!(h.seen.list_begins, 1);
+    for i in 0..50 {
+        c.put(format!("/registry/pods/default/p{i}"), "x", None)
+            .await
+            .unwrap();
+    }
+    h.catch_up(&mut c, T).await;
+    assert_eq!(h.replica.live_keys(), 1284);
+    assert_eq!(h.seen.events, 50);
+    assert_verified(&h).await;
+}
+
+/// BR-05: 48 values of 100 KiB (4,915,200 bytes) exceed tonic's 4 MiB default decoding
+/// limit in one page and in one catch-up watch response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn br05_list_and_catch_up_watch_over_4_mib() {
+    let (e, mut c) = etcd().await;
+    let value = vec![b'x'; 102_400];
+    for i in 1..=48 {
+        c.put(format!("/registry/configmaps/bulk/cm{i:02}"), value.clone(), None)
+            .await
+            .unwrap();
+    }
+    let sync = regscope::source::SyncOptions {
+        page_limit: 500,
+        max_decode_bytes: 4 << 20,
+        ..fast_sync()
+    };
+    let mut h = Harness::start(source(&e.endpoint(), sync));
+    h.catch_up(&mut c, T).await;
+    assert_eq!(h.replica.live_keys(), 48);
+    assert!(
+        h.seen.notes.iter().any(|n| n.contains("retrying with 250")),
+        "the page limit must be halved, not retried identically: {:?}",
+        h.seen.notes
+    );
+    // Second check: stop the source, rewrite all 48, resume from before them.
+    let before = h.replica.revision();
+    h.restart_source_resuming();
+    // Give the restarted source no chance to see writes one by one: it resumes from `before`.
+    for i in 1..=48 {
+        let mut v = value.clone();
+        v[0] = b'y';
+        c.put(format!("/registry/configmaps/bulk/cm{i:02}"), v, None)
+            .await
+            .unwrap();
+    }
+    h.catch_up(&mut c, T).await;
+    assert_eq!(h.replica.revision(), before + 48);
+    let got = h.replica.get(b"/registry/configmaps/bulk/cm48").unwrap();
+    assert_eq!(got.value.unwrap()[0], b'y');
+    assert_verified(&h).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_resumes_after_etcd_restart_without_loss_or_duplicates() {
+    let (mut e, mut c) = etcd().await;
+    c.put("/registry/pods/default/a", "1", None).await.unwrap();
+    let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
+    h.catch_up(&mut c, T).await;
+    for i in 0..20 {
+        c.put(format!("/registry/pods/default/b{i}"), "1", None)
+            .await
+            .unwrap();
+    }
+    e.kill().unwrap();
+    h.until("reconnecting after kill", T, |r, _| {
+        matches!(r.conn(), ConnState::Reconnecting { .. })
+    })
+    .await;
+    e.restart().await.unwrap();
+    let mut c = e.client().await.unwrap();
+    for i in 0..20 {
+        c.put(format!("/registry/pods/default/c{i}"), "1", None)
+            .await
+            .unwrap();
+    }
+    c.delete("/registry/pods/default/a", None).await.unwrap();
+    h.catch_up(&mut c, T).await;
+    assert_eq!(h.seen.list_begins, 1, "a resume must not relist");
+    let pods = h
+        .replica
+        .resources()
+        .iter()
+        .find(|r| r.resource == "pods")
+        .unwrap();
+    assert_eq!(pods.puts, 40, "every put applied exactly once");
+    assert_eq!(pods.deletes, 1);
+    assert_eq!(h.replica.live_keys(), 40);
+    assert_verified(&h).await;
+}
+
+/// BR-06: a SIGSTOPped etcd is detected within the liveness window, and after SIGCONT the
+/// source resumes from last revision + 1 without relisting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn br06_stopped_etcd_is_detected_and_recovered() {
+    let (mut e, mut c) = etcd().await;
+    c.put("/registry/configmaps/default/y", "1", None)
+        .await
+        .unwrap();
+    let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
+    h.catch_up(&mut c, T).await;
+    e.pause().unwrap();
+    let t0 = std::time::Instant::now();
+    h.until("not responding", Duration::from_secs(15), |r, _| {
+        matches!(r.conn(), ConnState::NotResponding { .. })
+    })
+    .await;
+    let detected = t0.elapsed();
+    assert!(detected < Duration::from_secs(10), "took {detected:?}");
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    h.drain();
+    e.resume().unwrap();
+    let mut c = e.client().await.unwrap();
+    c.put("/registry/configmaps/default/z", "1", None)
+        .await
+        .unwrap();
+    let t1 = std::time::Instant::now();
+    h.until("z applied after SIGCONT", Duration::from_secs(15), |r, _| {
+        r.get(b"/registry/configmaps/default/z").is_some()
+    })
+    .await;
+    assert!(
+        t1.elapsed() < Duration::from_secs(5),
+        "z took {:?}",
+        t1.elapsed()
+    );
+    assert_eq!(h.seen.list_begins, 1, "no relist when nothing was compacted");
+    assert!(h.seen.not_responding >= 1);
+    assert_verified(&h).await;
+}
+
+/// BR-04: the watch's resume revision is compacted while disconnected: relist, keep the
+/// new value, record the gap once, never loop on the compacted revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn br04_compaction_during_disconnect_relists_with_gap() {
+    let (e, mut c) = etcd().await;
+    let r = c.put("/registry/configmaps/default/a", "v1", None).await.unwrap();
+    assert_eq!(r.header().unwrap().revision(), 2);
+    let mut proxy = Proxy::start(addr_of(&e.endpoint())).await;
+    let mut h = Harness::start(source(&proxy.url(), fast_sync()));
+    h.catch_up(&mut c, T).await;
+    h.until("watching", T, |r, _| matches!(r.conn(), ConnState::Watching))
+        .await;
+    let events_before = h.replica.events().len();
+    proxy.cut().await;
+    let r = c.put("/registry/configmaps/default/a", "v2", None).await.unwrap();
+    assert_eq!(r.header().unwrap().revision(), 3);
+    for i in 1..=100 {
+        c.put(format!("/other/k{i}"), "x", None).await.unwrap();
+    }
+    c.compact(103, None).await.unwrap();
+    proxy.restore().await;
+    h.until("relisted after compaction", T, |r, _| !r.gaps().is_empty())
+        .await;
+    h.catch_up(&mut c, T).await;
+    assert_eq!(h.seen.watch_compactions, vec![103]);
+    let a = h.replica.get(b"/registry/configmaps/default/a").unwrap();
+    assert_eq!(a.value.as_deref(), Some(&b"v2"[..]));
+    assert_eq!(a.mod_revision, 3);
+    assert_eq!(h.replica.gaps().len(), 1);
+    assert_eq!(h.replica.gaps()[0].compact_revision, 103);
+    assert_eq!(h.replica.compact_revision(), Some(103));
+    let resyncs = h
+        .replica
+        .notes()
+        .iter()
+        .filter(|(_, n)| n.contains("resync after compaction"))
+        .count();
+    assert_eq!(resyncs, 1);
+    assert_eq!(
+        h.replica.events().len(),
+        events_before,
+        "a relist adds no events for keys that did not change"
+    );
+    assert_eq!(h.seen.list_begins, 2);
+    assert_verified(&h).await;
+}
+
+/// 10,000 operations: creates, updates (compare mod_revision), deletes, re-creates and
+/// lease expiries; then the replica equals etcd.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mixed_workload_of_10000_operations_verifies() {
+    let (e, mut c) = etcd().await;
+    let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
+    h.catch_up(&mut c, T).await;
+    let lease = c.lease_grant(2, None).await.unwrap().id();
+    let mut ops = 0usize;
+    let writers: Vec<_> = (0..8)
+        .map(|w| {
+            let mut c = c.clone();
+            tokio::spawn(async move {
+                let mut n = 0usize;
+                let mut rng_state: u64 = 0x9e3779b97f4a7c15 ^ w;
+                for i in 0..1240u64 {
+                    rng_state ^= rng_state << 13;
+                    rng_state ^= rng_state >> 7;
+                    rng_state ^= rng_state << 17;
+                    let key = format!("/registry/pods/ns{w}/p{}", rng_state % 60);
+                    match rng_state % 10 {
+                        0..=3 => {
+                            // create if absent
+                            let t = Txn::new()
+                                .when([Compare::create_revision(key.clone(), CompareOp::Equal, 0)])
+                                .and_then([TxnOp::put(key, format!("c{i}"), None)]);
+                            c.txn(t).await.unwrap();
+                        }
+                        4..=6 => {
+                            let cur = c.get(key.clone(), None).await.unwrap();
+                            let m = cur.kvs().first().map_or(0, |kv| kv.mod_revision());
+                            let t = Txn::new()
+                                .when([Compare::mod_revision(key.clone(), CompareOp::Equal, m)])
+                                .and_then([TxnOp::put(key, format!("u{i}"), None)]);
+                            c.txn(t).await.unwrap();
+                            n += 1; // the get above
+                        }
+                        7 | 8 => {
+                            c.delete(key, None).await.unwrap();
+                        }
+                        _ => {
+                            c.put(
+                                format!("/registry/events/ns{w}/e{i}"),
+                                "ev",
+                                Some(PutOptions::new().with_lease(lease)),
+                            )
+                            .await
+                            .unwrap();
+                        }
+                    }
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    for w in writers {
+        ops += w.await.unwrap();
+    }
+    assert!(ops >= 10_000, "ops {ops}");
+    c.delete(
+        "/registry/pods/ns0/",
+        Some(DeleteOptions::new().with_prefix()),
+    )
+    .await
+    .unwrap();
+    // Let the 2 s lease expire: etcd deletes the events itself.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = c
+            .get("/registry/events/", Some(etcd_client::GetOptions::new().with_prefix().with_count_only()))
+            .await
+            .unwrap();
+        if r.count() == 0 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "lease did not expire");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    h.catch_up(&mut c, Duration::from_secs(60)).await;
+    let events = h
+        .replica
+        .resources()
+        .iter()
+        .find(|r| r.resource == "events")
+        .unwrap();
+    assert!(events.puts > 0 && events.deletes == events.puts && events.keys == 0);
+    assert_verified(&h).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_and_tombstones_match_etcd_at_every_revision() {
+    let (e, mut c) = etcd().await;
+    let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
+    h.catch_up(&mut c, T).await;
+    let k = "/registry/secrets/default/s";
+    c.put(k, "a", None).await.unwrap();
+    c.put(k, "b", None).await.unwrap();
+    c.delete(k, None).await.unwrap();
+    c.put(k, "c", None).await.unwrap();
+    c.put("/registry/secrets/default/other", "x", None)
+        .await
+        .unwrap();
+    h.catch_up(&mut c, T).await;
+    let head = head_revision(&mut c).await;
+    let hist = h.replica.history(k.as_bytes());
+    assert_eq!(hist.len(), 4);
+    assert!(hist[2].value.is_none(), "tombstone kept");
+    for rev in h.replica.oldest_queryable()..=head {
+        let ours = h.replica.get_at(k.as_bytes(), rev).unwrap();
+        let theirs = c
+            .get(k, Some(etcd_client::GetOptions::new().with_revision(rev)))
+            .await
+            .unwrap();
+        let theirs = theirs.kvs().first();
+        assert_eq!(
+            ours.as_ref().map(|v| (v.mod_revision, v.version, v.create_revision)),
+            theirs.map(|kv| (kv.mod_revision(), kv.version(), kv.create_revision())),
+            "at revision {rev}"
+        );
+        assert_eq!(
+            ours.and_then(|v| v.value).map(|b| b.to_vec()),
+            theirs.map(|kv| kv.value().to_vec())
+        );
+    }
+}
+
+/// BR-01 (keys): a key that is not UTF-8 is mirrored, listed escaped, and verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn br01_non_utf8_key_round_trips() {
+    let (e, mut c) = etcd().await;
+    let key = b"/registry/configmaps/default/cm\xff".to_vec();
+    c.put(key.clone(), b"\x00\xff binary".to_vec(), None)
+        .await
+        .unwrap();
+    let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
+    h.catch_up(&mut c, T).await;
+    assert!(h.replica.get(&key).is_some());
+    let keys = h
+        .replica
+        .live_keys_after(b"/registry/configmaps/", None, 10);
+    assert_eq!(keys, vec![bytes::Bytes::from(key.clone())]);
+    let json = regscope::cli::snapshot_json(&h.replica, true).unwrap();
+    assert!(json.contains("/registry/configmaps/default/cm\\\\xff"), "{json}");
+    c.put(key.clone(), "v2", None).await.unwrap();
+    h.catch_up(&mut c, T).await;
+    assert_eq!(h.replica.history(&key).len(), 2);
+    assert_verified(&h).await;
+}
+
+/// An empty prefix says which top-level prefixes exist (BR-03: OpenShift's
+/// `/kubernetes.io`), and that prefix works when configured.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_prefix_names_existing_prefixes() {
+    let (e, mut c) = etcd().await;
+    c.put("/kubernetes.io/builds/ns1/b1", "x", None).await.unwrap();
+    c.put("compact_rev_key", "0", None).await.unwrap();
+    let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
+    h.until("note about prefixes", T, |_, s| {
+        s.notes.iter().any(|n| n.contains("no keys under /registry/"))
+    })
+    .await;
+    let note = h
+        .seen
+        .notes
+        .iter()
+        .find(|n| n.contains("no keys"))
+        .unwrap()
+        .clone();
+    assert!(note.contains("/kubernetes.io"), "{note}");
+    assert!(note.contains("compact_rev_key"), "{note}");
+    let sync = regscope::source::SyncOptions {
+        prefix: b"/kubernetes.io".to_vec(),
+        ..fast_sync()
+    };
+    let cfg = regscope::store::ReplicaConfig {
+        prefix: bytes::Bytes::from_static(b"/kubernetes.io"),
+        ..Default::default()
+    };
+    let mut h2 = Harness::start_with(source(&e.endpoint(), sync), cfg);
+    h2.catch_up(&mut c, T).await;
+    assert_eq!(h2.replica.live_keys(), 1);
+    assert_eq!(h2.replica.resources()[0].resource, "builds");
+}
+
+/// compact_rev_key, written the way kube-apiserver's compactor does, is picked up live.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compact_rev_key_updates_are_seen() {
+    let (e, mut c) = etcd().await;
+    for i in 0..10 {
+        c.put(format!("/registry/leases/kube-node-lease/n{i}"), "x", None)
+            .await
+            .unwrap();
+    }
+    let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
+    h.catch_up(&mut c, T).await;
+    h.until("watching", T, |r, _| matches!(r.conn(), ConnState::Watching))
+        .await;
+    c.put("compact_rev_key", "5", None).await.unwrap();
+    c.compact(5, None).await.unwrap();
+    h.until("compaction seen", T, |r, _| r.compact_revision() == Some(5))
+        .await;
+    assert_eq!(h.replica.compactions().back().unwrap().source, "compact_rev_key");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unreachable_endpoint_is_a_clear_error() {
+    let opts = regscope::source::EtcdOptions {
+        endpoints: vec!["http://127.0.0.1:1".into()],
+        ..Default::default()
+    }
+    .with_defaults();
+    let err = opts
+        .connect(Duration::from_secs(3))
+        .await
+        .err()
+        .expect("must fail");
+    let msg = err.to_string();
+    assert!(msg.contains("127.0.0.1:1"), "{msg}");
+    assert!(
+        msg.contains("cannot reach etcd") || msg.contains("not responding"),
+        "{msg}"
+    );
+    assert!(!err.is_fatal());
+}
