@@ -8,7 +8,7 @@ use tokio::sync::mpsc;
 
 use regscope::cli::args::{Cli, Command, ConnArgs, DemoArgs, SnapshotArgs, UiArgs};
 use regscope::cli::{snapshot_json, snapshot_replica, sync_until_caught_up, verify_replica};
-use regscope::source::EtcdSource;
+use regscope::source::{EtcdOptions, EtcdSource};
 use regscope::store::Replica;
 use regscope::tui::UiOptions;
 
@@ -67,17 +67,58 @@ async fn console(conn: &ConnArgs, ui: &UiArgs) -> Result<ExitCode> {
         eprintln!("regscope: {e}");
         return Ok(ExitCode::from(2));
     }
-    let (tx, rx) = mpsc::channel(1024);
-    let task = source.clone().spawn(tx);
-    let replica = Replica::new(conn.replica_config());
     let title = source.etcd.endpoint_label();
-    let res = regscope::tui::run(rx, replica, ui_options(ui, title)).await;
+    run_console(source, conn, ui_options(ui, title)).await
+}
+
+/// Runs the source into the console until the user quits.
+async fn run_console(source: EtcdSource, conn: &ConnArgs, opts: UiOptions) -> Result<ExitCode> {
+    let (tx, rx) = mpsc::channel(1024);
+    let task = source.spawn(tx);
+    let replica = Replica::new(conn.replica_config());
+    let res = regscope::tui::run(rx, replica, opts).await;
     task.abort();
     res.map(|_| ExitCode::SUCCESS)
 }
 
 async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs) -> Result<ExitCode> {
-    regscope::demo::run_demo(conn, d, ui_options(ui, String::new())).await
+    use regscope::demo::sim::{SimConfig, Simulation};
+    use regscope::demo::PrivateEtcd;
+    eprintln!("regscope demo: starting a private etcd and the simulated control plane...");
+    let etcd = match PrivateEtcd::start().await {
+        Ok(e) => e,
+        Err(e) => {
+            eprintln!("regscope demo: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let cfg = SimConfig {
+        nodes: d.nodes,
+        rate: d.rate,
+        compact_interval: std::time::Duration::from_secs(d.compact_interval.max(1)),
+        prefix: conn.prefix.trim_end_matches('/').to_string(),
+        ..SimConfig::default()
+    };
+    let sim = match Simulation::start(&etcd, cfg).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("regscope demo: cannot start the simulation: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let source = EtcdSource::new(
+        EtcdOptions {
+            endpoints: vec![etcd.endpoint()],
+            ..Default::default()
+        }
+        .with_defaults(),
+        conn.sync_options(),
+    );
+    let title = format!("demo · private etcd {}", etcd.endpoint());
+    let res = run_console(source, conn, ui_options(ui, title)).await;
+    sim.stop().await;
+    drop(etcd);
+    res
 }
 
 async fn snapshot(conn: &ConnArgs, _s: &SnapshotArgs) -> Result<ExitCode> {

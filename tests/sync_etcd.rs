@@ -22,9 +22,13 @@ async fn etcd() -> (PrivateEtcd, Client) {
 async fn list_spans_many_pages_then_watch_applies_writes() {
     let (e, mut c) = etcd().await;
     for i in 0..1234 {
-        c.put(format!("/registry/configmaps/ns{}/cm{i:04}", i % 7), "v", None)
-            .await
-            .unwrap();
+        c.put(
+            format!("/registry/configmaps/ns{}/cm{i:04}", i % 7),
+            "v",
+            None,
+        )
+        .await
+        .unwrap();
     }
     // A key just outside the prefix must not be mirrored.
     c.put("/registry-other/x", "v", None).await.unwrap();
@@ -51,9 +55,13 @@ async fn br05_list_and_catch_up_watch_over_4_mib() {
     let (e, mut c) = etcd().await;
     let value = vec![b'x'; 102_400];
     for i in 1..=48 {
-        c.put(format!("/registry/configmaps/bulk/cm{i:02}"), value.clone(), None)
-            .await
-            .unwrap();
+        c.put(
+            format!("/registry/configmaps/bulk/cm{i:02}"),
+            value.clone(),
+            None,
+        )
+        .await
+        .unwrap();
     }
     let sync = regscope::source::SyncOptions {
         page_limit: 500,
@@ -150,16 +158,21 @@ async fn br06_stopped_etcd_is_detected_and_recovered() {
         .await
         .unwrap();
     let t1 = std::time::Instant::now();
-    h.until("z applied after SIGCONT", Duration::from_secs(15), |r, _| {
-        r.get(b"/registry/configmaps/default/z").is_some()
-    })
+    h.until(
+        "z applied after SIGCONT",
+        Duration::from_secs(15),
+        |r, _| r.get(b"/registry/configmaps/default/z").is_some(),
+    )
     .await;
     assert!(
         t1.elapsed() < Duration::from_secs(5),
         "z took {:?}",
         t1.elapsed()
     );
-    assert_eq!(h.seen.list_begins, 1, "no relist when nothing was compacted");
+    assert_eq!(
+        h.seen.list_begins, 1,
+        "no relist when nothing was compacted"
+    );
     assert!(h.seen.not_responding >= 1);
     assert_verified(&h).await;
 }
@@ -169,16 +182,24 @@ async fn br06_stopped_etcd_is_detected_and_recovered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn br04_compaction_during_disconnect_relists_with_gap() {
     let (e, mut c) = etcd().await;
-    let r = c.put("/registry/configmaps/default/a", "v1", None).await.unwrap();
+    let r = c
+        .put("/registry/configmaps/default/a", "v1", None)
+        .await
+        .unwrap();
     assert_eq!(r.header().unwrap().revision(), 2);
     let mut proxy = Proxy::start(addr_of(&e.endpoint())).await;
     let mut h = Harness::start(source(&proxy.url(), fast_sync()));
     h.catch_up(&mut c, T).await;
-    h.until("watching", T, |r, _| matches!(r.conn(), ConnState::Watching))
-        .await;
+    h.until("watching", T, |r, _| {
+        matches!(r.conn(), ConnState::Watching)
+    })
+    .await;
     let events_before = h.replica.events().len();
     proxy.cut().await;
-    let r = c.put("/registry/configmaps/default/a", "v2", None).await.unwrap();
+    let r = c
+        .put("/registry/configmaps/default/a", "v2", None)
+        .await
+        .unwrap();
     assert_eq!(r.header().unwrap().revision(), 3);
     for i in 1..=100 {
         c.put(format!("/other/k{i}"), "x", None).await.unwrap();
@@ -218,13 +239,15 @@ async fn mixed_workload_of_10000_operations_verifies() {
     let (e, mut c) = etcd().await;
     let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
     h.catch_up(&mut c, T).await;
-    let lease = c.lease_grant(2, None).await.unwrap().id();
     let mut ops = 0usize;
     let writers: Vec<_> = (0..8)
         .map(|w| {
             let mut c = c.clone();
             tokio::spawn(async move {
                 let mut n = 0usize;
+                // Short leases, re-granted while they are young, so events expire soon
+                // after the workload (as the apiserver attaches events to leases).
+                let mut lease = (0i64, std::time::Instant::now() - Duration::from_secs(10));
                 let mut rng_state: u64 = 0x9e3779b97f4a7c15 ^ w;
                 for i in 0..1240u64 {
                     rng_state ^= rng_state << 13;
@@ -252,10 +275,17 @@ async fn mixed_workload_of_10000_operations_verifies() {
                             c.delete(key, None).await.unwrap();
                         }
                         _ => {
+                            if lease.1.elapsed() > Duration::from_millis(500) {
+                                lease = (
+                                    c.lease_grant(2, None).await.unwrap().id(),
+                                    std::time::Instant::now(),
+                                );
+                                n += 1;
+                            }
                             c.put(
                                 format!("/registry/events/ns{w}/e{i}"),
                                 "ev",
-                                Some(PutOptions::new().with_lease(lease)),
+                                Some(PutOptions::new().with_lease(lease.0)),
                             )
                             .await
                             .unwrap();
@@ -281,7 +311,14 @@ async fn mixed_workload_of_10000_operations_verifies() {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     loop {
         let r = c
-            .get("/registry/events/", Some(etcd_client::GetOptions::new().with_prefix().with_count_only()))
+            .get(
+                "/registry/events/",
+                Some(
+                    etcd_client::GetOptions::new()
+                        .with_prefix()
+                        .with_count_only(),
+                ),
+            )
             .await
             .unwrap();
         if r.count() == 0 {
@@ -327,7 +364,8 @@ async fn history_and_tombstones_match_etcd_at_every_revision() {
             .unwrap();
         let theirs = theirs.kvs().first();
         assert_eq!(
-            ours.as_ref().map(|v| (v.mod_revision, v.version, v.create_revision)),
+            ours.as_ref()
+                .map(|v| (v.mod_revision, v.version, v.create_revision)),
             theirs.map(|kv| (kv.mod_revision(), kv.version(), kv.create_revision())),
             "at revision {rev}"
         );
@@ -354,7 +392,10 @@ async fn br01_non_utf8_key_round_trips() {
         .live_keys_after(b"/registry/configmaps/", None, 10);
     assert_eq!(keys, vec![bytes::Bytes::from(key.clone())]);
     let json = regscope::cli::snapshot_json(&h.replica, true).unwrap();
-    assert!(json.contains("/registry/configmaps/default/cm\\\\xff"), "{json}");
+    assert!(
+        json.contains("/registry/configmaps/default/cm\\\\xff"),
+        "{json}"
+    );
     c.put(key.clone(), "v2", None).await.unwrap();
     h.catch_up(&mut c, T).await;
     assert_eq!(h.replica.history(&key).len(), 2);
@@ -366,11 +407,15 @@ async fn br01_non_utf8_key_round_trips() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn empty_prefix_names_existing_prefixes() {
     let (e, mut c) = etcd().await;
-    c.put("/kubernetes.io/builds/ns1/b1", "x", None).await.unwrap();
+    c.put("/kubernetes.io/builds/ns1/b1", "x", None)
+        .await
+        .unwrap();
     c.put("compact_rev_key", "0", None).await.unwrap();
     let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
     h.until("note about prefixes", T, |_, s| {
-        s.notes.iter().any(|n| n.contains("no keys under /registry/"))
+        s.notes
+            .iter()
+            .any(|n| n.contains("no keys under /registry/"))
     })
     .await;
     let note = h
@@ -407,13 +452,18 @@ async fn compact_rev_key_updates_are_seen() {
     }
     let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
     h.catch_up(&mut c, T).await;
-    h.until("watching", T, |r, _| matches!(r.conn(), ConnState::Watching))
-        .await;
+    h.until("watching", T, |r, _| {
+        matches!(r.conn(), ConnState::Watching)
+    })
+    .await;
     c.put("compact_rev_key", "5", None).await.unwrap();
     c.compact(5, None).await.unwrap();
     h.until("compaction seen", T, |r, _| r.compact_revision() == Some(5))
         .await;
-    assert_eq!(h.replica.compactions().back().unwrap().source, "compact_rev_key");
+    assert_eq!(
+        h.replica.compactions().back().unwrap().source,
+        "compact_rev_key"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -102,8 +102,8 @@ pub struct DemoArgs {
     #[arg(long, default_value_t = 3)]
     pub nodes: usize,
     /// Target writes per second of the simulated control plane (0 = as fast as etcd takes).
-    #[arg(long, default_value_t = 50.0)]
-    pub rate: f64,
+    #[arg(long, default_value_t = 50)]
+    pub rate: u32,
     /// Seconds between compactions through compact_rev_key (kube-apiserver: 300).
     #[arg(long, default_value_t = 60)]
     pub compact_interval: u64,

@@ -214,7 +214,12 @@ impl EtcdSource {
                         Ok(rev) => {
                             if first_list {
                                 first_list = false;
-                                self.warn_if_empty(&mut client, &out).await;
+                                // Bounded: a hung etcd must not stall the sync here.
+                                let _ = tokio::time::timeout(
+                                    self.sync.request_timeout,
+                                    self.warn_if_empty(&mut client, &out),
+                                )
+                                .await;
                             }
                             relist_for = None;
                             forwarded = Some(rev);
@@ -597,7 +602,11 @@ pub async fn list_once(
     let out = Emitter { tx };
     let rev = source.list(client, &out, None, at).await?;
     if at == 0 {
-        source.warn_if_empty(client, &out).await;
+        let _ = tokio::time::timeout(
+            source.sync.request_timeout,
+            source.warn_if_empty(client, &out),
+        )
+        .await;
     }
     Ok(rev)
 }

@@ -116,8 +116,7 @@ impl Harness {
                 self.replica.conn(),
                 self.seen
             );
-            match tokio::time::timeout(left.min(Duration::from_millis(200)), self.rx.recv()).await
-            {
+            match tokio::time::timeout(left.min(Duration::from_millis(200)), self.rx.recv()).await {
                 Ok(Some(st)) => self.apply(st),
                 Ok(None) => panic!("source ended while waiting for: {what}"),
                 Err(_) => {}
@@ -150,10 +149,7 @@ impl Drop for Harness {
 
 pub async fn head_revision(client: &mut etcd_client::Client) -> i64 {
     client
-        .get(
-            "/",
-            Some(etcd_client::GetOptions::new().with_count_only()),
-        )
+        .get("/", Some(etcd_client::GetOptions::new().with_count_only()))
         .await
         .expect("head revision")
         .header()

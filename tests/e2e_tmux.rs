@@ -1,0 +1,239 @@
+//! End-to-end: the real `regscope` binary against a real etcd, driven in tmux (send-keys,
+//! capture-pane) and in a pty via `script` (raw output bytes).
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use regscope::demo::PrivateEtcd;
+
+const BIN: &str = env!("CARGO_BIN_EXE_regscope");
+
+fn have(cmd: &str) -> bool {
+    regscope::demo::etcd_server::find_on_path(cmd).is_some()
+}
+
+struct Tmux {
+    session: String,
+}
+
+impl Tmux {
+    fn start(cols: u16, rows: u16, cmd: &str) -> Tmux {
+        let session = format!("regscope-e2e-{}", rand::random::<u32>());
+        let st = Command::new("tmux")
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                &session,
+                "-x",
+                &cols.to_string(),
+                "-y",
+                &rows.to_string(),
+                cmd,
+            ])
+            .env("TERM", "xterm-256color")
+            .status()
+            .expect("tmux");
+        assert!(st.success(), "tmux new-session failed");
+        // Keep the pane after the command exits so we can read what it left behind.
+        let _ = Command::new("tmux")
+            .args(["set-option", "-t", &session, "remain-on-exit", "on"])
+            .status();
+        Tmux { session }
+    }
+
+    fn capture(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.session])
+            .output()
+            .expect("capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.session];
+        args.extend_from_slice(keys);
+        assert!(Command::new("tmux").args(&args).status().unwrap().success());
+    }
+
+    fn wait_for(&self, what: &str, timeout: Duration, cond: impl Fn(&str) -> bool) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let screen = self.capture();
+            if cond(&screen) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {what}; screen:\n{screen}"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn pane_dead(&self) -> bool {
+        let out = Command::new("tmux")
+            .args(["display-message", "-p", "-t", &self.session, "#{pane_dead}"])
+            .output()
+            .expect("display-message");
+        String::from_utf8_lossy(&out.stdout).trim() == "1"
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.session])
+            .status();
+    }
+}
+
+async fn seeded_etcd() -> PrivateEtcd {
+    let e = PrivateEtcd::start().await.expect("etcd");
+    let mut c = e.client().await.expect("client");
+    for i in 0..30 {
+        c.put(format!("/registry/configmaps/default/cm{i:02}"), "{}", None)
+            .await
+            .unwrap();
+    }
+    c.put(
+        b"/registry/configmaps/default/cm\xff".to_vec(),
+        b"raw".to_vec(),
+        None,
+    )
+    .await
+    .unwrap();
+    e
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_shows_live_etcd_and_quits_cleanly() {
+    if !have("tmux") {
+        eprintln!("tmux not installed; scripts/setup.sh installs it");
+        return;
+    }
+    let e = seeded_etcd().await;
+    let mut c = e.client().await.unwrap();
+    let cmd = format!("{BIN} --endpoints {}", e.endpoint());
+    let t = Tmux::start(120, 40, &cmd);
+    let port = e.endpoint().rsplit(':').next().unwrap().to_string();
+    let screen = t.wait_for("header with endpoint and 31 keys", Duration::from_secs(20), |s| {
+        s.contains(&port) && s.contains("31")
+    });
+    assert!(screen.lines().count() >= 39, "{screen}");
+    // A write shows up live.
+    let r = c
+        .put("/registry/pods/default/live-pod", "x", None)
+        .await
+        .unwrap();
+    let rev = r.header().unwrap().revision().to_string();
+    t.wait_for("new head revision", Duration::from_secs(10), |s| s.contains(&rev));
+    // Help opens from the keymap, then quit.
+    t.keys(&["?"]);
+    t.wait_for("help", Duration::from_secs(5), |s| {
+        s.to_lowercase().contains("help") && s.contains("quit")
+    });
+    t.keys(&["Escape"]);
+    t.keys(&["q"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !t.pane_dead() {
+        assert!(Instant::now() < deadline, "regscope did not quit on q");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// BR-13: a terminal of more than 65,535 cells lays out right: footer on the last row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn br13_huge_terminal_layout() {
+    if !have("tmux") {
+        eprintln!("tmux not installed; skipped");
+        return;
+    }
+    let e = seeded_etcd().await;
+    for (cols, rows) in [(544u16, 125u16), (509, 143), (80, 24)] {
+        let cmd = format!("{BIN} --endpoints {}", e.endpoint());
+        let t = Tmux::start(cols, rows, &cmd);
+        let screen = t.wait_for("synced screen", Duration::from_secs(20), |s| s.contains("31"));
+        let lines: Vec<&str> = screen.lines().collect();
+        assert_eq!(lines.len(), rows as usize, "{cols}x{rows}");
+        let last = lines.last().unwrap();
+        assert!(
+            last.contains('?') || last.to_lowercase().contains("help"),
+            "{cols}x{rows}: footer (hint bar) must be on the last row, got {last:?}"
+        );
+        t.keys(&["q"]);
+    }
+}
+
+/// BR-12: a panic while drawing restores the terminal exactly once, prints the panic on the
+/// main screen after the restore, and exits non-zero.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn br12_panic_restores_terminal_once() {
+    if !have("script") {
+        eprintln!("script (util-linux) not installed; skipped");
+        return;
+    }
+    let e = seeded_etcd().await;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("out.bin");
+    let inner = format!(
+        "REGSCOPE_DEBUG_PANIC=1 {BIN} --endpoints {}; echo; stty -a",
+        e.endpoint()
+    );
+    let st = Command::new("script")
+        .args(["-q", "-e", "-c", &inner, log.to_str().unwrap()])
+        .env("TERM", "xterm-256color")
+        .stdin(std::process::Stdio::null())
+        .status()
+        .expect("script");
+    let bytes = std::fs::read(&log).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    let count = |pat: &str| text.matches(pat).count();
+    assert_eq!(count("\x1b[?1049l"), 1, "leave-alternate-screen once: {text:?}");
+    assert_eq!(count("\x1b[?25h"), 1, "show-cursor once");
+    let leave = text.find("\x1b[?1049l").unwrap();
+    let panic_at = text.find("panicked").expect("panic message printed");
+    assert!(panic_at > leave, "panic text must follow the restore");
+    assert!(text.contains("icanon") && !text.contains("-icanon"), "cooked mode back");
+    assert!(text.contains(" echo") && !text.contains("-echo "), "echo back");
+    // `script -e` returns the exit status of the last command (stty); check ours via text.
+    let _ = st;
+    assert!(!Path::new(&log).metadata().unwrap().permissions().readonly());
+}
+
+#[test]
+fn snapshot_and_verify_commands() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let e = rt.block_on(seeded_etcd());
+    let out = Command::new(BIN)
+        .args(["snapshot", "--json", "--keys", "--endpoints", &e.endpoint()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["keys"], 31);
+    assert!(v["revision"].as_i64().unwrap() >= 32);
+    assert!(v["compact_revision"].is_null());
+    let res = v["resources"].as_array().unwrap();
+    assert_eq!(res[0]["resource"], "configmaps");
+    assert_eq!(res[0]["keys"], 31);
+    assert_eq!(v["key_list"].as_array().unwrap().len(), 31);
+    let out = Command::new(BIN)
+        .args(["verify", "--endpoints", &e.endpoint()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("OK: 31 keys"));
+    // Unreachable endpoint: one clear line, exit 2.
+    let out = Command::new(BIN)
+        .args(["snapshot", "--json", "--endpoints", "http://127.0.0.1:1"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach etcd at http://127.0.0.1:1"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
