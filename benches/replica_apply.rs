@@ -6,7 +6,7 @@
 //! - resident memory per live key for 100,000 keys of ~2 KiB, against the raw value bytes.
 
 use std::hint::black_box;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use bytes::Bytes;
 use regscope::model::{EventKind, KeyValue, Observation, Stamped, WatchEvent};
@@ -30,6 +30,13 @@ fn key(i: usize) -> Bytes {
 }
 
 fn main() {
+    // Memory first, in a fresh process, so freed memory from the throughput run cannot
+    // hide growth.
+    memory();
+    throughput();
+}
+
+fn throughput() {
     let keys: Vec<Bytes> = (0..100_000).map(key).collect();
     let value = Bytes::from(vec![b'v'; 1024]);
     let at = SystemTime::now();
@@ -85,11 +92,11 @@ fn main() {
         el.as_secs_f64(),
         total as f64 / el.as_secs_f64()
     );
-    drop(replica);
-    drop(batches);
+}
 
+fn memory() {
+    let at = SystemTime::now();
     // Memory per key: 100,000 live keys of ~2 KiB, listed (no history).
-    std::thread::sleep(Duration::from_millis(100));
     let value_len = 2048;
     let before = rss_bytes();
     let mut raw = 0usize;
@@ -110,7 +117,10 @@ fn main() {
                 value: Bytes::from(vec![b'x'; value_len]),
             })
             .collect();
-        raw += kvs.iter().map(|kv| kv.value.len() + kv.key.len()).sum::<usize>();
+        raw += kvs
+            .iter()
+            .map(|kv| kv.value.len() + kv.key.len())
+            .sum::<usize>();
         replica.apply(&Stamped {
             at,
             obs: Observation::ListPage { kvs },

@@ -74,10 +74,16 @@ async fn console(conn: &ConnArgs, ui: &UiArgs) -> Result<ExitCode> {
 /// Runs the source into the console until the user quits.
 async fn run_console(source: EtcdSource, conn: &ConnArgs, opts: UiOptions) -> Result<ExitCode> {
     let (tx, rx) = mpsc::channel(1024);
+    let metrics = regscope::source::etcd_metrics::spawn(
+        source.etcd.clone(),
+        std::time::Duration::from_secs(15),
+        tx.clone(),
+    );
     let task = source.spawn(tx);
     let replica = Replica::new(conn.replica_config());
     let res = regscope::tui::run(rx, replica, opts).await;
     task.abort();
+    metrics.abort();
     res.map(|_| ExitCode::SUCCESS)
 }
 

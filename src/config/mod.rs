@@ -1,1 +1,274 @@
-//! TODO
+//! Configuration files: the embedded default keymap and theme, and user overrides from disk.
+//!
+//! Defaults ship as real TOML files (`keymaps/default.toml`, `themes/default.toml`) embedded
+//! in the binary with `include_str!`. A user file named by path (`--keymap`, `--theme`) is a
+//! partial override merged over the defaults: the entries it names replace the default ones,
+//! everything else stays. Nothing here fails: a file that cannot be read or parsed becomes a
+//! warning and the defaults stay in force; an entry of the wrong shape is skipped with a
+//! warning. What names mean (actions, key names, colours) is checked by the TUI
+//! ([`crate::tui::Keymap`], [`crate::tui::Theme`]), which adds its own warnings.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The default key bindings (`keymaps/default.toml`).
+pub const DEFAULT_KEYMAP: &str = include_str!("../../keymaps/default.toml");
+
+/// The default colour theme (`themes/default.toml`).
+pub const DEFAULT_THEME: &str = include_str!("../../themes/default.toml");
+
+/// The embedded defaults as TOML text, for `--print-config`: the keymap, then the theme,
+/// each preceded by a comment naming the file it would be saved as.
+pub fn print_defaults() -> String {
+    format!(
+        "# ---- keymaps/default.toml (override with --keymap FILE) ----\n{DEFAULT_KEYMAP}\n\
+         # ---- themes/default.toml (override with --theme FILE) ----\n{DEFAULT_THEME}"
+    )
+}
+
+/// Key bindings as written in a file: mode name → key name → action name.
+pub type KeymapSpec = BTreeMap<String, BTreeMap<String, String>>;
+
+/// One style as written in a theme file. `None` fields inherit (from the default theme when
+/// overriding, from the terminal otherwise).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StyleSpec {
+    /// Foreground colour: a name (`red`, `light_blue`, `reset`), `#rrggbb` or an index 0–255.
+    pub fg: Option<String>,
+    /// Background colour, same forms as `fg`.
+    pub bg: Option<String>,
+    /// Bold text.
+    pub bold: Option<bool>,
+    /// Dim (faint) text.
+    pub dim: Option<bool>,
+    /// Italic text.
+    pub italic: Option<bool>,
+    /// Underlined text.
+    pub underlined: Option<bool>,
+    /// Swapped foreground and background.
+    pub reversed: Option<bool>,
+}
+
+impl StyleSpec {
+    /// Field-wise override: fields set in `over` replace ours.
+    pub fn merge(&mut self, over: &StyleSpec) {
+        fn pick<T: Clone>(a: &mut Option<T>, b: &Option<T>) {
+            if b.is_some() {
+                a.clone_from(b);
+            }
+        }
+        pick(&mut self.fg, &over.fg);
+        pick(&mut self.bg, &over.bg);
+        pick(&mut self.bold, &over.bold);
+        pick(&mut self.dim, &over.dim);
+        pick(&mut self.italic, &over.italic);
+        pick(&mut self.underlined, &over.underlined);
+        pick(&mut self.reversed, &over.reversed);
+    }
+}
+
+/// Styles as written in a theme file: semantic role name → style.
+pub type ThemeSpec = BTreeMap<String, StyleSpec>;
+
+/// Reads a user file; `None` plus a warning when it cannot be read.
+fn read_text(path: &Path, what: &str, warnings: &mut Vec<String>) -> Option<String> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            warnings.push(format!(
+                "{what} {}: cannot read ({e}); using the defaults",
+                path.display()
+            ));
+            None
+        }
+    }
+}
+
+fn parse_table(text: &str, origin: &str, warnings: &mut Vec<String>) -> Option<toml::Table> {
+    match text.parse::<toml::Table>() {
+        Ok(t) => Some(t),
+        Err(e) => {
+            let msg = e.to_string();
+            let first = msg.lines().next().unwrap_or("invalid TOML").trim();
+            warnings.push(format!(
+                "{origin}: not valid TOML ({first}); using the defaults"
+            ));
+            None
+        }
+    }
+}
+
+/// Parses keymap TOML text. Entries of the wrong shape are skipped with a warning naming
+/// `origin`; `None` when the text is not TOML at all.
+pub fn parse_keymap(text: &str, origin: &str, warnings: &mut Vec<String>) -> Option<KeymapSpec> {
+    let table = parse_table(text, origin, warnings)?;
+    let mut spec = KeymapSpec::new();
+    for (mode, v) in table {
+        let Some(t) = v.as_table() else {
+            warnings.push(format!(
+                "{origin}: `{mode}` should be a table of \"key\" = \"action\" (ignored)"
+            ));
+            continue;
+        };
+        let entry = spec.entry(mode.clone()).or_default();
+        for (key, action) in t {
+            match action.as_str() {
+                Some(a) => {
+                    entry.insert(key.clone(), a.to_string());
+                }
+                None => warnings.push(format!(
+                    "{origin}: [{mode}] \"{key}\" should name an action as a string (ignored)"
+                )),
+            }
+        }
+    }
+    Some(spec)
+}
+
+/// Parses theme TOML text; same rules as [`parse_keymap`].
+pub fn parse_theme(text: &str, origin: &str, warnings: &mut Vec<String>) -> Option<ThemeSpec> {
+    let table = parse_table(text, origin, warnings)?;
+    let mut spec = ThemeSpec::new();
+    for (role, v) in table {
+        let Some(t) = v.as_table() else {
+            warnings.push(format!(
+                "{origin}: `{role}` should be a table such as {{ fg = \"red\", bold = true }} (ignored)"
+            ));
+            continue;
+        };
+        let mut style = StyleSpec::default();
+        for (field, value) in t {
+            let colour = || match value {
+                toml::Value::String(s) => Some(s.clone()),
+                toml::Value::Integer(i) => Some(i.to_string()),
+                _ => None,
+            };
+            let ok = match field.as_str() {
+                "fg" => colour().map(|c| style.fg = Some(c)).is_some(),
+                "bg" => colour().map(|c| style.bg = Some(c)).is_some(),
+                "bold" => value.as_bool().map(|b| style.bold = Some(b)).is_some(),
+                "dim" => value.as_bool().map(|b| style.dim = Some(b)).is_some(),
+                "italic" => value.as_bool().map(|b| style.italic = Some(b)).is_some(),
+                "underlined" => value
+                    .as_bool()
+                    .map(|b| style.underlined = Some(b))
+                    .is_some(),
+                "reversed" => value.as_bool().map(|b| style.reversed = Some(b)).is_some(),
+                other => {
+                    warnings.push(format!(
+                        "{origin}: [{role}] unknown field `{other}` (fields: fg, bg, bold, dim, italic, underlined, reversed)"
+                    ));
+                    continue;
+                }
+            };
+            if !ok {
+                warnings.push(format!(
+                    "{origin}: [{role}] `{field}` has the wrong type (colours are strings or 0-255, the rest true/false)"
+                ));
+            }
+        }
+        spec.insert(role, style);
+    }
+    Some(spec)
+}
+
+/// The effective keymap spec: the embedded defaults with the user file at `user` merged over
+/// them key by key, plus warnings for anything that could not be used.
+pub fn load_keymap(user: Option<&Path>) -> (KeymapSpec, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut spec =
+        parse_keymap(DEFAULT_KEYMAP, "keymaps/default.toml", &mut warnings).unwrap_or_default();
+    if let Some(path) = user {
+        let origin = format!("keymap {}", path.display());
+        if let Some(text) = read_text(path, "keymap", &mut warnings) {
+            if let Some(over) = parse_keymap(&text, &origin, &mut warnings) {
+                merge_keymap(&mut spec, over);
+            }
+        }
+    }
+    (spec, warnings)
+}
+
+/// Merges `over` into `base`: bindings for the same mode and key are replaced.
+pub fn merge_keymap(base: &mut KeymapSpec, over: KeymapSpec) {
+    for (mode, keys) in over {
+        base.entry(mode).or_default().extend(keys);
+    }
+}
+
+/// The effective theme spec: the embedded defaults with the user file merged over them
+/// field by field, plus warnings.
+pub fn load_theme(user: Option<&Path>) -> (ThemeSpec, Vec<String>) {
+    let mut warnings = Vec::new();
+    let mut spec =
+        parse_theme(DEFAULT_THEME, "themes/default.toml", &mut warnings).unwrap_or_default();
+    if let Some(path) = user {
+        let origin = format!("theme {}", path.display());
+        if let Some(text) = read_text(path, "theme", &mut warnings) {
+            if let Some(over) = parse_theme(&text, &origin, &mut warnings) {
+                merge_theme(&mut spec, over);
+            }
+        }
+    }
+    (spec, warnings)
+}
+
+/// Merges `over` into `base` field by field.
+pub fn merge_theme(base: &mut ThemeSpec, over: ThemeSpec) {
+    for (role, style) in over {
+        base.entry(role).or_default().merge(&style);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_defaults_parse_without_warnings() {
+        let mut w = Vec::new();
+        let k = parse_keymap(DEFAULT_KEYMAP, "default", &mut w).expect("keymap parses");
+        let t = parse_theme(DEFAULT_THEME, "default", &mut w).expect("theme parses");
+        assert!(w.is_empty(), "{w:?}");
+        assert!(k.contains_key("global"));
+        assert!(t.contains_key("selection"));
+        assert!(print_defaults().contains("[global]"));
+    }
+
+    #[test]
+    fn user_file_is_a_partial_override() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let kp = dir.path().join("k.toml");
+        std::fs::write(&kp, "[global]\n\"x\" = \"quit\"\n").expect("write");
+        let (k, w) = load_keymap(Some(&kp));
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(k["global"]["x"], "quit");
+        assert_eq!(k["global"]["q"], "quit", "defaults stay");
+        let tp = dir.path().join("t.toml");
+        std::fs::write(&tp, "[selection]\nfg = \"red\"\n").expect("write");
+        let (t, w) = load_theme(Some(&tp));
+        assert!(w.is_empty(), "{w:?}");
+        assert_eq!(t["selection"].fg.as_deref(), Some("red"));
+        let (d, _) = load_theme(None);
+        assert_eq!(
+            t["selection"].bg, d["selection"].bg,
+            "unnamed fields inherit"
+        );
+    }
+
+    #[test]
+    fn missing_and_broken_files_warn_and_keep_defaults() {
+        let (k, w) = load_keymap(Some(Path::new("/nonexistent/regscope-keymap.toml")));
+        assert_eq!(w.len(), 1);
+        assert!(w[0].contains("cannot read"), "{w:?}");
+        assert_eq!(k, load_keymap(None).0);
+        let mut w = Vec::new();
+        assert!(parse_theme("[selection\nfg=", "t", &mut w).is_none());
+        assert!(w[0].contains("not valid TOML"), "{w:?}");
+        let mut w = Vec::new();
+        let t =
+            parse_theme("selection = 3\n[a]\nfg = true\nblink = 1\n", "t", &mut w).expect("toml");
+        assert_eq!(w.len(), 3, "{w:?}");
+        assert_eq!(t["a"], StyleSpec::default());
+    }
+}

@@ -83,6 +83,19 @@ impl<'a> KeyPath<'a> {
     }
 }
 
+/// The smallest key greater than every key starting with `prefix` (etcd's `range_end` for
+/// a prefix range); `[0]` means "to the end of the keyspace" in etcd's range API.
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
 /// Renders bytes for display: valid UTF-8 printable text as is, anything else escaped
 /// as `\xNN` (so `/registry/configmaps/default/cm\xff` stays readable and unambiguous).
 /// A literal backslash is shown as `\\`.

@@ -9,7 +9,7 @@ mod key;
 use std::time::SystemTime;
 
 pub use bytes::Bytes;
-pub use key::{escape_bytes, KeyPath};
+pub use key::{escape_bytes, prefix_end, KeyPath};
 
 /// An etcd revision: the cluster-wide, monotonically increasing counter etcd bumps on every
 /// write transaction (etcd MVCC; a fresh single-member cluster's first write is revision 2).

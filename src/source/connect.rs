@@ -30,7 +30,9 @@ pub struct EtcdOptions {
 /// Why connecting failed, each with the action to take. `fatal` errors are not retried.
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
-    #[error("cannot read {flag} {path}: {err} (check the path and that you may read it; try sudo)")]
+    #[error(
+        "cannot read {flag} {path}: {err} (check the path and that you may read it; try sudo)"
+    )]
     File {
         flag: &'static str,
         path: PathBuf,
@@ -38,7 +40,9 @@ pub enum ConnectError {
     },
     #[error("cannot reach etcd at {endpoint}: {detail} (is etcd running there? set --endpoints or ETCDCTL_ENDPOINTS)")]
     Unreachable { endpoint: String, detail: String },
-    #[error("etcd at {endpoint} is not responding (connected, but no answer within {secs} s): {detail}")]
+    #[error(
+        "etcd at {endpoint} is not responding (connected, but no answer within {secs} s): {detail}"
+    )]
     NotResponding {
         endpoint: String,
         secs: u64,
@@ -336,18 +340,7 @@ pub async fn top_level_prefixes(
     Ok(out)
 }
 
-/// The smallest key greater than every key starting with `prefix` (etcd's range_end for a
-/// prefix); empty means "to the end of the keyspace".
-pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
-}
+pub use crate::model::prefix_end;
 
 impl fmt::Display for EtcdOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -383,7 +376,7 @@ mod tests {
             cacert: Some("/nonexistent/ca.crt".into()),
             ..Default::default()
         };
-        let e = o.tls().err().expect("must fail");
+        let e = o.tls().expect_err("must fail");
         assert!(e.is_fatal());
         let msg = e.to_string();
         assert!(msg.contains("--cacert /nonexistent/ca.crt"), "{msg}");

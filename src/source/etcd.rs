@@ -161,8 +161,7 @@ impl EtcdSource {
             if !out.send(Observation::Conn(ConnState::Connecting)).await && attempt > 0 {
                 return;
             }
-            let (mut client, version) = match self.etcd.connect(self.sync.request_timeout).await
-            {
+            let (mut client, version) = match self.etcd.connect(self.sync.request_timeout).await {
                 Ok(c) => c,
                 Err(e) if e.is_fatal() => {
                     out.send(Observation::Conn(ConnState::Failed {
@@ -207,7 +206,10 @@ impl EtcdSource {
             let start = match forwarded {
                 Some(rev) if relist_for.is_none() => rev + 1,
                 _ => {
-                    if !out.send(Observation::Conn(ConnState::Listing { keys: 0 })).await {
+                    if !out
+                        .send(Observation::Conn(ConnState::Listing { keys: 0 }))
+                        .await
+                    {
                         return;
                     }
                     match self.list(&mut client, &out, relist_for, 0).await {
@@ -314,50 +316,52 @@ impl EtcdSource {
                 .with_range(end.clone())
                 .with_limit(limit)
                 .with_revision(rev);
-            let resp =
-                match tokio::time::timeout(self.sync.request_timeout, kv.get(from.clone(), Some(opts)))
-                    .await
-                {
-                    Err(_) => return Err(ListError::Timeout),
-                    Ok(Ok(r)) => r,
-                    Ok(Err(e)) => {
-                        let msg = error_chain(&e).to_lowercase();
-                        if msg.contains("compacted") && begun && at == 0 {
-                            // The pinned revision was compacted mid-list: start over.
+            let resp = match tokio::time::timeout(
+                self.sync.request_timeout,
+                kv.get(from.clone(), Some(opts)),
+            )
+            .await
+            {
+                Err(_) => return Err(ListError::Timeout),
+                Ok(Ok(r)) => r,
+                Ok(Err(e)) => {
+                    let msg = error_chain(&e).to_lowercase();
+                    if msg.contains("compacted") && begun && at == 0 {
+                        // The pinned revision was compacted mid-list: start over.
+                        out_tx
+                            .send(Observation::Note(format!(
+                                "list revision {rev} compacted during the list; restarting"
+                            )))
+                            .await;
+                        rev = 0;
+                        begun = false;
+                        from = start.clone();
+                        listed = 0;
+                        continue;
+                    }
+                    if msg.contains("too large") {
+                        if limit > 1 {
+                            let smaller = (limit / 2).max(1);
                             out_tx
-                                .send(Observation::Note(format!(
-                                    "list revision {rev} compacted during the list; restarting"
-                                )))
-                                .await;
-                            rev = 0;
-                            begun = false;
-                            from = start.clone();
-                            listed = 0;
-                            continue;
-                        }
-                        if msg.contains("too large") {
-                            if limit > 1 {
-                                let smaller = (limit / 2).max(1);
-                                out_tx
                                     .send(Observation::Note(format!(
                                         "list page of {limit} keys exceeded the {decode_limit}-byte gRPC limit; retrying with {smaller}"
                                     )))
                                     .await;
-                                limit = smaller;
-                                continue;
-                            }
-                            if decode_limit < (1 << 30) {
-                                decode_limit *= 4;
-                                kv = client.kv_client().max_decoding_message_size(decode_limit);
-                                continue;
-                            }
-                            return Err(ListError::TooLarge(format!(
-                                "a single key exceeds the gRPC decoding limit of {decode_limit} bytes"
-                            )));
+                            limit = smaller;
+                            continue;
                         }
-                        return Err(ListError::Etcd(e));
+                        if decode_limit < (1 << 30) {
+                            decode_limit *= 4;
+                            kv = client.kv_client().max_decoding_message_size(decode_limit);
+                            continue;
+                        }
+                        return Err(ListError::TooLarge(format!(
+                            "a single key exceeds the gRPC decoding limit of {decode_limit} bytes"
+                        )));
                     }
-                };
+                    return Err(ListError::Etcd(e));
+                }
+            };
             if !begun {
                 begun = true;
                 if rev == 0 {

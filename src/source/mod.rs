@@ -4,6 +4,7 @@
 
 pub mod connect;
 pub mod etcd;
+pub mod etcd_metrics;
 
 pub use connect::{ConnectError, EtcdOptions};
 pub use etcd::{EtcdSource, SyncOptions};

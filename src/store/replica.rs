@@ -730,9 +730,11 @@ impl Replica {
 
     /// Up to `n` live keys strictly before `before` (or from the end), nearest first.
     pub fn live_keys_before(&self, prefix: &[u8], before: Option<&[u8]>, n: usize) -> Vec<Bytes> {
-        let upper = match before {
-            Some(b) => Bound::Excluded(b),
-            None => Bound::Unbounded,
+        // Walk back from the end of the prefix's range, not from the end of the keyspace.
+        let end = crate::model::prefix_end(prefix);
+        let upper: Bound<&[u8]> = match before {
+            Some(b) if b < end.as_slice() => Bound::Excluded(b),
+            _ => Bound::Excluded(end.as_slice()),
         };
         self.keys
             .range::<[u8], _>((Bound::Included(prefix), upper))
@@ -1173,6 +1175,19 @@ mod tests {
         assert_eq!(&next[0][..], b"/registry/cm/d/k010");
         let back = r.live_keys_before(b"/registry/cm/", Some(&next[0]), 3);
         assert_eq!(&back[0][..], b"/registry/cm/d/k009");
+        assert_eq!(
+            r.live_keys_before(b"/registry/cm/", None, 1)[0].as_ref(),
+            b"/registry/cm/d/k099"
+        );
+        // Keys sorting after the prefix's range must not hide the prefix's last keys.
+        obs(
+            &mut r,
+            1,
+            Observation::Events {
+                revision: 3,
+                events: vec![put(kv("/registry/zz/d/a", "v", 3, 3, 1))],
+            },
+        );
         assert_eq!(
             r.live_keys_before(b"/registry/cm/", None, 1)[0].as_ref(),
             b"/registry/cm/d/k099"

@@ -1,0 +1,232 @@
+//! Named user actions: the vocabulary the keymap binds keys to.
+//!
+//! Every thing a user can do has a stable snake_case name (used in `keymaps/*.toml`) and a
+//! one-line description (shown by the help screen and, shortened, in the hint bar). Keys never
+//! reach handlers directly: the keymap turns a key into an [`Action`] and
+//! [`crate::tui::App::perform`] applies it.
+
+use std::fmt;
+
+/// One user action. The declaration order is the order help lists them in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Action {
+    /// Leave regscope (the terminal is restored).
+    Quit,
+    /// Open or close the help screen.
+    ToggleHelp,
+    /// Switch to the next panel (Growth → Events → Keys).
+    NextPanel,
+    /// Switch to the previous panel.
+    PrevPanel,
+    /// Show the revision growth panel.
+    ShowGrowth,
+    /// Show the live event stream.
+    ShowEvents,
+    /// Show the key browser.
+    ShowKeys,
+    /// Clear the screen and draw everything again.
+    Redraw,
+    /// Move the selection (or scroll) up one row.
+    Up,
+    /// Move the selection (or scroll) down one row.
+    Down,
+    /// Move up one page.
+    PageUp,
+    /// Move down one page.
+    PageDown,
+    /// Jump to the first row.
+    Top,
+    /// Jump to the last row.
+    Bottom,
+    /// Focus the pane on the left (keys: the resource list).
+    FocusLeft,
+    /// Focus the pane on the right (keys: the key list).
+    FocusRight,
+    /// Open the selected item (a resource's keys, a key's value, an event's key).
+    Open,
+    /// Close the current view and go back.
+    Back,
+    /// Start typing a filter for the current list.
+    Filter,
+    /// Remove the current list's filter.
+    ClearFilter,
+    /// Freeze the event list (ingestion continues) or resume it.
+    TogglePause,
+    /// Keep the newest event selected, or stop following.
+    ToggleFollow,
+    /// Show the previous (older) version of the open key.
+    OlderVersion,
+    /// Show the next (newer) version of the open key.
+    NewerVersion,
+    /// Apply the filter being typed.
+    Submit,
+    /// Abandon the filter being typed.
+    Cancel,
+    /// Delete the last character of the filter being typed.
+    DeleteChar,
+    /// Clear the filter being typed.
+    ClearInput,
+}
+
+impl Action {
+    /// Every action, in help order.
+    pub const ALL: &'static [Action] = &[
+        Action::Quit,
+        Action::ToggleHelp,
+        Action::NextPanel,
+        Action::PrevPanel,
+        Action::ShowGrowth,
+        Action::ShowEvents,
+        Action::ShowKeys,
+        Action::Redraw,
+        Action::Up,
+        Action::Down,
+        Action::PageUp,
+        Action::PageDown,
+        Action::Top,
+        Action::Bottom,
+        Action::FocusLeft,
+        Action::FocusRight,
+        Action::Open,
+        Action::Back,
+        Action::Filter,
+        Action::ClearFilter,
+        Action::TogglePause,
+        Action::ToggleFollow,
+        Action::OlderVersion,
+        Action::NewerVersion,
+        Action::Submit,
+        Action::Cancel,
+        Action::DeleteChar,
+        Action::ClearInput,
+    ];
+
+    /// The name used in keymap files, e.g. `toggle_pause`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Quit => "quit",
+            Action::ToggleHelp => "toggle_help",
+            Action::NextPanel => "next_panel",
+            Action::PrevPanel => "prev_panel",
+            Action::ShowGrowth => "show_growth",
+            Action::ShowEvents => "show_events",
+            Action::ShowKeys => "show_keys",
+            Action::Redraw => "redraw",
+            Action::Up => "up",
+            Action::Down => "down",
+            Action::PageUp => "page_up",
+            Action::PageDown => "page_down",
+            Action::Top => "top",
+            Action::Bottom => "bottom",
+            Action::FocusLeft => "focus_left",
+            Action::FocusRight => "focus_right",
+            Action::Open => "open",
+            Action::Back => "back",
+            Action::Filter => "filter",
+            Action::ClearFilter => "clear_filter",
+            Action::TogglePause => "toggle_pause",
+            Action::ToggleFollow => "toggle_follow",
+            Action::OlderVersion => "older_version",
+            Action::NewerVersion => "newer_version",
+            Action::Submit => "submit",
+            Action::Cancel => "cancel",
+            Action::DeleteChar => "delete_char",
+            Action::ClearInput => "clear_input",
+        }
+    }
+
+    /// One-line description for the help screen.
+    pub fn description(self) -> &'static str {
+        match self {
+            Action::Quit => "quit regscope",
+            Action::ToggleHelp => "open or close this help",
+            Action::NextPanel => "next panel",
+            Action::PrevPanel => "previous panel",
+            Action::ShowGrowth => "revision growth panel",
+            Action::ShowEvents => "event stream panel",
+            Action::ShowKeys => "key browser panel",
+            Action::Redraw => "clear and redraw the screen",
+            Action::Up => "move up",
+            Action::Down => "move down",
+            Action::PageUp => "page up",
+            Action::PageDown => "page down",
+            Action::Top => "first row",
+            Action::Bottom => "last row",
+            Action::FocusLeft => "focus the resource list",
+            Action::FocusRight => "focus the key list",
+            Action::Open => "open the selection",
+            Action::Back => "close and go back",
+            Action::Filter => "filter the list by text",
+            Action::ClearFilter => "clear the filter",
+            Action::TogglePause => "pause / resume the display (ingestion continues)",
+            Action::ToggleFollow => "follow the newest event / stop following",
+            Action::OlderVersion => "show the older version",
+            Action::NewerVersion => "show the newer version",
+            Action::Submit => "apply the filter",
+            Action::Cancel => "cancel typing",
+            Action::DeleteChar => "delete a character",
+            Action::ClearInput => "clear the typed text",
+        }
+    }
+
+    /// A short label for the hint bar (one or two words).
+    pub fn hint(self) -> &'static str {
+        match self {
+            Action::Quit => "quit",
+            Action::ToggleHelp => "help",
+            Action::NextPanel => "panel",
+            Action::PrevPanel => "prev panel",
+            Action::ShowGrowth => "growth",
+            Action::ShowEvents => "events",
+            Action::ShowKeys => "keys",
+            Action::Redraw => "redraw",
+            Action::Up => "up",
+            Action::Down => "down",
+            Action::PageUp => "pg up",
+            Action::PageDown => "pg down",
+            Action::Top => "top",
+            Action::Bottom => "bottom",
+            Action::FocusLeft => "resources",
+            Action::FocusRight => "keys",
+            Action::Open => "open",
+            Action::Back => "back",
+            Action::Filter => "filter",
+            Action::ClearFilter => "clear filter",
+            Action::TogglePause => "pause",
+            Action::ToggleFollow => "follow",
+            Action::OlderVersion => "older",
+            Action::NewerVersion => "newer",
+            Action::Submit => "apply",
+            Action::Cancel => "cancel",
+            Action::DeleteChar => "delete",
+            Action::ClearInput => "clear",
+        }
+    }
+
+    /// Looks an action up by its keymap name.
+    pub fn from_name(name: &str) -> Option<Action> {
+        Action::ALL.iter().copied().find(|a| a.name() == name)
+    }
+}
+
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip_and_are_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for a in Action::ALL {
+            assert!(seen.insert(a.name()), "duplicate name {}", a.name());
+            assert_eq!(Action::from_name(a.name()), Some(*a));
+            assert!(!a.description().is_empty());
+        }
+        assert_eq!(Action::from_name("no_such_action"), None);
+    }
+}

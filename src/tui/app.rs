@@ -1,0 +1,1153 @@
+//! The console's state and its update functions.
+//!
+//! Input enters in three ways only: [`App::ingest`] (observations, applied to the owned
+//! replica, followed by [`App::after_batch`] once per drained batch), [`App::handle_key`] /
+//! [`App::perform`] (named actions from the keymap) and [`App::set_now`] (the clock, for
+//! rates). All bookkeeping (selections, anchors, cached renders) happens here; the views in
+//! [`super::views`] only read `&App`. [`App::needs_draw`] tells the loop whether anything
+//! visible changed since the last frame.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+
+use super::action::Action;
+use super::browse::{self, Scan};
+use super::keymap::{Keymap, Mode};
+use super::theme::Theme;
+use crate::decode::{self, RenderOptions, Rendered};
+use crate::model::{KeyPath, Revision, Stamped};
+use crate::store::{EventRecord, Replica, VersionView};
+
+/// Everything the app needs besides the replica.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Endpoint or `demo`, shown in the header.
+    pub title: String,
+    /// Show Secret data in decoded values (`--show-secrets`).
+    pub show_secrets: bool,
+    /// Key bindings.
+    pub keymap: Keymap,
+    /// Colours.
+    pub theme: Theme,
+    /// Configuration warnings to show (from loading the keymap and theme, and the caller's).
+    pub warnings: Vec<String>,
+    /// Seconds east of UTC for clock times (0 shows UTC, as the snapshot tests do).
+    pub utc_offset: i64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            title: "demo".into(),
+            show_secrets: false,
+            keymap: Keymap::default(),
+            theme: Theme::default(),
+            warnings: Vec::new(),
+            utc_offset: 0,
+        }
+    }
+}
+
+/// The main panels, switched with Tab or 1–3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Panel {
+    /// Revision growth, top resources, compactions.
+    Growth,
+    /// The live event stream.
+    Events,
+    /// The key browser.
+    Keys,
+}
+
+impl Panel {
+    /// Every panel, in tab order.
+    pub const ALL: [Panel; 3] = [Panel::Growth, Panel::Events, Panel::Keys];
+
+    /// Tab label.
+    pub fn label(self) -> &'static str {
+        match self {
+            Panel::Growth => "Growth",
+            Panel::Events => "Events",
+            Panel::Keys => "Keys",
+        }
+    }
+}
+
+/// Which list of the key browser has the focus.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum KeysFocus {
+    Resources,
+    Keys,
+}
+
+pub(crate) struct EventsState {
+    pub filter: String,
+    /// The frozen event list while paused (oldest first, like the replica's ring).
+    pub frozen: Option<Vec<EventRecord>>,
+    pub follow: bool,
+    /// Index of the selected row in the filtered, newest-first list.
+    pub selected: usize,
+    /// Index of the first visible row.
+    pub scroll: usize,
+    /// Newest revision already accounted for in `selected`/`scroll`.
+    pub seen_rev: Revision,
+}
+
+pub(crate) struct KeysState {
+    pub focus: KeysFocus,
+    pub resource: Option<String>,
+    /// Resource name → resource prefix (see [`browse::resource_prefix`]).
+    pub prefixes: HashMap<String, Bytes>,
+    /// (resources, live keys) when `prefixes` was last discovered, so a resource whose
+    /// keys cannot be found (outside the prefix) does not trigger a scan per batch.
+    pub discovered_at: (usize, u64),
+    /// Lower-case filter over `namespace/name`.
+    pub filter: String,
+    /// The visible rows start strictly after this key (`None`: at the first key).
+    pub view_after: Option<Bytes>,
+    pub selected: Option<Bytes>,
+}
+
+pub(crate) struct DetailState {
+    pub key: Bytes,
+    pub history: Vec<VersionView>,
+    /// Index into `history` of the version shown.
+    pub index: usize,
+    /// Rendered value of the version shown (`None` for a tombstone).
+    pub rendered: Option<Rendered>,
+    pub scroll: usize,
+}
+
+pub(crate) struct Input {
+    pub target: Panel,
+    pub text: String,
+}
+
+/// Rows available to scrollable lists in the last frame, so that paging moves by what the
+/// user saw. Written while drawing (the only interior mutability in the app).
+#[derive(Default)]
+pub(crate) struct Viewports {
+    pub events: Cell<usize>,
+    pub keys: Cell<usize>,
+    pub resources: Cell<usize>,
+    pub detail: Cell<usize>,
+    pub help: Cell<usize>,
+    pub growth: Cell<usize>,
+}
+
+/// The console: the replica it displays plus all UI state. See the module docs.
+pub struct App {
+    pub(crate) replica: Replica,
+    pub(crate) s: Settings,
+    pub(crate) now: SystemTime,
+    pub(crate) panel: Panel,
+    pub(crate) help: Option<usize>,
+    pub(crate) input: Option<Input>,
+    pub(crate) source_ended: bool,
+    pub(crate) growth_scroll: usize,
+    pub(crate) events: EventsState,
+    pub(crate) keys: KeysState,
+    pub(crate) detail: Option<DetailState>,
+    pub(crate) view: Viewports,
+    pub(crate) debug_panic: bool,
+    quit: bool,
+    dirty: bool,
+    clear_requested: bool,
+    drawn_seq: u64,
+}
+
+impl App {
+    /// A new app over `replica`, showing the Growth panel.
+    pub fn new(replica: Replica, settings: Settings) -> App {
+        let seen_rev = replica.events().back().map_or(0, |e| e.revision);
+        let mut app = App {
+            replica,
+            s: settings,
+            now: SystemTime::now(),
+            panel: Panel::Growth,
+            help: None,
+            input: None,
+            source_ended: false,
+            growth_scroll: 0,
+            events: EventsState {
+                filter: String::new(),
+                frozen: None,
+                follow: true,
+                selected: 0,
+                scroll: 0,
+                seen_rev,
+            },
+            keys: KeysState {
+                focus: KeysFocus::Resources,
+                resource: None,
+                prefixes: HashMap::new(),
+                discovered_at: (usize::MAX, 0),
+                filter: String::new(),
+                view_after: None,
+                selected: None,
+            },
+            detail: None,
+            view: Viewports::default(),
+            debug_panic: false,
+            quit: false,
+            dirty: true,
+            clear_requested: false,
+            drawn_seq: u64::MAX,
+        };
+        app.after_batch();
+        app
+    }
+
+    /// The replica shown.
+    pub fn replica(&self) -> &Replica {
+        &self.replica
+    }
+
+    /// The panel shown.
+    pub fn panel(&self) -> Panel {
+        self.panel
+    }
+
+    /// Whether the user asked to quit.
+    pub fn should_quit(&self) -> bool {
+        self.quit
+    }
+
+    /// Makes the next draw panic (BR-12's debug hook, `REGSCOPE_DEBUG_PANIC=1`).
+    pub fn set_debug_panic(&mut self, on: bool) {
+        self.debug_panic = on;
+    }
+
+    /// Applies one observation to the replica. Call [`App::after_batch`] after a batch.
+    pub fn ingest(&mut self, st: &Stamped) {
+        self.replica.apply(st);
+    }
+
+    /// Applies a batch of observations and does the bookkeeping once.
+    pub fn ingest_all<'a>(&mut self, batch: impl IntoIterator<Item = &'a Stamped>) {
+        for st in batch {
+            self.replica.apply(st);
+        }
+        self.after_batch();
+    }
+
+    /// The source's channel closed: the data shown is final.
+    pub fn set_source_ended(&mut self) {
+        self.source_ended = true;
+        self.dirty = true;
+    }
+
+    /// Sets the clock used for rates. Marks the screen dirty only when rates can still
+    /// change (something was observed in the last minute), so an idle console never redraws.
+    pub fn set_now(&mut self, now: SystemTime) {
+        let before = super::format::unix_second(self.now);
+        self.now = now;
+        let sec = super::format::unix_second(now);
+        if sec != before {
+            let recent = self
+                .replica
+                .growth()
+                .next_back()
+                .is_some_and(|g| g.second + 62 >= sec);
+            if recent {
+                self.dirty = true;
+            }
+        }
+    }
+
+    /// Whether a frame is due: UI state changed or the replica changed since the last draw.
+    pub fn needs_draw(&self) -> bool {
+        self.dirty || self.drawn_seq != self.replica.change_seq()
+    }
+
+    /// Records that a frame was drawn.
+    pub fn mark_drawn(&mut self) {
+        self.dirty = false;
+        self.drawn_seq = self.replica.change_seq();
+    }
+
+    /// Forces the next frame (e.g. after a resize).
+    pub fn mark_dirty(&mut self) {
+        self.dirty = true;
+    }
+
+    /// Returns and clears a pending "clear the screen" request (the `redraw` action).
+    pub fn take_clear_request(&mut self) -> bool {
+        std::mem::take(&mut self.clear_requested)
+    }
+
+    /// The keymap mode for the current state.
+    pub fn mode(&self) -> Mode {
+        if self.input.is_some() {
+            Mode::Filter
+        } else if self.help.is_some() {
+            Mode::Help
+        } else {
+            match self.panel {
+                Panel::Growth => Mode::Growth,
+                Panel::Events => Mode::Events,
+                Panel::Keys if self.detail.is_some() => Mode::Detail,
+                Panel::Keys => Mode::Keys,
+            }
+        }
+    }
+
+    /// Handles a terminal event: keys go through the keymap, resizes force a frame.
+    pub fn on_event(&mut self, ev: &Event) {
+        match ev {
+            Event::Key(k) => self.handle_key(k),
+            Event::Resize(_, _) => self.dirty = true,
+            _ => {}
+        }
+    }
+
+    /// Looks the key up in the keymap for the current mode and performs the action; in
+    /// filter mode, unbound printable keys are typed.
+    pub fn handle_key(&mut self, key: &KeyEvent) {
+        if key.kind == KeyEventKind::Release {
+            return;
+        }
+        let mode = self.mode();
+        if let Some(action) = self.s.keymap.lookup(mode, key) {
+            self.perform(action);
+            return;
+        }
+        if let (Some(input), KeyCode::Char(c)) = (self.input.as_mut(), key.code) {
+            if !key
+                .modifiers
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+            {
+                input.text.push(c);
+                self.dirty = true;
+            }
+        }
+    }
+
+    /// Performs a named action in the current context.
+    pub fn perform(&mut self, action: Action) {
+        self.dirty = true;
+        let mode = self.mode();
+        match action {
+            Action::Quit => self.quit = true,
+            Action::ToggleHelp => {
+                self.help = if self.help.is_some() { None } else { Some(0) };
+            }
+            Action::Back => {
+                if self.help.is_some() {
+                    self.help = None;
+                } else if self.detail.is_some() {
+                    self.detail = None;
+                }
+            }
+            Action::NextPanel | Action::PrevPanel => {
+                let i = Panel::ALL
+                    .iter()
+                    .position(|p| *p == self.panel)
+                    .unwrap_or(0);
+                let n = Panel::ALL.len();
+                let j = if action == Action::NextPanel {
+                    (i + 1) % n
+                } else {
+                    (i + n - 1) % n
+                };
+                self.switch(Panel::ALL[j]);
+            }
+            Action::ShowGrowth => self.switch(Panel::Growth),
+            Action::ShowEvents => self.switch(Panel::Events),
+            Action::ShowKeys => self.switch(Panel::Keys),
+            Action::Redraw => self.clear_requested = true,
+            Action::Up => self.step(mode, -1),
+            Action::Down => self.step(mode, 1),
+            Action::PageUp => {
+                let p = self.page(mode);
+                self.step(mode, -(p as i64));
+            }
+            Action::PageDown => {
+                let p = self.page(mode);
+                self.step(mode, p as i64);
+            }
+            Action::Top => self.step(mode, i64::MIN / 2),
+            Action::Bottom => self.step(mode, i64::MAX / 2),
+            Action::FocusLeft => {
+                if mode == Mode::Keys {
+                    self.keys.focus = KeysFocus::Resources;
+                }
+            }
+            Action::FocusRight => {
+                if mode == Mode::Keys {
+                    self.keys.focus = KeysFocus::Keys;
+                    self.normalize_keys();
+                }
+            }
+            Action::Open => self.open(mode),
+            Action::Filter => {
+                let target = self.panel;
+                let text = match target {
+                    Panel::Events => self.events.filter.clone(),
+                    Panel::Keys => self.keys.filter.clone(),
+                    Panel::Growth => return,
+                };
+                if target == Panel::Keys {
+                    self.detail = None;
+                    self.keys.focus = KeysFocus::Keys;
+                }
+                self.input = Some(Input { target, text });
+            }
+            Action::ClearFilter => match mode {
+                Mode::Events => self.set_events_filter(String::new()),
+                Mode::Keys => {
+                    if self.keys.filter.is_empty() {
+                        self.keys.focus = KeysFocus::Resources;
+                    } else {
+                        self.set_keys_filter(String::new());
+                    }
+                }
+                _ => {}
+            },
+            Action::TogglePause => {
+                if self.events.frozen.is_some() {
+                    self.events.frozen = None;
+                    self.events.seen_rev = self.newest_event_rev();
+                } else {
+                    self.events.frozen = Some(self.replica.events().iter().cloned().collect());
+                }
+            }
+            Action::ToggleFollow => {
+                self.events.follow = !self.events.follow;
+                if self.events.follow {
+                    self.events.selected = 0;
+                    self.events.scroll = 0;
+                }
+            }
+            Action::OlderVersion => self.select_version(-1),
+            Action::NewerVersion => self.select_version(1),
+            Action::Submit => {
+                if let Some(input) = self.input.take() {
+                    match input.target {
+                        Panel::Events => self.set_events_filter(input.text),
+                        Panel::Keys => self.set_keys_filter(input.text),
+                        Panel::Growth => {}
+                    }
+                }
+            }
+            Action::Cancel => self.input = None,
+            Action::DeleteChar => {
+                if let Some(i) = self.input.as_mut() {
+                    i.text.pop();
+                }
+            }
+            Action::ClearInput => {
+                if let Some(i) = self.input.as_mut() {
+                    i.text.clear();
+                }
+            }
+        }
+    }
+
+    fn switch(&mut self, p: Panel) {
+        self.panel = p;
+        self.help = None;
+        if p == Panel::Keys {
+            self.normalize_keys();
+        }
+    }
+
+    fn page(&self, mode: Mode) -> usize {
+        let rows = match mode {
+            Mode::Events => self.view.events.get(),
+            Mode::Keys if self.keys.focus == KeysFocus::Keys => self.view.keys.get(),
+            Mode::Keys => self.view.resources.get(),
+            Mode::Detail => self.view.detail.get(),
+            Mode::Help => self.view.help.get(),
+            _ => self.view.growth.get(),
+        };
+        rows.max(2) - 1
+    }
+
+    /// Moves the selection of the list that `mode` shows by `delta` rows (clamped).
+    fn step(&mut self, mode: Mode, delta: i64) {
+        match mode {
+            Mode::Help => {
+                let max = super::views::help_len(self).saturating_sub(self.view.help.get());
+                self.help = self.help.map(|s| add(s, delta, max));
+            }
+            Mode::Growth => {
+                let n = self.replica.resources().len();
+                self.growth_scroll = add(self.growth_scroll, delta, n.saturating_sub(1));
+            }
+            Mode::Events => {
+                let n = self.events_len();
+                self.events.selected = add(self.events.selected, delta, n.saturating_sub(1));
+                // Leaving the newest row stops following; coming back to it resumes.
+                self.events.follow = self.events.selected == 0;
+                self.events_keep_visible();
+            }
+            Mode::Keys => match self.keys.focus {
+                KeysFocus::Resources => {
+                    let names = self.resource_names();
+                    let i = self
+                        .keys
+                        .resource
+                        .as_ref()
+                        .and_then(|r| names.iter().position(|n| n == r))
+                        .unwrap_or(0);
+                    let j = add(i, delta, names.len().saturating_sub(1));
+                    if let Some(name) = names.get(j) {
+                        if self.keys.resource.as_ref() != Some(name) {
+                            self.keys.resource = Some(name.clone());
+                            self.keys.view_after = None;
+                            self.keys.selected = None;
+                            self.keys.filter.clear();
+                        }
+                    }
+                    self.normalize_keys();
+                }
+                KeysFocus::Keys => self.step_keys(delta),
+            },
+            Mode::Detail => {
+                if let Some(d) = self.detail.as_mut() {
+                    let n = d.rendered.as_ref().map_or(0, |r| r.lines.len());
+                    d.scroll = add(d.scroll, delta, n.saturating_sub(1));
+                }
+            }
+            Mode::Global | Mode::Filter => {}
+        }
+    }
+
+    fn open(&mut self, mode: Mode) {
+        match mode {
+            Mode::Events => {
+                let Some(ev) = self.events_row(self.events.selected) else {
+                    return;
+                };
+                let key = ev.key.clone();
+                let resource = KeyPath::parse(self.replica.prefix(), &key)
+                    .resource
+                    .into_owned();
+                self.panel = Panel::Keys;
+                self.keys.resource = Some(resource);
+                self.keys.filter.clear();
+                self.keys.focus = KeysFocus::Keys;
+                self.keys.selected = Some(key.clone());
+                self.keys.view_after = None;
+                self.normalize_keys();
+                self.open_detail(key);
+            }
+            Mode::Keys => match self.keys.focus {
+                KeysFocus::Resources => {
+                    self.keys.focus = KeysFocus::Keys;
+                    self.normalize_keys();
+                }
+                KeysFocus::Keys => {
+                    if let Some(k) = self.keys.selected.clone() {
+                        self.open_detail(k);
+                    }
+                }
+            },
+            _ => {}
+        }
+    }
+
+    fn open_detail(&mut self, key: Bytes) {
+        let history = self.replica.history(&key);
+        let index = history.len().saturating_sub(1);
+        let mut d = DetailState {
+            key,
+            history,
+            index,
+            rendered: None,
+            scroll: 0,
+        };
+        d.rendered = self.render_version(&d);
+        self.detail = Some(d);
+    }
+
+    fn render_version(&self, d: &DetailState) -> Option<Rendered> {
+        let v = d.history.get(d.index)?;
+        let value = v.value.as_ref()?;
+        Some(decode::render(
+            value,
+            &RenderOptions {
+                show_secrets: self.s.show_secrets,
+            },
+        ))
+    }
+
+    fn select_version(&mut self, delta: i64) {
+        let Some(mut d) = self.detail.take() else {
+            return;
+        };
+        let n = d.history.len();
+        let i = add(d.index, delta, n.saturating_sub(1));
+        if i != d.index {
+            d.index = i;
+            d.scroll = 0;
+            d.rendered = self.render_version(&d);
+        }
+        self.detail = Some(d);
+    }
+
+    /// Bookkeeping after a batch of observations: keep the event selection on the same
+    /// event as new ones arrive, refresh the open key, keep the key browser's anchors valid.
+    pub fn after_batch(&mut self) {
+        // Events: new arrivals insert rows above the selection.
+        let newest = self.newest_event_rev();
+        if self.events.frozen.is_none() && newest > self.events.seen_rev {
+            if self.events.follow {
+                self.events.selected = 0;
+                self.events.scroll = 0;
+            } else {
+                let f = self.events.filter.to_lowercase();
+                let added = self
+                    .replica
+                    .events()
+                    .iter()
+                    .rev()
+                    .take_while(|e| e.revision > self.events.seen_rev)
+                    .filter(|e| event_matches(&self.replica, e, &f))
+                    .count();
+                self.events.selected += added;
+                self.events.scroll += added;
+            }
+            self.events.seen_rev = newest;
+        }
+        // The open key: refresh when it changed.
+        if let Some(mut d) = self.detail.take() {
+            let newest = self.replica.key_meta(&d.key);
+            let changed = match (&newest, d.history.last()) {
+                (Some(m), Some(h)) => {
+                    m.newest.mod_revision != h.mod_revision || m.history_len != d.history.len()
+                }
+                (None, Some(_)) => false,
+                (Some(_), None) => true,
+                (None, None) => false,
+            };
+            if changed {
+                let was_newest = d.index + 1 >= d.history.len();
+                let shown = d.history.get(d.index).map(|v| v.mod_revision);
+                d.history = self.replica.history(&d.key);
+                d.index = if was_newest {
+                    d.history.len().saturating_sub(1)
+                } else {
+                    shown
+                        .and_then(|r| d.history.iter().position(|v| v.mod_revision == r))
+                        .unwrap_or(0)
+                };
+                d.rendered = self.render_version(&d);
+                if was_newest {
+                    d.scroll = d.scroll.min(
+                        d.rendered
+                            .as_ref()
+                            .map_or(0, |r| r.lines.len().saturating_sub(1)),
+                    );
+                }
+            }
+            self.detail = Some(d);
+        }
+        self.normalize_keys();
+    }
+
+    fn newest_event_rev(&self) -> Revision {
+        self.replica.events().back().map_or(0, |e| e.revision)
+    }
+
+    fn set_events_filter(&mut self, f: String) {
+        self.events.filter = f;
+        self.events.selected = 0;
+        self.events.scroll = 0;
+    }
+
+    fn set_keys_filter(&mut self, f: String) {
+        self.keys.filter = f.to_lowercase();
+        self.keys.view_after = None;
+        self.keys.selected = None;
+        self.normalize_keys();
+    }
+
+    /// The event list shown: the frozen copy while paused, else the replica's ring.
+    pub(crate) fn event_source(&self) -> Box<dyn DoubleEndedIterator<Item = &EventRecord> + '_> {
+        match &self.events.frozen {
+            Some(v) => Box::new(v.iter()),
+            None => Box::new(self.replica.events().iter()),
+        }
+    }
+
+    /// Filtered events, newest first.
+    pub(crate) fn events_filtered(&self) -> impl Iterator<Item = &EventRecord> + '_ {
+        let f = self.events.filter.to_lowercase();
+        self.event_source()
+            .rev()
+            .filter(move |e| event_matches(&self.replica, e, &f))
+    }
+
+    pub(crate) fn events_len(&self) -> usize {
+        if self.events.filter.is_empty() {
+            match &self.events.frozen {
+                Some(v) => v.len(),
+                None => self.replica.events().len(),
+            }
+        } else {
+            self.events_filtered().count()
+        }
+    }
+
+    fn events_row(&self, i: usize) -> Option<&EventRecord> {
+        self.events_filtered().nth(i)
+    }
+
+    fn events_keep_visible(&mut self) {
+        let rows = self.view.events.get().max(1);
+        let e = &mut self.events;
+        if e.selected < e.scroll {
+            e.scroll = e.selected;
+        } else if e.selected >= e.scroll + rows {
+            e.scroll = e.selected + 1 - rows;
+        }
+    }
+
+    /// Resource names for the browser, sorted.
+    pub(crate) fn resource_names(&self) -> Vec<String> {
+        let mut v: Vec<String> = self
+            .replica
+            .resources()
+            .iter()
+            .map(|r| r.resource.clone())
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// The resource prefix of the selected resource, when known.
+    pub(crate) fn keys_prefix(&self) -> Option<&Bytes> {
+        self.keys
+            .resource
+            .as_ref()
+            .and_then(|r| self.keys.prefixes.get(r))
+    }
+
+    /// The visible key rows (`rows` of them at most). When the rows after the anchor do not
+    /// fill the view (keys deleted near the end, a taller terminal), keys before the anchor
+    /// fill it from above.
+    pub(crate) fn key_rows(&self, rows: usize) -> Scan {
+        let Some(p) = self.keys_prefix() else {
+            return Scan::default();
+        };
+        let f = &self.keys.filter;
+        let mut scan = browse::after(&self.replica, p, self.keys.view_after.as_deref(), rows, f);
+        if scan.keys.len() < rows && self.keys.view_after.is_some() {
+            let bound = scan.keys.first().cloned();
+            let more = browse::before(
+                &self.replica,
+                p,
+                bound.as_deref(),
+                rows - scan.keys.len(),
+                f,
+            );
+            let mut keys: Vec<Bytes> = more.keys.into_iter().rev().collect();
+            keys.append(&mut scan.keys);
+            scan.keys = keys;
+            scan.limited |= more.limited;
+        }
+        scan
+    }
+
+    /// Keeps the key browser consistent with the replica: a resource chosen, its prefix
+    /// known, the selection on a live matching key and inside the visible rows.
+    fn normalize_keys(&mut self) {
+        if self.keys.resource.is_none() {
+            let mut with_keys: Vec<&str> = self
+                .replica
+                .resources()
+                .iter()
+                .filter(|r| r.keys > 0)
+                .map(|r| r.resource.as_str())
+                .collect();
+            with_keys.sort();
+            self.keys.resource = with_keys.first().map(|s| s.to_string());
+        }
+        let Some(res) = self.keys.resource.clone() else {
+            return;
+        };
+        let state = (self.replica.resources().len(), self.replica.live_keys());
+        if !self.keys.prefixes.contains_key(&res)
+            && self.keys.discovered_at != state
+            && self
+                .replica
+                .resources()
+                .iter()
+                .any(|r| r.resource == res && r.keys > 0)
+        {
+            self.keys.prefixes = browse::discover_prefixes(&self.replica);
+            self.keys.discovered_at = state;
+        }
+        let Some(prefix) = self.keys.prefixes.get(&res).cloned() else {
+            return;
+        };
+        let f = self.keys.filter.clone();
+        let ok = self.keys.selected.as_ref().is_some_and(|k| {
+            self.replica.get(k).is_some()
+                && k.starts_with(&prefix)
+                && browse::matches(&prefix, k, &f)
+        });
+        if !ok {
+            let after = self.keys.selected.clone().or(self.keys.view_after.clone());
+            let next = browse::after(&self.replica, &prefix, after.as_deref(), 1, &f)
+                .keys
+                .into_iter()
+                .next();
+            self.keys.selected = next.or_else(|| {
+                browse::before(&self.replica, &prefix, after.as_deref(), 1, &f)
+                    .keys
+                    .into_iter()
+                    .next()
+            });
+        }
+        self.keys_keep_visible(&prefix);
+    }
+
+    fn keys_keep_visible(&mut self, prefix: &Bytes) {
+        let Some(sel) = self.keys.selected.clone() else {
+            self.keys.view_after = None;
+            return;
+        };
+        let rows = self.view.keys.get();
+        if rows == 0 {
+            // Nothing drawn yet: the first frame shows the selection from the top.
+            return;
+        }
+        let f = self.keys.filter.clone();
+        if let Some(a) = &self.keys.view_after {
+            if sel <= *a {
+                // Selection above the view: it becomes the first row.
+                self.keys.view_after = browse::before(&self.replica, prefix, Some(&sel), 1, &f)
+                    .keys
+                    .into_iter()
+                    .next();
+                return;
+            }
+        }
+        let visible = browse::after(
+            &self.replica,
+            prefix,
+            self.keys.view_after.as_deref(),
+            rows,
+            &f,
+        );
+        if !visible.keys.contains(&sel) {
+            // Selection below the view: it becomes the last row.
+            let above = browse::before(&self.replica, prefix, Some(&sel), rows, &f);
+            self.keys.view_after = if above.keys.len() >= rows {
+                above.keys.last().cloned()
+            } else {
+                None
+            };
+        }
+    }
+
+    fn step_keys(&mut self, delta: i64) {
+        let Some(prefix) = self.keys_prefix().cloned() else {
+            return;
+        };
+        let f = self.keys.filter.clone();
+        let sel = self.keys.selected.clone();
+        let n = delta.unsigned_abs().min(1 << 20) as usize;
+        let target = if delta >= i64::MAX / 4 {
+            browse::before(&self.replica, &prefix, None, 1, &f)
+                .keys
+                .pop()
+        } else if delta <= i64::MIN / 4 {
+            browse::after(&self.replica, &prefix, None, 1, &f)
+                .keys
+                .pop()
+        } else if delta > 0 {
+            browse::after(&self.replica, &prefix, sel.as_deref(), n, &f)
+                .keys
+                .pop()
+        } else {
+            browse::before(&self.replica, &prefix, sel.as_deref(), n, &f)
+                .keys
+                .pop()
+        };
+        if let Some(t) = target {
+            if delta <= i64::MIN / 4 {
+                self.keys.view_after = None;
+            }
+            self.keys.selected = Some(t);
+            self.keys_keep_visible(&prefix);
+        }
+    }
+
+    /// Clock used for rates and relative times.
+    pub(crate) fn now_second(&self) -> u64 {
+        super::format::unix_second(self.now)
+    }
+
+    /// Whether the data shown is stale (etcd not answering or the connection lost).
+    pub(crate) fn stale(&self) -> bool {
+        use crate::model::ConnState;
+        matches!(
+            self.replica.conn(),
+            ConnState::NotResponding { .. }
+                | ConnState::Reconnecting { .. }
+                | ConnState::Failed { .. }
+        )
+    }
+
+    /// The typed filter, if the user is typing one.
+    pub(crate) fn input_text(&self) -> Option<&str> {
+        self.input.as_ref().map(|i| i.text.as_str())
+    }
+}
+
+/// Whether an event matches a lower-case filter: substring of the escaped key, the
+/// resource or the operation.
+pub(crate) fn event_matches(replica: &Replica, e: &EventRecord, f: &str) -> bool {
+    if f.is_empty() {
+        return true;
+    }
+    let key = crate::model::escape_bytes(&e.key).to_lowercase();
+    if key.contains(f) {
+        return true;
+    }
+    let res = replica.resource_name(e.resource).to_lowercase();
+    let op = match e.kind {
+        crate::model::EventKind::Put => "put",
+        crate::model::EventKind::Delete => "delete",
+    };
+    res.contains(f) || op.contains(f)
+}
+
+fn add(v: usize, delta: i64, max: usize) -> usize {
+    let r = v as i64 + delta.clamp(-(1 << 40), 1 << 40);
+    (r.max(0) as usize).min(max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EventKind, KeyValue, Observation, WatchEvent};
+    use crate::store::ReplicaConfig;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn at(s: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_700_000_000 + s)
+    }
+
+    fn kv(key: &str, rev: i64) -> KeyValue {
+        KeyValue {
+            key: Bytes::copy_from_slice(key.as_bytes()),
+            create_revision: 2,
+            mod_revision: rev,
+            version: 1,
+            lease: 0,
+            value: Bytes::from(format!("value-{rev}")),
+        }
+    }
+
+    fn listed(keys: usize) -> Replica {
+        let mut r = Replica::new(ReplicaConfig::default());
+        let kvs: Vec<KeyValue> = (0..keys)
+            .map(|i| kv(&format!("/registry/configmaps/ns/cm{i:06}"), 2))
+            .collect();
+        for obs in [
+            Observation::ListBegin { revision: 2 },
+            Observation::ListPage { kvs },
+            Observation::ListDone {
+                revision: 2,
+                compacted: None,
+            },
+        ] {
+            r.apply(&Stamped { at: at(0), obs });
+        }
+        r
+    }
+
+    fn put(app: &mut App, s: u64, key: &str, rev: i64) {
+        let mut v = kv(key, rev);
+        v.version = rev;
+        let st = Stamped {
+            at: at(s),
+            obs: Observation::Events {
+                revision: rev,
+                events: vec![WatchEvent {
+                    kind: EventKind::Put,
+                    kv: v,
+                    prev_kv: None,
+                }],
+            },
+        };
+        app.ingest_all([&st]);
+    }
+
+    fn press(app: &mut App, c: char) {
+        app.handle_key(&KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
+    }
+
+    fn code(app: &mut App, c: KeyCode) {
+        app.handle_key(&KeyEvent::new(c, KeyModifiers::NONE));
+    }
+
+    #[test]
+    fn pause_freezes_the_event_list_while_ingestion_continues() {
+        let mut app = App::new(listed(3), Settings::default());
+        put(&mut app, 1, "/registry/configmaps/ns/a", 3);
+        press(&mut app, '2');
+        press(&mut app, ' ');
+        put(&mut app, 2, "/registry/configmaps/ns/b", 4);
+        assert_eq!(app.events_len(), 1, "frozen");
+        assert_eq!(app.replica().revision(), 4, "ingestion continued");
+        press(&mut app, ' ');
+        assert_eq!(app.events_len(), 2);
+    }
+
+    #[test]
+    fn selection_stays_on_its_event_when_not_following() {
+        let mut app = App::new(listed(1), Settings::default());
+        app.view.events.set(10);
+        for r in 3..6 {
+            put(&mut app, 1, &format!("/registry/configmaps/ns/k{r}"), r);
+        }
+        app.perform(Action::ShowEvents);
+        app.perform(Action::Down);
+        assert!(!app.events.follow);
+        let before = app.events_row(app.events.selected).map(|e| e.revision);
+        put(&mut app, 2, "/registry/configmaps/ns/new", 6);
+        put(&mut app, 2, "/registry/configmaps/ns/new2", 7);
+        let after = app.events_row(app.events.selected).map(|e| e.revision);
+        assert_eq!(before, after);
+        app.perform(Action::Top);
+        assert!(app.events.follow, "back at the newest row follows again");
+    }
+
+    #[test]
+    fn filter_is_typed_in_filter_mode() {
+        let mut app = App::new(listed(1), Settings::default());
+        put(&mut app, 1, "/registry/configmaps/ns/alpha", 3);
+        put(&mut app, 1, "/registry/configmaps/ns/beta", 4);
+        press(&mut app, '2');
+        press(&mut app, '/');
+        assert_eq!(app.mode(), Mode::Filter);
+        for c in "ALP".chars() {
+            press(&mut app, c);
+        }
+        press(&mut app, 'q'); // typed, not quit
+        code(&mut app, KeyCode::Backspace);
+        code(&mut app, KeyCode::Enter);
+        assert!(!app.should_quit());
+        assert_eq!(app.events.filter, "ALP");
+        assert_eq!(app.events_len(), 1);
+        code(&mut app, KeyCode::Esc);
+        assert_eq!(app.events_len(), 2);
+    }
+
+    #[test]
+    fn key_browser_pages_through_many_keys_without_collecting_them() {
+        let mut app = App::new(listed(100_000), Settings::default());
+        app.view.keys.set(20);
+        press(&mut app, '3');
+        code(&mut app, KeyCode::Enter);
+        assert_eq!(
+            app.keys.selected.as_deref(),
+            Some(&b"/registry/configmaps/ns/cm000000"[..])
+        );
+        code(&mut app, KeyCode::PageDown);
+        assert_eq!(
+            app.keys.selected.as_deref(),
+            Some(&b"/registry/configmaps/ns/cm000019"[..])
+        );
+        press(&mut app, 'G');
+        assert_eq!(
+            app.keys.selected.as_deref(),
+            Some(&b"/registry/configmaps/ns/cm099999"[..])
+        );
+        let rows = app.key_rows(20);
+        assert_eq!(rows.keys.len(), 20);
+        assert_eq!(rows.keys.last(), app.keys.selected.as_ref());
+        press(&mut app, 'k');
+        assert_eq!(
+            app.keys.selected.as_deref(),
+            Some(&b"/registry/configmaps/ns/cm099998"[..])
+        );
+        press(&mut app, 'g');
+        assert_eq!(app.keys.view_after, None);
+        // Filter within the resource.
+        press(&mut app, '/');
+        for c in "cm05000".chars() {
+            press(&mut app, c);
+        }
+        code(&mut app, KeyCode::Enter);
+        let rows = app.key_rows(20);
+        assert_eq!(rows.keys.len(), 10);
+        assert_eq!(app.keys.selected.as_ref(), rows.keys.first());
+    }
+
+    #[test]
+    fn detail_follows_new_versions_and_shows_older_ones() {
+        let mut app = App::new(listed(2), Settings::default());
+        press(&mut app, '3');
+        code(&mut app, KeyCode::Enter);
+        code(&mut app, KeyCode::Enter);
+        assert_eq!(app.mode(), Mode::Detail);
+        let key = "/registry/configmaps/ns/cm000000";
+        put(&mut app, 1, key, 3);
+        let d = app.detail.as_ref().map(|d| (d.history.len(), d.index));
+        assert_eq!(d, Some((2, 1)));
+        press(&mut app, '[');
+        let d = app.detail.as_ref().map(|d| d.index);
+        assert_eq!(d, Some(0));
+        put(&mut app, 2, key, 4);
+        let d = app.detail.as_ref().map(|d| (d.history.len(), d.index));
+        assert_eq!(d, Some((3, 0)), "an older version stays shown");
+        code(&mut app, KeyCode::Esc);
+        assert_eq!(app.mode(), Mode::Keys);
+    }
+
+    #[test]
+    fn idle_means_no_redraw() {
+        let mut app = App::new(listed(2), Settings::default());
+        app.set_now(at(0));
+        app.mark_drawn();
+        assert!(!app.needs_draw());
+        put(&mut app, 1, "/registry/configmaps/ns/x", 3);
+        assert!(app.needs_draw(), "data changed");
+        app.mark_drawn();
+        app.set_now(at(2));
+        assert!(app.needs_draw(), "rates still moving");
+        app.mark_drawn();
+        app.set_now(at(600));
+        app.mark_drawn();
+        app.set_now(at(601));
+        assert!(!app.needs_draw(), "nothing observed for minutes: no redraw");
+        press(&mut app, '?');
+        assert!(app.needs_draw());
+    }
+
+    #[test]
+    fn invalid_config_corpus_yields_warnings_not_crashes() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/config-invalid");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).expect("corpus dir") {
+            let path = entry.expect("entry").path();
+            n += 1;
+            let (km, w) = Keymap::load(Some(&path));
+            assert!(!w.is_empty(), "{} as keymap: no warning", path.display());
+            let help = KeyEvent::new(KeyCode::Char('?'), KeyModifiers::NONE);
+            assert_eq!(km.lookup(Mode::Global, &help), Some(Action::ToggleHelp));
+            let (theme, w) = Theme::load(Some(&path));
+            assert!(!w.is_empty(), "{} as theme: no warning", path.display());
+            let _ = theme.get(super::super::theme::Role::Alert);
+            let opts = super::super::UiOptions {
+                keymap_path: Some(path.clone()),
+                theme_path: Some(path.clone()),
+                ..Default::default()
+            };
+            let s = super::super::settings(&opts);
+            assert!(s.warnings.len() >= 2);
+        }
+        assert!(n >= 8, "corpus has {n} files");
+    }
+}

@@ -1,0 +1,299 @@
+//! Key-browser queries over the replica that never collect all keys.
+//!
+//! The replica stores keys in byte order, so every resource's keys are one contiguous range
+//! under a *resource prefix* (`/registry/pods/`, `/registry/example.com/widgets/`). The
+//! prefix is derived from any one key of the resource, following the same layout rules as
+//! [`crate::model::KeyPath`]. Lists page through that range with
+//! [`Replica::live_keys_after`]/[`Replica::live_keys_before`] (O(log keys + rows)); a text
+//! filter scans forward in chunks and gives up after [`SCAN_LIMIT`] keys per query.
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+
+use crate::model::{escape_bytes, KeyPath};
+use crate::store::Replica;
+
+/// Keys examined at most by one filtered query before it reports `limited`.
+pub const SCAN_LIMIT: usize = 50_000;
+
+const CHUNK: usize = 512;
+
+/// Rows found by a query, and whether the scan stopped at [`SCAN_LIMIT`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Scan {
+    /// Matching keys, in the order of the query (ascending for `after`, nearest first for
+    /// `before`).
+    pub keys: Vec<Bytes>,
+    /// The filter scan stopped before the end of the range.
+    pub limited: bool,
+}
+
+/// The global prefix with exactly one trailing slash (`/registry/`).
+pub fn scan_prefix(replica: &Replica) -> Vec<u8> {
+    let p = replica.prefix();
+    let mut v = p.strip_suffix(b"/").unwrap_or(p).to_vec();
+    v.push(b'/');
+    v
+}
+
+/// The prefix shared by every key of `key`'s resource: `/registry/pods/` for
+/// `/registry/pods/ns/p`; the key itself when it has nothing after the resource
+/// (`/registry/ranges/serviceips`). `None` for keys outside the prefix.
+pub fn resource_prefix(prefix: &[u8], key: &[u8]) -> Option<Bytes> {
+    let prefix = prefix.strip_suffix(b"/").unwrap_or(prefix);
+    let rest = key.strip_prefix(prefix)?.strip_prefix(b"/")?;
+    let segs: Vec<&[u8]> = rest.split(|b| *b == b'/').collect();
+    let n = match segs.as_slice() {
+        [first, _, ..] if first.contains(&b'.') => 2,
+        [b"services", b"specs" | b"endpoints", ..] => 2,
+        [b"ranges", _, ..] => 2,
+        _ => 1,
+    };
+    if segs.len() <= n {
+        return Some(Bytes::copy_from_slice(key));
+    }
+    let len = prefix.len() + 1 + segs[..n].iter().map(|s| s.len() + 1).sum::<usize>();
+    Some(Bytes::copy_from_slice(&key[..len]))
+}
+
+/// The smallest byte string greater than every string starting with `p`, if any.
+pub fn upper_bound(p: &[u8]) -> Option<Vec<u8>> {
+    let mut v = p.to_vec();
+    while let Some(last) = v.pop() {
+        if last < 0xff {
+            v.push(last + 1);
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Finds each resource's prefix by jumping from one resource's range to the next:
+/// O(resources × log keys), independent of the number of keys.
+pub fn discover_prefixes(replica: &Replica) -> HashMap<String, Bytes> {
+    let scan = scan_prefix(replica);
+    let mut out = HashMap::new();
+    let mut cursor: Option<Bytes> = None;
+    for _ in 0..100_000 {
+        let next = replica.live_keys_after(&scan, cursor.as_deref(), 1);
+        let Some(k) = next.into_iter().next() else {
+            break;
+        };
+        let Some(rp) = resource_prefix(replica.prefix(), &k) else {
+            break;
+        };
+        let name = KeyPath::parse(replica.prefix(), &k).resource.into_owned();
+        out.entry(name).or_insert_with(|| rp.clone());
+        let Some(ub) = upper_bound(&rp) else {
+            break;
+        };
+        match replica
+            .live_keys_before(&scan, Some(&ub), 1)
+            .into_iter()
+            .next()
+        {
+            Some(last) if last >= k => cursor = Some(last),
+            _ => break,
+        }
+    }
+    out
+}
+
+/// Whether `key` (under `rprefix`) matches a lower-case filter: a substring of the escaped
+/// part after the resource prefix (`namespace/name`).
+pub fn matches(rprefix: &[u8], key: &[u8], filter_lower: &str) -> bool {
+    if filter_lower.is_empty() {
+        return true;
+    }
+    let tail = key.strip_prefix(rprefix).unwrap_or(key);
+    escape_bytes(tail).to_lowercase().contains(filter_lower)
+}
+
+/// Up to `n` matching keys strictly after `after` (from the start when `None`).
+pub fn after(
+    replica: &Replica,
+    rprefix: &[u8],
+    after: Option<&[u8]>,
+    n: usize,
+    filter_lower: &str,
+) -> Scan {
+    if filter_lower.is_empty() {
+        return Scan {
+            keys: replica.live_keys_after(rprefix, after, n),
+            limited: false,
+        };
+    }
+    let mut out = Scan::default();
+    let mut cursor: Option<Bytes> = after.map(Bytes::copy_from_slice);
+    let mut scanned = 0;
+    while out.keys.len() < n {
+        if scanned >= SCAN_LIMIT {
+            out.limited = true;
+            break;
+        }
+        let chunk = replica.live_keys_after(rprefix, cursor.as_deref(), CHUNK);
+        scanned += chunk.len();
+        let done = chunk.len() < CHUNK;
+        cursor = chunk.last().cloned();
+        out.keys.extend(
+            chunk
+                .into_iter()
+                .filter(|k| matches(rprefix, k, filter_lower))
+                .take(n - out.keys.len()),
+        );
+        if done {
+            break;
+        }
+    }
+    out
+}
+
+/// Up to `n` matching keys strictly before `before` (from the end when `None`), nearest
+/// first.
+pub fn before(
+    replica: &Replica,
+    rprefix: &[u8],
+    before: Option<&[u8]>,
+    n: usize,
+    filter_lower: &str,
+) -> Scan {
+    // From the end: start below the prefix's upper bound, so the reverse range starts
+    // inside the resource rather than at keys sorting after it.
+    let end = upper_bound(rprefix);
+    let start: Option<&[u8]> = before.or(end.as_deref());
+    if filter_lower.is_empty() {
+        return Scan {
+            keys: replica.live_keys_before(rprefix, start, n),
+            limited: false,
+        };
+    }
+    let mut out = Scan::default();
+    let mut cursor: Option<Bytes> = start.map(Bytes::copy_from_slice);
+    let mut scanned = 0;
+    while out.keys.len() < n {
+        if scanned >= SCAN_LIMIT {
+            out.limited = true;
+            break;
+        }
+        let chunk = replica.live_keys_before(rprefix, cursor.as_deref(), CHUNK);
+        scanned += chunk.len();
+        let done = chunk.len() < CHUNK;
+        cursor = chunk.last().cloned();
+        out.keys.extend(
+            chunk
+                .into_iter()
+                .filter(|k| matches(rprefix, k, filter_lower))
+                .take(n - out.keys.len()),
+        );
+        if done {
+            break;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{KeyValue, Observation, Stamped};
+    use crate::store::ReplicaConfig;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn replica(keys: &[&str]) -> Replica {
+        let mut r = Replica::new(ReplicaConfig::default());
+        let at = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let mut kvs: Vec<KeyValue> = keys
+            .iter()
+            .map(|k| KeyValue {
+                key: Bytes::copy_from_slice(k.as_bytes()),
+                create_revision: 2,
+                mod_revision: 2,
+                version: 1,
+                lease: 0,
+                value: Bytes::from_static(b"{}"),
+            })
+            .collect();
+        kvs.sort_by(|a, b| a.key.cmp(&b.key));
+        for obs in [
+            Observation::ListBegin { revision: 2 },
+            Observation::ListPage { kvs },
+            Observation::ListDone {
+                revision: 2,
+                compacted: None,
+            },
+        ] {
+            r.apply(&Stamped { at, obs });
+        }
+        r
+    }
+
+    #[test]
+    fn resource_prefixes_follow_the_layout() {
+        let p = b"/registry";
+        let rp = |k: &str| {
+            resource_prefix(p, k.as_bytes()).map(|b| String::from_utf8_lossy(&b).into_owned())
+        };
+        assert_eq!(
+            rp("/registry/pods/ns/p").as_deref(),
+            Some("/registry/pods/")
+        );
+        assert_eq!(
+            rp("/registry/example.com/widgets/ns/w").as_deref(),
+            Some("/registry/example.com/widgets/")
+        );
+        assert_eq!(
+            rp("/registry/services/specs/default/k").as_deref(),
+            Some("/registry/services/specs/")
+        );
+        assert_eq!(
+            rp("/registry/ranges/serviceips").as_deref(),
+            Some("/registry/ranges/serviceips")
+        );
+        assert_eq!(rp("/other/x"), None);
+        assert_eq!(upper_bound(b"/a/"), Some(b"/a0".to_vec()));
+        assert_eq!(upper_bound(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(upper_bound(b"\xff"), None);
+    }
+
+    #[test]
+    fn discovery_jumps_between_resources() {
+        let r = replica(&[
+            "/registry/pods/a/p1",
+            "/registry/pods/b/p2",
+            "/registry/podsecuritypolicy/x",
+            "/registry/services/specs/default/kubernetes",
+            "/registry/services/endpoints/default/kubernetes",
+            "/registry/example.com/widgets/ns/w",
+            "/registry/ranges/serviceips",
+        ]);
+        let m = discover_prefixes(&r);
+        assert_eq!(m.len(), 6, "{m:?}");
+        assert_eq!(&m["pods"][..], b"/registry/pods/");
+        assert_eq!(&m["endpoints"][..], b"/registry/services/endpoints/");
+        assert_eq!(
+            &m["widgets.example.com"][..],
+            b"/registry/example.com/widgets/"
+        );
+    }
+
+    #[test]
+    fn paging_and_filtered_scans() {
+        let names: Vec<String> = (0..2000)
+            .map(|i| format!("/registry/configmaps/ns/cm{i:04}"))
+            .collect();
+        let mut keys: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+        keys.push("/registry/secrets/ns/s");
+        let r = replica(&keys);
+        let rp = b"/registry/configmaps/";
+        let last = before(&r, rp, None, 1, "");
+        assert_eq!(&last.keys[0][..], b"/registry/configmaps/ns/cm1999");
+        let f = after(&r, rp, None, 3, "cm19");
+        assert_eq!(f.keys.len(), 3);
+        assert_eq!(&f.keys[0][..], b"/registry/configmaps/ns/cm1900");
+        let b = before(&r, rp, None, 2, "cm00");
+        assert_eq!(&b.keys[0][..], b"/registry/configmaps/ns/cm0099");
+        let none = after(&r, rp, None, 3, "zzz");
+        assert!(none.keys.is_empty() && !none.limited);
+    }
+}

@@ -1,0 +1,98 @@
+//! Small text formatters shared by the views: counts, sizes, rates and clock times.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// `1234567` → `1,234,567`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Signed variant of [`thousands`] (revisions are `i64`).
+pub fn thousands_i(n: i64) -> String {
+    if n < 0 {
+        format!("-{}", thousands(n.unsigned_abs()))
+    } else {
+        thousands(n as u64)
+    }
+}
+
+/// Bytes in binary units: `512 B`, `1.5 KiB`, `12.0 MiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    format!("{v:.1} {}", UNITS[u])
+}
+
+/// A rate with one decimal below 100 and none above: `0.0`, `12.5`, `1,234`.
+pub fn rate(r: f64) -> String {
+    if r < 100.0 {
+        format!("{r:.1}")
+    } else {
+        thousands(r.round() as u64)
+    }
+}
+
+/// Unix seconds of a time (0 before the epoch).
+pub fn unix_second(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// `HH:MM:SS` of `t` at `offset` seconds east of UTC.
+pub fn clock(t: SystemTime, offset: i64) -> String {
+    let s = (unix_second(t) as i64 + offset).rem_euclid(86_400);
+    format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
+}
+
+/// The local time zone's offset from UTC in seconds, now (0 if it cannot be found).
+// `tm_gmtoff` is a C long: i64 here, i32 on 32-bit targets, hence the conversion.
+#[allow(clippy::useless_conversion)]
+pub fn local_utc_offset() -> i64 {
+    let now = unix_second(SystemTime::now()) as libc::time_t;
+    // SAFETY: localtime_r only writes into the zeroed `tm` we pass and reads `now`.
+    unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            0
+        } else {
+            i64::from(tm.tm_gmtoff)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn formats() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(1_234_567), "1,234,567");
+        assert_eq!(thousands_i(-1234), "-1,234");
+        assert_eq!(bytes(512), "512 B");
+        assert_eq!(bytes(1536), "1.5 KiB");
+        assert_eq!(rate(12.34), "12.3");
+        assert_eq!(rate(1234.4), "1,234");
+        let t = UNIX_EPOCH + Duration::from_secs(3600 + 62);
+        assert_eq!(clock(t, 0), "01:01:02");
+        assert_eq!(clock(t, -7200), "23:01:02");
+    }
+}

@@ -1,0 +1,193 @@
+//! The event stream panel: the replica's PUT/DELETE log newest first (or the frozen copy
+//! while paused), filtered by text, with the notes (resyncs, reconnects) underneath.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
+use ratatui::Frame;
+
+use super::{pane, selection, sp};
+use crate::decode;
+use crate::model::{escape_bytes, EventKind};
+use crate::tui::app::App;
+use crate::tui::format::{bytes, clock, thousands, thousands_i};
+use crate::tui::theme::Role;
+
+/// Draws the panel into `area`.
+pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
+    let notes = app.replica.notes();
+    let notes_h = if notes.is_empty() {
+        0
+    } else {
+        (notes.len() as u16 + 2).min(if area.height >= 30 { 8 } else { 5 })
+    };
+    let [list, notes_area] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(notes_h)]).areas(area);
+    draw_list(app, f, list);
+    if notes_h > 0 {
+        draw_notes(app, f, notes_area);
+    }
+}
+
+fn draw_list(app: &App, f: &mut Frame, area: Rect) {
+    let t = &app.s.theme;
+    let rows_h = area.height.saturating_sub(3) as usize;
+    app.view.events.set(rows_h);
+    let e = &app.events;
+    let total = app.events_len();
+    let selected = e.selected.min(total.saturating_sub(1));
+    let mut scroll = e.scroll.min(selected);
+    if rows_h > 0 && selected >= scroll + rows_h {
+        scroll = selected + 1 - rows_h;
+    }
+    let wide = area.width >= 110;
+    let prefix = app.replica.prefix();
+    let off = app.s.utc_offset;
+    let rows: Vec<Row> = app
+        .events_filtered()
+        .skip(scroll)
+        .take(rows_h)
+        .map(|ev| {
+            let (op, role) = match ev.kind {
+                EventKind::Put => ("PUT", Role::Put),
+                EventKind::Delete => ("DELETE", Role::Delete),
+            };
+            let (kind, size) = match ev.kind {
+                EventKind::Put => {
+                    let s = decode::summarize(&ev.value);
+                    let kind = s
+                        .kind
+                        .or_else(|| s.format.map(|f| format!("({})", f.label())))
+                        .unwrap_or_default();
+                    (kind, bytes(ev.value.len() as u64))
+                }
+                EventKind::Delete => ("-".to_string(), "-".to_string()),
+            };
+            let key = if wide {
+                escape_bytes(&ev.key).into_owned()
+            } else {
+                let rel = ev
+                    .key
+                    .strip_prefix(prefix)
+                    .map(|r| r.strip_prefix(b"/").unwrap_or(r))
+                    .unwrap_or(&ev.key);
+                escape_bytes(rel).into_owned()
+            };
+            let mut cells = vec![
+                Cell::from(Span::styled(clock(ev.at, off), t.get(Role::Muted))),
+                Cell::from(Line::from(thousands_i(ev.revision)).right_aligned()),
+                Cell::from(Span::styled(op, t.get(role))),
+            ];
+            if wide {
+                cells.push(Cell::from(
+                    app.replica.resource_name(ev.resource).to_string(),
+                ));
+            }
+            cells.push(Cell::from(kind));
+            cells.push(Cell::from(Line::from(size).right_aligned()));
+            cells.push(Cell::from(key));
+            Row::new(cells)
+        })
+        .collect();
+    let mut header = vec!["time", "revision", "op"];
+    let mut widths = vec![
+        Constraint::Length(8),
+        Constraint::Length(10),
+        Constraint::Length(6),
+    ];
+    if wide {
+        header.push("resource");
+        widths.push(Constraint::Length(22));
+    }
+    header.extend([
+        "kind",
+        "size",
+        if wide { "key" } else { "key (under prefix)" },
+    ]);
+    widths.extend([
+        Constraint::Length(if wide { 18 } else { 12 }),
+        Constraint::Length(9),
+        Constraint::Min(10),
+    ]);
+    let header = Row::new(
+        header
+            .into_iter()
+            .map(|h| {
+                if h == "revision" || h == "size" {
+                    Cell::from(Line::from(h).right_aligned())
+                } else {
+                    Cell::from(h)
+                }
+            })
+            .collect::<Vec<_>>(),
+    )
+    .style(t.get(Role::TableHeader));
+
+    let mut title = vec![
+        sp(app, "Events", Role::PanelTitle),
+        sp(
+            app,
+            format!(" {} shown", thousands(total as u64)),
+            Role::Muted,
+        ),
+    ];
+    if e.frozen.is_some() {
+        title.push(Span::raw(" "));
+        title.push(sp(app, " PAUSED ", Role::StatusWarn));
+    } else if e.follow {
+        title.push(sp(app, " · following newest", Role::Muted));
+    }
+    if !e.filter.is_empty() {
+        title.push(sp(app, format!(" filter \"{}\"", e.filter), Role::Filter));
+    }
+    let mut state = TableState::default();
+    if total > 0 {
+        state.select(Some(selected - scroll));
+    }
+    let table = Table::new(rows, widths)
+        .header(header)
+        .column_spacing(1)
+        .row_highlight_style(selection(app, true))
+        .block(pane(app, title, true));
+    if total == 0 {
+        let msg = if e.filter.is_empty() {
+            "no watch events yet"
+        } else {
+            "no event matches the filter"
+        };
+        let [_, inner] = Layout::vertical([Constraint::Length(2), Constraint::Min(0)]).areas(area);
+        f.render_stateful_widget(table, area, &mut state);
+        let inner = inner.inner(ratatui::layout::Margin::new(2, 0));
+        f.render_widget(Paragraph::new(sp(app, msg, Role::Muted)), inner);
+        return;
+    }
+    f.render_stateful_widget(table, area, &mut state);
+}
+
+fn draw_notes(app: &App, f: &mut Frame, area: Rect) {
+    let n = area.height.saturating_sub(2) as usize;
+    let off = app.s.utc_offset;
+    let lines: Vec<Line> = app
+        .replica
+        .notes()
+        .iter()
+        .rev()
+        .take(n)
+        .map(|(at, text)| {
+            Line::from(vec![
+                sp(app, clock(*at, off), Role::Muted),
+                Span::raw(" "),
+                sp(app, text.clone(), Role::Note),
+            ])
+        })
+        .collect();
+    let title = vec![
+        sp(app, "Notes", Role::PanelTitle),
+        sp(
+            app,
+            format!(" {} (newest first)", app.replica.notes().len()),
+            Role::Muted,
+        ),
+    ];
+    f.render_widget(Paragraph::new(lines).block(pane(app, title, false)), area);
+}

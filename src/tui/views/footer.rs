@@ -1,0 +1,93 @@
+//! The hint bar on the last row, generated from the keymap: help first, then the current
+//! mode's own bindings, then a few global ones, as many as fit. While a filter is typed it
+//! shows the prompt instead.
+
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::sp;
+use crate::tui::action::Action;
+use crate::tui::app::App;
+use crate::tui::keymap::Mode;
+use crate::tui::theme::Role;
+
+/// Global actions worth a hint in every mode, after the mode's own.
+const GLOBAL_HINTS: &[Action] = &[Action::NextPanel, Action::Quit];
+
+/// Draws the hint bar (or the filter prompt) into the one-row `area`.
+pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
+    if let Some(text) = app.input_text() {
+        let mut spans = vec![
+            sp(app, " filter: ", Role::Filter),
+            Span::raw(text.to_string()),
+            sp(app, "▏", Role::Filter),
+            Span::raw("  "),
+        ];
+        spans.extend(hints(app, Mode::Filter, &[], area.width as usize / 2));
+        f.render_widget(Paragraph::new(Line::from(spans)), area);
+        return;
+    }
+    let mode = app.mode();
+    let mut first = vec![Action::ToggleHelp];
+    if mode == Mode::Help {
+        first = vec![Action::Back];
+    }
+    let mut actions: Vec<Action> = first;
+    for b in app.s.keymap.bindings(mode) {
+        if !actions.contains(&b.action) && !is_movement(b.action) {
+            actions.push(b.action);
+        }
+    }
+    for a in GLOBAL_HINTS {
+        if !actions.contains(a) {
+            actions.push(*a);
+        }
+    }
+    let spans = hints(app, mode, &actions, area.width as usize);
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn is_movement(a: Action) -> bool {
+    matches!(
+        a,
+        Action::Up
+            | Action::Down
+            | Action::PageUp
+            | Action::PageDown
+            | Action::Top
+            | Action::Bottom
+    )
+}
+
+/// `key label` pairs for `actions` (all of the mode's bindings when empty), up to `width`.
+fn hints(app: &App, mode: Mode, actions: &[Action], width: usize) -> Vec<Span<'static>> {
+    let list: Vec<Action> = if actions.is_empty() {
+        app.s
+            .keymap
+            .bindings(mode)
+            .into_iter()
+            .map(|b| b.action)
+            .collect()
+    } else {
+        actions.to_vec()
+    };
+    let mut out = Vec::new();
+    let mut used = 0;
+    for a in list {
+        let Some(key) = app.s.keymap.keys_for(mode, a).into_iter().next() else {
+            continue;
+        };
+        let key = format!(" {key} ");
+        let label = format!(" {}  ", a.hint());
+        let w = key.chars().count() + label.chars().count();
+        if used + w > width {
+            break;
+        }
+        used += w;
+        out.push(sp(app, key, Role::HintKey));
+        out.push(sp(app, label, Role::HintLabel));
+    }
+    out
+}

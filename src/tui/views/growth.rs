@@ -1,0 +1,291 @@
+//! The revision growth panel: revisions per second (sparkline) and the head revision over
+//! time (line chart) from the replica's per-second growth samples; the resources driving
+//! writes (10 s rates and totals); compactions and gaps seen.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Cell, Chart, Dataset, GraphType, Paragraph, Row, Sparkline, Table};
+use ratatui::Frame;
+
+use super::{pane, sp};
+use crate::tui::app::App;
+use crate::tui::format::{bytes, clock, rate, thousands, thousands_i};
+use crate::tui::theme::Role;
+
+/// Window of the per-resource rates, in seconds.
+const RATE_WINDOW: u64 = 10;
+
+/// Revisions per second for each of the `n` seconds ending just before the app's clock,
+/// oldest first, and the head revision at the end of each (carried forward).
+pub(crate) fn per_second(app: &App, n: usize) -> (Vec<u64>, Vec<Option<i64>>) {
+    let now = app.now_second();
+    let start = now.saturating_sub(n as u64);
+    let mut revs = vec![0u64; n];
+    let mut heads = vec![None; n];
+    let mut prev: Option<i64> = None;
+    let mut last_head: Option<i64> = None;
+    for g in app.replica.growth() {
+        let grew = match prev {
+            Some(p) => (g.head - p).max(0) as u64,
+            None => g.events as u64,
+        };
+        prev = Some(g.head);
+        if g.second < start {
+            last_head = Some(g.head);
+            continue;
+        }
+        if g.second >= now {
+            break;
+        }
+        let i = (g.second - start) as usize;
+        revs[i] = grew;
+        heads[i] = Some(g.head);
+    }
+    for h in heads.iter_mut() {
+        match h {
+            Some(v) => last_head = Some(*v),
+            None => *h = last_head,
+        }
+    }
+    (revs, heads)
+}
+
+/// Draws the panel into `area`.
+pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
+    let top_h = (area.height * 2 / 5).clamp(6, 18).min(area.height);
+    let [top, bottom] =
+        Layout::vertical([Constraint::Length(top_h), Constraint::Min(0)]).areas(area);
+    let [spark, chart] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
+    draw_rate(app, f, spark);
+    draw_head(app, f, chart);
+    if bottom.width >= 110 {
+        let [res, comp] =
+            Layout::horizontal([Constraint::Min(60), Constraint::Length(48)]).areas(bottom);
+        draw_resources(app, f, res);
+        draw_compactions(app, f, comp);
+    } else {
+        let comp_h = if bottom.height >= 14 { 6 } else { 4 };
+        let [res, comp] =
+            Layout::vertical([Constraint::Min(3), Constraint::Length(comp_h)]).areas(bottom);
+        draw_resources(app, f, res);
+        draw_compactions(app, f, comp);
+    }
+}
+
+fn draw_rate(app: &App, f: &mut Frame, area: Rect) {
+    let n = area.width.saturating_sub(2) as usize;
+    let (revs, _) = per_second(app, n.max(1));
+    let last = revs.last().copied().unwrap_or(0);
+    let win = revs.len().min(RATE_WINDOW as usize).max(1);
+    let avg = revs.iter().rev().take(win).sum::<u64>() as f64 / win as f64;
+    let peak = revs.iter().copied().max().unwrap_or(0);
+    let title = vec![
+        sp(app, "Revisions/s", Role::PanelTitle),
+        sp(
+            app,
+            format!(
+                " last {}  avg10 {}  peak {}",
+                thousands(last),
+                rate(avg),
+                thousands(peak)
+            ),
+            Role::Muted,
+        ),
+    ];
+    let spark = Sparkline::default()
+        .block(pane(app, title, false))
+        .data(&revs)
+        .max(peak.max(1))
+        .style(app.s.theme.get(Role::SeriesRate));
+    f.render_widget(spark, area);
+}
+
+fn draw_head(app: &App, f: &mut Frame, area: Rect) {
+    // The same window as the rate sparkline beside it, so the time axes line up.
+    let n = area.width.saturating_sub(2).max(1) as usize;
+    let (_, heads) = per_second(app, n);
+    let now = app.now_second() as f64;
+    let pts: Vec<(f64, f64)> = heads
+        .iter()
+        .enumerate()
+        .filter_map(|(i, h)| h.map(|h| (now - n as f64 + i as f64, h as f64)))
+        .collect();
+    let head = app.replica.revision();
+    let title = vec![
+        sp(app, "Head revision", Role::PanelTitle),
+        sp(app, format!(" {}", thousands_i(head)), Role::Muted),
+    ];
+    if pts.is_empty() {
+        let p = Paragraph::new(Line::from(sp(
+            app,
+            "no revisions observed in this window yet",
+            Role::Muted,
+        )))
+        .block(pane(app, title, false));
+        f.render_widget(p, area);
+        return;
+    }
+    let lo = pts.iter().map(|p| p.1).fold(f64::MAX, f64::min);
+    let hi = pts.iter().map(|p| p.1).fold(f64::MIN, f64::max);
+    let (lo, hi) = if hi - lo < 1.0 {
+        (lo - 1.0, hi + 1.0)
+    } else {
+        (lo, hi)
+    };
+    let x0 = now - n as f64;
+    let secs = |x: f64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(x.max(0.0) as u64);
+    let ds = Dataset::default()
+        .marker(Marker::Braille)
+        .graph_type(GraphType::Line)
+        .style(app.s.theme.get(Role::SeriesHead))
+        .data(&pts);
+    let muted = app.s.theme.get(Role::Muted);
+    let chart = Chart::new(vec![ds])
+        .block(pane(app, title, false))
+        .x_axis(Axis::default().bounds([x0, now]).style(muted).labels([
+            Line::from(clock(secs(x0), app.s.utc_offset)),
+            Line::from(clock(secs(now), app.s.utc_offset)),
+        ]))
+        .y_axis(Axis::default().bounds([lo, hi]).style(muted).labels([
+            Line::from(thousands_i(lo.round() as i64)),
+            Line::from(thousands_i(hi.round() as i64)),
+        ]));
+    f.render_widget(chart, area);
+}
+
+fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
+    let now = app.now_second();
+    let mut rows: Vec<(&crate::store::ResourceStats, f64, f64)> = app
+        .replica
+        .resources()
+        .iter()
+        .map(|r| {
+            let (p, d) = r.rates(now, RATE_WINDOW);
+            (r, p, d)
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        (b.1 + b.2)
+            .total_cmp(&(a.1 + a.2))
+            .then((b.0.puts + b.0.deletes).cmp(&(a.0.puts + a.0.deletes)))
+            .then(a.0.resource.cmp(&b.0.resource))
+    });
+    let inner_h = area.height.saturating_sub(3) as usize;
+    app.view.growth.set(inner_h);
+    let skip = app
+        .growth_scroll
+        .min(rows.len().saturating_sub(inner_h.max(1)));
+    let wide = area.width >= 70;
+    let t = &app.s.theme;
+    let body: Vec<Row> = rows
+        .iter()
+        .skip(skip)
+        .take(inner_h)
+        .map(|(r, p, d)| {
+            let mut cells = vec![
+                Cell::from(r.resource.clone()),
+                Cell::from(Line::from(thousands(r.keys)).right_aligned()),
+            ];
+            if wide {
+                cells.push(Cell::from(Line::from(bytes(r.bytes)).right_aligned()));
+            }
+            cells.push(Cell::from(
+                Line::from(Span::styled(rate(*p), t.get(Role::Put))).right_aligned(),
+            ));
+            cells.push(Cell::from(
+                Line::from(Span::styled(rate(*d), t.get(Role::Delete))).right_aligned(),
+            ));
+            cells.push(Cell::from(Line::from(thousands(r.puts)).right_aligned()));
+            cells.push(Cell::from(Line::from(thousands(r.deletes)).right_aligned()));
+            Row::new(cells)
+        })
+        .collect();
+    let mut header = vec!["resource", "keys"];
+    let mut widths = vec![Constraint::Min(14), Constraint::Length(9)];
+    if wide {
+        header.push("bytes");
+        widths.push(Constraint::Length(10));
+    }
+    header.extend(["put/s", "del/s", "puts", "deletes"]);
+    widths.extend([
+        Constraint::Length(7),
+        Constraint::Length(7),
+        Constraint::Length(9),
+        Constraint::Length(9),
+    ]);
+    let header = Row::new(
+        header
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let l = Line::from(h);
+                Cell::from(if i == 0 { l } else { l.right_aligned() })
+            })
+            .collect::<Vec<_>>(),
+    )
+    .style(t.get(Role::TableHeader));
+    let title = vec![
+        sp(app, "Top resources by writes", Role::PanelTitle),
+        sp(
+            app,
+            format!(" ({RATE_WINDOW} s rates; {} resources)", rows.len()),
+            Role::Muted,
+        ),
+    ];
+    let table = Table::new(body, widths)
+        .header(header)
+        .column_spacing(1)
+        .block(pane(app, title, true));
+    f.render_widget(table, area);
+}
+
+fn draw_compactions(app: &App, f: &mut Frame, area: Rect) {
+    let r = &app.replica;
+    let off = app.s.utc_offset;
+    let mut lines: Vec<Line> = Vec::new();
+    match r.compact_revision() {
+        Some(c) => lines.push(Line::from(vec![
+            sp(app, "compacted ", Role::Muted),
+            sp(app, thousands_i(c), Role::HeaderValue),
+            sp(app, "  window ", Role::Muted),
+            sp(app, thousands_i(r.revision() - c), Role::HeaderValue),
+            sp(app, " revisions", Role::Muted),
+        ])),
+        None => lines.push(Line::from(sp(
+            app,
+            "compacted revision not known yet",
+            Role::Muted,
+        ))),
+    }
+    for g in r.gaps().iter().rev() {
+        lines.push(Line::from(sp(
+            app,
+            format!(
+                "{} gap {}..{} (resync, etcd compacted at {})",
+                clock(g.at, off),
+                thousands_i(g.from),
+                thousands_i(g.to),
+                thousands_i(g.compact_revision)
+            ),
+            Role::Note,
+        )));
+    }
+    for c in r.compactions().iter().rev() {
+        lines.push(Line::from(vec![
+            sp(app, clock(c.at, off), Role::Muted),
+            Span::raw(format!(" compacted at {}", thousands_i(c.revision))),
+            sp(app, format!(" ({})", c.source), Role::Muted),
+        ]));
+    }
+    let title = vec![
+        sp(app, "Compactions & gaps", Role::PanelTitle),
+        sp(
+            app,
+            format!(" {} seen, {} gaps", r.compactions().len(), r.gaps().len()),
+            Role::Muted,
+        ),
+    ];
+    f.render_widget(Paragraph::new(lines).block(pane(app, title, false)), area);
+}

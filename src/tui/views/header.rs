@@ -1,0 +1,149 @@
+//! The header: title, panel tabs and connection state on the first row; etcd version, head
+//! and compacted revisions, keys and events/s on the second; and the alert row shown when
+//! the data is stale (BR-06) or the source ended.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::sp;
+use crate::model::ConnState;
+use crate::tui::app::{App, Panel};
+use crate::tui::format::{bytes, clock, rate, thousands, thousands_i};
+use crate::tui::theme::Role;
+
+/// Events per second over the last `window` whole seconds before the app's clock.
+pub(crate) fn events_per_second(app: &App, window: u64) -> f64 {
+    let now = app.now_second();
+    let from = now.saturating_sub(window);
+    let n: u64 = app
+        .replica
+        .growth()
+        .rev()
+        .take_while(|g| g.second >= from)
+        .filter(|g| g.second < now)
+        .map(|g| g.events as u64)
+        .sum();
+    n as f64 / window as f64
+}
+
+fn conn_label(app: &App) -> (String, Role) {
+    if app.source_ended {
+        return ("source ended".into(), Role::StatusWarn);
+    }
+    match app.replica.conn() {
+        ConnState::Connecting => ("connecting…".into(), Role::StatusWarn),
+        ConnState::Listing { keys } => {
+            let rev = app
+                .replica
+                .listing()
+                .map(|(r, _)| format!(" @rev {}", thousands_i(r)))
+                .unwrap_or_default();
+            (
+                format!("listing{rev}: {} keys", thousands(*keys)),
+                Role::StatusWarn,
+            )
+        }
+        ConnState::Watching => ("● watching".into(), Role::StatusOk),
+        ConnState::NotResponding { since } => (
+            format!("NOT RESPONDING since {}", clock(*since, app.s.utc_offset)),
+            Role::StatusError,
+        ),
+        ConnState::Reconnecting { attempt, .. } => (
+            format!("reconnecting (attempt {attempt})"),
+            Role::StatusWarn,
+        ),
+        ConnState::Failed { .. } => ("FAILED".into(), Role::StatusError),
+    }
+}
+
+/// The alert row, when there is something the user must not miss.
+pub(crate) fn alert(app: &App) -> Option<Line<'static>> {
+    let t = &app.s.theme;
+    let text = match app.replica.conn() {
+        ConnState::NotResponding { since } => format!(
+            " ⚠ etcd not responding since {} — data shown is stale",
+            clock(*since, app.s.utc_offset)
+        ),
+        ConnState::Reconnecting { attempt, error } => {
+            format!(" ⚠ reconnecting (attempt {attempt}) — data shown is stale: {error}")
+        }
+        ConnState::Failed { error } => {
+            format!(" ✖ source failed — data shown is stale: {error}")
+        }
+        _ if app.source_ended => {
+            return Some(
+                Line::from(" source ended — the data shown is final; the console stays usable")
+                    .style(t.get(Role::Note)),
+            )
+        }
+        _ => return None,
+    };
+    Some(Line::from(text).style(t.get(Role::Alert)))
+}
+
+/// Draws the two header rows into `area`.
+pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
+    let t = &app.s.theme;
+    let [row0, row1] = Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(area);
+
+    let (conn, role) = conn_label(app);
+    let conn_w = (conn.chars().count() as u16 + 2).min(row0.width / 2);
+    let [left, right] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(conn_w)]).areas(row0);
+    let mut spans = vec![
+        sp(app, " regscope ", Role::Title),
+        sp(app, app.s.title.clone(), Role::Header),
+        Span::raw("  "),
+    ];
+    for (i, p) in Panel::ALL.iter().enumerate() {
+        let role = if *p == app.panel {
+            Role::TabActive
+        } else {
+            Role::TabInactive
+        };
+        spans.push(sp(app, format!(" {} {} ", i + 1, p.label()), role));
+        spans.push(Span::raw(" "));
+    }
+    f.render_widget(
+        Paragraph::new(Line::from(spans)).style(t.get(Role::Header)),
+        left,
+    );
+    f.render_widget(
+        Paragraph::new(Line::from(vec![sp(app, conn, role), Span::raw(" ")]).right_aligned()),
+        right,
+    );
+
+    let r = &app.replica;
+    let (version, endpoint) = match r.server() {
+        Some((ep, v)) => (v.to_string(), ep.to_string()),
+        None => ("?".into(), String::new()),
+    };
+    let v = |s: String| sp(app, s, Role::HeaderValue);
+    let l = |s: &'static str| sp(app, s, Role::Header);
+    let mut stats = vec![
+        l(" etcd "),
+        v(version),
+        l("  rev "),
+        v(thousands_i(r.revision())),
+        l("  compacted "),
+        v(r.compact_revision().map_or("?".into(), thousands_i)),
+        l("  keys "),
+        v(thousands(r.live_keys())),
+        l(" ("),
+        v(bytes(r.live_bytes())),
+        l(")  "),
+        v(rate(events_per_second(app, 10))),
+        l(" ev/s"),
+    ];
+    let used: usize = stats.iter().map(|s| s.width()).sum();
+    if !endpoint.is_empty()
+        && endpoint != app.s.title
+        && used + 2 + endpoint.chars().count() <= row1.width as usize
+    {
+        stats.push(l("  "));
+        stats.push(sp(app, endpoint, Role::Muted));
+    }
+    f.render_widget(Paragraph::new(Line::from(stats)), row1);
+}

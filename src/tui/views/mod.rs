@@ -1,0 +1,136 @@
+//! Drawing: pure functions from `&App` to a ratatui frame.
+//!
+//! Layout, top to bottom: the header (two rows), an alert row when the data is stale or the
+//! source ended, a warning row when configuration warnings exist, the selected panel, and
+//! the hint bar on the last row. Help is drawn over the panel. Nothing here changes the app
+//! except the viewport sizes recorded for paging.
+
+mod events;
+mod footer;
+mod growth;
+mod header;
+mod help;
+mod keys;
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+use ratatui::Frame;
+
+use super::app::{App, Panel};
+use super::theme::Role;
+
+/// Draws the whole console.
+pub fn draw(app: &App, f: &mut Frame) {
+    if app.debug_panic {
+        panic!("REGSCOPE_DEBUG_PANIC=1: deliberate panic while drawing (BR-12 test hook)");
+    }
+    let area = f.area();
+    let alert = header::alert(app);
+    let warn = !app.s.warnings.is_empty();
+    let [head, alert_row, warn_row, main, foot] = Layout::vertical([
+        Constraint::Length(2),
+        Constraint::Length(u16::from(alert.is_some())),
+        Constraint::Length(u16::from(warn)),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    header::draw(app, f, head);
+    if let Some(line) = alert {
+        f.render_widget(Paragraph::new(line), alert_row);
+    }
+    if warn {
+        draw_warning(app, f, warn_row);
+    }
+    match app.panel {
+        Panel::Growth => growth::draw(app, f, main),
+        Panel::Events => events::draw(app, f, main),
+        Panel::Keys => match &app.detail {
+            Some(d) => keys::draw_detail(app, d, f, main),
+            None => keys::draw(app, f, main),
+        },
+    }
+    if let Some(scroll) = app.help {
+        help::draw(app, scroll, f, main);
+    }
+    footer::draw(app, f, foot);
+}
+
+/// Lines of the help screen (for clamping its scroll).
+pub(crate) fn help_len(app: &App) -> usize {
+    help::lines(app).len()
+}
+
+fn draw_warning(app: &App, f: &mut Frame, area: Rect) {
+    let w = &app.s.warnings;
+    let more = if w.len() > 1 {
+        format!("  (+{} more; ? shows all)", w.len() - 1)
+    } else {
+        "  (? shows it again)".to_string()
+    };
+    let line = Line::from(vec![
+        Span::raw(" ⚠ "),
+        Span::raw(w.first().cloned().unwrap_or_default()),
+        Span::raw(more),
+    ])
+    .style(app.s.theme.get(Role::Warning));
+    f.render_widget(
+        Paragraph::new(line).style(app.s.theme.get(Role::Warning)),
+        area,
+    );
+}
+
+/// A bordered pane with a title; marked stale when the connection is broken (BR-06).
+pub(crate) fn pane<'a>(app: &App, title: Vec<Span<'a>>, focused: bool) -> Block<'a> {
+    let t = &app.s.theme;
+    let border = if app.stale() {
+        t.get(Role::BorderStale)
+    } else if focused {
+        t.get(Role::BorderFocused)
+    } else {
+        t.get(Role::BorderUnfocused)
+    };
+    let mut spans = vec![Span::raw(" ")];
+    if app.stale() {
+        spans.push(Span::styled("STALE", t.get(Role::StatusError)));
+        spans.push(Span::raw(" "));
+    }
+    spans.extend(title);
+    spans.push(Span::raw(" "));
+    Block::bordered()
+        .border_style(border)
+        .title(Line::from(spans).style(t.get(Role::PanelTitle)))
+}
+
+/// A span in a style role.
+pub(crate) fn sp<'a>(
+    app: &App,
+    text: impl Into<std::borrow::Cow<'a, str>>,
+    role: Role,
+) -> Span<'a> {
+    Span::styled(text.into(), app.s.theme.get(role))
+}
+
+/// The style for the selected row: full selection when the list has the focus.
+pub(crate) fn selection(app: &App, focused: bool) -> Style {
+    if focused {
+        app.s.theme.get(Role::Selection)
+    } else {
+        app.s.theme.get(Role::HintKey)
+    }
+}
+
+/// Text truncated to `w` columns with an ellipsis (for values built by hand).
+pub(crate) fn fit(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        s.to_string()
+    } else if w == 0 {
+        String::new()
+    } else {
+        let mut out: String = s.chars().take(w - 1).collect();
+        out.push('…');
+        out
+    }
+}
