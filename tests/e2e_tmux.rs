@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -120,9 +119,11 @@ async fn console_shows_live_etcd_and_quits_cleanly() {
     let cmd = format!("{BIN} --endpoints {}", e.endpoint());
     let t = Tmux::start(120, 40, &cmd);
     let port = e.endpoint().rsplit(':').next().unwrap().to_string();
-    let screen = t.wait_for("header with endpoint and 31 keys", Duration::from_secs(20), |s| {
-        s.contains(&port) && s.contains("31")
-    });
+    let screen = t.wait_for(
+        "header with endpoint and 31 keys",
+        Duration::from_secs(20),
+        |s| s.contains(&port) && s.contains("31"),
+    );
     assert!(screen.lines().count() >= 39, "{screen}");
     // A write shows up live.
     let r = c
@@ -130,7 +131,9 @@ async fn console_shows_live_etcd_and_quits_cleanly() {
         .await
         .unwrap();
     let rev = r.header().unwrap().revision().to_string();
-    t.wait_for("new head revision", Duration::from_secs(10), |s| s.contains(&rev));
+    t.wait_for("new head revision", Duration::from_secs(10), |s| {
+        s.contains(&rev)
+    });
     // Help opens from the keymap, then quit.
     t.keys(&["?"]);
     t.wait_for("help", Duration::from_secs(5), |s| {
@@ -156,7 +159,9 @@ async fn br13_huge_terminal_layout() {
     for (cols, rows) in [(544u16, 125u16), (509, 143), (80, 24)] {
         let cmd = format!("{BIN} --endpoints {}", e.endpoint());
         let t = Tmux::start(cols, rows, &cmd);
-        let screen = t.wait_for("synced screen", Duration::from_secs(20), |s| s.contains("31"));
+        let screen = t.wait_for("synced screen", Duration::from_secs(20), |s| {
+            s.contains("31")
+        });
         let lines: Vec<&str> = screen.lines().collect();
         assert_eq!(lines.len(), rows as usize, "{cols}x{rows}");
         let last = lines.last().unwrap();
@@ -180,28 +185,44 @@ async fn br12_panic_restores_terminal_once() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("out.bin");
     let inner = format!(
-        "REGSCOPE_DEBUG_PANIC=1 {BIN} --endpoints {}; echo; stty -a",
+        "REGSCOPE_DEBUG_PANIC=1 {BIN} --endpoints {}; rc=$?; echo; echo \"exit=$rc\"; stty -a",
         e.endpoint()
     );
     let st = Command::new("script")
         .args(["-q", "-e", "-c", &inner, log.to_str().unwrap()])
         .env("TERM", "xterm-256color")
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
         .status()
         .expect("script");
     let bytes = std::fs::read(&log).unwrap();
     let text = String::from_utf8_lossy(&bytes);
     let count = |pat: &str| text.matches(pat).count();
-    assert_eq!(count("\x1b[?1049l"), 1, "leave-alternate-screen once: {text:?}");
+    assert_eq!(
+        count("\x1b[?1049l"),
+        1,
+        "leave-alternate-screen once: {text:?}"
+    );
     assert_eq!(count("\x1b[?25h"), 1, "show-cursor once");
     let leave = text.find("\x1b[?1049l").unwrap();
     let panic_at = text.find("panicked").expect("panic message printed");
     assert!(panic_at > leave, "panic text must follow the restore");
-    assert!(text.contains("icanon") && !text.contains("-icanon"), "cooked mode back");
-    assert!(text.contains(" echo") && !text.contains("-echo "), "echo back");
-    // `script -e` returns the exit status of the last command (stty); check ours via text.
-    let _ = st;
-    assert!(!Path::new(&log).metadata().unwrap().permissions().readonly());
+    assert!(
+        text.contains("icanon") && !text.contains("-icanon"),
+        "cooked mode back"
+    );
+    assert!(
+        text.contains(" echo") && !text.contains("-echo "),
+        "echo back"
+    );
+    assert!(st.success(), "script itself ran");
+    let code: i32 = text
+        .rsplit("exit=")
+        .next()
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|c| c.parse().ok())
+        .expect("exit code printed");
+    assert_ne!(code, 0, "a panic exits non-zero");
 }
 
 #[test]
@@ -212,7 +233,11 @@ fn snapshot_and_verify_commands() {
         .args(["snapshot", "--json", "--keys", "--endpoints", &e.endpoint()])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["keys"], 31);
     assert!(v["revision"].as_i64().unwrap() >= 32);
@@ -225,7 +250,11 @@ fn snapshot_and_verify_commands() {
         .args(["verify", "--endpoints", &e.endpoint()])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("OK: 31 keys"));
     // Unreachable endpoint: one clear line, exit 2.
     let out = Command::new(BIN)
@@ -234,6 +263,9 @@ fn snapshot_and_verify_commands() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("cannot reach etcd at http://127.0.0.1:1"), "{err}");
+    assert!(
+        err.contains("cannot reach etcd at http://127.0.0.1:1"),
+        "{err}"
+    );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }

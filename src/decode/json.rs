@@ -1,0 +1,227 @@
+//! JSON-stored objects: custom resources, and every kind in clusters with JSON storage.
+//!
+//! kube-apiserver's JSON serializer writes one object per value followed by a newline;
+//! leading and trailing whitespace is accepted. [`summarize`] deserializes only the fields it
+//! needs, borrowing strings from the input where they carry no escapes and skipping the rest
+//! without building values; [`render`] pretty-prints with serde_json (keys sorted) and hides
+//! Secret values.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
+use serde_json::Value;
+
+use super::dump::Out;
+use super::hexdump::{hexdump, HEXDUMP_LIMIT};
+use super::ObjectSummary;
+
+/// A string borrowed from the input when possible (no escapes), owned otherwise.
+struct BStr<'a>(Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for BStr<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = BStr<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(BStr(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(BStr(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(BStr(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+fn owned(s: Option<BStr<'_>>) -> Option<String> {
+    s.map(|b| b.0.into_owned())
+}
+
+#[derive(serde::Deserialize)]
+struct Head<'a> {
+    #[serde(rename = "apiVersion", borrow, default)]
+    api_version: Option<BStr<'a>>,
+    #[serde(borrow, default)]
+    kind: Option<BStr<'a>>,
+    #[serde(borrow, default)]
+    metadata: Option<Meta<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct Meta<'a> {
+    #[serde(borrow, default)]
+    name: Option<BStr<'a>>,
+    #[serde(borrow, default)]
+    namespace: Option<BStr<'a>>,
+    #[serde(borrow, default)]
+    uid: Option<BStr<'a>>,
+    #[serde(rename = "creationTimestamp", borrow, default)]
+    creation: Option<BStr<'a>>,
+    #[serde(rename = "managedFields", borrow, default)]
+    managed: Option<NewestJson<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct Entry<'a> {
+    #[serde(borrow, default)]
+    manager: Option<BStr<'a>>,
+    #[serde(borrow, default)]
+    time: Option<BStr<'a>>,
+}
+
+/// The newest managedFields entry's manager, chosen while streaming the array (no Vec).
+/// Kubernetes writes times as RFC 3339 UTC with seconds (`2024-01-01T00:00:00Z`), which
+/// order correctly as strings; entries without a time lose; ties go to the later entry.
+struct NewestJson<'a>(Option<BStr<'a>>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for NewestJson<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NewestJson<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a managedFields list")
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+                Ok(NewestJson(None))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+                let mut best: Option<(Option<BStr<'de>>, Option<BStr<'de>>)> = None;
+                while let Some(e) = seq.next_element::<Entry<'de>>()? {
+                    let better = match &best {
+                        None => true,
+                        Some((bt, _)) => e.time.as_ref().map(|t| &t.0) >= bt.as_ref().map(|t| &t.0),
+                    };
+                    if better {
+                        best = Some((e.time, e.manager));
+                    }
+                }
+                Ok(NewestJson(best.and_then(|(_, m)| m)))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// Unix seconds of an RFC 3339 UTC timestamp as Kubernetes writes them.
+fn unix_seconds(s: &str) -> Option<i64> {
+    let t = humantime::parse_rfc3339_weak(s).ok()?;
+    let d = t.duration_since(std::time::UNIX_EPOCH).ok()?;
+    i64::try_from(d.as_secs()).ok()
+}
+
+/// Summary of a JSON value; on malformed JSON the summary carries the parse error.
+pub fn summarize(value: &[u8], mut s: ObjectSummary) -> ObjectSummary {
+    match serde_json::from_slice::<Head<'_>>(value) {
+        Ok(h) => {
+            s.api_version = owned(h.api_version);
+            s.kind = owned(h.kind);
+            if let Some(m) = h.metadata {
+                s.name = owned(m.name);
+                s.namespace = owned(m.namespace);
+                s.uid = owned(m.uid);
+                s.creation_timestamp = m.creation.as_ref().and_then(|c| unix_seconds(&c.0));
+                s.manager = m.managed.and_then(|n| owned(n.0));
+            }
+        }
+        Err(e) => s.error = Some(format!("JSON: {e}")),
+    }
+    s
+}
+
+/// Decoded size of a base64 string (Secret `data` values are base64 in JSON).
+fn base64_len(s: &str) -> usize {
+    let t = s.trim_end_matches('=');
+    t.len() * 3 / 4
+}
+
+/// Replaces Secret payloads with `<redacted: N bytes>`: every value of `data` (N = decoded
+/// bytes) and `stringData`, and the last-applied-configuration annotation.
+fn redact_secret(v: &mut Value) {
+    if let Some(Value::Object(data)) = v.get_mut("data") {
+        for x in data.values_mut() {
+            let n = x.as_str().map(base64_len).unwrap_or(0);
+            *x = Value::String(format!("<redacted: {n} bytes>"));
+        }
+    }
+    if let Some(Value::Object(data)) = v.get_mut("stringData") {
+        for x in data.values_mut() {
+            let n = x.as_str().map(str::len).unwrap_or(0);
+            *x = Value::String(format!("<redacted: {n} bytes>"));
+        }
+    }
+    if let Some(Value::Object(ann)) = v.get_mut("metadata").and_then(|m| m.get_mut("annotations")) {
+        if let Some(x) = ann.get_mut("kubectl.kubernetes.io/last-applied-configuration") {
+            let n = x.as_str().map(str::len).unwrap_or(0);
+            *x = Value::String(format!("<redacted: {n} bytes>"));
+        }
+    }
+}
+
+/// Pretty lines (or the parse error and a hex dump) for a JSON value.
+pub fn render(value: &[u8], show_secrets: bool) -> (Vec<String>, Option<String>) {
+    match serde_json::from_slice::<Value>(value) {
+        Ok(mut v) => {
+            let is_secret = v.get("apiVersion").and_then(Value::as_str) == Some("v1")
+                && v.get("kind").and_then(Value::as_str) == Some("Secret");
+            if is_secret && !show_secrets {
+                redact_secret(&mut v);
+            }
+            let mut out = Out::default();
+            match serde_json::to_string_pretty(&v) {
+                Ok(text) => text.lines().for_each(|l| out.push(l.to_owned())),
+                Err(e) => out.push(format!("! cannot print JSON: {e}")),
+            }
+            (out.finish(), None)
+        }
+        Err(e) => (
+            hexdump(value, 0, HEXDUMP_LIMIT, ""),
+            Some(format!("JSON: {e}")),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_manager_from_json() {
+        let v = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","managedFields":[
+            {"manager":"a","time":"2024-01-01T00:00:05Z"},
+            {"manager":"b","time":"2024-01-01T00:00:09Z"},
+            {"manager":"c","time":"2024-01-01T00:00:07Z"},
+            {"manager":"d"}]}}"#;
+        let s = summarize(v, ObjectSummary::default());
+        assert_eq!(s.manager.as_deref(), Some("b"));
+        assert_eq!(s.name.as_deref(), Some("c"));
+    }
+
+    #[test]
+    fn escaped_strings_and_odd_shapes() {
+        let v = br#" {"kind":"W\u0069dget","metadata":{"name":"a\"b","managedFields":null}}"#;
+        let s = summarize(v, ObjectSummary::default());
+        assert_eq!(s.kind.as_deref(), Some("Widget"));
+        assert_eq!(s.name.as_deref(), Some("a\"b"));
+        let s = summarize(br#"{"kind":3}"#, ObjectSummary::default());
+        assert!(s.error.is_some());
+        let s = summarize(b"{\"kind\":\"\xff\"}", ObjectSummary::default());
+        assert!(s.error.is_some());
+    }
+
+    #[test]
+    fn base64_lengths() {
+        assert_eq!(base64_len("YWJj"), 3);
+        assert_eq!(base64_len("YWI="), 2);
+        assert_eq!(base64_len("YQ=="), 1);
+        assert_eq!(base64_len(""), 0);
+    }
+}

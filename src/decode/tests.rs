@@ -1,0 +1,701 @@
+//! Cross-format tests: field cases BR-01..BR-03, encryption prefixes, Secret redaction, the
+//! shared golden data (`../shared/testdata`) and a proptest that nothing panics.
+
+use std::path::{Path, PathBuf};
+
+use proptest::prelude::*;
+
+use super::envelope::{object_meta_bytes, parse_envelope, scan_meta};
+use super::wire::{Reader, WireValue};
+use super::*;
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn varint(mut v: u64, out: &mut Vec<u8>) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Length-delimited field.
+fn ld(field: u32, b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    varint(u64::from(field) << 3 | 2, &mut out);
+    varint(b.len() as u64, &mut out);
+    out.extend_from_slice(b);
+    out
+}
+
+/// Varint field.
+fn vi(field: u32, v: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    varint(u64::from(field) << 3, &mut out);
+    varint(v, &mut out);
+    out
+}
+
+fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
+    let mut v = MAGIC.to_vec();
+    let tm = [ld(1, api_version.as_bytes()), ld(2, kind.as_bytes())].concat();
+    v.extend(ld(1, &tm));
+    v.extend(ld(2, raw));
+    v.extend(ld(3, b""));
+    v.extend(ld(4, b""));
+    v
+}
+
+fn time(seconds: u64) -> Vec<u8> {
+    [vi(1, seconds), vi(2, 0)].concat()
+}
+
+fn testdata() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata");
+    if p.is_dir() {
+        Some(p)
+    } else {
+        println!("skipped: {} is absent", p.display());
+        None
+    }
+}
+
+const BR01_VALID: &str = "6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200";
+const BR01_CRLF: &str =
+    "6b3873000d0a090d0a0276311203506f64120f0d0a0d0d0a0270311a0764656661756c741a0022000d0a";
+
+/// A Pod with labels, an owner and two managers, for redaction-free rendering and mutation.
+fn rich_pod() -> Vec<u8> {
+    let meta = [
+        ld(1, b"web-1"),
+        ld(2, b"web-"),
+        ld(3, b"prod"),
+        ld(5, b"0000-uid"),
+        vi(7, 3),
+        ld(8, &time(1_704_067_200)),
+        ld(11, &[ld(1, b"app"), ld(2, b"web")].concat()),
+        ld(13, &[ld(1, b"ReplicaSet"), ld(3, b"web")].concat()),
+        ld(
+            17,
+            &[
+                ld(1, b"kube-controller-manager"),
+                ld(2, b"Update"),
+                ld(3, b"v1"),
+                ld(4, &time(1_704_067_300)),
+                ld(6, b"FieldsV1"),
+                ld(7, &ld(1, br#"{"f:spec":{}}"#)),
+            ]
+            .concat(),
+        ),
+        ld(
+            17,
+            &[
+                ld(1, b"kubelet"),
+                ld(2, b"Update"),
+                ld(3, b"v1"),
+                ld(4, &time(1_704_067_900)),
+                ld(8, b"status"),
+            ]
+            .concat(),
+        ),
+        ld(
+            17,
+            &[
+                ld(1, b"old-tool"),
+                ld(2, b"Apply"),
+                ld(4, &time(1_704_067_000)),
+            ]
+            .concat(),
+        ),
+    ]
+    .concat();
+    let spec = [ld(2, &ld(1, b"nginx")), vi(4, 30)].concat();
+    envelope("v1", "Pod", &[ld(1, &meta), ld(2, &spec)].concat())
+}
+
+#[test]
+fn br01_valid_pod_decodes() {
+    let v = hex(BR01_VALID);
+    // field-cases.md says 37 bytes; the hex given there is 36.
+    assert_eq!(v.len(), 36);
+    assert_eq!(detect(&v), Format::Protobuf);
+    let s = summarize(&v);
+    assert_eq!(s.api_version.as_deref(), Some("v1"));
+    assert_eq!(s.kind.as_deref(), Some("Pod"));
+    assert_eq!(s.namespace.as_deref(), Some("default"));
+    assert_eq!(s.name.as_deref(), Some("p1"));
+    assert_eq!(s.error, None);
+    let r = render(&v, &RenderOptions::default());
+    assert_eq!(r.error, None);
+    assert_eq!(r.format, "protobuf");
+    assert!(r.lines.iter().any(|l| l == "name: default/p1"));
+    assert!(r.lines.iter().any(|l| l.contains(SCHEMA_UNKNOWN)));
+}
+
+#[test]
+fn br01_crlf_translated_pod_gives_structured_error_and_hint() {
+    let v = hex(BR01_CRLF);
+    let s = summarize(&v);
+    assert_eq!(s.format, Some(Format::Protobuf));
+    assert!(s
+        .error
+        .as_deref()
+        .unwrap()
+        .starts_with("offset 4, field 1: unexpected wire type 5"));
+    let r = render(&v, &RenderOptions::default());
+    let e = r.decode_error.clone().unwrap();
+    assert_eq!((e.offset, e.field), (4, Some(1)));
+    assert_eq!(
+        e.kind,
+        ErrorKind::UnexpectedWireType {
+            found: 5,
+            expected: wire::WireType::Len
+        }
+    );
+    let err = r.error.as_deref().unwrap();
+    assert!(
+        err.contains("offset 4, field 1: unexpected wire type 5"),
+        "{err}"
+    );
+    assert!(err.contains("CR LF"), "{err}");
+    let hint = r.hint.as_deref().unwrap();
+    assert!(hint.contains("CR LF") && hint.contains("TTY"), "{hint}");
+    assert!(hint.contains("v1 Pod default/p1"), "{hint}");
+    // The raw value stays visible as hex.
+    assert!(r
+        .lines
+        .iter()
+        .any(|l| l.starts_with("00000000  6b 38 73 00 0d 0a")));
+    assert!(looks_crlf_translated(&v));
+    assert!(!looks_crlf_translated(&hex(BR01_VALID)));
+}
+
+#[test]
+fn br01_non_utf8_bytes_never_required() {
+    let meta = [ld(1, b"cm\xff"), ld(3, b"def\xfe")].concat();
+    let v = envelope(
+        "v1",
+        "ConfigMap",
+        &[ld(1, &meta), ld(2, &ld(1, b"\xff\x00"))].concat(),
+    );
+    let s = summarize(&v);
+    assert_eq!(s.name.as_deref(), Some("cm\\xff"));
+    assert_eq!(s.namespace.as_deref(), Some("def\\xfe"));
+    let r = render(&v, &RenderOptions::default());
+    assert_eq!(r.error, None);
+    assert!(r.lines.iter().any(|l| l.contains("bytes (2) ff 00")));
+    // Non-UTF-8 JSON is an error, not a panic, and the hex stays.
+    let r = render(b"{\"kind\":\"\xff\"}", &RenderOptions::default());
+    assert!(r.error.is_some());
+    assert!(!r.lines.is_empty());
+}
+
+#[test]
+fn trailing_newline_after_envelope_is_tolerated() {
+    let mut v = hex(BR01_VALID);
+    v.push(b'\n');
+    let s = summarize(&v);
+    assert_eq!(s.error, None);
+    assert_eq!(s.name.as_deref(), Some("p1"));
+    let r = render(&v, &RenderOptions::default());
+    assert_eq!(r.error, None);
+    assert!(r.hint.as_deref().unwrap().contains("trailing newline"));
+}
+
+#[test]
+fn managers_header_and_last_writer() {
+    let v = rich_pod();
+    let s = summarize(&v);
+    assert_eq!(s.manager.as_deref(), Some("kubelet"));
+    assert_eq!(s.uid.as_deref(), Some("0000-uid"));
+    assert_eq!(s.creation_timestamp, Some(1_704_067_200));
+    assert_eq!(s.namespace.as_deref(), Some("prod"));
+    let r = render(&v, &RenderOptions::default());
+    assert_eq!(r.error, None);
+    let text = r.lines.join("\n");
+    assert!(
+        text.contains("creationTimestamp: 2024-01-01T00:00:00Z"),
+        "{text}"
+    );
+    assert!(text.contains("  app: web"), "{text}");
+    assert!(text.contains("managers (last writer: kubelet):"), "{text}");
+    assert!(text.contains("kubelet Update v1 2024-01-01T00:11:40Z (subresource status)"));
+    assert!(text.contains("ownedBy: ReplicaSet web"));
+    // Nested messages are dumped nested; strings as text.
+    assert!(text.contains("2 [len] message"), "{text}");
+    assert!(text.contains("    1 [len] \"nginx\""), "{text}");
+    assert!(text.contains("  4 [varint] 30"), "{text}");
+}
+
+#[test]
+fn br02_json_widget_with_trailing_newline() {
+    let v = br#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default","uid":"00000000-0000-0000-0000-000000000001","creationTimestamp":"2024-01-01T00:00:00Z"},"spec":{"size":3}}
+"#;
+    // field-cases.md says 222 bytes; the text given there is 200 bytes plus the LF.
+    assert_eq!(v.len(), 201);
+    assert_eq!(detect(v), Format::Json);
+    let s = summarize(v);
+    assert_eq!(s.api_version.as_deref(), Some("example.com/v1"));
+    assert_eq!(s.kind.as_deref(), Some("Widget"));
+    assert_eq!(s.namespace.as_deref(), Some("default"));
+    assert_eq!(s.name.as_deref(), Some("w1"));
+    assert_eq!(s.creation_timestamp, Some(1_704_067_200));
+    assert_eq!(s.error, None);
+    let r = render(v, &RenderOptions::default());
+    assert_eq!(r.error, None);
+    assert_eq!(r.format, "json");
+    let text = r.lines.join("\n");
+    let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(back["spec"]["size"], 3);
+    assert!(text.contains("\"size\": 3"), "{text}");
+    // Leading whitespace is allowed too.
+    let mut spaced = b" \n\t".to_vec();
+    spaced.extend_from_slice(v);
+    assert_eq!(summarize(&spaced).name.as_deref(), Some("w1"));
+}
+
+#[test]
+fn br03_openshift_build_decodes_without_schema() {
+    let v = hex(
+        "6b3873000a1e0a156275696c642e6f70656e73686966742e696f2f763112054275696c64120b0a090a0262311a036e73311a002200",
+    );
+    let s = summarize(&v);
+    assert_eq!(s.api_version.as_deref(), Some("build.openshift.io/v1"));
+    assert_eq!(s.kind.as_deref(), Some("Build"));
+    assert_eq!(s.name.as_deref(), Some("b1"));
+    assert_eq!(s.namespace.as_deref(), Some("ns1"));
+    let r = render(&v, &RenderOptions::default());
+    assert_eq!(r.error, None);
+    assert!(r.lines.iter().any(|l| l.contains("schema unknown")));
+    assert!(r.lines.iter().any(|l| l == "name: ns1/b1"));
+}
+
+#[test]
+fn encrypted_prefixes() {
+    let cases: [(&[u8], &str, &str); 5] = [
+        (b"k8s:enc:aescbc:v1:key1:\x01\x02", "aescbc", "key1"),
+        (b"k8s:enc:aesgcm:v1:k2:\xff", "aesgcm", "k2"),
+        (b"k8s:enc:secretbox:v1:sb:", "secretbox", "sb"),
+        (b"k8s:enc:kms:v1:vault:\x00\x01", "kms", "vault"),
+        (b"k8s:enc:kms:v2:my-kms:\x0a\x20", "kmsv2", "my-kms"),
+    ];
+    for (v, provider, key) in cases {
+        let f = detect(v);
+        assert_eq!(
+            f,
+            Format::Encrypted {
+                provider: provider.into(),
+                key: key.into()
+            }
+        );
+        assert_eq!(f.label(), format!("{provider}:{key}"));
+        let r = render(v, &RenderOptions::default());
+        assert_eq!(r.error, None);
+        assert!(r.format.contains(provider) && r.format.contains(key));
+        assert!(r.lines[0].contains(provider) && r.lines[0].contains(key));
+        assert!(r.lines[1].contains("EncryptionConfiguration"));
+        assert_eq!(summarize(v).format, Some(f));
+    }
+    // Malformed or unknown prefixes are raw, with a hint.
+    for v in [
+        &b"k8s:enc:aescbc:v1:"[..],
+        b"k8s:enc:rot13:v1:k:",
+        b"k8s:enc:aescbc:v1::x",
+    ] {
+        assert_eq!(detect(v), Format::Raw);
+        assert!(render(v, &RenderOptions::default()).hint.is_some());
+    }
+    // A non-UTF-8 key name is escaped.
+    assert_eq!(
+        detect(b"k8s:enc:aescbc:v1:k\xff:"),
+        Format::Encrypted {
+            provider: "aescbc".into(),
+            key: "k\\xff".into()
+        }
+    );
+}
+
+#[test]
+fn cbor_and_raw_values() {
+    let v = [0xd9, 0xd9, 0xf7, 0xa1, 0x61, 0x61, 0x01];
+    assert_eq!(detect(&v), Format::Cbor);
+    let r = render(&v, &RenderOptions::default());
+    assert_eq!(r.format, "cbor");
+    assert!(r.lines.iter().any(|l| l.starts_with("00000000  d9 d9 f7")));
+
+    let big = vec![b'x'; 102_400];
+    assert_eq!(detect(&big), Format::Raw);
+    let r = render(&big, &RenderOptions::default());
+    assert_eq!(r.format, "raw (not Kubernetes encoding)");
+    assert_eq!(r.lines.len(), 64 * 1024 / 16 + 1);
+    assert!(r.lines.last().unwrap().contains("36864 bytes cut"));
+    assert!(r.lines[0].ends_with("|xxxxxxxxxxxxxxxx|"));
+    let r = render(b"", &RenderOptions::default());
+    assert_eq!(r.format, "raw (not Kubernetes encoding)");
+}
+
+fn hand_secret() -> Vec<u8> {
+    let meta = [
+        ld(1, b"s"),
+        ld(3, b"default"),
+        ld(
+            12,
+            &[
+                ld(1, super::dump::LAST_APPLIED),
+                ld(2, br#"{"data":{"password":"c3VwZXJzZWNyZXQ="}}"#),
+            ]
+            .concat(),
+        ),
+        ld(12, &[ld(1, b"note"), ld(2, b"visible")].concat()),
+    ]
+    .concat();
+    let raw = [
+        ld(1, &meta),
+        ld(2, &[ld(1, b"password"), ld(2, b"hunter2")].concat()),
+        ld(3, b"Opaque"),
+        ld(4, &[ld(1, b"token"), ld(2, b"tok-secret-value")].concat()),
+    ]
+    .concat();
+    envelope("v1", "Secret", &raw)
+}
+
+#[test]
+fn secret_redaction_protobuf() {
+    let v = hand_secret();
+    let r = render(&v, &RenderOptions::default());
+    assert_eq!(r.error, None);
+    let text = r.lines.join("\n");
+    for secret in ["hunter2", "tok-secret-value", "c3VwZXJzZWNyZXQ"] {
+        assert!(!text.contains(secret), "{secret} leaked:\n{text}");
+    }
+    assert!(
+        text.contains("\"password\" => <redacted: 7 bytes>"),
+        "{text}"
+    );
+    assert!(text.contains("\"token\" => <redacted: 16 bytes>"), "{text}");
+    assert!(text.contains("\"visible\""), "{text}");
+    assert!(text.contains("\"Opaque\""), "{text}");
+    let shown = render(&v, &RenderOptions { show_secrets: true })
+        .lines
+        .join("\n");
+    assert!(shown.contains("hunter2") && shown.contains("tok-secret-value"));
+
+    // A Secret whose data entry does not frame is redacted whole, never hex-dumped.
+    let raw = [ld(1, &ld(1, b"s")), ld(2, b"\x0a\x7fhunter2")].concat();
+    let text = render(&envelope("v1", "Secret", &raw), &RenderOptions::default())
+        .lines
+        .join("\n");
+    assert!(
+        !text.contains("hunter2") && !text.contains("68 75 6e"),
+        "{text}"
+    );
+    assert!(text.contains("<redacted: 9 bytes>"), "{text}");
+}
+
+#[test]
+fn secret_redaction_json() {
+    let v = br#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s","annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"data\":{\"password\":\"aHVudGVyMg==\"}}"}},"data":{"password":"aHVudGVyMg=="},"stringData":{"token":"tok-secret-value"},"type":"Opaque"}
+"#;
+    let r = render(v, &RenderOptions::default());
+    assert_eq!(r.error, None);
+    let text = r.lines.join("\n");
+    assert!(
+        !text.contains("aHVudGVyMg") && !text.contains("tok-secret-value"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"password\": \"<redacted: 7 bytes>\""),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"token\": \"<redacted: 16 bytes>\""),
+        "{text}"
+    );
+    let shown = render(v, &RenderOptions { show_secrets: true })
+        .lines
+        .join("\n");
+    assert!(shown.contains("aHVudGVyMg=="));
+}
+
+#[test]
+fn secret_fixture_is_redacted() {
+    let Some(td) = testdata() else { return };
+    let v = std::fs::read(td.join("k8s-api/v1.30.3/core.v1.Secret.pb")).unwrap();
+    let r = render(&v, &RenderOptions::default());
+    assert_eq!(r.error, None);
+    let text = r.lines.join("\n");
+    assert!(!text.contains("stringDataValue"), "{text}");
+    assert!(
+        text.contains("\"dataKey\" => <redacted: 1 bytes>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\"stringDataKey\" => <redacted: 15 bytes>"),
+        "{text}"
+    );
+}
+
+/// (group, version, kind) from `<group>.<version>.<Kind>.pb`.
+fn split_name(file: &str) -> (String, String, String) {
+    let stem = file.strip_suffix(".pb").unwrap();
+    let mut parts = stem.rsplitn(3, '.');
+    let kind = parts.next().unwrap().to_owned();
+    let version = parts.next().unwrap().to_owned();
+    let group = parts.next().unwrap().to_owned();
+    (group, version, kind)
+}
+
+#[test]
+fn k8s_api_fixtures_envelopes_and_render() {
+    let Some(td) = testdata() else { return };
+    let dirs = [
+        "k8s-api/v1.30.3",
+        "k8s-api/head",
+        "k8s-api/extra/apiextensions-apiserver/v1.30.3",
+        "k8s-api/extra/apiextensions-apiserver/head",
+    ];
+    let mut count = 0;
+    let mut names_checked = 0;
+    for d in dirs {
+        let dir = td.join(d);
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "pb"))
+            .collect();
+        entries.sort();
+        for p in entries {
+            let file = p.file_name().unwrap().to_str().unwrap().to_owned();
+            let v = std::fs::read(&p).unwrap();
+            assert!(v.starts_with(MAGIC), "{file}: no magic");
+            let env = parse_envelope(&v).unwrap_or_else(|e| panic!("{file}: {e}"));
+            let (group, version, kind) = split_name(&file);
+            let (want_api, want_kind) = if file == "core.v1.WatchEvent.pb" {
+                (String::new(), String::new())
+            } else if group == "core" {
+                (version.clone(), kind.clone())
+            } else {
+                (format!("{group}/{version}"), kind.clone())
+            };
+            assert_eq!(env.api_version, want_api.as_bytes(), "{file}");
+            assert_eq!(env.kind, want_kind.as_bytes(), "{file}");
+            assert!(env.content_encoding.is_empty() && env.content_type.is_empty());
+            let s = summarize(&v);
+            assert_eq!(s.error, None, "{file}");
+            assert_eq!(s.kind.as_deref().unwrap_or(""), want_kind, "{file}");
+            let r = render(&v, &RenderOptions::default());
+            assert_eq!(r.error, None, "{d}/{file}");
+            assert!(r.lines.iter().any(|l| l.contains(SCHEMA_UNKNOWN)), "{file}");
+            // Where the golden JSON has metadata.name, the ObjectMeta convention must find it.
+            let json = p.with_extension("json");
+            if let Ok(j) = std::fs::read(&json) {
+                let j: serde_json::Value = serde_json::from_slice(&j).unwrap();
+                if let Some(name) = j["metadata"]["name"].as_str() {
+                    assert_eq!(s.name.as_deref(), Some(name), "{file}");
+                    assert_eq!(
+                        s.namespace.as_deref(),
+                        j["metadata"]["namespace"].as_str(),
+                        "{file}"
+                    );
+                    assert_eq!(s.uid.as_deref(), j["metadata"]["uid"].as_str(), "{file}");
+                    let mf = &j["metadata"]["managedFields"];
+                    if let Some(last) = mf.as_array().and_then(|a| a.last()) {
+                        assert_eq!(s.manager.as_deref(), last["manager"].as_str(), "{file}");
+                    }
+                    names_checked += 1;
+                }
+            }
+            count += 1;
+        }
+    }
+    assert!(count >= 165 + 193, "only {count} fixtures");
+    assert!(names_checked > 300, "only {names_checked} names checked");
+}
+
+/// Decodes an etcd `mvccpb.KeyValue` (1 key, 2 create_revision, 3 mod_revision, 4 version,
+/// 5 value, 6 lease) with the wire reader.
+fn mvcc_kv(b: &[u8]) -> (Vec<u8>, u64, u64, u64, Vec<u8>, u64) {
+    let (mut key, mut cr, mut mr, mut ver, mut val, mut lease) = (vec![], 0, 0, 0, vec![], 0);
+    for f in Reader::new(b, 0) {
+        let f = f.unwrap();
+        match (f.number, f.value) {
+            (1, WireValue::Len(x)) => key = x.to_vec(),
+            (2, WireValue::Varint(x)) => cr = x,
+            (3, WireValue::Varint(x)) => mr = x,
+            (4, WireValue::Varint(x)) => ver = x,
+            (5, WireValue::Len(x)) => val = x.to_vec(),
+            (6, WireValue::Varint(x)) => lease = x,
+            _ => {}
+        }
+    }
+    (key, cr, mr, ver, val, lease)
+}
+
+#[test]
+fn auger_etcd_values() {
+    let Some(td) = testdata() else { return };
+    let a = td.join("etcd-registry/auger");
+    let read = |p: &str| std::fs::read(a.join(p)).unwrap();
+
+    // bbolt items: mvccpb.KeyValue, checked against the summary files.
+    let mut values = Vec::new();
+    for i in 0..3 {
+        let (key, cr, mr, ver, val, lease) = mvcc_kv(&read(&format!("boltdb/page2item{i}.bin")));
+        let summary = String::from_utf8(read(&format!("boltdb/page2item{i}-summary.txt"))).unwrap();
+        let field = |name: &str| {
+            summary
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .unwrap()
+                .trim()
+                .to_owned()
+        };
+        assert_eq!(String::from_utf8_lossy(&key), field("Key:"));
+        assert_eq!(ver.to_string(), field("Version:"));
+        assert_eq!(cr.to_string(), field("CreateRevision:"));
+        assert_eq!(mr.to_string(), field("ModRevision:"));
+        assert_eq!(lease.to_string(), field("Lease:"));
+        let key_txt = String::from_utf8(read(&format!("boltdb/page2item{i}-key.txt"))).unwrap();
+        assert_eq!(String::from_utf8_lossy(&key), key_txt.trim());
+        values.push(val);
+    }
+    let ns = summarize(&values[0]);
+    assert_eq!(
+        (ns.api_version.as_deref(), ns.kind.as_deref()),
+        (Some("v1"), Some("Namespace"))
+    );
+    assert_eq!(ns.name.as_deref(), Some("default"));
+
+    for (obj, item, api, kind) in [("pod", 1, "v1", "Pod"), ("job", 2, "batch/v1", "Job")] {
+        let stored = read(&format!("storage/{obj}.bin"));
+        // storage/X.bin = the etcd value + one '\n' added by auger's extract.
+        assert_eq!(&stored[..stored.len() - 1], &values[item][..], "{obj}");
+        let value = &values[item];
+        let env = parse_envelope(value).unwrap();
+        assert_eq!(env.raw, &read(&format!("proto/{obj}.bin"))[..], "{obj}");
+        let meta = String::from_utf8(read(&format!("meta/{obj}.txt"))).unwrap();
+        assert!(meta.contains(&format!("TypeMeta.APIVersion: {api}")));
+        assert!(meta.contains(&format!("TypeMeta.Kind: {kind}")));
+
+        let s = summarize(value);
+        let j: serde_json::Value =
+            serde_json::from_slice(&read(&format!("json/{obj}.json"))).unwrap();
+        assert_eq!(s.api_version.as_deref(), j["apiVersion"].as_str(), "{obj}");
+        assert_eq!(s.kind.as_deref(), j["kind"].as_str(), "{obj}");
+        assert_eq!(s.name.as_deref(), j["metadata"]["name"].as_str(), "{obj}");
+        assert_eq!(s.namespace.as_deref(), j["metadata"]["namespace"].as_str());
+        assert_eq!(s.uid.as_deref(), j["metadata"]["uid"].as_str());
+        // The same object stored as JSON summarizes identically.
+        let sj = summarize(&read(&format!("json/{obj}.json")));
+        assert_eq!(sj.format, Some(Format::Json));
+        assert_eq!(
+            (
+                sj.api_version,
+                sj.kind,
+                sj.namespace,
+                sj.name,
+                sj.uid,
+                sj.creation_timestamp
+            ),
+            (
+                s.api_version.clone(),
+                s.kind.clone(),
+                s.namespace.clone(),
+                s.name.clone(),
+                s.uid.clone(),
+                s.creation_timestamp
+            ),
+            "{obj}"
+        );
+
+        // With the trailing newline: tolerated, with a note.
+        let r = render(&stored, &RenderOptions::default());
+        assert_eq!(r.error, None, "{obj}");
+        assert_eq!(r.summary, s, "{obj}");
+        assert!(r.hint.as_deref().unwrap().contains("trailing newline"));
+        let text = r.lines.join("\n");
+        let created = j["metadata"]["creationTimestamp"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("creationTimestamp: {created}")),
+            "{obj}"
+        );
+        for (k, v) in j["metadata"]["labels"].as_object().unwrap() {
+            assert!(
+                text.contains(&format!("  {k}: {}", v.as_str().unwrap())),
+                "{obj}"
+            );
+        }
+        let (mk, mb) = object_meta_bytes(env.raw, env.raw_offset).unwrap().unwrap();
+        assert!(
+            scan_meta(mk, mb).unwrap().managed_count == 0,
+            "2017 data has no managers"
+        );
+    }
+    let pod = summarize(&values[1]);
+    assert_eq!(pod.creation_timestamp, Some(1_498_581_334));
+
+    // storage/pod-with-key.bin = key + '\n' + value + '\n'.
+    let wk = read("storage/pod-with-key.bin");
+    let nl = wk.iter().position(|&b| b == b'\n').unwrap();
+    assert_eq!(&wk[..nl], b"/registry/pods/default/xyz");
+    let s = summarize(&wk[nl + 1..]);
+    assert_eq!(s.name.as_deref(), Some("pi-dqtsw"));
+    assert_eq!(s.error, None);
+}
+
+fn check_no_panic(v: &[u8]) {
+    let s = summarize(v);
+    let r = render(v, &RenderOptions::default());
+    assert_eq!(r.summary, s);
+    let _ = render(v, &RenderOptions { show_secrets: true });
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(1500))]
+
+    #[test]
+    fn random_bytes_never_panic(
+        body in proptest::collection::vec(any::<u8>(), 0..600),
+        prefix in 0usize..5,
+    ) {
+        let head: &[u8] = match prefix {
+            0 => b"",
+            1 => MAGIC,
+            2 => b"k8s:enc:aescbc:v1:k:",
+            3 => b"{",
+            _ => &[0xd9, 0xd9, 0xf7],
+        };
+        let v = [head, &body[..]].concat();
+        check_no_panic(&v);
+    }
+
+    #[test]
+    fn mutated_pod_never_panics(
+        which in 0usize..3,
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>(), 0u8..4), 1..10),
+    ) {
+        let mut v = match which {
+            0 => hex(BR01_VALID),
+            1 => rich_pod(),
+            _ => hand_secret(),
+        };
+        for (pos, byte, op) in edits {
+            if v.is_empty() {
+                break;
+            }
+            let i = pos % v.len();
+            match op {
+                0 => v[i] = byte,
+                1 => v.insert(i, byte),
+                2 => { v.remove(i); }
+                _ => v.truncate(i),
+            }
+        }
+        check_no_panic(&v);
+    }
+}
