@@ -1,1 +1,16 @@
-//! TODO
+//! `regscope demo`: a private etcd and a simulated control plane writing into it.
+//!
+//! [`etcd_server::PrivateEtcd`] starts the `etcd` binary from `PATH` on loopback ports with a
+//! temp data dir and kills it on drop; the integration tests use it too.
+//! [`sim::Simulation::start`] takes only a `PrivateEtcd` and writes Kubernetes objects into it
+//! the way kube-apiserver does (protobuf storage encoding from [`objects`], create / update /
+//! delete transactions, leases for events, the `compact_rev_key` compactor). This module is
+//! the only code in regscope that writes to etcd.
+
+pub mod etcd_server;
+pub mod objects;
+pub mod sim;
+mod workload;
+
+pub use etcd_server::{DemoError, PrivateEtcd};
+pub use sim::{SimConfig, SimCounters, SimHandle, SimStats, Simulation, COMPACT_REV_KEY};

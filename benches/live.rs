@@ -1,0 +1,154 @@
+//! Live load: the real console (release binary, drawing in a 160x48 tmux pane) against a
+//! private etcd that the demo simulation drives as fast as etcd takes writes (`rate 0`).
+//!
+//! `cargo bench --bench live` (needs etcd and tmux; builds nothing itself: run
+//! `cargo build --release` first) prints the write rate reached, the console's lag behind
+//! etcd's head (revisions and seconds, sampled once a second from the screen), the console
+//! process's CPU under load and when idle.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use regscope::demo::{PrivateEtcd, SimConfig, Simulation};
+
+const LOAD_SECS: u64 = 20;
+const IDLE_SECS: u64 = 10;
+
+fn clk_tck() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+/// utime + stime of a process, in seconds.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ut: f64 = f.get(11).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    let st: f64 = f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
+    (ut + st) / clk_tck()
+}
+
+fn rss_mib(pid: u32) -> f64 {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/statm")).unwrap_or_default();
+    let pages: f64 = s
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0.0);
+    pages * 4096.0 / 1048576.0
+}
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().expect("tmux");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The head revision the console shows in its header (`rev 12,345`).
+fn shown_revision(screen: &str) -> Option<i64> {
+    let line = screen.lines().nth(1)?;
+    let at = line.find("rev ")? + 4;
+    let digits: String = line[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(|c| *c != ',')
+        .collect();
+    digits.parse().ok()
+}
+
+fn main() {
+    let bin = concat!(env!("CARGO_MANIFEST_DIR"), "/target/release/regscope");
+    if !std::path::Path::new(bin).exists() {
+        eprintln!("live: build the release binary first (cargo build --release); skipped");
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let etcd = PrivateEtcd::start().await.expect("etcd");
+        let mut client = etcd.client().await.expect("client");
+        let session = format!("regscope-live-{}", std::process::id());
+        let cmd = format!("{bin} --endpoints {}", etcd.endpoint());
+        tmux(&["new-session", "-d", "-s", &session, "-x", "160", "-y", "48", &cmd]);
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let pid: u32 = tmux(&["display-message", "-p", "-t", &session, "#{pane_pid}"])
+            .trim()
+            .parse()
+            .expect("pane pid");
+
+        let sim = Simulation::start(
+            &etcd,
+            SimConfig {
+                rate: 0,
+                nodes: 20,
+                ..SimConfig::default()
+            },
+        )
+        .await
+        .expect("simulation");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+
+        let head = |c: &mut etcd_client::Client| {
+            let mut c = c.clone();
+            async move {
+                c.get("/", Some(etcd_client::GetOptions::new().with_count_only()))
+                    .await
+                    .ok()
+                    .and_then(|r| r.header().map(|h| h.revision()))
+                    .unwrap_or(0)
+            }
+        };
+        let start_head = head(&mut client).await;
+        let cpu0 = cpu_seconds(pid);
+        let t0 = Instant::now();
+        let mut lags = Vec::new();
+        for _ in 0..LOAD_SECS {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            // Read the screen first, then etcd's head: the lag is an upper bound.
+            let screen = tmux(&["capture-pane", "-p", "-t", &session]);
+            let h = head(&mut client).await;
+            if let Some(shown) = shown_revision(&screen) {
+                lags.push(h - shown);
+            }
+        }
+        let load_wall = t0.elapsed().as_secs_f64();
+        let load_cpu = cpu_seconds(pid) - cpu0;
+        let end_head = head(&mut client).await;
+        let rate = (end_head - start_head) as f64 / load_wall;
+        let stats = sim.stop().await;
+
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let cpu1 = cpu_seconds(pid);
+        tokio::time::sleep(Duration::from_secs(IDLE_SECS)).await;
+        let idle_cpu = cpu_seconds(pid) - cpu1;
+        let rss = rss_mib(pid);
+        tmux(&["kill-session", "-t", &session]);
+
+        lags.sort();
+        let max = lags.last().copied().unwrap_or(-1);
+        let p50 = lags.get(lags.len() / 2).copied().unwrap_or(-1);
+        println!(
+            "live: etcd write rate {rate:.0} revisions/s over {load_wall:.0} s (sim: {} writes, {} conflicts, {} errors)",
+            stats.writes, stats.conflicts, stats.errors
+        );
+        println!(
+            "live: console lag behind etcd head: p50 {p50} revisions ({:.3} s), max {max} revisions ({:.3} s), {} samples",
+            p50 as f64 / rate.max(1.0),
+            max as f64 / rate.max(1.0),
+            lags.len()
+        );
+        println!(
+            "live: console CPU under load {:.1} % of one core; idle {:.2} % over {IDLE_SECS} s; RSS {rss:.1} MiB",
+            100.0 * load_cpu / load_wall,
+            100.0 * idle_cpu / IDLE_SECS as f64
+        );
+    });
+}
