@@ -38,8 +38,12 @@ pub enum ConnectError {
         path: PathBuf,
         err: std::io::Error,
     },
-    #[error("cannot reach etcd at {endpoint}: {detail} (is etcd running there? set --endpoints or ETCDCTL_ENDPOINTS)")]
-    Unreachable { endpoint: String, detail: String },
+    #[error("cannot reach etcd at {endpoint}: {detail} ({hint})")]
+    Unreachable {
+        endpoint: String,
+        detail: String,
+        hint: String,
+    },
     #[error(
         "etcd at {endpoint} is not responding (connected, but no answer within {secs} s): {detail}"
     )]
@@ -193,8 +197,9 @@ fn read_file(flag: &'static str, path: &Path) -> Result<Vec<u8>, ConnectError> {
 
 /// Turns an etcd-client error into the one-line error an operator can act on.
 pub fn classify(endpoint: &str, opts: &EtcdOptions, e: &etcd_client::Error) -> ConnectError {
-    let detail = error_chain(e);
-    let lower = detail.to_lowercase();
+    // Match on everything tonic says, show only the most specific part.
+    let lower = format!("{} {e:?}", error_chain(e)).to_lowercase();
+    let detail = short_detail(e);
     let endpoint = endpoint.to_string();
     if let etcd_client::Error::GRpcStatus(s) = e {
         match s.code() {
@@ -210,10 +215,26 @@ pub fn classify(endpoint: &str, opts: &EtcdOptions, e: &etcd_client::Error) -> C
                     detail: s.message().to_string(),
                 }
             }
-            tonic::Code::InvalidArgument if lower.contains("user name is empty") => {
+            // etcd 3.4 answers a bad password with InvalidArgument, not Unauthenticated.
+            _ if lower.contains("user name is empty") => {
                 return ConnectError::Auth {
                     endpoint,
                     detail: "etcd has authentication enabled and no user was given".into(),
+                }
+            }
+            _ if lower.contains("authentication failed")
+                || lower.contains("invalid user id or password")
+                || lower.contains("invalid auth token") =>
+            {
+                return ConnectError::Auth {
+                    endpoint,
+                    detail: s.message().to_string(),
+                }
+            }
+            _ if lower.contains("permission denied") => {
+                return ConnectError::Permission {
+                    endpoint,
+                    detail: s.message().to_string(),
                 }
             }
             _ => {}
@@ -232,13 +253,45 @@ pub fn classify(endpoint: &str, opts: &EtcdOptions, e: &etcd_client::Error) -> C
             hint,
         };
     }
+    // With TLS 1.3 a rejected (or missing) client certificate surfaces after the handshake,
+    // as the server closing the connection on the first request.
+    if endpoint.starts_with("https://")
+        && (lower.contains("connection closed")
+            || lower.contains("broken pipe")
+            || lower.contains("connection reset"))
+    {
+        let hint = if opts.cert.is_none() {
+            "etcd closed the TLS connection: it probably requires a client certificate: pass --cert and --key".to_string()
+        } else {
+            "etcd closed the TLS connection: check that --cert is signed by etcd's trusted CA"
+                .to_string()
+        };
+        return ConnectError::Tls {
+            endpoint,
+            detail,
+            hint,
+        };
+    }
     if lower.contains("connection refused")
         || lower.contains("dns error")
         || lower.contains("no route")
         || lower.contains("tcp connect")
         || lower.contains("transport error")
     {
-        return ConnectError::Unreachable { endpoint, detail };
+        let hint = if endpoint.starts_with("http://")
+            && (lower.contains("broken pipe")
+                || lower.contains("connection reset")
+                || lower.contains("stream closed"))
+        {
+            "the port answered but closed the connection: if etcd serves TLS there, use https:// with --cacert, --cert and --key".to_string()
+        } else {
+            "is etcd running there? set --endpoints or ETCDCTL_ENDPOINTS".to_string()
+        };
+        return ConnectError::Unreachable {
+            endpoint,
+            detail,
+            hint,
+        };
     }
     if lower.contains("timed out") || lower.contains("deadline") {
         return ConnectError::NotResponding {
@@ -264,8 +317,16 @@ fn tls_hint(lower: &str, opts: &EtcdOptions) -> String {
     } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
         "the server's certificate does not name this endpoint: connect by a host/IP in its SANs"
             .into()
-    } else if lower.contains("certificate required") || lower.contains("bad certificate") {
-        format!("etcd rejected the client certificate --cert {cert}: use one signed by etcd's CA")
+    } else if lower.contains("certificaterequired")
+        || lower.contains("certificate required")
+        || lower.contains("badcertificate")
+        || lower.contains("bad certificate")
+    {
+        if opts.cert.is_none() {
+            "etcd requires a client certificate: pass --cert and --key (on kubeadm nodes /etc/kubernetes/pki/apiserver-etcd-client.{crt,key})".to_string()
+        } else {
+            format!("etcd rejected the client certificate --cert {cert}: use one signed by etcd's trusted CA")
+        }
     } else if lower.contains("invalid") && lower.contains("pem") || lower.contains("private key") {
         format!("a certificate or key file is not valid PEM (--cacert {ca}, --cert {cert})")
     } else if opts.cacert.is_none() && opts.cert.is_none() {
@@ -274,6 +335,35 @@ fn tls_hint(lower: &str, opts: &EtcdOptions) -> String {
     } else {
         format!("check --cacert {ca} and --cert {cert} match this etcd")
     }
+}
+
+/// The most specific message of an etcd-client error: the gRPC status message, or the
+/// innermost source of a transport error.
+pub fn short_detail(e: &etcd_client::Error) -> String {
+    if let etcd_client::Error::GRpcStatus(s) = e {
+        if !s.message().is_empty() {
+            let mut msg = s.message().to_string();
+            let mut cur: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(s);
+            let mut innermost = None;
+            while let Some(c) = cur {
+                innermost = Some(c.to_string());
+                cur = c.source();
+            }
+            if let Some(i) = innermost {
+                if !msg.contains(&i) && !i.is_empty() {
+                    msg = format!("{msg}: {i}");
+                }
+            }
+            return msg;
+        }
+    }
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut last = e.to_string();
+    while let Some(c) = cur {
+        last = c.to_string();
+        cur = c.source();
+    }
+    last
 }
 
 /// The error and its sources, joined with ": " (tonic nests the useful part).

@@ -152,6 +152,7 @@ impl EtcdSource {
         let mut attempt: u32 = 0;
         let mut silent_since: Option<SystemTime> = None;
         let mut first_list = resume_after.is_none();
+        let mut ever_connected = false;
         loop {
             if attempt > 0 {
                 let backoff = (Duration::from_millis(100) * 2u32.saturating_pow(attempt - 1))
@@ -163,7 +164,17 @@ impl EtcdSource {
             }
             let (mut client, version) = match self.etcd.connect(self.sync.request_timeout).await {
                 Ok(c) => c,
-                Err(e) if e.is_fatal() => {
+                // Once connected, TLS trouble is more likely a restart than a wrong
+                // certificate: keep retrying; only credentials stay fatal.
+                Err(e)
+                    if e.is_fatal()
+                        && (!ever_connected
+                            || matches!(
+                                e,
+                                super::ConnectError::Auth { .. }
+                                    | super::ConnectError::Permission { .. }
+                            )) =>
+                {
                     out.send(Observation::Conn(ConnState::Failed {
                         error: e.to_string(),
                     }))
@@ -187,6 +198,7 @@ impl EtcdSource {
                     continue;
                 }
             };
+            ever_connected = true;
             if !out
                 .send(Observation::Server {
                     endpoint: endpoint.clone(),

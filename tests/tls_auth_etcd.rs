@@ -1,0 +1,299 @@
+//! Connection errors against real etcd processes: TLS with right and wrong certificates
+//! (made with the `openssl` CLI), authentication refused and permission denied.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{fast_sync, Harness};
+use etcd_client::{Permission, PermissionType};
+use regscope::demo::PrivateEtcd;
+use regscope::model::ConnState;
+use regscope::source::{ConnectError, EtcdOptions, EtcdSource};
+
+fn openssl(dir: &Path, args: &[&str]) {
+    let st = Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("openssl");
+    assert!(st.success(), "openssl {args:?}");
+}
+
+/// A CA, a server certificate for 127.0.0.1 and a client certificate, plus an unrelated CA.
+fn make_pki(dir: &Path) {
+    for ca in ["ca", "other-ca"] {
+        openssl(
+            dir,
+            &[
+                "req",
+                "-x509",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-days",
+                "2",
+                "-keyout",
+                &format!("{ca}.key"),
+                "-out",
+                &format!("{ca}.crt"),
+                "-subj",
+                &format!("/CN=regscope-test-{ca}"),
+            ],
+        );
+    }
+    std::fs::write(
+        dir.join("server.ext"),
+        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
+    for leaf in ["server", "client"] {
+        openssl(
+            dir,
+            &[
+                "req",
+                "-newkey",
+                "rsa:2048",
+                "-nodes",
+                "-keyout",
+                &format!("{leaf}.key"),
+                "-out",
+                &format!("{leaf}.csr"),
+                "-subj",
+                &format!("/CN={leaf}"),
+            ],
+        );
+        openssl(
+            dir,
+            &[
+                "x509",
+                "-req",
+                "-in",
+                &format!("{leaf}.csr"),
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-out",
+                &format!("{leaf}.crt"),
+                "-extfile",
+                &format!("{leaf}.ext"),
+            ],
+        );
+    }
+}
+
+struct TlsEtcd {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+    pki: PathBuf,
+}
+
+impl Drop for TlsEtcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn tls_etcd() -> Option<TlsEtcd> {
+    let etcd = regscope::demo::etcd_server::find_on_path("etcd")?;
+    regscope::demo::etcd_server::find_on_path("openssl")?;
+    let dir = tempfile::tempdir().unwrap();
+    let pki = dir.path().join("pki");
+    std::fs::create_dir(&pki).unwrap();
+    make_pki(&pki);
+    let (cp, pp) = (free_port(), free_port());
+    let url = format!("https://127.0.0.1:{cp}");
+    let p = |f: &str| pki.join(f).display().to_string();
+    let child = Command::new(etcd)
+        .args([
+            "--name",
+            "tls",
+            "--data-dir",
+            &dir.path().join("data").display().to_string(),
+            "--listen-client-urls",
+            &url,
+            "--advertise-client-urls",
+            &url,
+            "--listen-peer-urls",
+            &format!("http://127.0.0.1:{pp}"),
+            "--initial-advertise-peer-urls",
+            &format!("http://127.0.0.1:{pp}"),
+            "--initial-cluster",
+            &format!("tls=http://127.0.0.1:{pp}"),
+            "--cert-file",
+            &p("server.crt"),
+            "--key-file",
+            &p("server.key"),
+            "--trusted-ca-file",
+            &p("ca.crt"),
+            "--client-cert-auth",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn etcd");
+    let e = TlsEtcd {
+        child,
+        url,
+        _dir: dir,
+        pki,
+    };
+    let good = e.options(Some("ca.crt"), Some("client"));
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while good.connect(Duration::from_secs(2)).await.is_err() {
+        assert!(Instant::now() < deadline, "TLS etcd did not come up");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    Some(e)
+}
+
+impl TlsEtcd {
+    fn options(&self, ca: Option<&str>, leaf: Option<&str>) -> EtcdOptions {
+        EtcdOptions {
+            endpoints: vec![self.url.clone()],
+            cacert: ca.map(|c| self.pki.join(c)),
+            cert: leaf.map(|l| self.pki.join(format!("{l}.crt"))),
+            key: leaf.map(|l| self.pki.join(format!("{l}.key"))),
+            ..Default::default()
+        }
+        .with_defaults()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_right_and_wrong_certificates() {
+    let Some(e) = tls_etcd().await else {
+        eprintln!("etcd or openssl missing; skipped");
+        return;
+    };
+    let t = Duration::from_secs(5);
+    // Right CA and client certificate: connects and syncs.
+    let good = e.options(Some("ca.crt"), Some("client"));
+    let mut c = good.connect(t).await.expect("good certs connect").0;
+    c.put("/registry/pods/default/p", "x", None).await.unwrap();
+    let mut h = Harness::start(EtcdSource::new(good, fast_sync()));
+    h.catch_up(&mut c, Duration::from_secs(20)).await;
+    assert_eq!(h.replica.live_keys(), 1);
+
+    // A CA that did not sign the server's certificate.
+    let err = e
+        .options(Some("other-ca.crt"), Some("client"))
+        .connect(t)
+        .await
+        .err()
+        .expect("wrong CA must fail");
+    let msg = err.to_string();
+    eprintln!("wrong CA: {msg}");
+    assert!(matches!(err, ConnectError::Tls { .. }), "{msg}");
+    assert!(err.is_fatal());
+    assert!(msg.contains("other-ca.crt"), "names the CA file: {msg}");
+    assert!(!msg.contains('\n'), "one line: {msg}");
+
+    // No client certificate while etcd requires one.
+    let err = e
+        .options(Some("ca.crt"), None)
+        .connect(t)
+        .await
+        .err()
+        .expect("missing client cert must fail");
+    let msg = err.to_string();
+    eprintln!("no client cert: {msg}");
+    assert!(
+        matches!(
+            err,
+            ConnectError::Tls { .. } | ConnectError::Unreachable { .. }
+        ),
+        "{msg}"
+    );
+    assert!(!msg.contains('\n'), "one line: {msg}");
+
+    // Plain HTTP against a TLS port.
+    let err = EtcdOptions {
+        endpoints: vec![e.url.replace("https://", "http://")],
+        ..Default::default()
+    }
+    .with_defaults()
+    .connect(t)
+    .await
+    .err()
+    .expect("http to a TLS port must fail");
+    eprintln!("http to TLS: {err}");
+    assert!(!err.to_string().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authentication_refused_and_permission_denied() {
+    let e = PrivateEtcd::start().await.expect("etcd");
+    let mut c = e.client().await.unwrap();
+    c.put("/registry/pods/default/p", "x", None).await.unwrap();
+    c.role_add("root").await.unwrap();
+    c.user_add("root", "rootpw", None).await.unwrap();
+    c.user_grant_role("root", "root").await.unwrap();
+    c.role_add("other-reader").await.unwrap();
+    c.role_grant_permission(
+        "other-reader",
+        Permission::new(PermissionType::Read, "/other/").with_prefix(),
+    )
+    .await
+    .unwrap();
+    c.user_add("nobody", "nobodypw", None).await.unwrap();
+    c.user_grant_role("nobody", "other-reader").await.unwrap();
+    c.auth_enable().await.unwrap();
+
+    let opts = |user: Option<&str>, pw: Option<&str>| {
+        EtcdOptions {
+            endpoints: vec![e.endpoint()],
+            user: user.map(String::from),
+            password: pw.map(String::from),
+            ..Default::default()
+        }
+        .with_defaults()
+    };
+    let t = Duration::from_secs(5);
+    let err = opts(Some("root"), Some("wrong"))
+        .connect(t)
+        .await
+        .err()
+        .expect("wrong password");
+    assert!(matches!(err, ConnectError::Auth { .. }), "{err}");
+    assert!(err.to_string().contains("--user"), "{err}");
+
+    // Authenticated but not allowed to read /registry: the source fails with a clear line.
+    let nobody = opts(Some("nobody"), Some("nobodypw"));
+    nobody.connect(t).await.expect("nobody authenticates");
+    let mut h = Harness::start(EtcdSource::new(nobody, fast_sync()));
+    h.until("failed state", Duration::from_secs(20), |r, _| {
+        matches!(r.conn(), ConnState::Failed { .. })
+    })
+    .await;
+    let ConnState::Failed { error } = h.replica.conn().clone() else {
+        unreachable!()
+    };
+    assert!(error.contains("denied"), "{error}");
+
+    // The right user reads everything.
+    let root = opts(Some("root"), Some("rootpw"));
+    let mut rc = root.connect(t).await.expect("root").0;
+    let mut h = Harness::start(EtcdSource::new(root, fast_sync()));
+    h.catch_up(&mut rc, Duration::from_secs(20)).await;
+    assert_eq!(h.replica.live_keys(), 1);
+}
