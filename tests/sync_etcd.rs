@@ -32,11 +32,24 @@ async fn list_spans_many_pages_then_watch_applies_writes() {
     }
     // A key just outside the prefix must not be mirrored.
     c.put("/registry-other/x", "v", None).await.unwrap();
-    let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
+    let sync = regscope::source::SyncOptions {
+        page_limit_max: 100,
+        ..fast_sync()
+    };
+    let mut h = Harness::start(source(&e.endpoint(), sync));
     h.catch_up(&mut c, T).await;
     assert_eq!(h.replica.live_keys(), 1234);
     assert!(h.seen.list_pages >= 13, "pages: {}", h.seen.list_pages);
     assert_eq!(h.seen.list_begins, 1);
+    // Adaptive paging (the default): pages of small values grow, so fewer round trips.
+    let mut adaptive = Harness::start(source(&e.endpoint(), fast_sync()));
+    adaptive.catch_up(&mut c, T).await;
+    assert_eq!(adaptive.replica.live_keys(), 1234);
+    assert!(
+        adaptive.seen.list_pages <= 6,
+        "100, 200, 400, 800: {} pages",
+        adaptive.seen.list_pages
+    );
     for i in 0..50 {
         c.put(format!("/registry/pods/default/p{i}"), "x", None)
             .await

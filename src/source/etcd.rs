@@ -34,8 +34,13 @@ pub const COMPACT_REV_KEY: &[u8] = b"compact_rev_key";
 pub struct SyncOptions {
     /// Prefix to mirror, without trailing slash (`/registry`).
     pub prefix: Vec<u8>,
-    /// Keys per list page (etcd range `limit`).
+    /// Keys in the first list page (etcd range `limit`); later pages grow while they stay
+    /// under `page_target_bytes`, up to `page_limit_max` keys.
     pub page_limit: i64,
+    /// Most keys per page.
+    pub page_limit_max: i64,
+    /// Bytes per page the adaptive paging aims at (keys + values).
+    pub page_target_bytes: usize,
     /// gRPC decoding limit for range responses; pages over it are retried smaller.
     pub max_decode_bytes: usize,
     /// gRPC decoding limit for watch responses (a catch-up batch can exceed 4 MiB).
@@ -55,6 +60,8 @@ impl Default for SyncOptions {
         Self {
             prefix: b"/registry".to_vec(),
             page_limit: 500,
+            page_limit_max: 10_000,
+            page_target_bytes: 8 << 20,
             max_decode_bytes: 16 << 20,
             watch_max_decode_bytes: 512 << 20,
             progress_interval: Duration::from_secs(5),
@@ -319,6 +326,8 @@ impl EtcdSource {
         let mut decode_limit = self.sync.max_decode_bytes;
         let mut kv = client.kv_client().max_decoding_message_size(decode_limit);
         let mut limit = self.sync.page_limit.max(1);
+        // Smallest limit whose page exceeded the gRPC decoding limit.
+        let mut too_large_at = i64::MAX;
         let mut rev: Revision = at;
         let mut begun = false;
         let mut from = start.clone();
@@ -352,6 +361,7 @@ impl EtcdSource {
                         continue;
                     }
                     if msg.contains("too large") {
+                        too_large_at = too_large_at.min(limit);
                         if limit > 1 {
                             let smaller = (limit / 2).max(1);
                             out_tx
@@ -391,6 +401,16 @@ impl EtcdSource {
                 from.push(0);
             }
             let empty = kvs.is_empty();
+            // Adaptive paging: etcd 3.4 counts the rest of the range on every limited
+            // request, so many small pages cost O(keys²) on its side. Grow the page while
+            // pages stay well under the byte target (never up to a limit that was too large).
+            let page_bytes: usize = kvs.iter().map(|kv| kv.key.len() + kv.value.len()).sum();
+            if page_bytes < self.sync.page_target_bytes / 2
+                && limit < self.sync.page_limit_max
+                && limit * 2 < too_large_at
+            {
+                limit = (limit * 2).min(self.sync.page_limit_max);
+            }
             if !out_tx.send(Observation::ListPage { kvs }).await {
                 return Err(ListError::Closed);
             }
