@@ -128,7 +128,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         l("  rev "),
         v(thousands_i(r.revision())),
         l("  compacted "),
-        v(r.compact_revision().map_or("?".into(), thousands_i)),
+        v(r.compact_revision().map_or("none seen".into(), thousands_i)),
         l("  keys "),
         v(thousands(r.live_keys())),
         l(" ("),
