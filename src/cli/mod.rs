@@ -14,9 +14,9 @@ use crate::source::etcd::list_once;
 use crate::source::EtcdSource;
 use crate::store::{Difference, Replica, ReplicaConfig, Summary};
 
-/// Lists the prefix once into a fresh replica (no watch). Notes (e.g. "no keys under the
-/// prefix") are printed to stderr.
-pub async fn snapshot_replica(source: &EtcdSource, cfg: ReplicaConfig) -> Result<Replica> {
+/// Connects and lists the prefix once at revision `at` (0: now), handing every observation
+/// to `each`. Errors name the endpoint.
+async fn list_with(source: &EtcdSource, at: Revision, mut each: impl FnMut(Stamped)) -> Result<()> {
     let (mut client, _version) = source
         .etcd
         .connect(source.sync.request_timeout)
@@ -24,18 +24,29 @@ pub async fn snapshot_replica(source: &EtcdSource, cfg: ReplicaConfig) -> Result
         .map_err(anyhow::Error::new)?;
     let (tx, mut rx) = mpsc::channel::<Stamped>(64);
     let src = source.clone();
-    let lister = tokio::spawn(async move { list_once(&src, &mut client, tx, 0).await });
-    let mut replica = Replica::new(cfg);
+    let lister = tokio::spawn(async move { list_once(&src, &mut client, tx, at).await });
     while let Some(st) = rx.recv().await {
+        each(st);
+    }
+    match lister.await.context("list task failed")? {
+        Ok(_) => Ok(()),
+        Err(e) if at == 0 => bail!("listing {}: {e}", source.etcd.endpoint_label()),
+        Err(e) => bail!("reading etcd at revision {at}: {e}"),
+    }
+}
+
+/// Lists the prefix once into a fresh replica (no watch). Notes (e.g. "no keys under the
+/// prefix") are printed to stderr.
+pub async fn snapshot_replica(source: &EtcdSource, cfg: ReplicaConfig) -> Result<Replica> {
+    let mut replica = Replica::new(cfg);
+    list_with(source, 0, |st| {
         if let Observation::Note(n) = &st.obs {
             eprintln!("regscope: {n}");
         }
         replica.apply(&st);
-    }
-    match lister.await.context("list task failed")? {
-        Ok(_) => Ok(replica),
-        Err(e) => bail!("listing {}: {e}", source.etcd.endpoint_label()),
-    }
+    })
+    .await?;
+    Ok(replica)
 }
 
 /// One key in `snapshot --json --keys`.
@@ -140,23 +151,12 @@ pub async fn sync_until_caught_up(
 
 /// Reads the prefix from etcd at the replica's revision and returns every difference.
 pub async fn verify_replica(source: &EtcdSource, replica: &Replica) -> Result<Vec<Difference>> {
-    let (mut client, _) = source
-        .etcd
-        .connect(source.sync.request_timeout)
-        .await
-        .map_err(anyhow::Error::new)?;
-    let (tx, mut rx) = mpsc::channel::<Stamped>(64);
-    let src = source.clone();
-    let rev = replica.revision();
-    let lister = tokio::spawn(async move { list_once(&src, &mut client, tx, rev).await });
     let mut kvs = Vec::new();
-    while let Some(st) = rx.recv().await {
+    list_with(source, replica.revision(), |st| {
         if let Observation::ListPage { kvs: page } = st.obs {
             kvs.extend(page);
         }
-    }
-    match lister.await.context("list task failed")? {
-        Ok(_) => Ok(replica.diff(&kvs)),
-        Err(e) => bail!("reading etcd at revision {rev}: {e}"),
-    }
+    })
+    .await?;
+    Ok(replica.diff(&kvs))
 }

@@ -59,14 +59,7 @@ pub fn resource_prefix(prefix: &[u8], key: &[u8]) -> Option<Bytes> {
 
 /// The smallest byte string greater than every string starting with `p`, if any.
 pub fn upper_bound(p: &[u8]) -> Option<Vec<u8>> {
-    let mut v = p.to_vec();
-    while let Some(last) = v.pop() {
-        if last < 0xff {
-            v.push(last + 1);
-            return Some(v);
-        }
-    }
-    None
+    Some(crate::model::prefix_end(p)).filter(|e| e.as_slice() != [0])
 }
 
 /// Finds each resource's prefix by jumping from one resource's range to the next:
@@ -124,29 +117,9 @@ pub fn after(
             limited: false,
         };
     }
-    let mut out = Scan::default();
-    let mut cursor: Option<Bytes> = after.map(Bytes::copy_from_slice);
-    let mut scanned = 0;
-    while out.keys.len() < n {
-        if scanned >= SCAN_LIMIT {
-            out.limited = true;
-            break;
-        }
-        let chunk = replica.live_keys_after(rprefix, cursor.as_deref(), CHUNK);
-        scanned += chunk.len();
-        let done = chunk.len() < CHUNK;
-        cursor = chunk.last().cloned();
-        out.keys.extend(
-            chunk
-                .into_iter()
-                .filter(|k| matches(rprefix, k, filter_lower))
-                .take(n - out.keys.len()),
-        );
-        if done {
-            break;
-        }
-    }
-    out
+    scan_filtered(rprefix, after, n, filter_lower, |cursor, k| {
+        replica.live_keys_after(rprefix, cursor, k)
+    })
 }
 
 /// Up to `n` matching keys strictly before `before` (from the end when `None`), nearest
@@ -158,16 +131,26 @@ pub fn before(
     n: usize,
     filter_lower: &str,
 ) -> Scan {
-    // From the end: start below the prefix's upper bound, so the reverse range starts
-    // inside the resource rather than at keys sorting after it.
-    let end = upper_bound(rprefix);
-    let start: Option<&[u8]> = before.or(end.as_deref());
     if filter_lower.is_empty() {
         return Scan {
-            keys: replica.live_keys_before(rprefix, start, n),
+            keys: replica.live_keys_before(rprefix, before, n),
             limited: false,
         };
     }
+    scan_filtered(rprefix, before, n, filter_lower, |cursor, k| {
+        replica.live_keys_before(rprefix, cursor, k)
+    })
+}
+
+/// Walks keys in chunks from `start` with `fetch(cursor, chunk)` (either direction), keeping
+/// those that match the filter, until `n` match or [`SCAN_LIMIT`] keys were looked at.
+fn scan_filtered(
+    rprefix: &[u8],
+    start: Option<&[u8]>,
+    n: usize,
+    filter_lower: &str,
+    fetch: impl Fn(Option<&[u8]>, usize) -> Vec<Bytes>,
+) -> Scan {
     let mut out = Scan::default();
     let mut cursor: Option<Bytes> = start.map(Bytes::copy_from_slice);
     let mut scanned = 0;
@@ -176,7 +159,7 @@ pub fn before(
             out.limited = true;
             break;
         }
-        let chunk = replica.live_keys_before(rprefix, cursor.as_deref(), CHUNK);
+        let chunk = fetch(cursor.as_deref(), CHUNK);
         scanned += chunk.len();
         let done = chunk.len() < CHUNK;
         cursor = chunk.last().cloned();
