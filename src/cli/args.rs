@@ -73,7 +73,8 @@ pub struct ConnArgs {
     /// Key prefix the apiserver stores under (kube-apiserver --etcd-prefix).
     #[arg(long, default_value = "/registry", global = true)]
     pub prefix: String,
-    /// Keys per list page.
+    /// Keys in the first list page; later pages grow (up to 10,000 keys) while they stay
+    /// under 8 MiB, and shrink when a page exceeds the gRPC message limit.
     #[arg(long, default_value_t = 500, global = true)]
     pub page_limit: i64,
     /// Bytes of revision history to keep besides the newest value of every key
