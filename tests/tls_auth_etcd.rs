@@ -290,6 +290,22 @@ async fn authentication_refused_and_permission_denied() {
     };
     assert!(error.contains("denied"), "{error}");
 
+    // Through the binary: no user at all, and a user without read access, are one line each.
+    let bin = env!("CARGO_BIN_EXE_regscope");
+    for (args, want) in [
+        (vec![], "no user was given"),
+        (vec!["--user", "nobody:nobodypw"], "denied access"),
+    ] {
+        let mut cmd = std::process::Command::new(bin);
+        cmd.args(["snapshot", "--json", "--endpoints", &e.endpoint()])
+            .args(&args);
+        let out = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    }
+
     // The right user reads everything.
     let root = opts(Some("root"), Some("rootpw"));
     let mut rc = root.connect(t).await.expect("root").0;

@@ -311,6 +311,7 @@ fn mask_decoded(text: &str, value: &[u8], inner_width: usize) -> String {
         value,
         &RenderOptions {
             show_secrets: false,
+            ..Default::default()
         },
     );
     let mut out = text.replace(&format!("format {}", r.format), "format <format>");

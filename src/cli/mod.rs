@@ -10,7 +10,8 @@ use serde::Serialize;
 use tokio::sync::mpsc;
 
 use crate::model::{escape_bytes, ConnState, Observation, Revision, Stamped};
-use crate::source::etcd::list_once;
+use crate::source::connect::classify;
+use crate::source::etcd::{list_once, ListError};
 use crate::source::EtcdSource;
 use crate::store::{Difference, Replica, ReplicaConfig, Summary};
 
@@ -30,6 +31,11 @@ async fn list_with(source: &EtcdSource, at: Revision, mut each: impl FnMut(Stamp
     }
     match lister.await.context("list task failed")? {
         Ok(_) => Ok(()),
+        // Authentication and permission errors show up on the first read, not on connect.
+        Err(ListError::Etcd(e)) => bail!(
+            "{}",
+            classify(&source.etcd.endpoint_label(), &source.etcd, &e)
+        ),
         Err(e) if at == 0 => bail!("listing {}: {e}", source.etcd.endpoint_label()),
         Err(e) => bail!("reading etcd at revision {at}: {e}"),
     }

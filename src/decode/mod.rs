@@ -32,7 +32,7 @@ pub const ENCRYPTED_PREFIX: &[u8] = b"k8s:enc:";
 /// first.
 pub const CBOR_SELF_DESCRIBED: &[u8] = &[0xd9, 0xd9, 0xf7];
 /// Marker put on generic field dumps until schema-driven decoding exists.
-pub const SCHEMA_UNKNOWN: &str = "schema unknown (full decode: issue 3)";
+pub const SCHEMA_UNKNOWN: &str = "schema unknown: fields by number";
 
 /// The encoding a stored value was found in.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,6 +119,10 @@ impl ObjectSummary {
 pub struct RenderOptions {
     /// Show Secret data instead of `<redacted: N bytes>`.
     pub show_secrets: bool,
+    /// The value is stored under the `secrets` resource. Then anything that does not decode
+    /// as a Secret (raw bytes, a damaged envelope, another kind) is redacted whole, since its
+    /// bytes may hold secret data in the clear.
+    pub secret_key: bool,
 }
 
 /// A value rendered for display.
@@ -334,7 +338,7 @@ pub fn render(value: &[u8], opts: &RenderOptions) -> Rendered {
             r.lines
                 .push(format!("encrypted at rest: provider {provider}, key {key}"));
             r.lines.push(
-                "decrypting needs the apiserver's EncryptionConfiguration and keys (later issue)"
+                "not decrypted: regscope does not read the apiserver's EncryptionConfiguration yet"
                     .into(),
             );
             r.lines.push(format!(
@@ -356,6 +360,16 @@ pub fn render(value: &[u8], opts: &RenderOptions) -> Rendered {
                 );
             }
             r.lines = hexdump(value, 0, HEXDUMP_LIMIT, "");
+        }
+    }
+    let encrypted = matches!(format, Format::Encrypted { .. });
+    if opts.secret_key && !opts.show_secrets && !encrypted {
+        let redacted_as_secret = r.error.is_none() && r.summary.is_secret();
+        if !redacted_as_secret {
+            r.lines = vec![format!(
+                "<redacted: {} bytes> (under secrets/ but not decodable as a Secret; --show-secrets shows it)",
+                value.len()
+            )];
         }
     }
     r

@@ -380,9 +380,15 @@ fn secret_redaction_protobuf() {
     assert!(text.contains("\"token\" => <redacted: 16 bytes>"), "{text}");
     assert!(text.contains("\"visible\""), "{text}");
     assert!(text.contains("\"Opaque\""), "{text}");
-    let shown = render(&v, &RenderOptions { show_secrets: true })
-        .lines
-        .join("\n");
+    let shown = render(
+        &v,
+        &RenderOptions {
+            show_secrets: true,
+            ..Default::default()
+        },
+    )
+    .lines
+    .join("\n");
     assert!(shown.contains("hunter2") && shown.contains("tok-secret-value"));
 
     // A Secret whose data entry does not frame is redacted whole, never hex-dumped.
@@ -416,9 +422,15 @@ fn secret_redaction_json() {
         text.contains("\"token\": \"<redacted: 16 bytes>\""),
         "{text}"
     );
-    let shown = render(v, &RenderOptions { show_secrets: true })
-        .lines
-        .join("\n");
+    let shown = render(
+        v,
+        &RenderOptions {
+            show_secrets: true,
+            ..Default::default()
+        },
+    )
+    .lines
+    .join("\n");
     assert!(shown.contains("aHVudGVyMg=="));
 }
 
@@ -652,7 +664,13 @@ fn check_no_panic(v: &[u8]) {
     let s = summarize(v);
     let r = render(v, &RenderOptions::default());
     assert_eq!(r.summary, s);
-    let _ = render(v, &RenderOptions { show_secrets: true });
+    let _ = render(
+        v,
+        &RenderOptions {
+            show_secrets: true,
+            ..Default::default()
+        },
+    );
 }
 
 proptest! {
@@ -697,5 +715,37 @@ proptest! {
             }
         }
         check_no_panic(&v);
+    }
+}
+
+#[test]
+fn undecodable_values_under_secrets_are_redacted_whole() {
+    let opts = RenderOptions {
+        show_secrets: false,
+        secret_key: true,
+    };
+    for v in [
+        &b"password=hunter2"[..],
+        b"k8s\x00\x0a\x0c\x0a\x02v1\x12\x06Secret\x12\x20\x0a\x10password=hunter2garbage\xff",
+    ] {
+        let r = render(v, &opts);
+        let text = r.lines.join("\n");
+        assert!(!text.contains("hunter2"), "{text}");
+        assert!(
+            !text.contains("68 75 6e 74"),
+            "no hex of the secret: {text}"
+        );
+        assert!(text.contains("<redacted:"), "{text}");
+        let shown = render(
+            v,
+            &RenderOptions {
+                show_secrets: true,
+                secret_key: true,
+            },
+        );
+        assert!(
+            !shown.lines.join("\n").contains("under secrets/"),
+            "--show-secrets shows the bytes"
+        );
     }
 }

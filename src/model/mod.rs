@@ -133,6 +133,9 @@ pub enum Observation {
     Server { endpoint: String, version: String },
     /// A note for the event log (one line, for humans).
     Note(String),
+    /// etcd's history was replaced under us (restored from a snapshot, wiped data dir): the
+    /// replica forgets everything it holds; a fresh list follows.
+    Reset { reason: String },
 }
 
 /// An observation with the wall-clock time the source received it.

@@ -38,6 +38,12 @@ pub enum ConnectError {
         path: PathBuf,
         err: std::io::Error,
     },
+    #[error("{flag} {path} does not hold {expected} (check the file, and that --cert and --key are not swapped)")]
+    BadFile {
+        flag: &'static str,
+        path: PathBuf,
+        expected: String,
+    },
     #[error("cannot reach etcd at {endpoint}: {detail} ({hint})")]
     Unreachable {
         endpoint: String,
@@ -72,6 +78,7 @@ impl ConnectError {
         matches!(
             self,
             ConnectError::File { .. }
+                | ConnectError::BadFile { .. }
                 | ConnectError::Tls { .. }
                 | ConnectError::Auth { .. }
                 | ConnectError::Permission { .. }
@@ -125,12 +132,13 @@ impl EtcdOptions {
         }
         let mut tls = TlsOptions::new();
         if let Some(ca) = &self.cacert {
-            tls = tls.ca_certificate(Certificate::from_pem(read_file("--cacert", ca)?));
+            let pem = read_pem("--cacert", ca, "CERTIFICATE-----", "a PEM certificate")?;
+            tls = tls.ca_certificate(Certificate::from_pem(pem));
         }
         match (&self.cert, &self.key) {
             (Some(c), Some(k)) => {
-                let cert = read_file("--cert", c)?;
-                let key = read_file("--key", k)?;
+                let cert = read_pem("--cert", c, "CERTIFICATE-----", "a PEM certificate")?;
+                let key = read_pem("--key", k, "PRIVATE KEY-----", "a PEM private key")?;
                 tls = tls.identity(Identity::from_pem(cert, key));
             }
             (Some(_), None) | (None, Some(_)) => {
@@ -146,27 +154,61 @@ impl EtcdOptions {
     }
 
     /// Connects and checks the connection with a Status call. Returns the client and
-    /// etcd's server version. Bounded: gives up after about `timeout`.
+    /// etcd's server version. Bounded: gives up after about `timeout` per endpoint.
     pub async fn connect(&self, timeout: Duration) -> Result<(Client, String), ConnectError> {
-        let endpoint = self.endpoint_label();
+        self.connect_info(timeout)
+            .await
+            .map(|c| (c.client, c.version))
+    }
+
+    /// Like [`EtcdOptions::connect`], with what the Status call told: tries the endpoints in
+    /// order and uses the first that answers (etcdctl balances over them; a console needs
+    /// one good member). Returns the first endpoint's error when none answers.
+    pub async fn connect_info(&self, timeout: Duration) -> Result<Connected, ConnectError> {
+        let mut first_err = None;
+        for endpoint in &self.endpoints {
+            match self.connect_one(endpoint, timeout).await {
+                Ok(c) => return Ok(c),
+                // Credentials and certificate files are the same for every endpoint.
+                Err(e @ (ConnectError::File { .. } | ConnectError::Auth { .. })) => return Err(e),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+        Err(first_err.unwrap_or(ConnectError::Other {
+            endpoint: self.endpoint_label(),
+            detail: "no endpoint given".into(),
+        }))
+    }
+
+    async fn connect_one(
+        &self,
+        endpoint: &str,
+        timeout: Duration,
+    ) -> Result<Connected, ConnectError> {
+        let label = endpoint.to_string();
         let mut opts = ConnectOptions::new()
             .with_connect_timeout(timeout)
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(10))
             .with_keep_alive_while_idle(true)
             .with_tcp_keepalive(Duration::from_secs(10));
-        if let Some(tls) = self.tls()? {
-            opts = opts.with_tls(tls);
+        // Like etcdctl, TLS files apply to https:// endpoints and are ignored for http://.
+        if endpoint.starts_with("https://") {
+            if let Some(tls) = self.tls()? {
+                opts = opts.with_tls(tls);
+            }
         }
         if let Some(user) = &self.user {
             opts = opts.with_user(user.clone(), self.password.clone().unwrap_or_default());
         }
-        let fut = Client::connect(&self.endpoints, Some(opts));
+        let fut = Client::connect([endpoint], Some(opts));
         let mut client = match tokio::time::timeout(timeout, fut).await {
             Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(classify(&endpoint, self, &e)),
+            Ok(Err(e)) => return Err(classify(&label, self, &e)),
             Err(_) => {
                 return Err(ConnectError::NotResponding {
-                    endpoint,
+                    endpoint: label,
                     secs: timeout.as_secs(),
                     detail: "connect timed out".into(),
                 })
@@ -174,17 +216,58 @@ impl EtcdOptions {
         };
         let status = match tokio::time::timeout(timeout, client.status()).await {
             Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(classify(&endpoint, self, &e)),
+            Ok(Err(e)) => return Err(classify(&label, self, &e)),
             Err(_) => {
                 return Err(ConnectError::NotResponding {
-                    endpoint,
+                    endpoint: label,
                     secs: timeout.as_secs(),
                     detail: "status request timed out".into(),
                 })
             }
         };
-        Ok((client, status.version().to_string()))
+        let (cluster_id, revision) = status
+            .header()
+            .map_or((0, 0), |h| (h.cluster_id(), h.revision()));
+        Ok(Connected {
+            client,
+            version: status.version().to_string(),
+            endpoint: label,
+            cluster_id,
+            revision,
+        })
     }
+}
+
+/// A checked connection to one etcd member.
+pub struct Connected {
+    pub client: Client,
+    /// etcd server version, e.g. `3.4.23`.
+    pub version: String,
+    /// The endpoint that answered.
+    pub endpoint: String,
+    /// etcd's cluster ID; a restore from snapshot or a wiped data dir makes a new cluster.
+    pub cluster_id: u64,
+    /// etcd's head revision when the Status call was answered.
+    pub revision: i64,
+}
+
+/// Reads a PEM file and checks it holds what the flag needs (catches swapped --cert/--key
+/// and non-PEM files before a handshake turns them into an opaque transport error).
+fn read_pem(
+    flag: &'static str,
+    path: &Path,
+    marker: &str,
+    what: &str,
+) -> Result<Vec<u8>, ConnectError> {
+    let pem = read_file(flag, path)?;
+    if !pem.windows(marker.len()).any(|w| w == marker.as_bytes()) {
+        return Err(ConnectError::BadFile {
+            flag,
+            path: path.to_path_buf(),
+            expected: what.to_string(),
+        });
+    }
+    Ok(pem)
 }
 
 fn read_file(flag: &'static str, path: &Path) -> Result<Vec<u8>, ConnectError> {
@@ -264,6 +347,23 @@ pub fn classify(endpoint: &str, opts: &EtcdOptions, e: &etcd_client::Error) -> C
             "etcd closed the TLS connection: it probably requires a client certificate: pass --cert and --key".to_string()
         } else {
             "etcd closed the TLS connection: check that --cert is signed by etcd's trusted CA"
+                .to_string()
+        };
+        return ConnectError::Tls {
+            endpoint,
+            detail,
+            hint,
+        };
+    }
+    if endpoint.starts_with("https://")
+        && lower.contains("transport error")
+        && !lower.contains("connection refused")
+        && !lower.contains("dns error")
+    {
+        let hint = if opts.cert.is_some() {
+            "the TLS session failed: check that --key is the private key of --cert and both are signed by etcd's CA".to_string()
+        } else {
+            "the TLS session failed: etcd may require a client certificate (--cert, --key)"
                 .to_string()
         };
         return ConnectError::Tls {

@@ -160,16 +160,21 @@ impl EtcdSource {
         let mut silent_since: Option<SystemTime> = None;
         let mut first_list = resume_after.is_none();
         let mut ever_connected = false;
+        let mut cluster_id: Option<u64> = None;
         loop {
             if attempt > 0 {
                 let backoff = (Duration::from_millis(100) * 2u32.saturating_pow(attempt - 1))
                     .min(self.sync.backoff_max);
                 tokio::time::sleep(backoff).await;
             }
-            if !out.send(Observation::Conn(ConnState::Connecting)).await && attempt > 0 {
+            // While etcd is silent, keep saying so (with its "since") rather than "connecting".
+            if silent_since.is_none()
+                && !out.send(Observation::Conn(ConnState::Connecting)).await
+                && attempt > 0
+            {
                 return;
             }
-            let (mut client, version) = match self.etcd.connect(self.sync.request_timeout).await {
+            let conn = match self.etcd.connect_info(self.sync.request_timeout).await {
                 Ok(c) => c,
                 // Once connected, TLS trouble is more likely a restart than a wrong
                 // certificate: keep retrying; only credentials stay fatal.
@@ -206,15 +211,41 @@ impl EtcdSource {
                 }
             };
             ever_connected = true;
+            let mut client = conn.client;
             if !out
                 .send(Observation::Server {
-                    endpoint: endpoint.clone(),
-                    version,
+                    endpoint: conn.endpoint.clone(),
+                    version: conn.version,
                 })
                 .await
             {
                 return;
             }
+            // etcd restored from a snapshot or with a wiped data dir: a new cluster ID, or a
+            // head revision below what we already applied. Nothing can be resumed: rebuild.
+            let rewound = forwarded.is_some_and(|f| conn.revision < f);
+            let new_cluster = cluster_id.is_some_and(|c| c != conn.cluster_id);
+            if rewound || new_cluster {
+                let why = if new_cluster {
+                    format!(
+                        "etcd's cluster ID changed ({:x} -> {:x}): restored from a snapshot or a new data dir; replica rebuilt from a fresh list",
+                        cluster_id.unwrap_or(0),
+                        conn.cluster_id
+                    )
+                } else {
+                    format!(
+                        "etcd's revision went back from {} to {}: restored from a snapshot or a new data dir; replica rebuilt from a fresh list",
+                        forwarded.unwrap_or(0),
+                        conn.revision
+                    )
+                };
+                if !out.send(Observation::Reset { reason: why }).await {
+                    return;
+                }
+                forwarded = None;
+                relist_for = None;
+            }
+            cluster_id = Some(conn.cluster_id);
             if silent_since.take().is_some() {
                 out.send(Observation::Note(format!(
                     "etcd answers again; resuming from revision {}",

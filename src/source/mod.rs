@@ -6,5 +6,5 @@ pub mod connect;
 pub mod etcd;
 pub mod etcd_metrics;
 
-pub use connect::{ConnectError, EtcdOptions};
+pub use connect::{ConnectError, Connected, EtcdOptions};
 pub use etcd::{EtcdSource, SyncOptions};

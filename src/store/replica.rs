@@ -26,6 +26,9 @@ use crate::model::{
 /// Default history budget: 256 MiB of superseded values and tombstones.
 pub const DEFAULT_HISTORY_BUDGET: usize = 256 << 20;
 
+/// Most revision→time entries kept (10 a second at most: about 27 hours).
+const REV_TIMES_CAP: usize = 1_000_000;
+
 /// Fixed cost charged per history entry besides its value bytes (version metadata, queue
 /// slot), so a flood of tiny values still hits the budget.
 const VERSION_OVERHEAD: usize = 64;
@@ -315,7 +318,21 @@ impl Replica {
                 self.server = Some((endpoint.clone(), version.clone()))
             }
             Observation::Note(n) => self.note(st.at, n.clone()),
+            Observation::Reset { reason } => self.reset(st.at, reason),
         }
+    }
+
+    /// Forgets every key, version, event and statistic (the notes, connection state and
+    /// server facts stay), so a following list starts from scratch.
+    fn reset(&mut self, at: SystemTime, reason: &str) {
+        let mut fresh = Replica::new(self.cfg.clone());
+        fresh.notes = std::mem::take(&mut self.notes);
+        fresh.conn = self.conn.clone();
+        fresh.server = self.server.take();
+        fresh.change_seq = self.change_seq;
+        fresh.last_observed = self.last_observed;
+        *self = fresh;
+        self.note(at, reason.to_string());
     }
 
     fn note(&mut self, at: SystemTime, n: String) {
@@ -328,8 +345,22 @@ impl Replica {
     fn advance(&mut self, rev: Revision, at: SystemTime) {
         if rev > self.applied {
             self.applied = rev;
-            if self.rev_times.back().is_none_or(|(r, _)| *r < rev) {
-                self.rev_times.push_back((rev, at));
+            match self.rev_times.back_mut() {
+                // Revisions that arrive within 100 ms of the entry's time share it: the map
+                // stays small (at most ~10 entries a second) at any write rate.
+                Some((r, t))
+                    if at
+                        .duration_since(*t)
+                        .is_ok_and(|d| d < std::time::Duration::from_millis(100)) =>
+                {
+                    *r = rev
+                }
+                _ => {
+                    if self.rev_times.len() >= REV_TIMES_CAP {
+                        self.rev_times.pop_front();
+                    }
+                    self.rev_times.push_back((rev, at))
+                }
             }
         }
     }
@@ -522,11 +553,9 @@ impl Replica {
             return;
         }
         self.compacted = Some(rev);
+        // Revision→time entries stay: live keys untouched since before the compaction still
+        // have their mod_revision's time.
         self.drop_history_through(rev);
-        // Revision→time entries below the compaction are no longer needed for queries.
-        while self.rev_times.len() > 1 && self.rev_times[1].0 <= rev {
-            self.rev_times.pop_front();
-        }
     }
 
     /// Drops history that became history at or before `rev`, oldest first.
@@ -754,6 +783,15 @@ impl Replica {
         }
         let i = self.rev_times.partition_point(|(r, _)| *r < rev);
         self.rev_times.get(i).map(|(_, t)| *t)
+    }
+
+    /// Whether revision `rev` was seen as it happened (from the watch), so that
+    /// [`Replica::time_of`] is its write time within the batching delay. `false` for
+    /// revisions that came in through a list (initial or after a gap): their time is only an
+    /// upper bound ("at or before").
+    pub fn seen_live(&self, rev: Revision) -> bool {
+        self.first_list.is_some_and(|f| rev > f)
+            && !self.gaps.iter().any(|g| g.from <= rev && rev <= g.to)
     }
 
     /// Per-resource statistics, in first-seen order.

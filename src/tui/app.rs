@@ -573,6 +573,8 @@ impl App {
             value,
             &RenderOptions {
                 show_secrets: self.s.show_secrets,
+                secret_key: crate::model::KeyPath::parse(self.replica.prefix(), &d.key).resource
+                    == "secrets",
             },
         ))
     }

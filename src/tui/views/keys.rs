@@ -319,10 +319,16 @@ fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
         .skip(scroll)
         .take(rows_h)
         .map(|v| {
+            // A revision that arrived through a list was written at or before the list.
+            let mark = if app.replica.seen_live(v.mod_revision) {
+                ""
+            } else {
+                "≤"
+            };
             let when = app
                 .replica
                 .time_of(v.mod_revision)
-                .map(|t| clock(t, off))
+                .map(|t| format!("{mark}{}", clock(t, off)))
                 .unwrap_or_else(|| "--:--:--".into());
             let (what, role) = match &v.value {
                 Some(b) => (
@@ -344,13 +350,21 @@ fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
     }
     let title = vec![
         sp(app, "History", Role::PanelTitle),
-        sp(app, format!(" {n}"), Role::Muted),
+        sp(
+            app,
+            if area.width >= 44 {
+                format!(" {n} · ≤ seen by a list")
+            } else {
+                format!(" {n}")
+            },
+            Role::Muted,
+        ),
     ];
     let widths: &[Constraint] = if area.width >= 34 {
         &[
             Constraint::Length(8),
             Constraint::Min(8),
-            Constraint::Length(8),
+            Constraint::Length(9),
         ]
     } else {
         &[Constraint::Length(8), Constraint::Min(8)]
