@@ -43,8 +43,13 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Some(Command::Demo(d)) => demo(&cli.conn, &cli.ui, &d).await,
         Some(Command::Snapshot(s)) => snapshot(&cli.conn, &s).await,
         Some(Command::Verify) => verify(&cli.conn).await,
-        Some(Command::PrintConfig) => {
-            print!("{}", regscope::config::print_defaults());
+        Some(Command::PrintConfig { which }) => {
+            use regscope::cli::args::ConfigFile;
+            match which {
+                Some(ConfigFile::Keymap) => print!("{}", regscope::config::DEFAULT_KEYMAP),
+                Some(ConfigFile::Theme) => print!("{}", regscope::config::DEFAULT_THEME),
+                None => print!("{}", regscope::config::print_defaults()),
+            }
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -67,7 +72,11 @@ async fn console(conn: &ConnArgs, ui: &UiArgs) -> Result<ExitCode> {
         eprintln!("regscope: {e}");
         return Ok(ExitCode::from(2));
     }
-    let title = source.etcd.endpoint_label();
+    let title = format!(
+        "{} {}/",
+        source.etcd.endpoint_label(),
+        conn.prefix.trim_end_matches('/')
+    );
     run_console(source, conn, ui_options(ui, title)).await
 }
 
@@ -121,7 +130,14 @@ async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs) -> Result<ExitCode> {
         conn.sync_options(),
     );
     let title = format!("demo · private etcd {}", etcd.endpoint());
-    let res = run_console(source, conn, ui_options(ui, title)).await;
+    let mut opts = ui_options(ui, title);
+    if !conn.endpoints.is_empty() {
+        opts.warnings.push(format!(
+            "--endpoints/ETCDCTL_ENDPOINTS ignored: the demo watches its own private etcd at {}",
+            etcd.endpoint()
+        ));
+    }
+    let res = run_console(source, conn, opts).await;
     sim.stop().await;
     drop(etcd);
     res

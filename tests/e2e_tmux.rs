@@ -269,3 +269,24 @@ fn snapshot_and_verify_commands() {
     );
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// `print-config keymap|theme` prints files that load back as overrides without warnings.
+#[test]
+fn print_config_output_loads_back() {
+    let dir = tempfile::tempdir().unwrap();
+    for which in ["keymap", "theme"] {
+        let out = Command::new(BIN)
+            .args(["print-config", which])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let path = dir.path().join(format!("{which}.toml"));
+        std::fs::write(&path, &out.stdout).unwrap();
+        let warnings = if which == "keymap" {
+            regscope::config::load_keymap(Some(&path)).1
+        } else {
+            regscope::config::load_theme(Some(&path)).1
+        };
+        assert!(warnings.is_empty(), "{which}: {warnings:?}");
+    }
+}

@@ -347,7 +347,13 @@ async fn mixed_workload_of_10000_operations_verifies() {
         .iter()
         .find(|r| r.resource == "events")
         .unwrap();
-    assert!(events.puts > 0 && events.deletes == events.puts && events.keys == 0);
+    assert!(
+        events.puts > 0 && events.deletes == events.puts && events.keys == 0,
+        "events: puts {} deletes {} live {}",
+        events.puts,
+        events.deletes,
+        events.keys
+    );
     assert_verified(&h).await;
 }
 

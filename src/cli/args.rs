@@ -45,8 +45,22 @@ pub enum Command {
     /// revision and compare every key, value, create/mod revision and version. Exit 1 on
     /// any difference.
     Verify,
-    /// Print the embedded default keymap and theme (TOML), to copy and override.
-    PrintConfig,
+    /// Print the embedded default keymap or theme (TOML), to copy and override:
+    /// `regscope print-config keymap > keys.toml`, then `regscope --keymap keys.toml`.
+    PrintConfig {
+        /// Which file; both (as two commented sections) when omitted.
+        #[arg(value_enum)]
+        which: Option<ConfigFile>,
+    },
+}
+
+/// One of the embedded configuration files.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ConfigFile {
+    /// keymaps/default.toml (for --keymap)
+    Keymap,
+    /// themes/default.toml (for --theme)
+    Theme,
 }
 
 /// How to reach etcd (flags win over ETCDCTL_* variables).

@@ -211,6 +211,7 @@ impl EtcdSource {
                 }
             };
             ever_connected = true;
+            let progress_safe = progress_ordered(&conn.version);
             let mut client = conn.client;
             if !out
                 .send(Observation::Server {
@@ -311,7 +312,10 @@ impl EtcdSource {
                 return;
             }
             attempt = 0;
-            match self.watch(&mut client, start, &out, &mut forwarded).await {
+            match self
+                .watch(&mut client, start, &out, &mut forwarded, progress_safe)
+                .await
+            {
                 WatchEnd::Closed => return,
                 WatchEnd::Compacted(c) => {
                     out.send(Observation::Compacted {
@@ -519,6 +523,7 @@ impl EtcdSource {
         start: Revision,
         out: &Emitter,
         forwarded: &mut Option<Revision>,
+        progress_safe: bool,
     ) -> WatchEnd {
         let key = self.sync.range_key();
         let opts = WatchOptions::new()
@@ -597,7 +602,11 @@ impl EtcdSource {
                         }
                         // Progress notification (own request or etcd's periodic one).
                         if header_rev > forwarded.unwrap_or(0) {
-                            *forwarded = Some(header_rev);
+                            // Resume from a progress revision only where etcd orders it after
+                            // pending events (etcd-io/etcd#15220, fixed in 3.4.25 and 3.5.8).
+                            if progress_safe {
+                                *forwarded = Some(header_rev);
+                            }
                             if !out.send(Observation::Progress { revision: header_rev }).await {
                                 return WatchEnd::Closed;
                             }
@@ -649,6 +658,26 @@ pub fn convert_kv(kv: &etcd_client::KeyValue) -> KeyValue {
     }
 }
 
+/// Whether etcd `version` sends progress notifications only after the events before them
+/// (etcd-io/etcd#15220, fixed in 3.4.25 and 3.5.8; 3.6 and later are fine).
+pub fn progress_ordered(version: &str) -> bool {
+    let mut parts = version
+        .trim_start_matches('v')
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|p| p.parse::<u32>().unwrap_or(0));
+    let (major, minor, patch) = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
+    match (major, minor) {
+        (3, 4) => patch >= 25,
+        (3, 5) => patch >= 8,
+        (3, m) => m >= 6,
+        (m, _) => m > 3,
+    }
+}
+
 fn parse_rev(v: &[u8]) -> Option<Revision> {
     std::str::from_utf8(v)
         .ok()?
@@ -681,6 +710,16 @@ pub async fn list_once(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_ordering_by_etcd_version() {
+        assert!(!progress_ordered("3.4.23"));
+        assert!(progress_ordered("3.4.25"));
+        assert!(!progress_ordered("3.5.7"));
+        assert!(progress_ordered("3.5.16"));
+        assert!(progress_ordered("3.6.4"));
+        assert!(!progress_ordered("garbage"));
+    }
 
     #[test]
     fn compact_rev_key_values() {

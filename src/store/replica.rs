@@ -197,6 +197,8 @@ pub struct Replica {
     resource_ids: HashMap<String, u32>,
     /// Highest revision applied (from events, progress notifications or a list).
     applied: Revision,
+    /// Highest revision of an applied event or list: events at or below it are duplicates.
+    events_through: Revision,
     /// Revision of the first completed list (history before it was never seen).
     first_list: Option<Revision>,
     compacted: Option<Revision>,
@@ -239,6 +241,7 @@ impl Replica {
             resources: Vec::new(),
             resource_ids: HashMap::new(),
             applied: 0,
+            events_through: 0,
             first_list: None,
             compacted: None,
             history_floor: 0,
@@ -292,11 +295,17 @@ impl Replica {
                 let second = unix_second(st.at);
                 let mut applied = 0u32;
                 for ev in events {
-                    if ev.kv.mod_revision <= self.applied {
+                    // Deduplicate against events and lists only, not progress: etcd before
+                    // 3.4.25/3.5.8 can send a progress notification ahead of events still
+                    // queued for the watcher (etcd-io/etcd#15220), and those must apply.
+                    if ev.kv.mod_revision <= self.events_through {
                         continue;
                     }
                     self.apply_event(ev, st.at, second);
                     applied += 1;
+                }
+                if let Some(last) = events.last() {
+                    self.events_through = self.events_through.max(last.kv.mod_revision);
                 }
                 let head = events
                     .last()
@@ -404,7 +413,8 @@ impl Replica {
 
     fn finish_list(&mut self, revision: Revision, compacted: Option<Revision>, at: SystemTime) {
         let gen = self.gen;
-        let before = self.applied;
+        let before = self.events_through;
+        self.events_through = self.events_through.max(revision);
         // Live keys the list did not return were deleted while we were away.
         let gone: Vec<Bytes> = self
             .keys
@@ -1066,6 +1076,24 @@ mod tests {
         obs(&mut r, 1, e);
         assert_eq!(r.history(b"/registry/pods/a/p").len(), 1);
         assert_eq!(r.resources()[0].puts, 1);
+    }
+
+    #[test]
+    fn events_behind_a_progress_notification_still_apply() {
+        // etcd-io/etcd#15220: progress at 5 may arrive before the event at 4.
+        let mut r = Replica::new(ReplicaConfig::default());
+        listed(&mut r, 3, vec![], None);
+        obs(&mut r, 1, Observation::Progress { revision: 5 });
+        obs(
+            &mut r,
+            1,
+            Observation::Events {
+                revision: 5,
+                events: vec![put(kv("/registry/pods/a/late", "v", 4, 4, 1))],
+            },
+        );
+        assert!(r.get(b"/registry/pods/a/late").is_some());
+        assert_eq!(r.revision(), 5);
     }
 
     #[test]

@@ -44,6 +44,11 @@ pub fn resource_prefix(prefix: &[u8], key: &[u8]) -> Option<Bytes> {
     let prefix = prefix.strip_suffix(b"/").unwrap_or(prefix);
     let rest = key.strip_prefix(prefix)?.strip_prefix(b"/")?;
     let segs: Vec<&[u8]> = rest.split(|b| *b == b'/').collect();
+    // `/registry/` itself or `/registry//x`: no resource segment, so no prefix of its own
+    // (it would cover every key).
+    if segs.first().is_none_or(|s| s.is_empty()) {
+        return None;
+    }
     let n = match segs.as_slice() {
         [first, _, ..] if first.contains(&b'.') => 2,
         [b"services", b"specs" | b"endpoints", ..] => 2,
@@ -74,7 +79,9 @@ pub fn discover_prefixes(replica: &Replica) -> HashMap<String, Bytes> {
             break;
         };
         let Some(rp) = resource_prefix(replica.prefix(), &k) else {
-            break;
+            // A stray key without a resource segment: step over it.
+            cursor = Some(k);
+            continue;
         };
         let name = KeyPath::parse(replica.prefix(), &k).resource.into_owned();
         out.entry(name).or_insert_with(|| rp.clone());
@@ -258,6 +265,16 @@ mod tests {
             &m["widgets.example.com"][..],
             b"/registry/example.com/widgets/"
         );
+        // A stray key equal to the prefix neither swallows nor hides the resources.
+        let r = replica(&[
+            "/registry/",
+            "/registry/configmaps/default/a",
+            "/registry/secrets/default/s1",
+        ]);
+        let m = discover_prefixes(&r);
+        assert_eq!(&m["configmaps"][..], b"/registry/configmaps/");
+        assert_eq!(&m["secrets"][..], b"/registry/secrets/");
+        assert!(!m.values().any(|p| &p[..] == b"/registry/"), "{m:?}");
     }
 
     #[test]

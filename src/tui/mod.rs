@@ -94,6 +94,7 @@ pub async fn run(
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
     let mut guard = terminal::TerminalGuard::setup()?;
     let mut input = crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -121,6 +122,10 @@ pub async fn run(
             _ = sigterm.recv() => break,
             _ = sighup.recv() => break,
             _ = sigint.recv() => break,
+            _ = sigcont.recv() => {
+                guard.resume()?;
+                app.mark_dirty();
+            }
             ev = input.next() => match ev {
                 Some(Ok(ev)) => app.on_event(&ev),
                 Some(Err(e)) => return Err(e.into()),

@@ -58,6 +58,15 @@ impl TerminalGuard {
         }
     }
 
+    /// Puts the terminal back into raw mode and the alternate screen after the process was
+    /// stopped and continued (SIGSTOP/SIGCONT, or a shell's job control reset the tty), then
+    /// clears it so the next draw repaints everything.
+    pub fn resume(&mut self) -> io::Result<()> {
+        enable_raw_mode()?;
+        execute!(io::stdout(), EnterAlternateScreen)?;
+        self.terminal.clear()
+    }
+
     /// The terminal to draw on.
     pub fn terminal(&mut self) -> &mut Tui {
         &mut self.terminal

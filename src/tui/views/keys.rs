@@ -176,20 +176,34 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
         .block(pane(app, title, focused));
     f.render_stateful_widget(table, area, &mut state);
     if scan.keys.is_empty() {
-        let msg = if !app.keys.filter.is_empty() {
-            "no key matches the filter"
+        // An empty prefix: say which prefixes do hold keys (the source's note).
+        let empty_note = app
+            .replica
+            .notes()
+            .iter()
+            .rev()
+            .find(|(_, n)| n.starts_with("no keys under"))
+            .map(|(_, n)| n.clone());
+        let msg: String = if !app.keys.filter.is_empty() {
+            "no key matches the filter".into()
         } else if app.keys.resource.is_none() {
-            "no keys yet"
+            match (&empty_note, app.replica.live_keys()) {
+                (Some(n), 0) => n.clone(),
+                _ => "no keys yet".into(),
+            }
         } else {
-            "no live keys in this resource"
+            "no live keys in this resource".into()
         };
         let r = Rect {
             x: area.x + 2,
             y: area.y + 2,
             width: area.width.saturating_sub(4),
-            height: area.height.saturating_sub(3).min(1),
+            height: area.height.saturating_sub(3).min(3),
         };
-        f.render_widget(Paragraph::new(sp(app, msg, Role::Muted)), r);
+        f.render_widget(
+            Paragraph::new(sp(app, msg, Role::Muted)).wrap(ratatui::widgets::Wrap { trim: true }),
+            r,
+        );
     }
 }
 
