@@ -134,10 +134,14 @@ impl PrivateEtcd {
     /// [`PrivateEtcd::restart`].
     pub async fn start_with(args: &[&str]) -> Result<Self, DemoError> {
         let binary = find_on_path("etcd").ok_or(DemoError::EtcdNotFound)?;
+        remove_stale_dirs(&std::env::temp_dir());
         let dir = tempfile::Builder::new()
-            .prefix("regscope-etcd-")
+            .prefix(DIR_PREFIX)
             .tempdir()
             .map_err(|e| DemoError::io("create temp dir for etcd", e))?;
+        // Who owns the dir: a later start removes dirs whose owner died without cleaning up
+        // (SIGKILL skips destructors).
+        let _ = std::fs::write(dir.path().join(OWNER_FILE), std::process::id().to_string());
         let mut etcd = PrivateEtcd {
             binary,
             dir,
@@ -415,6 +419,37 @@ pub(crate) async fn connect(endpoint: &str) -> Result<Client, DemoError> {
 }
 
 /// The first executable file named `name` in `$PATH`.
+/// Name prefix of every private etcd's temp dir.
+const DIR_PREFIX: &str = "regscope-etcd-";
+/// File in the temp dir holding the owning regscope process's pid.
+const OWNER_FILE: &str = "owner.pid";
+
+/// Removes `regscope-etcd-*` dirs under `tmp` whose owner process no longer exists (left
+/// behind by a SIGKILLed demo or test). Dirs without an owner file, or whose owner lives, are
+/// kept. Best effort: errors are ignored.
+pub fn remove_stale_dirs(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        if !e.file_name().to_string_lossy().starts_with(DIR_PREFIX) {
+            continue;
+        }
+        let Ok(pid) = std::fs::read_to_string(e.path().join(OWNER_FILE)) else {
+            continue;
+        };
+        let Ok(pid) = pid.trim().parse::<i32>() else {
+            continue;
+        };
+        // SAFETY: kill with signal 0 only checks whether the process exists.
+        let alive = unsafe { libc::kill(pid, 0) } == 0
+            || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM);
+        if !alive {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 pub fn find_on_path(name: &str) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
@@ -456,6 +491,30 @@ fn read_tail(path: &Path) -> String {
         return String::from("(log unreadable)");
     }
     String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[cfg(test)]
+mod stale_tests {
+    use super::*;
+
+    #[test]
+    fn stale_dirs_of_dead_owners_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dead = tmp.path().join(format!("{DIR_PREFIX}dead"));
+        let live = tmp.path().join(format!("{DIR_PREFIX}live"));
+        let other = tmp.path().join("unrelated");
+        for d in [&dead, &live, &other] {
+            std::fs::create_dir(d).unwrap();
+        }
+        // A pid far above pid_max on Linux cannot exist.
+        std::fs::write(dead.join(OWNER_FILE), "2147483000").unwrap();
+        std::fs::write(live.join(OWNER_FILE), std::process::id().to_string()).unwrap();
+        std::fs::write(other.join(OWNER_FILE), "2147483000").unwrap();
+        remove_stale_dirs(tmp.path());
+        assert!(!dead.exists());
+        assert!(live.exists());
+        assert!(other.exists());
+    }
 }
 
 #[cfg(test)]
