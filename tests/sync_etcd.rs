@@ -545,3 +545,55 @@ async fn etcd_restored_with_new_history_rebuilds_the_replica() {
     );
     assert_verified(&h).await;
 }
+
+/// etcd's history was replaced while we were cut off and has since grown past our revision
+/// (same cluster ID, higher revision): a known key's mod_revision gives it away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replaced_history_past_our_revision_is_detected() {
+    let (mut e, mut c) = etcd().await;
+    for i in 0..5 {
+        c.put(format!("/registry/configmaps/old/k{i}"), "x", None)
+            .await
+            .unwrap();
+    }
+    let mut proxy = Proxy::start(addr_of(&e.endpoint())).await;
+    let mut h = Harness::start(source(&proxy.url(), fast_sync()));
+    h.catch_up(&mut c, T).await;
+    h.until("watching", T, |r, _| {
+        matches!(r.conn(), ConnState::Watching)
+    })
+    .await;
+    let ours = h.replica.revision();
+    proxy.cut().await;
+    e.kill().unwrap();
+    std::fs::remove_dir_all(e.data_dir()).unwrap();
+    e.restart().await.unwrap();
+    let mut c = e.client().await.unwrap();
+    for i in 0..(ours + 5) {
+        c.put(format!("/registry/configmaps/new/k{i}"), "y", None)
+            .await
+            .unwrap();
+    }
+    assert!(head_revision(&mut c).await > ours);
+    proxy.restore().await;
+    h.until("replica rebuilt", T, |r, _| {
+        r.notes().iter().any(|(_, n)| n.contains("replica rebuilt"))
+    })
+    .await;
+    h.catch_up(&mut c, T).await;
+    assert!(h.replica.get(b"/registry/configmaps/old/k0").is_none());
+    assert_eq!(h.replica.live_keys() as i64, ours + 5);
+    let why = h
+        .replica
+        .notes()
+        .iter()
+        .find(|(_, n)| n.contains("replica rebuilt"))
+        .map(|(_, n)| n.clone())
+        .unwrap();
+    assert!(
+        why.contains("history changed") || why.contains("cluster ID changed"),
+        "{why}"
+    );
+    eprintln!("reason: {why}");
+    assert_verified(&h).await;
+}

@@ -161,6 +161,8 @@ impl EtcdSource {
         let mut first_list = resume_after.is_none();
         let mut ever_connected = false;
         let mut cluster_id: Option<u64> = None;
+        // A key and the mod_revision we last saw for it, to detect a rewritten history.
+        let mut anchor: Option<(Vec<u8>, Revision)> = None;
         loop {
             if attempt > 0 {
                 let backoff = (Duration::from_millis(100) * 2u32.saturating_pow(attempt - 1))
@@ -187,6 +189,7 @@ impl EtcdSource {
                                     | super::ConnectError::Permission { .. }
                             )) =>
                 {
+                    out.send(Observation::Note(format!("stopped: {e}"))).await;
                     out.send(Observation::Conn(ConnState::Failed {
                         error: e.to_string(),
                     }))
@@ -226,8 +229,17 @@ impl EtcdSource {
             // head revision below what we already applied. Nothing can be resumed: rebuild.
             let rewound = forwarded.is_some_and(|f| conn.revision < f);
             let new_cluster = cluster_id.is_some_and(|c| c != conn.cluster_id);
-            if rewound || new_cluster {
-                let why = if new_cluster {
+            // A restore that has since moved past our revision keeps the cluster ID (same
+            // name and peer URLs) and the revision check: ask etcd about a key we know.
+            let diverged = if forwarded.is_some() && !rewound && !new_cluster {
+                self.anchor_diverged(&mut client, anchor.as_ref()).await
+            } else {
+                None
+            };
+            if rewound || new_cluster || diverged.is_some() {
+                let why = if let Some(d) = diverged {
+                    d
+                } else if new_cluster {
                     format!(
                         "etcd's cluster ID changed ({:x} -> {:x}): restored from a snapshot or a new data dir; replica rebuilt from a fresh list",
                         cluster_id.unwrap_or(0),
@@ -265,6 +277,7 @@ impl EtcdSource {
                     }
                     match self.list(&mut client, &out, relist_for, 0).await {
                         Ok(rev) => {
+                            anchor = self.first_key_at(&mut client, rev).await;
                             if first_list {
                                 first_list = false;
                                 // Bounded: a hung etcd must not stall the sync here.
@@ -282,6 +295,7 @@ impl EtcdSource {
                         Err(ListError::Etcd(e)) => {
                             let ce = classify(&endpoint, &self.etcd, &e);
                             if ce.is_fatal() {
+                                out.send(Observation::Note(format!("stopped: {ce}"))).await;
                                 out.send(Observation::Conn(ConnState::Failed {
                                     error: ce.to_string(),
                                 }))
@@ -313,7 +327,14 @@ impl EtcdSource {
             }
             attempt = 0;
             match self
-                .watch(&mut client, start, &out, &mut forwarded, progress_safe)
+                .watch(
+                    &mut client,
+                    start,
+                    &out,
+                    &mut forwarded,
+                    progress_safe,
+                    &mut anchor,
+                )
                 .await
             {
                 WatchEnd::Closed => return,
@@ -487,6 +508,54 @@ impl EtcdSource {
         Ok(rev)
     }
 
+    /// The first key under the prefix and its mod_revision at `rev`, as an anchor.
+    async fn first_key_at(
+        &self,
+        client: &mut Client,
+        rev: Revision,
+    ) -> Option<(Vec<u8>, Revision)> {
+        let start = self.sync.range_key();
+        let opts = GetOptions::new()
+            .with_range(prefix_end(&start))
+            .with_limit(1)
+            .with_keys_only()
+            .with_revision(rev);
+        let resp = tokio::time::timeout(self.sync.request_timeout, client.get(start, Some(opts)))
+            .await
+            .ok()?
+            .ok()?;
+        let kv = resp.kvs().first()?;
+        Some((kv.key().to_vec(), kv.mod_revision()))
+    }
+
+    /// Whether etcd's history disagrees with what we saw: the anchor key at its revision
+    /// must still have that mod_revision. Returns the reason when it does not; `None` when
+    /// it agrees or cannot be checked (no anchor, compacted, error).
+    async fn anchor_diverged(
+        &self,
+        client: &mut Client,
+        anchor: Option<&(Vec<u8>, Revision)>,
+    ) -> Option<String> {
+        let (key, rev) = anchor?;
+        let opts = GetOptions::new().with_revision(*rev);
+        let resp = tokio::time::timeout(
+            self.sync.request_timeout,
+            client.get(key.clone(), Some(opts)),
+        )
+        .await
+        .ok()?
+        .ok()?;
+        let now = resp.kvs().first().map(|kv| kv.mod_revision());
+        if now == Some(*rev) {
+            return None;
+        }
+        Some(format!(
+            "etcd's history changed: {} had mod_revision {rev}, etcd now has {} at that revision (restored from a snapshot?); replica rebuilt from a fresh list",
+            crate::model::escape_bytes(key),
+            now.map_or("no such key".to_string(), |m| format!("mod_revision {m}"))
+        ))
+    }
+
     async fn warn_if_empty(&self, client: &mut Client, out: &Emitter) {
         let start = self.sync.range_key();
         let count = client
@@ -524,6 +593,7 @@ impl EtcdSource {
         out: &Emitter,
         forwarded: &mut Option<Revision>,
         progress_safe: bool,
+        anchor: &mut Option<(Vec<u8>, Revision)>,
     ) -> WatchEnd {
         let key = self.sync.range_key();
         let opts = WatchOptions::new()
@@ -626,6 +696,9 @@ impl EtcdSource {
                     }).collect();
                     if let Some(last) = events.last() {
                         *forwarded = Some(forwarded.unwrap_or(0).max(last.kv.mod_revision));
+                    }
+                    if let Some(put) = events.iter().rev().find(|e| e.kind == EventKind::Put) {
+                        *anchor = Some((put.kv.key.to_vec(), put.kv.mod_revision));
                     }
                     if !out.send(Observation::Events { revision: header_rev, events }).await {
                         return WatchEnd::Closed;

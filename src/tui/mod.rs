@@ -109,7 +109,10 @@ pub async fn run(
         let due = last_draw.map_or(Instant::now(), |t| t + FRAME_BUDGET);
         if app.needs_draw() && Instant::now() >= due {
             if app.take_clear_request() {
-                guard.terminal().clear()?;
+                // Best effort: ratatui's clear asks the terminal for the cursor position,
+                // which can time out while input is streaming (two quick Ctrl-L); a failed
+                // clear must not end the session.
+                let _ = guard.terminal().clear();
             }
             guard.terminal().draw(|f| views::draw(&app, f))?;
             app.mark_drawn();
@@ -123,7 +126,7 @@ pub async fn run(
             _ = sighup.recv() => break,
             _ = sigint.recv() => break,
             _ = sigcont.recv() => {
-                guard.resume()?;
+                let _ = guard.resume();
                 app.mark_dirty();
             }
             ev = input.next() => match ev {
