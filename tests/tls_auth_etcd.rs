@@ -243,6 +243,20 @@ async fn tls_right_and_wrong_certificates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authentication_refused_and_permission_denied() {
     let e = PrivateEtcd::start().await.expect("etcd");
+    // https:// to an etcd that serves plain HTTP: say so, not "pass certificates".
+    let err = EtcdOptions {
+        endpoints: vec![e.endpoint().replace("http://", "https://")],
+        ..Default::default()
+    }
+    .with_defaults()
+    .connect(Duration::from_secs(5))
+    .await
+    .err()
+    .expect("https to plain etcd fails");
+    assert!(
+        err.to_string().contains("does not seem to speak TLS"),
+        "{err}"
+    );
     let mut c = e.client().await.unwrap();
     c.put("/registry/pods/default/p", "x", None).await.unwrap();
     c.role_add("root").await.unwrap();

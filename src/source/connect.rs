@@ -412,7 +412,14 @@ fn tls_hint(lower: &str, opts: &EtcdOptions) -> String {
         .cert
         .as_ref()
         .map_or("(none)".into(), |p| p.display().to_string());
-    if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
+    if lower.contains("invalidcontenttype")
+        || lower.contains("corrupt message")
+        || lower.contains("wrong version number")
+        || lower.contains("invalidmessage")
+        || lower.contains("handshake eof")
+    {
+        "the endpoint does not seem to speak TLS: if etcd serves plain HTTP there, use an http:// endpoint".to_string()
+    } else if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
         format!("the server's certificate is not signed by --cacert {ca}: pass the etcd CA")
     } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
         "the server's certificate does not name this endpoint: connect by a host/IP in its SANs"
@@ -430,7 +437,7 @@ fn tls_hint(lower: &str, opts: &EtcdOptions) -> String {
     } else if lower.contains("invalid") && lower.contains("pem") || lower.contains("private key") {
         format!("a certificate or key file is not valid PEM (--cacert {ca}, --cert {cert})")
     } else if opts.cacert.is_none() && opts.cert.is_none() {
-        "the endpoint speaks TLS: pass --cacert, --cert and --key (or use an http:// endpoint)"
+        "no TLS files given: pass --cacert, --cert and --key, or use an http:// endpoint if etcd serves plain HTTP"
             .into()
     } else {
         format!("check --cacert {ca} and --cert {cert} match this etcd")
