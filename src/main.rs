@@ -10,7 +10,7 @@ use regscope::cli::args::{Cli, Command, ConnArgs, DemoArgs, SnapshotArgs, UiArgs
 use regscope::cli::{snapshot_json, snapshot_replica, sync_until_caught_up, verify_replica};
 use regscope::source::{EtcdOptions, EtcdSource};
 use regscope::store::Replica;
-use regscope::tui::UiOptions;
+use regscope::tui::{Exit, UiOptions};
 
 fn main() -> ExitCode {
     // One rustls crypto provider for every TLS user (etcd-client via tonic, later kube and
@@ -93,7 +93,15 @@ async fn run_console(source: EtcdSource, conn: &ConnArgs, opts: UiOptions) -> Re
     let res = regscope::tui::run(rx, replica, opts).await;
     task.abort();
     metrics.abort();
-    res.map(|_| ExitCode::SUCCESS)
+    Ok(match res? {
+        Exit::Quit => ExitCode::SUCCESS,
+        // The shell convention for "ended by signal N".
+        Exit::Signal(n) => ExitCode::from(u8::try_from(128 + n).unwrap_or(1)),
+        Exit::SourceFailed(e) => {
+            eprintln!("regscope: {e}");
+            ExitCode::from(2)
+        }
+    })
 }
 
 async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs) -> Result<ExitCode> {

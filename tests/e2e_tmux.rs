@@ -290,3 +290,31 @@ fn print_config_output_loads_back() {
         assert!(warnings.is_empty(), "{which}: {warnings:?}");
     }
 }
+
+/// SIGTERM restores the terminal and exits with 128 + 15, as shells expect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_exits_143() {
+    if !have("tmux") {
+        eprintln!("tmux not installed; skipped");
+        return;
+    }
+    let e = seeded_etcd().await;
+    let cmd = format!(
+        "{BIN} --endpoints {} --prefix /registry-sigterm-test; echo \"rc=$?\"; sleep 30",
+        e.endpoint()
+    );
+    let t = Tmux::start(100, 30, &cmd);
+    t.wait_for("console up", Duration::from_secs(20), |s| s.contains("help"));
+    let pids = Command::new("pgrep")
+        // Anchored: the wrapping shell's command line also names the prefix.
+        .args(["-f", &format!("^{BIN} --endpoints .*registry-sigterm-test")])
+        .output()
+        .unwrap();
+    let pids = String::from_utf8_lossy(&pids.stdout).into_owned();
+    assert!(!pids.trim().is_empty(), "regscope process found");
+    for pid in pids.split_whitespace() {
+        let _ = Command::new("kill").args(["-TERM", pid]).status();
+    }
+    let screen = t.wait_for("exit code", Duration::from_secs(10), |s| s.contains("rc="));
+    assert!(screen.contains("rc=143"), "{screen}");
+}

@@ -146,16 +146,26 @@ fn base64_len(s: &str) -> usize {
 /// Replaces Secret payloads with `<redacted: N bytes>`: every value of `data` (N = decoded
 /// bytes) and `stringData`, and the last-applied-configuration annotation.
 fn redact_secret(v: &mut Value) {
-    if let Some(Value::Object(data)) = v.get_mut("data") {
-        for x in data.values_mut() {
-            let n = x.as_str().map(base64_len).unwrap_or(0);
-            *x = Value::String(format!("<redacted: {n} bytes>"));
-        }
-    }
-    if let Some(Value::Object(data)) = v.get_mut("stringData") {
-        for x in data.values_mut() {
-            let n = x.as_str().map(str::len).unwrap_or(0);
-            *x = Value::String(format!("<redacted: {n} bytes>"));
+    for field in ["data", "stringData"] {
+        match v.get_mut(field) {
+            Some(Value::Object(data)) => {
+                for x in data.values_mut() {
+                    let n = x.as_str().map_or(0, |s| {
+                        if field == "data" {
+                            base64_len(s)
+                        } else {
+                            s.len()
+                        }
+                    });
+                    *x = Value::String(format!("<redacted: {n} bytes>"));
+                }
+            }
+            // Not the map Kubernetes writes: redact the whole field rather than guess.
+            Some(x) if !x.is_null() => {
+                let n = x.to_string().len();
+                *x = Value::String(format!("<redacted: {n} bytes>"));
+            }
+            _ => {}
         }
     }
     if let Some(Value::Object(ann)) = v.get_mut("metadata").and_then(|m| m.get_mut("annotations")) {

@@ -749,3 +749,13 @@ fn undecodable_values_under_secrets_are_redacted_whole() {
         );
     }
 }
+
+#[test]
+fn json_secret_with_malformed_data_is_redacted() {
+    let v =
+        br#"{"kind":"Secret","apiVersion":"v1","data":"notamap-hunter2","stringData":["hunter2"]}"#;
+    let r = render(v, &RenderOptions::default());
+    let text = r.lines.join("\n");
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(text.contains("<redacted:"), "{text}");
+}

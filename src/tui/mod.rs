@@ -83,11 +83,23 @@ pub fn settings(opts: &UiOptions) -> Settings {
 /// the header says "source ended" and the console stays usable.
 ///
 /// Errors: terminal I/O failures (e.g. stdout closed) and signal registration failures.
+/// How the console ended, for the process exit code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exit {
+    /// The user quit (or the terminal input ended).
+    Quit,
+    /// A signal ended it (SIGTERM, SIGHUP or SIGINT; the number).
+    Signal(i32),
+    /// The user quit after the source had failed for good (e.g. authentication refused);
+    /// the error, one line.
+    SourceFailed(String),
+}
+
 pub async fn run(
     mut rx: tokio::sync::mpsc::Receiver<Stamped>,
     replica: Replica,
     opts: UiOptions,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Exit> {
     let mut app = App::new(replica, settings(&opts));
     app.set_debug_panic(std::env::var("REGSCOPE_DEBUG_PANIC").is_ok_and(|v| v == "1"));
 
@@ -101,6 +113,7 @@ pub async fn run(
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_draw: Option<Instant> = None;
     let mut source_open = true;
+    let mut exit = Exit::Quit;
 
     loop {
         if app.should_quit() {
@@ -122,9 +135,9 @@ pub async fn run(
         let wait_frame = app.needs_draw();
         tokio::select! {
             biased;
-            _ = sigterm.recv() => break,
-            _ = sighup.recv() => break,
-            _ = sigint.recv() => break,
+            _ = sigterm.recv() => { exit = Exit::Signal(libc::SIGTERM); break }
+            _ = sighup.recv() => { exit = Exit::Signal(libc::SIGHUP); break }
+            _ = sigint.recv() => { exit = Exit::Signal(libc::SIGINT); break }
             _ = sigcont.recv() => {
                 let _ = guard.resume();
                 app.mark_dirty();
@@ -165,5 +178,10 @@ pub async fn run(
         }
     }
     drop(guard);
-    Ok(())
+    if exit == Exit::Quit {
+        if let crate::model::ConnState::Failed { error } = app.replica.conn() {
+            exit = Exit::SourceFailed(error.clone());
+        }
+    }
+    Ok(exit)
 }
