@@ -14,14 +14,24 @@ fn have(cmd: &str) -> bool {
     regscope::demo::etcd_server::find_on_path(cmd).is_some()
 }
 
+/// A tmux session on its own server socket (`tmux -L`), so parallel tests never race to
+/// start or share one server.
 struct Tmux {
     session: String,
+    socket: String,
+}
+
+fn tmux_cmd(socket: &str) -> Command {
+    let mut c = Command::new("tmux");
+    c.args(["-L", socket]);
+    c
 }
 
 impl Tmux {
     fn start(cols: u16, rows: u16, cmd: &str) -> Tmux {
         let session = format!("regscope-e2e-{}", rand::random::<u32>());
-        let st = Command::new("tmux")
+        let socket = format!("{session}-sock");
+        let st = tmux_cmd(&socket)
             .args([
                 "new-session",
                 "-d",
@@ -38,14 +48,14 @@ impl Tmux {
             .expect("tmux");
         assert!(st.success(), "tmux new-session failed");
         // Keep the pane after the command exits so we can read what it left behind.
-        let _ = Command::new("tmux")
+        let _ = tmux_cmd(&socket)
             .args(["set-option", "-t", &session, "remain-on-exit", "on"])
             .status();
-        Tmux { session }
+        Tmux { session, socket }
     }
 
     fn capture(&self) -> String {
-        let out = Command::new("tmux")
+        let out = tmux_cmd(&self.socket)
             .args(["capture-pane", "-p", "-t", &self.session])
             .output()
             .expect("capture-pane");
@@ -55,7 +65,11 @@ impl Tmux {
     fn keys(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", &self.session];
         args.extend_from_slice(keys);
-        assert!(Command::new("tmux").args(&args).status().unwrap().success());
+        assert!(tmux_cmd(&self.socket)
+            .args(&args)
+            .status()
+            .unwrap()
+            .success());
     }
 
     fn wait_for(&self, what: &str, timeout: Duration, cond: impl Fn(&str) -> bool) -> String {
@@ -74,7 +88,7 @@ impl Tmux {
     }
 
     fn pane_dead(&self) -> bool {
-        let out = Command::new("tmux")
+        let out = tmux_cmd(&self.socket)
             .args(["display-message", "-p", "-t", &self.session, "#{pane_dead}"])
             .output()
             .expect("display-message");
@@ -84,9 +98,7 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.session])
-            .status();
+        let _ = tmux_cmd(&self.socket).args(["kill-server"]).status();
     }
 }
 
@@ -304,7 +316,9 @@ async fn sigterm_exits_143() {
         e.endpoint()
     );
     let t = Tmux::start(100, 30, &cmd);
-    t.wait_for("console up", Duration::from_secs(20), |s| s.contains("help"));
+    t.wait_for("console up", Duration::from_secs(20), |s| {
+        s.contains("help")
+    });
     let pids = Command::new("pgrep")
         // Anchored: the wrapping shell's command line also names the prefix.
         .args(["-f", &format!("^{BIN} --endpoints .*registry-sigterm-test")])
