@@ -51,6 +51,10 @@ impl Tmux {
         let _ = tmux_cmd(&socket)
             .args(["set-option", "-t", &session, "remain-on-exit", "on"])
             .status();
+        // Without this, an Escape followed quickly by a key reaches the app as Alt+key.
+        let _ = tmux_cmd(&socket)
+            .args(["set-option", "-s", "escape-time", "0"])
+            .status();
         Tmux { session, socket }
     }
 
