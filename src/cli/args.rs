@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::source::{EtcdOptions, SyncOptions};
-use crate::store::{ReplicaConfig, DEFAULT_HISTORY_BUDGET};
+use crate::store::ReplicaConfig;
 
 /// regscope: watch what kube-apiserver does to etcd, live.
 ///
@@ -208,11 +208,6 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
         other => return Err(format!("unknown size unit '{other}' (use KiB, MiB, GiB)")),
     };
     Ok((n * mult) as usize)
-}
-
-/// The default history budget, for docs.
-pub const fn default_history_budget() -> usize {
-    DEFAULT_HISTORY_BUDGET
 }
 
 #[cfg(test)]

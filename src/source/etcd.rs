@@ -131,6 +131,16 @@ impl Emitter {
     async fn send(&self, obs: Observation) -> bool {
         self.tx.send(Stamped::now(obs)).await.is_ok()
     }
+
+    /// Reports a fatal error: as a note (banners may be too narrow for the whole line) and
+    /// as the final connection state.
+    async fn fail(&self, e: &super::ConnectError) {
+        self.send(Observation::Note(format!("stopped: {e}"))).await;
+        self.send(Observation::Conn(ConnState::Failed {
+            error: e.to_string(),
+        }))
+        .await;
+    }
 }
 
 impl EtcdSource {
@@ -189,11 +199,7 @@ impl EtcdSource {
                                     | super::ConnectError::Permission { .. }
                             )) =>
                 {
-                    out.send(Observation::Note(format!("stopped: {e}"))).await;
-                    out.send(Observation::Conn(ConnState::Failed {
-                        error: e.to_string(),
-                    }))
-                    .await;
+                    out.fail(&e).await;
                     return;
                 }
                 Err(e) => {
@@ -295,11 +301,7 @@ impl EtcdSource {
                         Err(ListError::Etcd(e)) => {
                             let ce = classify(&endpoint, &self.etcd, &e);
                             if ce.is_fatal() {
-                                out.send(Observation::Note(format!("stopped: {ce}"))).await;
-                                out.send(Observation::Conn(ConnState::Failed {
-                                    error: ce.to_string(),
-                                }))
-                                .await;
+                                out.fail(&ce).await;
                                 return;
                             }
                             attempt = attempt.saturating_add(1);

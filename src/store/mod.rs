@@ -12,6 +12,3 @@ pub use replica::{
     DEFAULT_HISTORY_BUDGET,
 };
 pub use stats::{GrowthSample, ResourceStats, ResourceSummary};
-
-#[allow(unused_imports)]
-use crate::model::Stamped;

@@ -279,9 +279,8 @@ impl Replica {
                 });
             }
             Observation::ListPage { kvs } => {
-                let second = unix_second(st.at);
                 for kv in kvs {
-                    self.apply_listed(kv, second);
+                    self.apply_listed(kv);
                 }
                 if let Some(l) = self.list.as_mut() {
                     l.keys += kvs.len() as u64;
@@ -386,7 +385,7 @@ impl Replica {
         id
     }
 
-    fn apply_listed(&mut self, kv: &KeyValue, _second: u64) {
+    fn apply_listed(&mut self, kv: &KeyValue) {
         let gen = self.gen;
         if let Some(e) = self.keys.get_mut(&kv.key) {
             e.seen_gen = gen;
