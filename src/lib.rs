@@ -8,6 +8,7 @@
 pub mod cli;
 pub mod config;
 pub mod decode;
+pub mod decrypt;
 pub mod demo;
 pub mod model;
 pub mod source;

@@ -145,7 +145,7 @@ fn base64_len(s: &str) -> usize {
 
 /// Replaces Secret payloads with `<redacted: N bytes>`: every value of `data` (N = decoded
 /// bytes) and `stringData`, and the last-applied-configuration annotation.
-fn redact_secret(v: &mut Value) {
+pub(crate) fn redact_secret(v: &mut Value) {
     for field in ["data", "stringData"] {
         match v.get_mut(field) {
             Some(Value::Object(data)) => {

@@ -12,7 +12,11 @@
 
 pub mod envelope;
 pub mod hexdump;
+pub mod object;
+pub mod schema;
 pub mod wire;
+
+mod decoded;
 
 mod dump;
 mod json;
@@ -24,6 +28,9 @@ use dump::{dump_message, Out, Redact};
 use envelope::{meta_entries, object_meta_bytes, parse_envelope, scan_meta, Envelope, Time, MAGIC};
 use hexdump::{hexdump, lossless_text, HEXDUMP_LIMIT};
 
+pub use decoded::{
+    decode, decode_raw_as, resource_of_key, DecodeOptions, Decoded, EncryptionStatus, SchemaUse,
+};
 pub use wire::{DecodeError, ErrorKind};
 
 /// Prefix of values encrypted at rest by kube-apiserver's envelope/prefix transformers.

@@ -1,0 +1,970 @@
+//! Protobuf object bytes + a [`Plan`] → the apiserver's JSON, in one pass.
+//!
+//! Input: the `raw` field of the `runtime.Unknown` envelope (the object's own protobuf, with
+//! its absolute offset in the stored value for error positions). Output: compact JSON text
+//! as kube-apiserver would serve the object: `kind` and `apiVersion` first, then the fields
+//! in declaration order; Time/MicroTime as RFC 3339, Duration as Go's duration string,
+//! Quantity as its string, IntOrString as an int or a string, RawExtension/FieldsV1 as
+//! embedded JSON, bytes as base64, maps as objects, int64 as JSON numbers, empty
+//! `+optional` fields omitted. Fields the schema does not know (written by a newer
+//! apiserver) are kept under [`UNKNOWN_FIELDS_KEY`], never dropped.
+//!
+//! Errors (malformed wire data, a wire type the schema does not allow, nesting deeper than
+//! [`MAX_DEPTH`]) stop the walk and return a [`DecodeError`] with the absolute byte offset and
+//! the field number; the caller falls back to a schema-less dump.
+
+use base64::Engine as _;
+
+use super::schema::{FieldPlan, MessagePlan, Plan, Scalar, Special, Ty};
+use super::wire::{DecodeError, ErrorKind, Field, Reader, WireType, WireValue};
+
+/// JSON key under which fields unknown to the schema are listed:
+/// `[{"field": N, "wireType": "len", "value": …}]`.
+pub const UNKNOWN_FIELDS_KEY: &str = "x-regscope-unknown-fields";
+
+/// Deepest message nesting followed (Kubernetes objects nest about 15 deep; CRD schemas
+/// more). Deeper input is reported, not recursed into.
+pub const MAX_DEPTH: usize = 100;
+
+/// Result of a schema walk.
+#[derive(Debug, Default)]
+pub struct Walked {
+    /// Compact JSON of the object.
+    pub json: String,
+    /// How many fields the schema did not know (at any depth).
+    pub unknown_fields: usize,
+}
+
+struct Walker<'p> {
+    plan: &'p Plan,
+    out: String,
+    /// Field entries of the messages being walked (a shared stack; each level uses a window).
+    scratch: Vec<(u16, Field<'p>)>,
+    unknown: usize,
+}
+
+/// Walks object bytes `raw` (absolute offset `base`) of message `msg` in `plan`, emitting
+/// `{"kind":…,"apiVersion":…, fields…}`. `extra_meta` lets the caller set
+/// `metadata.resourceVersion` (stored objects carry none; the apiserver fills in the key's
+/// mod_revision on every read).
+pub fn walk_object(
+    plan: &Plan,
+    msg: u32,
+    raw: &[u8],
+    base: usize,
+    type_meta: Option<(&str, &str)>,
+    resource_version: Option<i64>,
+) -> Result<Walked, DecodeError> {
+    let mut w = Walker {
+        plan,
+        out: String::with_capacity(raw.len() * 2 + 64),
+        scratch: Vec::with_capacity(64),
+        unknown: 0,
+    };
+    w.out.push('{');
+    let mut first = true;
+    if let Some((api_version, kind)) = type_meta {
+        // An empty typeMeta (WatchEvent) is left out, as Kubernetes' JSON omits it.
+        for (k, v) in [("kind", kind), ("apiVersion", api_version)] {
+            if !v.is_empty() {
+                if !first {
+                    w.out.push(',');
+                }
+                first = false;
+                push_str(&mut w.out, k);
+                w.out.push(':');
+                push_str(&mut w.out, v);
+            }
+        }
+    }
+    walk_fields(&mut w, msg, raw, base, &mut first, 0, resource_version)?;
+    w.out.push('}');
+    Ok(Walked {
+        json: w.out,
+        unknown_fields: w.unknown,
+    })
+}
+
+fn depth_error(offset: usize, field: Option<u32>) -> DecodeError {
+    DecodeError {
+        offset,
+        field,
+        kind: ErrorKind::TooDeep(MAX_DEPTH),
+    }
+}
+
+/// Collects the fields of one message into the scratch stack, sorted by declaration index
+/// (stable, so repeated entries keep wire order), and returns the window.
+fn collect<'a>(
+    w: &mut Walker<'a>,
+    m: &MessagePlan,
+    bytes: &'a [u8],
+    base: usize,
+) -> Result<(usize, usize), DecodeError> {
+    let start = w.scratch.len();
+    let mut r = Reader::new(bytes, base);
+    let mut sorted = true;
+    let mut last = 0u16;
+    while let Some(f) = r.next_field() {
+        let f = f?;
+        let idx = match m.field_index(f.number) {
+            Some(i) => i as u16,
+            None => u16::MAX,
+        };
+        if idx < last {
+            sorted = false;
+        }
+        last = idx;
+        w.scratch.push((idx, f));
+    }
+    let end = w.scratch.len();
+    if !sorted {
+        w.scratch[start..end].sort_by_key(|(i, _)| *i);
+    }
+    Ok((start, end))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn walk_fields<'a>(
+    w: &mut Walker<'a>,
+    msg: u32,
+    bytes: &'a [u8],
+    base: usize,
+    first: &mut bool,
+    depth: usize,
+    resource_version: Option<i64>,
+) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(depth_error(base, None));
+    }
+    let plan = w.plan;
+    let m = &plan.messages[msg as usize];
+    let (start, end) = collect(w, m, bytes, base)?;
+    let mut i = start;
+    let mut unknown_start = None;
+    let mut rv_written = false;
+    while i < end {
+        let (idx, f) = w.scratch[i];
+        if idx == u16::MAX {
+            unknown_start = Some(i);
+            break;
+        }
+        let fp = &m.fields[idx as usize];
+        // The run of entries for this field.
+        let mut j = i + 1;
+        while j < end && w.scratch[j].0 == idx {
+            j += 1;
+        }
+        if resource_version.is_some() && depth == 0 && &*fp.name == "metadata" {
+            // Top-level metadata: emit it with the resourceVersion filled in.
+            let Ty::Message(mm) = fp.ty else {
+                unreachable!("metadata is a message")
+            };
+            let payload = f.expect_len()?;
+            key(w, first, &fp.json_name);
+            w.out.push('{');
+            let mut inner_first = true;
+            walk_meta(
+                w,
+                mm,
+                payload,
+                f.value_offset,
+                &mut inner_first,
+                resource_version,
+            )?;
+            w.out.push('}');
+            rv_written = true;
+        } else {
+            emit_field(w, fp, i, j, first, depth)?;
+        }
+        i = j;
+    }
+    if resource_version.is_some() && depth == 0 && !rv_written {
+        key(w, first, "metadata");
+        w.out.push_str("{\"resourceVersion\":");
+        push_str(&mut w.out, &resource_version.unwrap_or(0).to_string());
+        w.out.push('}');
+    }
+    if let Some(u) = unknown_start {
+        key(w, first, UNKNOWN_FIELDS_KEY);
+        w.out.push('[');
+        for k in u..end {
+            let (_, f) = w.scratch[k];
+            if k > u {
+                w.out.push(',');
+            }
+            w.unknown += 1;
+            generic_field(&mut w.out, &f, depth + 1);
+        }
+        w.out.push(']');
+    }
+    w.scratch.truncate(start);
+    Ok(())
+}
+
+/// ObjectMeta with `resourceVersion` replaced by the key's mod_revision.
+fn walk_meta<'a>(
+    w: &mut Walker<'a>,
+    msg: u32,
+    bytes: &'a [u8],
+    base: usize,
+    first: &mut bool,
+    resource_version: Option<i64>,
+) -> Result<(), DecodeError> {
+    let plan = w.plan;
+    let m = &plan.messages[msg as usize];
+    let rv_index = m.fields.iter().position(|f| &*f.name == "resourceVersion");
+    let (start, end) = collect(w, m, bytes, base)?;
+    let mut i = start;
+    let mut done = false;
+    let mut unknown_start = None;
+    while i < end {
+        let (idx, _) = w.scratch[i];
+        if idx == u16::MAX {
+            unknown_start = Some(i);
+            break;
+        }
+        let mut j = i + 1;
+        while j < end && w.scratch[j].0 == idx {
+            j += 1;
+        }
+        let fp = &m.fields[idx as usize];
+        if Some(idx as usize) == rv_index {
+            write_rv(w, first, resource_version);
+            done = true;
+        } else {
+            if !done && rv_index.is_some_and(|r| (idx as usize) > r) {
+                write_rv(w, first, resource_version);
+                done = true;
+            }
+            emit_field(w, fp, i, j, first, 1)?;
+        }
+        i = j;
+    }
+    if !done {
+        write_rv(w, first, resource_version);
+    }
+    if let Some(u) = unknown_start {
+        key(w, first, UNKNOWN_FIELDS_KEY);
+        w.out.push('[');
+        for k in u..end {
+            let (_, f) = w.scratch[k];
+            if k > u {
+                w.out.push(',');
+            }
+            w.unknown += 1;
+            generic_field(&mut w.out, &f, 2);
+        }
+        w.out.push(']');
+    }
+    w.scratch.truncate(start);
+    Ok(())
+}
+
+fn write_rv(w: &mut Walker<'_>, first: &mut bool, rv: Option<i64>) {
+    if let Some(rv) = rv {
+        key(w, first, "resourceVersion");
+        push_str(&mut w.out, &rv.to_string());
+    }
+}
+
+#[inline]
+fn key(w: &mut Walker<'_>, first: &mut bool, k: &str) {
+    if !*first {
+        w.out.push(',');
+    }
+    *first = false;
+    push_str(&mut w.out, k);
+    w.out.push(':');
+}
+
+/// Emits one field from its run of wire entries `scratch[i..j]`.
+fn emit_field<'a>(
+    w: &mut Walker<'a>,
+    fp: &FieldPlan,
+    i: usize,
+    j: usize,
+    first: &mut bool,
+    depth: usize,
+) -> Result<(), DecodeError> {
+    let (_, f0) = w.scratch[i];
+    if let Some(kt) = fp.map_key {
+        key(w, first, &fp.json_name);
+        w.out.push('{');
+        for k in i..j {
+            let (_, f) = w.scratch[k];
+            if k > i {
+                w.out.push(',');
+            }
+            let entry = f.expect_len()?;
+            map_entry(w, fp, kt, entry, f.value_offset, depth)?;
+        }
+        w.out.push('}');
+        return Ok(());
+    }
+    if fp.repeated {
+        // Collect elements: unpacked entries, or packed scalars inside a len entry.
+        key(w, first, &fp.json_name);
+        w.out.push('[');
+        let mut n = 0usize;
+        for k in i..j {
+            let (_, f) = w.scratch[k];
+            match (fp.ty, f.value) {
+                (Ty::Scalar(s), WireValue::Len(b)) if packable(s) => {
+                    let mut r = PackedReader::new(b, f.value_offset, s, f.number);
+                    while let Some(v) = r.next() {
+                        if n > 0 {
+                            w.out.push(',');
+                        }
+                        n += 1;
+                        scalar_json(&mut w.out, s, v?);
+                    }
+                }
+                _ => {
+                    if n > 0 {
+                        w.out.push(',');
+                    }
+                    n += 1;
+                    value(w, fp.ty, &f, depth)?;
+                }
+            }
+        }
+        w.out.push(']');
+        return Ok(());
+    }
+    // Singular: the last entry wins (protobuf merge semantics for scalars; messages merge,
+    // which Kubernetes' serializer never produces, so last-wins is shown).
+    let (_, f) = w.scratch[j - 1];
+    let _ = f0;
+    match fp.ty {
+        Ty::Scalar(s) => {
+            let v = scalar_of(s, &f)?;
+            if fp.omitempty && v.is_empty() {
+                return Ok(());
+            }
+            key(w, first, &fp.json_name);
+            scalar_json(&mut w.out, s, v);
+        }
+        Ty::Message(m) => {
+            let payload = f.expect_len()?;
+            if fp.inline && w.plan.messages[m as usize].special == Special::None {
+                // Flatten into the current object.
+                return walk_fields(w, m, payload, f.value_offset, first, depth + 1, None);
+            }
+            key(w, first, &fp.json_name);
+            message(w, m, payload, f.value_offset, depth + 1)?;
+        }
+    }
+    Ok(())
+}
+
+fn map_entry<'a>(
+    w: &mut Walker<'a>,
+    fp: &FieldPlan,
+    kt: Scalar,
+    entry: &'a [u8],
+    base: usize,
+    depth: usize,
+) -> Result<(), DecodeError> {
+    let mut k: Option<Field<'a>> = None;
+    let mut v: Option<Field<'a>> = None;
+    let mut r = Reader::new(entry, base);
+    while let Some(f) = r.next_field() {
+        let f = f?;
+        match f.number {
+            1 => k = Some(f),
+            2 => v = Some(f),
+            _ => {}
+        }
+    }
+    // JSON object keys are strings: Go's encoding/json writes integer keys in decimal.
+    let key_text = match k {
+        Some(f) => match scalar_of(kt, &f)? {
+            ScalarValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+            other => {
+                let mut s = String::new();
+                scalar_json(&mut s, kt, other);
+                s.trim_matches('"').to_owned()
+            }
+        },
+        None => String::new(),
+    };
+    push_str(&mut w.out, &key_text);
+    w.out.push(':');
+    match v {
+        Some(f) => value(w, fp.ty, &f, depth),
+        None => {
+            // Absent value = the type's zero value.
+            match fp.ty {
+                Ty::Scalar(Scalar::String) | Ty::Scalar(Scalar::Bytes) => w.out.push_str("\"\""),
+                Ty::Scalar(Scalar::Bool) => w.out.push_str("false"),
+                Ty::Scalar(_) => w.out.push('0'),
+                Ty::Message(m) => message(w, m, &[], base, depth + 1)?,
+            }
+            Ok(())
+        }
+    }
+}
+
+/// One element value (no key).
+fn value<'a>(w: &mut Walker<'a>, ty: Ty, f: &Field<'a>, depth: usize) -> Result<(), DecodeError> {
+    match ty {
+        Ty::Scalar(s) => {
+            let v = scalar_of(s, f)?;
+            scalar_json(&mut w.out, s, v);
+            Ok(())
+        }
+        Ty::Message(m) => {
+            let payload = f.expect_len()?;
+            message(w, m, payload, f.value_offset, depth + 1)
+        }
+    }
+}
+
+/// A whole message value, honouring its special JSON form.
+fn message<'a>(
+    w: &mut Walker<'a>,
+    m: u32,
+    bytes: &'a [u8],
+    base: usize,
+    depth: usize,
+) -> Result<(), DecodeError> {
+    if depth > MAX_DEPTH {
+        return Err(depth_error(base, None));
+    }
+    let plan = w.plan;
+    let mp = &plan.messages[m as usize];
+    match mp.special {
+        Special::None => {
+            w.out.push('{');
+            let mut first = true;
+            walk_fields(w, m, bytes, base, &mut first, depth, None)?;
+            w.out.push('}');
+        }
+        Special::Time | Special::MicroTime => {
+            let (mut secs, mut nanos) = (0i64, 0i64);
+            let mut r = Reader::new(bytes, base);
+            while let Some(f) = r.next_field() {
+                let f = f?;
+                match f.number {
+                    1 => secs = f.expect_varint()? as i64,
+                    2 => nanos = i64::from(f.expect_varint()? as i32),
+                    _ => {}
+                }
+            }
+            if secs == 0 && nanos == 0 {
+                w.out.push_str("null");
+            } else {
+                let micros = (mp.special == Special::MicroTime).then_some(nanos / 1000);
+                push_str(&mut w.out, &rfc3339(secs, micros));
+            }
+        }
+        Special::Duration => {
+            let mut nanos = 0i64;
+            let mut r = Reader::new(bytes, base);
+            while let Some(f) = r.next_field() {
+                let f = f?;
+                if f.number == 1 {
+                    nanos = f.expect_varint()? as i64;
+                }
+            }
+            push_str(&mut w.out, &go_duration(nanos));
+        }
+        Special::Quantity => {
+            let mut s: &[u8] = b"0";
+            let mut r = Reader::new(bytes, base);
+            while let Some(f) = r.next_field() {
+                let f = f?;
+                if f.number == 1 {
+                    let b = f.expect_len()?;
+                    if !b.is_empty() {
+                        s = b;
+                    }
+                }
+            }
+            push_str(&mut w.out, &String::from_utf8_lossy(s));
+        }
+        Special::IntOrString => {
+            let (mut ty, mut int_val, mut str_val) = (0u64, 0i64, &[][..]);
+            let mut r = Reader::new(bytes, base);
+            while let Some(f) = r.next_field() {
+                let f = f?;
+                match f.number {
+                    1 => ty = f.expect_varint()?,
+                    2 => int_val = i64::from(f.expect_varint()? as i32),
+                    3 => str_val = f.expect_len()?,
+                    _ => {}
+                }
+            }
+            if ty == 1 {
+                push_str(&mut w.out, &String::from_utf8_lossy(str_val));
+            } else {
+                w.out.push_str(&int_val.to_string());
+            }
+        }
+        Special::RawJson => {
+            let mut raw: &[u8] = &[];
+            let mut r = Reader::new(bytes, base);
+            while let Some(f) = r.next_field() {
+                let f = f?;
+                if f.number == 1 {
+                    raw = f.expect_len()?;
+                }
+            }
+            raw_json(&mut w.out, raw);
+        }
+        Special::Items => {
+            let f = &mp.fields[0];
+            let (start, end) = collect(w, mp, bytes, base)?;
+            w.out.push('[');
+            let mut n = 0;
+            for k in start..end {
+                let (idx, fe) = w.scratch[k];
+                if idx != 0 {
+                    continue;
+                }
+                if n > 0 {
+                    w.out.push(',');
+                }
+                n += 1;
+                value(w, f.ty, &fe, depth)?;
+            }
+            w.out.push(']');
+            w.scratch.truncate(start);
+        }
+        Special::SchemaOrArray | Special::SchemaOrBool | Special::SchemaOrStringArray => {
+            schema_union(w, mp, bytes, base, depth)?;
+        }
+    }
+    Ok(())
+}
+
+/// apiextensions' JSONSchemaProps unions (their MarshalJSON in apiextensions v1/v1beta1).
+fn schema_union<'a>(
+    w: &mut Walker<'a>,
+    mp: &MessagePlan,
+    bytes: &'a [u8],
+    base: usize,
+    depth: usize,
+) -> Result<(), DecodeError> {
+    let schema_field = mp.fields.iter().find(|f| &*f.name == "schema");
+    let list_field = mp.fields.iter().find(|f| f.repeated);
+    let (start, end) = collect(w, mp, bytes, base)?;
+    let mut schema: Option<Field<'a>> = None;
+    let mut allows = false;
+    let mut list = Vec::new();
+    for k in start..end {
+        let (idx, f) = w.scratch[k];
+        if idx == u16::MAX {
+            continue;
+        }
+        let fp = &mp.fields[idx as usize];
+        if &*fp.name == "schema" {
+            schema = Some(f);
+        } else if fp.repeated {
+            list.push(f);
+        } else if &*fp.name == "allows" {
+            allows = f.expect_varint()? != 0;
+        }
+    }
+    w.scratch.truncate(start);
+    let emit_schema = |w: &mut Walker<'a>, f: Field<'a>| -> Result<(), DecodeError> {
+        let Some(Ty::Message(m)) = schema_field.map(|s| s.ty) else {
+            w.out.push_str("null");
+            return Ok(());
+        };
+        message(w, m, f.expect_len()?, f.value_offset, depth + 1)
+    };
+    match mp.special {
+        Special::SchemaOrBool => match schema {
+            Some(f) => emit_schema(w, f)?,
+            None => w.out.push_str(if allows { "true" } else { "false" }),
+        },
+        _ => {
+            if !list.is_empty() {
+                let ty = list_field.map_or(Ty::Scalar(Scalar::String), |l| l.ty);
+                w.out.push('[');
+                for (n, f) in list.iter().enumerate() {
+                    if n > 0 {
+                        w.out.push(',');
+                    }
+                    value(w, ty, f, depth)?;
+                }
+                w.out.push(']');
+            } else if let Some(f) = schema {
+                emit_schema(w, f)?;
+            } else {
+                w.out.push_str("null");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A decoded scalar before formatting.
+#[derive(Clone, Copy, Debug)]
+enum ScalarValue<'a> {
+    I(i64),
+    U(u64),
+    B(bool),
+    F(f64),
+    Bytes(&'a [u8]),
+}
+
+impl ScalarValue<'_> {
+    fn is_empty(&self) -> bool {
+        match *self {
+            ScalarValue::I(v) => v == 0,
+            ScalarValue::U(v) => v == 0,
+            ScalarValue::B(v) => !v,
+            ScalarValue::F(v) => v == 0.0,
+            ScalarValue::Bytes(b) => b.is_empty(),
+        }
+    }
+}
+
+fn packable(s: Scalar) -> bool {
+    !matches!(s, Scalar::String | Scalar::Bytes)
+}
+
+fn wire_mismatch(f: &Field<'_>, expected: WireType) -> DecodeError {
+    DecodeError {
+        offset: f.offset,
+        field: Some(f.number),
+        kind: ErrorKind::UnexpectedWireType {
+            found: f.wire_type().number(),
+            expected,
+        },
+    }
+}
+
+fn scalar_of<'a>(s: Scalar, f: &Field<'a>) -> Result<ScalarValue<'a>, DecodeError> {
+    Ok(match (s, f.value) {
+        (Scalar::Signed, WireValue::Varint(v)) => ScalarValue::I(v as i64),
+        (Scalar::Signed, WireValue::Fixed64(v)) => ScalarValue::I(v as i64),
+        (Scalar::Signed, WireValue::Fixed32(v)) => ScalarValue::I(i64::from(v as i32)),
+        (Scalar::Zigzag, WireValue::Varint(v)) => {
+            ScalarValue::I(((v >> 1) as i64) ^ -((v & 1) as i64))
+        }
+        (Scalar::Unsigned, WireValue::Varint(v)) => ScalarValue::U(v),
+        (Scalar::Unsigned, WireValue::Fixed64(v)) => ScalarValue::U(v),
+        (Scalar::Unsigned, WireValue::Fixed32(v)) => ScalarValue::U(u64::from(v)),
+        (Scalar::Bool, WireValue::Varint(v)) => ScalarValue::B(v != 0),
+        (Scalar::Double, WireValue::Fixed64(v)) => ScalarValue::F(f64::from_bits(v)),
+        (Scalar::Float, WireValue::Fixed32(v)) => ScalarValue::F(f64::from(f32::from_bits(v))),
+        (Scalar::String | Scalar::Bytes, WireValue::Len(b)) => ScalarValue::Bytes(b),
+        (s, _) => {
+            let expected = match s {
+                Scalar::String | Scalar::Bytes => WireType::Len,
+                Scalar::Double => WireType::Fixed64,
+                Scalar::Float => WireType::Fixed32,
+                _ => WireType::Varint,
+            };
+            return Err(wire_mismatch(f, expected));
+        }
+    })
+}
+
+fn scalar_json(out: &mut String, s: Scalar, v: ScalarValue<'_>) {
+    match v {
+        ScalarValue::I(i) => {
+            // int32 fields carry a sign-extended varint; keep the 64-bit value.
+            out.push_str(itoa_i64(i).as_str());
+        }
+        ScalarValue::U(u) => out.push_str(&u.to_string()),
+        ScalarValue::B(b) => out.push_str(if b { "true" } else { "false" }),
+        ScalarValue::F(f) => push_float(out, f),
+        ScalarValue::Bytes(b) => match s {
+            Scalar::Bytes => {
+                out.push('"');
+                base64::engine::general_purpose::STANDARD.encode_string(b, out);
+                out.push('"');
+            }
+            _ => match std::str::from_utf8(b) {
+                Ok(t) => push_str(out, t),
+                Err(_) => push_str(out, &String::from_utf8_lossy(b)),
+            },
+        },
+    }
+}
+
+fn itoa_i64(i: i64) -> String {
+    i.to_string()
+}
+
+/// Go's encoding/json float format: integral values without a fraction, `null` for NaN/Inf
+/// (Go refuses those; we must show something).
+fn push_float(out: &mut String, f: f64) {
+    if !f.is_finite() {
+        out.push_str("null");
+    } else if f.fract() == 0.0 && f.abs() < 1e21 {
+        out.push_str(&format!("{}", f as i128));
+    } else {
+        out.push_str(&format!("{f}"));
+    }
+}
+
+/// Embedded JSON (RawExtension, FieldsV1, apiextensions JSON): the bytes as they are when
+/// they are valid JSON, `null` when empty, else a string of the bytes.
+fn raw_json(out: &mut String, raw: &[u8]) {
+    if raw.is_empty() {
+        out.push_str("null");
+        return;
+    }
+    match serde_json::from_slice::<serde_json::Value>(raw) {
+        Ok(v) => out.push_str(&v.to_string()),
+        Err(_) => push_str(out, &String::from_utf8_lossy(raw)),
+    }
+}
+
+/// Appends `s` as a JSON string literal.
+pub fn push_str(out: &mut String, s: &str) {
+    out.push('"');
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let esc: Option<&str> = match b {
+            b'"' => Some("\\\""),
+            b'\\' => Some("\\\\"),
+            b'\n' => Some("\\n"),
+            b'\r' => Some("\\r"),
+            b'\t' => Some("\\t"),
+            0..=0x1f => None,
+            _ => continue,
+        };
+        out.push_str(&s[start..i]);
+        match esc {
+            Some(e) => out.push_str(e),
+            None => out.push_str(&format!("\\u{:04x}", b)),
+        }
+        start = i + 1;
+    }
+    out.push_str(&s[start..]);
+    out.push('"');
+}
+
+/// RFC 3339 in UTC: whole seconds (`metav1.Time`), or with six fractional digits
+/// (`metav1.MicroTime`, `micros` = the sub-second part in microseconds).
+pub fn rfc3339(secs: i64, micros: Option<i64>) -> String {
+    let t = super::envelope::Time {
+        seconds: secs,
+        nanos: 0,
+    };
+    let base = t.rfc3339();
+    match micros {
+        None => base,
+        Some(us) => format!("{}.{:06}Z", &base[..base.len() - 1], us.clamp(0, 999_999)),
+    }
+}
+
+/// Go's `time.Duration.String()`: `0s`, `1.5s`, `2m0s`, `1h0m0s`, `300ms`, `1µs`, `-5s`.
+pub fn go_duration(nanos: i64) -> String {
+    if nanos == 0 {
+        return "0s".into();
+    }
+    let neg = nanos < 0;
+    let u = nanos.unsigned_abs();
+    let mut s = String::new();
+    if u < 1_000_000_000 {
+        // Sub-second: ns, µs or ms with a fraction.
+        let (unit, div) = if u < 1_000 {
+            ("ns", 1)
+        } else if u < 1_000_000 {
+            ("µs", 1_000)
+        } else {
+            ("ms", 1_000_000)
+        };
+        s.push_str(&frac(u, div));
+        s.push_str(unit);
+    } else {
+        let h = u / 3_600_000_000_000;
+        let rem = u % 3_600_000_000_000;
+        let m = rem / 60_000_000_000;
+        let secs_ns = rem % 60_000_000_000;
+        if h > 0 {
+            s.push_str(&format!("{h}h{m}m"));
+        } else if m > 0 {
+            s.push_str(&format!("{m}m"));
+        }
+        s.push_str(&frac(secs_ns, 1_000_000_000));
+        s.push('s');
+    }
+    if neg {
+        s.insert(0, '-');
+    }
+    s
+}
+
+/// `v / div` with the fraction's trailing zeros trimmed, e.g. (1_500, 1_000) → `1.5`.
+fn frac(v: u64, div: u64) -> String {
+    let whole = v / div;
+    let rem = v % div;
+    if rem == 0 {
+        return whole.to_string();
+    }
+    let width = div.to_string().len() - 1;
+    let f = format!("{rem:0width$}");
+    format!("{whole}.{}", f.trim_end_matches('0'))
+}
+
+/// Packed repeated scalars inside one length-delimited payload.
+struct PackedReader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    base: usize,
+    s: Scalar,
+    field: u32,
+}
+
+impl<'a> PackedReader<'a> {
+    fn new(buf: &'a [u8], base: usize, s: Scalar, field: u32) -> Self {
+        PackedReader {
+            buf,
+            pos: 0,
+            base,
+            s,
+            field,
+        }
+    }
+
+    fn next(&mut self) -> Option<Result<ScalarValue<'a>, DecodeError>> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        let at = self.base + self.pos;
+        let rest = &self.buf[self.pos..];
+        let truncated = |needed: u64| DecodeError {
+            offset: at,
+            field: Some(self.field),
+            kind: ErrorKind::Truncated {
+                needed,
+                available: rest.len(),
+            },
+        };
+        let fixed = |n: usize| -> Result<u64, DecodeError> {
+            let b = rest.get(..n).ok_or_else(|| truncated(n as u64))?;
+            let mut v = 0u64;
+            for (i, &x) in b.iter().enumerate() {
+                v |= u64::from(x) << (8 * i);
+            }
+            Ok(v)
+        };
+        let r = match self.s {
+            Scalar::Double => fixed(8).map(|v| {
+                self.pos += 8;
+                ScalarValue::F(f64::from_bits(v))
+            }),
+            Scalar::Float => fixed(4).map(|v| {
+                self.pos += 4;
+                ScalarValue::F(f64::from(f32::from_bits(v as u32)))
+            }),
+            _ => {
+                let mut v = 0u64;
+                let mut ok = None;
+                for (i, &b) in rest.iter().take(10).enumerate() {
+                    v |= u64::from(b & 0x7f) << (7 * i);
+                    if b < 0x80 {
+                        ok = Some(i + 1);
+                        break;
+                    }
+                }
+                match ok {
+                    Some(n) => {
+                        self.pos += n;
+                        Ok(match self.s {
+                            Scalar::Zigzag => ScalarValue::I(((v >> 1) as i64) ^ -((v & 1) as i64)),
+                            Scalar::Unsigned => ScalarValue::U(v),
+                            Scalar::Bool => ScalarValue::B(v != 0),
+                            _ => ScalarValue::I(v as i64),
+                        })
+                    }
+                    None => Err(truncated(rest.len() as u64 + 1)),
+                }
+            }
+        };
+        if r.is_err() {
+            self.pos = self.buf.len();
+        }
+        Some(r)
+    }
+}
+
+/// A field without a schema, as JSON: `{"field": N, "wireType": "len", "value": …}` where a
+/// len payload becomes a nested object of fields when it frames as a message, a string when
+/// it is printable UTF-8, else base64.
+pub fn generic_field(out: &mut String, f: &Field<'_>, depth: usize) {
+    out.push_str("{\"field\":");
+    out.push_str(&f.number.to_string());
+    out.push_str(",\"wireType\":");
+    push_str(out, f.wire_type().name());
+    out.push_str(",\"value\":");
+    match f.value {
+        WireValue::Varint(v) | WireValue::Fixed64(v) => out.push_str(&v.to_string()),
+        WireValue::Fixed32(v) => out.push_str(&v.to_string()),
+        WireValue::Len(b) => generic_len(out, b, f.value_offset, depth),
+    }
+    out.push('}');
+}
+
+/// A len payload without a schema (see [`generic_field`]).
+pub fn generic_len(out: &mut String, b: &[u8], base: usize, depth: usize) {
+    let printable = std::str::from_utf8(b)
+        .ok()
+        .filter(|s| !s.is_empty() && s.chars().all(|c| !c.is_control() || c == '\n' || c == '\t'));
+    if let Some(s) = printable {
+        push_str(out, s);
+        return;
+    }
+    if depth < MAX_DEPTH && !b.is_empty() && super::wire::frames_as_message(b) {
+        out.push('[');
+        let mut r = Reader::new(b, base);
+        let mut n = 0;
+        while let Some(Ok(f)) = r.next_field() {
+            if n > 0 {
+                out.push(',');
+            }
+            n += 1;
+            generic_field(out, &f, depth + 1);
+        }
+        out.push(']');
+        return;
+    }
+    out.push('"');
+    base64::engine::general_purpose::STANDARD.encode_string(b, out);
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_as_go_prints_them() {
+        assert_eq!(go_duration(0), "0s");
+        assert_eq!(go_duration(1_500_000_000), "1.5s");
+        assert_eq!(go_duration(120_000_000_000), "2m0s");
+        assert_eq!(go_duration(3_600_000_000_000), "1h0m0s");
+        assert_eq!(go_duration(300_000_000), "300ms");
+        assert_eq!(go_duration(1_000), "1µs");
+        assert_eq!(go_duration(-5_000_000_000), "-5s");
+        assert_eq!(go_duration(3_723_000_000_000), "1h2m3s");
+    }
+
+    #[test]
+    fn times() {
+        assert_eq!(rfc3339(0, None), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            rfc3339(1_704_067_200, Some(5)),
+            "2024-01-01T00:00:00.000005Z"
+        );
+    }
+
+    #[test]
+    fn json_strings_escape_controls() {
+        let mut s = String::new();
+        push_str(&mut s, "a\"b\\c\nd\u{1}");
+        assert_eq!(s, r#""a\"b\\c\nd\u0001""#);
+        let v: String = serde_json::from_str(&s).unwrap();
+        assert_eq!(v, "a\"b\\c\nd\u{1}");
+    }
+}

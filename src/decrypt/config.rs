@@ -1,0 +1,413 @@
+//! Reading kube-apiserver's EncryptionConfiguration, and finding it through the apiserver's
+//! static pod manifest.
+//!
+//! The YAML is read into a generic tree and walked by hand, so that error texts can name the
+//! place in the file without ever quoting a secret.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use serde_norway::Value;
+
+use super::{Cipher, KeyBytes, NamedKey, Provider, ResourceEntry};
+
+/// Where kubeadm writes the kube-apiserver static pod manifest.
+pub const KUBEADM_APISERVER_MANIFEST: &str = "/etc/kubernetes/manifests/kube-apiserver.yaml";
+
+/// kube-apiserver's flag naming the EncryptionConfiguration file.
+const FLAG: &str = "--encryption-provider-config";
+
+/// A problem reading an EncryptionConfiguration or an apiserver manifest. Every variant names
+/// the file; none contains key material.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read (missing, permissions, not UTF-8).
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The text is not YAML.
+    #[error("{file}: not valid YAML: {message}")]
+    Yaml {
+        /// The file (or the source given to `from_yaml`).
+        file: String,
+        /// The parser's message (position, no content).
+        message: String,
+    },
+    /// `apiVersion`/`kind` are not those of an EncryptionConfiguration.
+    #[error(
+        "{file}: apiVersion {api_version:?}, kind {kind:?} is not an EncryptionConfiguration \
+         (expected apiserver.config.k8s.io/v1 EncryptionConfiguration, or v1 EncryptionConfig)"
+    )]
+    UnknownKind {
+        /// The file.
+        file: String,
+        /// `apiVersion` as found (empty when missing).
+        api_version: String,
+        /// `kind` as found (empty when missing).
+        kind: String,
+    },
+    /// A key's secret is unusable: not base64, or the wrong length for its provider.
+    #[error("{file}: {location}: {provider} key {name:?}: {problem}")]
+    BadKey {
+        /// The file.
+        file: String,
+        /// Where, e.g. `resources[0].providers[1].aesgcm.keys[0]`.
+        location: String,
+        /// `aescbc`, `aesgcm` or `secretbox`.
+        provider: String,
+        /// The key's name.
+        name: String,
+        /// What is wrong (never the secret itself).
+        problem: String,
+    },
+    /// Any other structural problem (missing or empty lists, unknown provider, missing name).
+    #[error("{file}: {location}: {problem}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// Where, e.g. `resources[0].providers[2]`.
+        location: String,
+        /// What is wrong.
+        problem: String,
+    },
+}
+
+/// Parses the YAML text of an EncryptionConfiguration into its resource entries.
+pub(super) fn parse(text: &str, file: &str) -> Result<Vec<ResourceEntry>, ConfigError> {
+    let doc: Value = serde_norway::from_str(text).map_err(|e| ConfigError::Yaml {
+        file: file.to_string(),
+        message: e.to_string(),
+    })?;
+    let invalid = |location: &str, problem: &str| ConfigError::Invalid {
+        file: file.to_string(),
+        location: location.to_string(),
+        problem: problem.to_string(),
+    };
+    let api_version = doc.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("");
+    match (api_version, kind) {
+        ("apiserver.config.k8s.io/v1", "EncryptionConfiguration") | ("v1", "EncryptionConfig") => {}
+        _ => {
+            return Err(ConfigError::UnknownKind {
+                file: file.to_string(),
+                api_version: api_version.to_string(),
+                kind: kind.to_string(),
+            })
+        }
+    }
+    let resources = non_empty_seq(doc.get("resources"))
+        .ok_or_else(|| invalid("resources", "must be a non-empty list"))?;
+
+    let mut entries = Vec::with_capacity(resources.len());
+    for (i, item) in resources.iter().enumerate() {
+        let at = format!("resources[{i}]");
+        let names = non_empty_seq(item.get("resources"))
+            .ok_or_else(|| invalid(&format!("{at}.resources"), "must be a non-empty list"))?;
+        let mut patterns = Vec::with_capacity(names.len());
+        for (j, name) in names.iter().enumerate() {
+            let name = name.as_str().filter(|s| !s.is_empty()).ok_or_else(|| {
+                invalid(&format!("{at}.resources[{j}]"), "must be a resource name")
+            })?;
+            patterns.push(name.to_string());
+        }
+        let providers = non_empty_seq(item.get("providers"))
+            .ok_or_else(|| invalid(&format!("{at}.providers"), "must be a non-empty list"))?;
+        let mut parsed = Vec::with_capacity(providers.len());
+        for (j, provider) in providers.iter().enumerate() {
+            parsed.push(parse_provider(
+                provider,
+                file,
+                &format!("{at}.providers[{j}]"),
+            )?);
+        }
+        entries.push(ResourceEntry {
+            resources: patterns,
+            providers: parsed,
+        });
+    }
+    Ok(entries)
+}
+
+/// One `providers` item: a mapping with exactly one provider key.
+fn parse_provider(item: &Value, file: &str, at: &str) -> Result<Provider, ConfigError> {
+    let invalid = |location: &str, problem: String| ConfigError::Invalid {
+        file: file.to_string(),
+        location: location.to_string(),
+        problem,
+    };
+    let map = item
+        .as_mapping()
+        .filter(|m| m.len() == 1)
+        .ok_or_else(|| invalid(at, "must name exactly one provider".into()))?;
+    let Some((name, body)) = map.iter().next() else {
+        return Err(invalid(at, "must name exactly one provider".into()));
+    };
+    let name = name.as_str().unwrap_or("");
+    let at = format!("{at}.{name}");
+    match name {
+        "identity" => Ok(Provider::Identity),
+        "kms" => {
+            let version = match body.get("apiVersion").and_then(Value::as_str) {
+                None | Some("v1") => 1,
+                Some("v2") => 2,
+                Some(other) => {
+                    return Err(invalid(
+                        &format!("{at}.apiVersion"),
+                        format!("unknown KMS apiVersion {other:?} (expected v1 or v2)"),
+                    ))
+                }
+            };
+            let plugin = body
+                .get("name")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| invalid(&format!("{at}.name"), "must be the plugin name".into()))?;
+            Ok(Provider::Kms {
+                version,
+                name: plugin.to_string(),
+            })
+        }
+        _ => {
+            let Some(cipher) = Cipher::from_name(name.as_bytes()) else {
+                return Err(invalid(
+                    &at,
+                    format!(
+                        "unknown provider {name:?} (expected aescbc, aesgcm, secretbox, identity or kms)"
+                    ),
+                ));
+            };
+            let keys = non_empty_seq(body.get("keys"))
+                .ok_or_else(|| invalid(&format!("{at}.keys"), "must be a non-empty list".into()))?;
+            let mut parsed = Vec::with_capacity(keys.len());
+            for (k, key) in keys.iter().enumerate() {
+                parsed.push(parse_key(cipher, key, file, &format!("{at}.keys[{k}]"))?);
+            }
+            Ok(Provider::Cipher {
+                cipher,
+                keys: parsed,
+            })
+        }
+    }
+}
+
+/// One `{name, secret}`: the secret is standard base64 (Go `base64.StdEncoding`) of 16, 24 or
+/// 32 bytes for aescbc/aesgcm, 32 bytes for secretbox (kube-apiserver's validation).
+fn parse_key(cipher: Cipher, key: &Value, file: &str, at: &str) -> Result<NamedKey, ConfigError> {
+    let name = key
+        .get("name")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| ConfigError::Invalid {
+            file: file.to_string(),
+            location: format!("{at}.name"),
+            problem: "must be a non-empty key name".to_string(),
+        })?;
+    let bad = |problem: String| ConfigError::BadKey {
+        file: file.to_string(),
+        location: format!("{at}.secret"),
+        provider: cipher.name().to_string(),
+        name: name.to_string(),
+        problem,
+    };
+    let secret = key
+        .get("secret")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("secret must be a base64 string".to_string()))?;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(secret.trim())
+        .map_err(|e| {
+            bad(format!(
+                "secret is not valid base64 ({})",
+                base64_problem(&e)
+            ))
+        })?;
+    let secret = KeyBytes(bytes);
+    let allowed: &[usize] = match cipher {
+        Cipher::AesCbc | Cipher::AesGcm => &[16, 24, 32],
+        Cipher::SecretBox => &[32],
+    };
+    if !allowed.contains(&secret.0.len()) {
+        let want = match cipher {
+            Cipher::SecretBox => "32",
+            _ => "16, 24 or 32",
+        };
+        return Err(bad(format!(
+            "secret is {} bytes; {} needs {want}",
+            secret.0.len(),
+            cipher.name()
+        )));
+    }
+    Ok(NamedKey {
+        name: name.to_string(),
+        secret,
+    })
+}
+
+/// A base64 error without the offending byte (which would be part of the secret).
+fn base64_problem(e: &base64::DecodeError) -> String {
+    match e {
+        base64::DecodeError::InvalidByte(at, _) => format!("invalid character at offset {at}"),
+        base64::DecodeError::InvalidLength(len) => format!("invalid length {len}"),
+        base64::DecodeError::InvalidLastSymbol(at, _) => {
+            format!("invalid last symbol at offset {at}")
+        }
+        base64::DecodeError::InvalidPadding => "invalid padding".to_string(),
+    }
+}
+
+fn non_empty_seq(value: Option<&Value>) -> Option<&Vec<Value>> {
+    value.and_then(Value::as_sequence).filter(|s| !s.is_empty())
+}
+
+/// Finds `--encryption-provider-config=PATH` (or `--encryption-provider-config PATH` as two
+/// arguments) in a kube-apiserver static pod manifest (kubeadm:
+/// [`KUBEADM_APISERVER_MANIFEST`]).
+///
+/// Looks through `spec.containers[*].command` and `args` (also inside a single shell-string
+/// argument), and falls back to any list of strings when the YAML is not a Pod. The flag
+/// `--encryption-provider-config-automatic-reload` is not confused with it. The path is a
+/// path inside the container: when it lies under one of that container's `volumeMounts` whose
+/// volume is a `hostPath`, it is translated to the host path (kubeadm usually mounts the same
+/// path, so it is unchanged). Relative paths are returned as written (kube-apiserver resolves
+/// them against its working directory).
+///
+/// Returns `Ok(None)` when the flag is absent or empty (encryption at rest not configured).
+/// Errors: [`ConfigError::Read`] (names the manifest), [`ConfigError::Yaml`].
+pub fn encryption_config_from_manifest(manifest: &Path) -> Result<Option<PathBuf>, ConfigError> {
+    let text = std::fs::read_to_string(manifest).map_err(|source| ConfigError::Read {
+        path: manifest.to_path_buf(),
+        source,
+    })?;
+    let doc: Value = serde_norway::from_str(&text).map_err(|e| ConfigError::Yaml {
+        file: manifest.display().to_string(),
+        message: e.to_string(),
+    })?;
+
+    let spec = doc.get("spec");
+    if let Some(containers) = spec
+        .and_then(|s| s.get("containers"))
+        .and_then(Value::as_sequence)
+    {
+        for container in containers {
+            let args: Vec<&str> = ["command", "args"]
+                .iter()
+                .filter_map(|field| container.get(*field).and_then(Value::as_sequence))
+                .flatten()
+                .filter_map(Value::as_str)
+                .collect();
+            if let Some(found) = find_flag(&args) {
+                return Ok(found.map(|p| host_path(spec, container, &p)));
+            }
+        }
+        return Ok(None);
+    }
+
+    let mut lists = Vec::new();
+    string_lists(&doc, &mut lists);
+    for args in lists {
+        if let Some(found) = find_flag(&args) {
+            return Ok(found.map(PathBuf::from));
+        }
+    }
+    Ok(None)
+}
+
+/// The flag's value in an argument list: `Some(Some(path))`, `Some(None)` when given empty,
+/// `None` when absent. Looks at whole arguments first, then at whitespace-separated words
+/// (shell-string commands).
+fn find_flag(args: &[&str]) -> Option<Option<String>> {
+    fn scan(words: &[&str]) -> Option<Option<String>> {
+        for (i, word) in words.iter().enumerate() {
+            if *word == FLAG {
+                let value = words.get(i + 1).filter(|v| !v.starts_with("--"));
+                return Some(value.map(|v| v.to_string()).filter(|v| !v.is_empty()));
+            }
+            if let Some(value) = word.strip_prefix(FLAG).and_then(|v| v.strip_prefix('=')) {
+                let value = value.trim_matches(|c| c == '"' || c == '\'');
+                return Some(Some(value.to_string()).filter(|v| !v.is_empty()));
+            }
+        }
+        None
+    }
+    scan(args).or_else(|| {
+        let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+        scan(&words)
+    })
+}
+
+/// Translates a container path to the host through the container's hostPath volume mounts
+/// (longest mount path wins).
+fn host_path(spec: Option<&Value>, container: &Value, path: &str) -> PathBuf {
+    let mounts = container.get("volumeMounts").and_then(Value::as_sequence);
+    let volumes = spec
+        .and_then(|s| s.get("volumes"))
+        .and_then(Value::as_sequence);
+    let (Some(mounts), Some(volumes)) = (mounts, volumes) else {
+        return PathBuf::from(path);
+    };
+    let mut best: Option<(usize, String)> = None;
+    for mount in mounts {
+        let (Some(name), Some(mount_path)) = (
+            mount.get("name").and_then(Value::as_str),
+            mount.get("mountPath").and_then(Value::as_str),
+        ) else {
+            continue;
+        };
+        let mount_path = mount_path.trim_end_matches('/');
+        let rest = if path == mount_path {
+            ""
+        } else if let Some(rest) = path.strip_prefix(mount_path).filter(|r| r.starts_with('/')) {
+            rest
+        } else {
+            continue;
+        };
+        if best
+            .as_ref()
+            .is_some_and(|(len, _)| *len >= mount_path.len())
+        {
+            continue;
+        }
+        let host = volumes
+            .iter()
+            .find(|v| v.get("name").and_then(Value::as_str) == Some(name))
+            .and_then(|v| v.get("hostPath"))
+            .and_then(|h| h.get("path"))
+            .and_then(Value::as_str);
+        if let Some(host) = host {
+            let host = host.trim_end_matches('/');
+            let host = if host.is_empty() && rest.is_empty() {
+                "/"
+            } else {
+                host
+            };
+            best = Some((mount_path.len(), format!("{host}{rest}")));
+        }
+    }
+    PathBuf::from(best.map(|(_, p)| p).unwrap_or_else(|| path.to_string()))
+}
+
+/// Every sequence of strings anywhere in the document.
+fn string_lists<'a>(value: &'a Value, out: &mut Vec<Vec<&'a str>>) {
+    match value {
+        Value::Sequence(items) => {
+            let strings: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+            if !strings.is_empty() {
+                out.push(strings);
+            }
+            for item in items {
+                string_lists(item, out);
+            }
+        }
+        Value::Mapping(map) => {
+            for (_, v) in map {
+                string_lists(v, out);
+            }
+        }
+        Value::Tagged(tagged) => string_lists(&tagged.value, out),
+        _ => {}
+    }
+}
