@@ -109,6 +109,12 @@ pub struct UiArgs {
     /// Show Secret data instead of `<redacted: N bytes>`.
     #[arg(long, global = true)]
     pub show_secrets: bool,
+    /// The kube-apiserver's EncryptionConfiguration (its `--encryption-provider-config`), to
+    /// decrypt values encrypted at rest (aescbc, aesgcm, secretbox; KMS values are only
+    /// identified). Default: the file named in the kubeadm manifest
+    /// /etc/kubernetes/manifests/kube-apiserver.yaml, when that is readable.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub encryption_config: Option<PathBuf>,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -76,6 +76,42 @@ struct SnapshotJson {
 }
 
 /// Renders the snapshot JSON for a replica. `with_keys` adds `key_list` (every live key).
+/// The EncryptionConfiguration to decrypt with: `--encryption-config FILE` (an error if it
+/// cannot be read or parsed), else the file the kubeadm kube-apiserver manifest names in
+/// `--encryption-provider-config`, when the manifest exists (a warning, not an error, when
+/// that file cannot be used: decoding then shows encrypted values as such). Returns the
+/// keyring and, for the automatic case, a note saying where it came from or why not.
+pub fn load_keyring(
+    explicit: Option<&std::path::Path>,
+) -> Result<(Option<crate::decrypt::Keyring>, Option<String>)> {
+    use crate::decrypt::{encryption_config_from_manifest, Keyring, KUBEADM_APISERVER_MANIFEST};
+    if let Some(path) = explicit {
+        let k = Keyring::load(path).with_context(|| "--encryption-config".to_string())?;
+        return Ok((Some(k), None));
+    }
+    let manifest = std::path::Path::new(KUBEADM_APISERVER_MANIFEST);
+    if !manifest.exists() {
+        return Ok((None, None));
+    }
+    match encryption_config_from_manifest(manifest) {
+        Ok(Some(path)) => match Keyring::load(&path) {
+            Ok(k) => Ok((
+                Some(k),
+                Some(format!(
+                    "decrypting with {} (from {KUBEADM_APISERVER_MANIFEST})",
+                    path.display()
+                )),
+            )),
+            Err(e) => Ok((
+                None,
+                Some(format!("encrypted values stay encrypted: {e}")),
+            )),
+        },
+        Ok(None) => Ok((None, None)),
+        Err(e) => Ok((None, Some(format!("encrypted values stay encrypted: {e}")))),
+    }
+}
+
 pub fn snapshot_json(replica: &Replica, with_keys: bool) -> Result<String> {
     let key_list = with_keys.then(|| {
         let prefix = replica.prefix().to_vec();

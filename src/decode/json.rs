@@ -3,8 +3,7 @@
 //! kube-apiserver's JSON serializer writes one object per value followed by a newline;
 //! leading and trailing whitespace is accepted. [`summarize`] deserializes only the fields it
 //! needs, borrowing strings from the input where they carry no escapes and skipping the rest
-//! without building values; [`render`] pretty-prints with serde_json (keys sorted) and hides
-//! Secret values.
+//! without building values; [`redact_secret`] hides Secret values in a parsed object.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -12,8 +11,6 @@ use std::fmt;
 use serde::de::{self, Deserialize, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::dump::Out;
-use super::hexdump::{hexdump, HEXDUMP_LIMIT};
 use super::ObjectSummary;
 
 /// A string borrowed from the input when possible (no escapes), owned otherwise.
@@ -173,29 +170,6 @@ pub(crate) fn redact_secret(v: &mut Value) {
             let n = x.as_str().map(str::len).unwrap_or(0);
             *x = Value::String(format!("<redacted: {n} bytes>"));
         }
-    }
-}
-
-/// Pretty lines (or the parse error and a hex dump) for a JSON value.
-pub fn render(value: &[u8], show_secrets: bool) -> (Vec<String>, Option<String>) {
-    match serde_json::from_slice::<Value>(value) {
-        Ok(mut v) => {
-            let is_secret = v.get("apiVersion").and_then(Value::as_str) == Some("v1")
-                && v.get("kind").and_then(Value::as_str) == Some("Secret");
-            if is_secret && !show_secrets {
-                redact_secret(&mut v);
-            }
-            let mut out = Out::default();
-            match serde_json::to_string_pretty(&v) {
-                Ok(text) => text.lines().for_each(|l| out.push(l.to_owned())),
-                Err(e) => out.push(format!("! cannot print JSON: {e}")),
-            }
-            (out.finish(), None)
-        }
-        Err(e) => (
-            hexdump(value, 0, HEXDUMP_LIMIT, ""),
-            Some(format!("JSON: {e}")),
-        ),
     }
 }
 

@@ -18,14 +18,12 @@ pub mod wire;
 
 mod decoded;
 
-mod dump;
 mod json;
 
 #[cfg(test)]
 mod tests;
 
-use dump::{dump_message, Out, Redact};
-use envelope::{meta_entries, object_meta_bytes, parse_envelope, scan_meta, Envelope, Time, MAGIC};
+use envelope::{object_meta_bytes, parse_envelope, scan_meta, Envelope, MAGIC};
 use hexdump::{hexdump, lossless_text, HEXDUMP_LIMIT};
 
 pub use decoded::{
@@ -122,14 +120,22 @@ impl ObjectSummary {
 }
 
 /// Options for [`render`].
-#[derive(Clone, Debug, Default)]
-pub struct RenderOptions {
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RenderOptions<'a> {
     /// Show Secret data instead of `<redacted: N bytes>`.
     pub show_secrets: bool,
     /// The value is stored under the `secrets` resource. Then anything that does not decode
     /// as a Secret (raw bytes, a damaged envelope, another kind) is redacted whole, since its
-    /// bytes may hold secret data in the clear.
+    /// bytes may hold secret data in the clear. (Also derived from `etcd_key` when given.)
     pub secret_key: bool,
+    /// The etcd key (aesgcm's authenticated data; picks the encryption keys).
+    pub etcd_key: &'a [u8],
+    /// The key's mod_revision, shown as `metadata.resourceVersion`.
+    pub mod_revision: Option<i64>,
+    /// The apiserver's encryption keys, if given.
+    pub keyring: Option<&'a crate::decrypt::Keyring>,
+    /// Print JSON instead of YAML.
+    pub json: bool,
 }
 
 /// A value rendered for display.
@@ -150,6 +156,8 @@ pub struct Rendered {
     /// A longer explanation of a likely cause or a note on what was tolerated, e.g. CR LF
     /// translation by a TTY (BR-01) or a trailing newline after the envelope.
     pub hint: Option<String>,
+    /// The full decode behind the lines (object JSON, schema, encryption status).
+    pub decoded: Option<Decoded>,
 }
 
 /// `(provider, key, offset of the ciphertext)` for an encryption-at-rest prefix.
@@ -319,209 +327,130 @@ fn identity(s: &ObjectSummary) -> String {
     id.trim_end().to_owned()
 }
 
-/// Full render for the key view; never fails (errors go into `Rendered::error`).
-pub fn render(value: &[u8], opts: &RenderOptions) -> Rendered {
-    let format = detect(value);
-    let summary = summarize(value);
-    let mut r = Rendered {
-        format: format.describe(),
-        summary,
-        ..Default::default()
-    };
-    match &format {
-        Format::Protobuf => render_protobuf(value, opts, &mut r),
-        Format::Json => {
-            let (lines, error) = json::render(value, opts.show_secrets);
-            r.lines = lines;
-            r.error = error;
-        }
-        Format::Cbor => {
-            r.lines
-                .push("CBOR (self-described tag 55799); structured decode: issue 3".into());
-            r.lines.extend(hexdump(value, 0, HEXDUMP_LIMIT, ""));
-        }
-        Format::Encrypted { provider, key } => {
-            let body = encryption_prefix(value).map_or(value.len(), |(_, _, b)| b);
-            r.lines
-                .push(format!("encrypted at rest: provider {provider}, key {key}"));
-            r.lines.push(
-                "not decrypted: regscope does not read the apiserver's EncryptionConfiguration yet"
-                    .into(),
-            );
-            r.lines.push(format!(
-                "ciphertext: {} bytes after a {}-byte prefix",
-                value.len() - body,
-                body
-            ));
-            r.lines.extend(hexdump(
-                value.get(body..).unwrap_or(&[]),
-                body,
-                HEXDUMP_LIMIT,
-                "",
-            ));
-        }
-        Format::Raw => {
-            if value.starts_with(ENCRYPTED_PREFIX) {
-                r.hint = Some(
-                    "starts with k8s:enc: but the provider or key name is not recognised".into(),
-                );
-            }
-            r.lines = hexdump(value, 0, HEXDUMP_LIMIT, "");
-        }
+/// The object as YAML lines (keys sorted, as kubectl prints them).
+pub fn yaml_lines(v: &serde_json::Value) -> Vec<String> {
+    match serde_norway::to_string(v) {
+        Ok(text) => text.lines().map(str::to_owned).collect(),
+        Err(e) => vec![format!("! cannot print YAML: {e}")],
     }
-    let encrypted = matches!(format, Format::Encrypted { .. });
-    if opts.secret_key && !opts.show_secrets && !encrypted {
-        let redacted_as_secret = r.error.is_none() && r.summary.is_secret();
-        if !redacted_as_secret {
-            r.lines = vec![format!(
-                "<redacted: {} bytes> (under secrets/ but not decodable as a Secret; --show-secrets shows it)",
-                value.len()
-            )];
-        }
-    }
-    r
 }
 
-fn render_protobuf(value: &[u8], opts: &RenderOptions, r: &mut Rendered) {
-    let (env, dropped_nl) = match parse_envelope_tolerant(value) {
-        Ok(x) => x,
-        Err(e) => {
-            let mut error = e.to_string();
-            if looks_crlf_translated(value) {
-                error.push_str("; hint: the bytes look CR LF translated by a TTY");
-                let mut hint = String::from(
-                    "the bytes look CR LF translated: a TTY turned every LF (0a) into CR LF \
-                     (0d0a pairs, trailing 0d0a), so the envelope's first tag 0a became 0d \
-                     (field 1, wire type 5). Capture the value without a TTY (no -t on \
-                     kubectl/docker exec).",
-                );
-                let fixed = undo_crlf(value);
-                let s = summarize_protobuf(&fixed);
-                if s.error.is_none() {
-                    hint.push_str(&format!(
-                        " Undoing the translation decodes as {}.",
-                        identity(&s)
-                    ));
-                }
-                r.hint = Some(hint);
-            }
-            r.error = Some(error);
-            r.decode_error = Some(e);
-            r.lines
-                .push("envelope could not be decoded; raw value:".into());
-            r.lines.extend(hexdump(value, 0, HEXDUMP_LIMIT, ""));
-            return;
-        }
+/// The object as indented JSON lines (keys sorted).
+pub fn json_lines(v: &serde_json::Value) -> Vec<String> {
+    match serde_json::to_string_pretty(v) {
+        Ok(text) => text.lines().map(str::to_owned).collect(),
+        Err(e) => vec![format!("! cannot print JSON: {e}")],
+    }
+}
+
+/// Full render for the key view; never fails (errors go into `Rendered::error`). The body
+/// is the decoded object as YAML (or JSON with `opts.json`), preceded by `#` notes when the
+/// kind has no schema or carries fields newer than the schemas; a hex dump when nothing
+/// decodes; `<redacted: N bytes>` for undecodable values under `secrets/`.
+pub fn render(value: &[u8], opts: &RenderOptions<'_>) -> Rendered {
+    let d = decode(
+        value,
+        &DecodeOptions {
+            show_secrets: opts.show_secrets,
+            etcd_key: opts.etcd_key,
+            mod_revision: opts.mod_revision,
+            keyring: opts.keyring,
+            candidates: &[],
+        },
+    );
+    let mut r = Rendered {
+        format: d.format.describe(),
+        summary: d.summary.clone(),
+        error: d.error.clone(),
+        decode_error: d.decode_error.clone(),
+        hint: d.hint.clone(),
+        decoded: None,
+        lines: Vec::new(),
     };
-    if dropped_nl {
-        r.hint = Some(
-            "ignored one trailing newline (0a) after the envelope (etcdctl and auger's extract \
-             add one)"
-                .into(),
-        );
-    }
-    let mut out = Out::default();
-    let text = |b: &[u8]| lossless_text(b);
-    out.push(format!("apiVersion: {}", text(env.api_version)));
-    out.push(format!("kind: {}", text(env.kind)));
-    if !env.content_encoding.is_empty() {
-        out.push(format!("contentEncoding: {}", text(env.content_encoding)));
-    }
-    if !env.content_type.is_empty() {
-        out.push(format!("contentType: {}", text(env.content_type)));
-    }
-    if !env.content_encoding.is_empty() {
-        out.push(format!(
-            "raw ({} bytes, encoded; not decoded):",
-            env.raw.len()
-        ));
-        for l in hexdump(env.raw, env.raw_offset, HEXDUMP_LIMIT, "  ") {
-            out.push(l);
+    if let Some(enc) = &d.encryption {
+        r.format = if enc.decrypted {
+            format!("{} (decrypted; payload {})", d.format.describe(), d.payload_format.label())
+        } else {
+            d.format.describe()
+        };
+        if let Some(m) = &enc.message {
+            r.error = Some(m.clone());
         }
-        r.lines = out.finish();
-        return;
     }
-    let secret = env.api_version == b"v1" && env.kind == b"Secret";
-    match object_meta_bytes(env.raw, env.raw_offset) {
-        Ok(Some((meta, base))) => match (scan_meta(meta, base), meta_entries(meta, base)) {
-            (Ok(m), Ok(e)) => {
-                let mut id = String::new();
-                if let Some(ns) = m.namespace.filter(|n| !n.is_empty()) {
-                    id.push_str(&text(ns));
-                    id.push('/');
-                }
-                id.push_str(&text(m.name.unwrap_or(b"")));
-                out.push(format!("name: {id}"));
-                if let Some(g) = m.generate_name.filter(|g| !g.is_empty()) {
-                    out.push(format!("generateName: {}", text(g)));
-                }
-                if let Some(u) = m.uid.filter(|u| !u.is_empty()) {
-                    out.push(format!("uid: {}", text(u)));
-                }
-                if let Some(rv) = m.resource_version.filter(|v| !v.is_empty()) {
-                    out.push(format!("resourceVersion (stored): {}", text(rv)));
-                }
-                if let Some(g) = m.generation {
-                    out.push(format!("generation: {g}"));
-                }
-                if let Some(t) = m.creation {
-                    out.push(format!("creationTimestamp: {}", t.rfc3339()));
-                }
-                if !e.labels.is_empty() {
-                    out.push("labels:".into());
-                    for (k, v) in &e.labels {
-                        out.push(format!("  {}: {}", text(k), text(v)));
-                    }
-                }
-                if e.annotations > 0 {
-                    out.push(format!("annotations: {}", e.annotations));
-                }
-                for (k, n) in &e.owners {
-                    out.push(format!("ownedBy: {} {}", text(k), text(n)));
-                }
-                if !e.managed.is_empty() {
-                    out.push(format!(
-                        "managers (last writer: {}):",
-                        text(m.manager.unwrap_or(b""))
-                    ));
-                    for me in &e.managed {
-                        let mut l = format!(
-                            "  {} {} {} {}",
-                            text(me.manager),
-                            text(me.operation),
-                            text(me.api_version),
-                            me.time.as_ref().map_or_else(|| "-".into(), Time::rfc3339)
-                        );
-                        if !me.subresource.is_empty() {
-                            l.push_str(&format!(" (subresource {})", text(me.subresource)));
-                        }
-                        out.push(l);
-                    }
-                }
+    let secret_key = opts.secret_key || decoded::resource_of_key(opts.etcd_key) == "secrets";
+    let undecodable_secret = secret_key
+        && !opts.show_secrets
+        && d.encryption.is_none()
+        && (d.redacted_whole || d.error.is_some() || !d.summary.is_secret());
+    if undecodable_secret {
+        r.lines = vec![format!(
+            "<redacted: {} bytes> (under secrets/ but not decodable as a Secret; --show-secrets shows it)",
+            value.len()
+        )];
+        r.decoded = Some(d);
+        return r;
+    }
+    match d.value() {
+        Some(v) => {
+            if d.schema == SchemaUse::Unknown {
+                r.lines.push(format!(
+                    "# {SCHEMA_UNKNOWN}: no Kubernetes 1.30–1.35 schema has this kind; \
+                     metadata decoded, other fields under {}",
+                    object::UNKNOWN_FIELDS_KEY
+                ));
+            } else if d.unknown_fields > 0 {
+                r.lines.push(format!(
+                    "# {} field(s) unknown to the schema (written by a newer apiserver?): under {}",
+                    d.unknown_fields,
+                    object::UNKNOWN_FIELDS_KEY
+                ));
             }
-            (Err(err), _) | (_, Err(err)) => {
-                out.push(format!("field 1 is not an ObjectMeta ({err})"));
+            if d.payload_format == Format::Protobuf && d.summary.is_secret() && !opts.show_secrets
+            {
+                r.lines
+                    .push("# Secret: data and stringData values are redacted".into());
+            }
+            r.lines.extend(if opts.json {
+                json_lines(&v)
+            } else {
+                yaml_lines(&v)
+            });
+        }
+        None => match &d.format {
+            Format::Encrypted { provider, key } => {
+                let body = encryption_prefix(value).map_or(value.len(), |(_, _, b)| b);
+                r.lines
+                    .push(format!("encrypted at rest: provider {provider}, key {key}"));
+                if let Some(m) = d.encryption.as_ref().and_then(|e| e.message.clone()) {
+                    r.lines.push(m);
+                }
+                r.lines.push(format!(
+                    "ciphertext: {} bytes after a {}-byte prefix",
+                    value.len() - body,
+                    body
+                ));
+                r.lines.extend(hexdump(
+                    value.get(body..).unwrap_or(&[]),
+                    body,
+                    HEXDUMP_LIMIT,
+                    "",
+                ));
+            }
+            _ => {
+                if value.starts_with(ENCRYPTED_PREFIX) {
+                    r.hint = Some(
+                        "starts with k8s:enc: but the provider or key name is not recognised"
+                            .into(),
+                    );
+                }
+                if d.format == Format::Protobuf {
+                    r.lines
+                        .push("envelope could not be decoded; raw value:".into());
+                }
+                r.lines.extend(hexdump(value, 0, HEXDUMP_LIMIT, ""));
             }
         },
-        Ok(None) => out.push("field 1 is not an ObjectMeta".into()),
-        Err(err) => {
-            r.error = Some(err.to_string());
-            r.decode_error = Some(err);
-        }
     }
-    if secret && !opts.show_secrets {
-        out.push("Secret: data and stringData values are redacted".into());
-    }
-    out.push(String::new());
-    out.push(format!(
-        "object ({} bytes) — {SCHEMA_UNKNOWN}:",
-        env.raw.len()
-    ));
-    let redact = if secret && !opts.show_secrets {
-        Redact::SecretTop
-    } else {
-        Redact::None
-    };
-    dump_message(&mut out, env.raw, env.raw_offset, 0, redact);
-    r.lines = out.finish();
+    r.decoded = Some(d);
+    r
 }

@@ -346,7 +346,7 @@ fn hand_secret() -> Vec<u8> {
         ld(
             12,
             &[
-                ld(1, super::dump::LAST_APPLIED),
+                ld(1, b"kubectl.kubernetes.io/last-applied-configuration"),
                 ld(2, br#"{"data":{"password":"c3VwZXJzZWNyZXQ="}}"#),
             ]
             .concat(),

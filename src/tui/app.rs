@@ -575,6 +575,9 @@ impl App {
                 show_secrets: self.s.show_secrets,
                 secret_key: crate::model::KeyPath::parse(self.replica.prefix(), &d.key).resource
                     == "secrets",
+                etcd_key: &d.key,
+                mod_revision: Some(v.mod_revision),
+                ..Default::default()
             },
         ))
     }
