@@ -209,9 +209,11 @@ fn decode_payload(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> bo
             false
         }
     };
-    if secret_key && !opts.show_secrets {
-        let is_secret = d.error.is_none() && d.summary.is_secret();
-        if !is_secret {
+    if !opts.show_secrets {
+        // Under secrets/, anything that is not a cleanly decoded Secret may hold secret bytes
+        // in the clear; so may a Secret whose payload failed to decode.
+        let clean_secret = d.error.is_none() && d.summary.is_secret();
+        if (secret_key && !clean_secret) || (d.summary.is_secret() && d.error.is_some()) {
             d.json = None;
             d.redacted_whole = true;
         }
@@ -224,6 +226,23 @@ fn redact_if_secret(v: &mut Value, opts: &DecodeOptions<'_>) {
     let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
     if is_secret_type(av, kind) && !opts.show_secrets {
         json::redact_secret(v);
+        redact_unknown(v);
+    }
+}
+
+/// Fields of a Secret that the schema does not know may hold secret bytes: their dumps are
+/// replaced by their count.
+fn redact_unknown(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            if let Some(u) = o.get_mut(UNKNOWN_FIELDS_KEY) {
+                let n = u.as_array().map_or(1, Vec::len);
+                *u = Value::String(format!("<redacted: {n} unknown fields>"));
+            }
+            o.values_mut().for_each(redact_unknown);
+        }
+        Value::Array(a) => a.iter_mut().for_each(redact_unknown),
+        _ => {}
     }
 }
 

@@ -369,7 +369,11 @@ pub fn render(value: &[u8], opts: &RenderOptions<'_>) -> Rendered {
     };
     if let Some(enc) = &d.encryption {
         r.format = if enc.decrypted {
-            format!("{} (decrypted; payload {})", d.format.describe(), d.payload_format.label())
+            format!(
+                "{} (decrypted; payload {})",
+                d.format.describe(),
+                d.payload_format.label()
+            )
         } else {
             d.format.describe()
         };
@@ -378,13 +382,12 @@ pub fn render(value: &[u8], opts: &RenderOptions<'_>) -> Rendered {
         }
     }
     let secret_key = opts.secret_key || decoded::resource_of_key(opts.etcd_key) == "secrets";
-    let undecodable_secret = secret_key
-        && !opts.show_secrets
-        && d.encryption.is_none()
-        && (d.redacted_whole || d.error.is_some() || !d.summary.is_secret());
+    let undecodable_secret = !opts.show_secrets
+        && d.encryption.as_ref().is_none_or(|e| e.decrypted)
+        && (d.redacted_whole || (secret_key && (d.error.is_some() || !d.summary.is_secret())));
     if undecodable_secret {
         r.lines = vec![format!(
-            "<redacted: {} bytes> (under secrets/ but not decodable as a Secret; --show-secrets shows it)",
+            "<redacted: {} bytes> (a Secret, or under secrets/, that does not decode cleanly; --show-secrets shows it)",
             value.len()
         )];
         r.decoded = Some(d);
@@ -405,8 +408,7 @@ pub fn render(value: &[u8], opts: &RenderOptions<'_>) -> Rendered {
                     object::UNKNOWN_FIELDS_KEY
                 ));
             }
-            if d.payload_format == Format::Protobuf && d.summary.is_secret() && !opts.show_secrets
-            {
+            if d.payload_format == Format::Protobuf && d.summary.is_secret() && !opts.show_secrets {
                 r.lines
                     .push("# Secret: data and stringData values are redacted".into());
             }

@@ -206,6 +206,9 @@ impl MessagePlan {
     }
 }
 
+/// `(group folder, version, kind)`, e.g. `("apps", "v1", "Deployment")`.
+type Gvk = (Box<str>, Box<str>, Box<str>);
+
 /// Every message of one Kubernetes version, plus the (group, version, kind) index.
 pub struct Plan {
     /// Kubernetes minor version, e.g. `1.35`.
@@ -215,7 +218,7 @@ pub struct Plan {
     by_name: HashMap<Box<str>, u32>,
     /// `(group folder, version, kind)` → message index; the group folder is the last-but-one
     /// package component (`core`, `apps`, `rbac`, `apiextensions`, `meta` …).
-    kinds: HashMap<(Box<str>, Box<str>, Box<str>), u32>,
+    kinds: HashMap<Gvk, u32>,
 }
 
 impl Plan {
@@ -314,9 +317,10 @@ fn special(m: &MessageDescriptor) -> Special {
         Special::Quantity
     } else if ends("util.intstr.IntOrString") {
         Special::IntOrString
-    } else if ends("pkg.runtime.RawExtension") || ends("apis.meta.v1.FieldsV1") {
-        Special::RawJson
-    } else if name.contains("apiextensions") && m.name() == "JSON" {
+    } else if ends("pkg.runtime.RawExtension")
+        || ends("apis.meta.v1.FieldsV1")
+        || (name.contains("apiextensions") && m.name() == "JSON")
+    {
         Special::RawJson
     } else if m.name() == "JSONSchemaPropsOrArray" {
         Special::SchemaOrArray
