@@ -3,10 +3,9 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use clap::Parser;
 use tokio::sync::mpsc;
 
-use regscope::cli::args::{Cli, Command, ConnArgs, DemoArgs, SnapshotArgs, UiArgs};
+use regscope::cli::args::{Cli, Command, ConnArgs, DemoArgs, SnapshotArgs, UiArgs, VerifyArgs};
 use regscope::cli::{snapshot_json, snapshot_replica, sync_until_caught_up, verify_replica};
 use regscope::source::{EtcdOptions, EtcdSource};
 use regscope::store::Replica;
@@ -16,7 +15,7 @@ fn main() -> ExitCode {
     // One rustls crypto provider for every TLS user (etcd-client via tonic, later kube and
     // reqwest): ring, installed before anything builds a TLS config.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = Cli::parse();
+    let cli = Cli::parse_merged();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -41,8 +40,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         None => console(&cli.conn, &cli.ui).await,
         Some(Command::Demo(d)) => demo(&cli.conn, &cli.ui, &d).await,
-        Some(Command::Snapshot(s)) => snapshot(&cli.conn, &s).await,
-        Some(Command::Verify) => verify(&cli.conn).await,
+        Some(Command::Snapshot(s)) => snapshot(&s.conn, &s).await,
+        Some(Command::Verify(VerifyArgs { conn })) => verify(&conn).await,
+        Some(Command::Decode(d)) => regscope::cli::decode::run(&d, &cli.ui),
         Some(Command::PrintConfig { which }) => {
             use regscope::cli::args::ConfigFile;
             match which {
@@ -55,14 +55,18 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
     }
 }
 
-fn ui_options(ui: &UiArgs, title: String) -> UiOptions {
-    UiOptions {
+/// Console options from the flags. Fails only when `--encryption-config` names a file that
+/// cannot be used; a kubeadm-discovered config that cannot be used becomes a warning.
+fn ui_options(ui: &UiArgs, title: String) -> Result<UiOptions> {
+    let (keyring, note) = regscope::cli::load_keyring(ui.encryption_config.as_deref())?;
+    Ok(UiOptions {
         keymap_path: ui.keymap.clone(),
         theme_path: ui.theme.clone(),
         title,
         show_secrets: ui.show_secrets,
-        warnings: Vec::new(),
-    }
+        warnings: note.into_iter().collect(),
+        keyring: keyring.map(std::sync::Arc::new),
+    })
 }
 
 async fn console(conn: &ConnArgs, ui: &UiArgs) -> Result<ExitCode> {
@@ -77,7 +81,7 @@ async fn console(conn: &ConnArgs, ui: &UiArgs) -> Result<ExitCode> {
         source.etcd.endpoint_label(),
         conn.prefix.trim_end_matches('/')
     );
-    run_console(source, conn, ui_options(ui, title)).await
+    run_console(source, conn, ui_options(ui, title)?).await
 }
 
 /// Runs the source into the console until the user quits.
@@ -138,7 +142,7 @@ async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs) -> Result<ExitCode> {
         conn.sync_options(),
     );
     let title = format!("demo · private etcd {}", etcd.endpoint());
-    let mut opts = ui_options(ui, title);
+    let mut opts = ui_options(ui, title)?;
     if !conn.endpoints.is_empty() {
         opts.warnings.push(format!(
             "--endpoints/ETCDCTL_ENDPOINTS ignored: the demo watches its own private etcd at {}",

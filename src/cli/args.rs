@@ -32,6 +32,7 @@ const EXAMPLES: &str = "Examples:
   regscope --endpoints http://127.0.0.1:2379      a plain-HTTP etcd
   regscope snapshot --json | jq .resources        what is stored, per resource
   regscope verify                                 replica vs etcd, exit 1 on any difference
+  etcdctl get /registry/pods/default/p1 -w json | regscope decode   one stored object
 Keys inside the console: press ? for help.";
 
 #[derive(Debug, Subcommand)]
@@ -44,7 +45,11 @@ pub enum Command {
     /// Mirror the prefix (list + watch until caught up), then read etcd at the replica's
     /// revision and compare every key, value, create/mod revision and version. Exit 1 on
     /// any difference.
-    Verify,
+    Verify(VerifyArgs),
+    /// Decode stored values offline: `etcdctl get -w json` output, a hex string or the raw
+    /// value bytes, from FILE or stdin. Prints the object on stdout, a header on stderr.
+    #[command(long_about = DECODE_ABOUT, after_help = DECODE_EXAMPLES)]
+    Decode(DecodeArgs),
     /// Print the embedded default keymap or theme (TOML), to copy and override:
     /// `regscope print-config keymap > keys.toml`, then `regscope --keymap keys.toml`.
     PrintConfig {
@@ -63,42 +68,46 @@ pub enum ConfigFile {
     Theme,
 }
 
-/// How to reach etcd (flags win over ETCDCTL_* variables).
+/// How to reach etcd (flags win over ETCDCTL_* variables). Not global: flattened into the
+/// root (the console) and into the subcommands that connect, so that `decode --key` can
+/// mean an etcd key rather than the TLS client key.
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "etcd connection")]
 pub struct ConnArgs {
     /// etcd endpoints, comma separated (e.g. https://127.0.0.1:2379).
-    #[arg(long, env = "ETCDCTL_ENDPOINTS", value_delimiter = ',', global = true)]
+    #[arg(long, env = "ETCDCTL_ENDPOINTS", value_delimiter = ',')]
     pub endpoints: Vec<String>,
     /// CA bundle that signs etcd's server certificate (PEM).
-    #[arg(long, env = "ETCDCTL_CACERT", global = true)]
+    #[arg(long, env = "ETCDCTL_CACERT")]
     pub cacert: Option<PathBuf>,
     /// Client certificate (PEM).
-    #[arg(long, env = "ETCDCTL_CERT", global = true)]
+    #[arg(long, env = "ETCDCTL_CERT")]
     pub cert: Option<PathBuf>,
     /// Client private key (PEM).
-    #[arg(long, env = "ETCDCTL_KEY", global = true)]
+    #[arg(long, env = "ETCDCTL_KEY")]
     pub key: Option<PathBuf>,
     /// etcd user, as `name` or `name:password` (etcdctl's form).
-    #[arg(long, env = "ETCDCTL_USER", global = true)]
+    #[arg(long, env = "ETCDCTL_USER")]
     pub user: Option<String>,
     /// etcd password (or give it in --user name:password).
-    #[arg(long, env = "ETCDCTL_PASSWORD", hide_env_values = true, global = true)]
+    #[arg(long, env = "ETCDCTL_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
     /// Key prefix the apiserver stores under (kube-apiserver --etcd-prefix).
-    #[arg(long, default_value = "/registry", global = true)]
+    #[arg(long, default_value = "/registry")]
     pub prefix: String,
     /// Keys in the first list page; later pages grow (up to 10,000 keys) while they stay
     /// under 8 MiB, and shrink when a page exceeds the gRPC message limit.
-    #[arg(long, default_value_t = 500, global = true)]
+    #[arg(long, default_value_t = 500)]
     pub page_limit: i64,
     /// Bytes of revision history to keep besides the newest value of every key
     /// (e.g. 256MiB, 1GiB); older history is dropped first.
-    #[arg(long, default_value = "256MiB", value_parser = parse_size, global = true)]
+    #[arg(long, default_value = "256MiB", value_parser = parse_size)]
     pub history_budget: usize,
 }
 
-/// Console options.
+/// Console options (global: `--encryption-config` and `--show-secrets` also serve `decode`).
 #[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Display and decryption")]
 pub struct UiArgs {
     /// Keymap TOML overriding the embedded default (see `regscope print-config`).
     #[arg(long, global = true)]
@@ -138,9 +147,144 @@ pub struct SnapshotArgs {
     /// Add every key with its revisions, version, lease and size.
     #[arg(long)]
     pub keys: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct VerifyArgs {
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+const DECODE_ABOUT: &str = "\
+Decode stored values offline, without an apiserver: what exactly is stored under a key.
+
+Input (FILE, or stdin when FILE is - or absent; read as bytes, never assumed to be text):
+  * `etcdctl get KEY -w json` output: every kv is decoded; its key gives the resource and
+    aesgcm's authenticated data, its mod_revision becomes metadata.resourceVersion.
+  * hex text: only hex digits and whitespace, optional 0x prefix (e.g. from auger or xxd -p).
+  * anything else: the value bytes themselves (e.g. `etcdctl get KEY --print-value-only`).
+
+Values may be protobuf (k8s\\x00 envelope), JSON or CBOR, and encrypted at rest (aescbc,
+aesgcm, secretbox with --encryption-config; KMS values are identified only). Kinds without a
+built-in schema (OpenShift, aggregated APIs) print with metadata and a field dump by number.
+Secret data and stringData print as `<redacted: N bytes>` unless --show-secrets.
+
+stdout carries only the object(s); the header (key, resource, revisions, format,
+encryption, schema) and every error go to stderr. Exit status: 0 when every value decoded,
+1 when any value or the input could not be decoded, 2 for a FILE or --encryption-config that
+cannot be read.";
+
+const DECODE_EXAMPLES: &str = "Examples:
+  etcdctl get /registry/pods/default/p1 -w json | regscope decode
+  etcdctl get /registry/pods/default/p1 -w json | regscope decode -o json | jq .spec
+  etcdctl get /registry/pods/ --prefix -w json > pods.json
+  regscope decode pods.json -o json | jq '.[].metadata.name'
+  regscope decode value.bin --key /registry/secrets/default/s1 \\
+      --encryption-config /etc/kubernetes/enc.yaml
+  xxd -p value.bin | regscope decode --key /registry/pods/default/p1
+  etcdctl get /registry/pods/default/p1 -w json | regscope decode -o raw > p1.bin";
+
+/// `regscope decode` options. `--encryption-config` and `--show-secrets` are the global UI
+/// flags ([`UiArgs`]).
+#[derive(Debug, Args, Clone)]
+pub struct DecodeArgs {
+    /// Input file; stdin when `-` or absent.
+    #[arg(value_name = "FILE")]
+    pub input: Option<PathBuf>,
+    /// The etcd key the value is stored under (for a bare value; etcdctl JSON carries its
+    /// keys): gives the resource, picks the encryption key and is aesgcm's authenticated data.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<std::ffi::OsString>,
+    /// Output: yaml (documents separated by ---), json (an array for several kvs), or raw
+    /// (the stored value bytes; one kv only).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = DecodeOutput::Yaml)]
+    pub output: DecodeOutput,
+    /// Say on stderr which input form was detected.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// What `regscope decode` prints on stdout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DecodeOutput {
+    /// The object as YAML (keys sorted, as kubectl prints them).
+    Yaml,
+    /// The object as pretty JSON.
+    Json,
+    /// The stored value bytes exactly as received (ciphertext stays ciphertext).
+    Raw,
+}
+
+impl Cli {
+    /// Parses the process arguments (exits on `--help` and usage errors, as
+    /// [`Parser::parse`]). Connection flags given before a connecting subcommand
+    /// (`regscope --endpoints X snapshot`) apply to it unless the subcommand repeats them.
+    pub fn parse_merged() -> Cli {
+        Self::try_parse_merged_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+    }
+
+    /// As [`Cli::parse_merged`], from the given arguments (the first is the program name).
+    pub fn try_parse_merged_from<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = Cli::command().try_get_matches_from(args)?;
+        let mut cli = Cli::from_arg_matches(&matches)?;
+        let root = cli.conn.clone();
+        match (&mut cli.command, matches.subcommand()) {
+            (Some(Command::Snapshot(SnapshotArgs { conn, .. })), Some((_, sub)))
+            | (Some(Command::Verify(VerifyArgs { conn })), Some((_, sub))) => {
+                conn.inherit(&root, &matches, sub)
+            }
+            _ => {}
+        }
+        Ok(cli)
+    }
 }
 
 impl ConnArgs {
+    /// Takes each flag that was given on the command line at the root (`root_m`) but not on
+    /// the subcommand (`sub_m`) from `root`: before connection flags stopped being global,
+    /// `regscope --endpoints X snapshot` worked, and it still should.
+    fn inherit(&mut self, root: &ConnArgs, root_m: &clap::ArgMatches, sub_m: &clap::ArgMatches) {
+        use clap::parser::ValueSource::CommandLine;
+        let take = |id: &str| {
+            root_m.value_source(id) == Some(CommandLine)
+                && sub_m.value_source(id) != Some(CommandLine)
+        };
+        if take("endpoints") {
+            self.endpoints = root.endpoints.clone();
+        }
+        if take("cacert") {
+            self.cacert = root.cacert.clone();
+        }
+        if take("cert") {
+            self.cert = root.cert.clone();
+        }
+        if take("key") {
+            self.key = root.key.clone();
+        }
+        if take("user") {
+            self.user = root.user.clone();
+        }
+        if take("password") {
+            self.password = root.password.clone();
+        }
+        if take("prefix") {
+            self.prefix = root.prefix.clone();
+        }
+        if take("page_limit") {
+            self.page_limit = root.page_limit;
+        }
+        if take("history_budget") {
+            self.history_budget = root.history_budget;
+        }
+    }
+
     /// Connection options with etcdctl's `name:password` form split and defaults applied.
     pub fn etcd_options(&self) -> EtcdOptions {
         let (user, password) = match &self.user {
@@ -239,6 +383,67 @@ mod tests {
         let o = c.etcd_options();
         assert_eq!(o.user.as_deref(), Some("root"));
         assert_eq!(o.password.as_deref(), Some("secret"));
+    }
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_merged_from(std::iter::once("regscope").chain(args.iter().copied()))
+            .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    #[test]
+    fn connection_flags_reach_subcommands_from_either_side() {
+        let c = parse(&["snapshot", "--json", "--endpoints", "http://a:1"]);
+        let Some(Command::Snapshot(s)) = c.command else {
+            panic!()
+        };
+        assert_eq!(s.conn.endpoints, ["http://a:1"]);
+        let c = parse(&["--endpoints", "http://a:1", "--prefix", "/x", "verify"]);
+        let Some(Command::Verify(v)) = c.command else {
+            panic!()
+        };
+        assert_eq!(v.conn.endpoints, ["http://a:1"]);
+        assert_eq!(v.conn.prefix, "/x");
+        // The subcommand's own flag wins.
+        let c = parse(&[
+            "--endpoints",
+            "http://a:1",
+            "snapshot",
+            "--endpoints",
+            "http://b:2",
+        ]);
+        let Some(Command::Snapshot(s)) = c.command else {
+            panic!()
+        };
+        assert_eq!(s.conn.endpoints, ["http://b:2"]);
+        let c = parse(&["--endpoints", "http://a:1"]);
+        assert_eq!(c.conn.endpoints, ["http://a:1"]);
+    }
+
+    #[test]
+    fn decode_key_is_the_etcd_key_not_the_tls_key() {
+        let c = parse(&[
+            "decode",
+            "v.bin",
+            "--key",
+            "/registry/secrets/default/s1",
+            "-o",
+            "json",
+            "--encryption-config",
+            "enc.yaml",
+            "--show-secrets",
+        ]);
+        let Some(Command::Decode(d)) = c.command else {
+            panic!()
+        };
+        assert_eq!(
+            d.key.as_deref(),
+            Some("/registry/secrets/default/s1".as_ref())
+        );
+        assert_eq!(d.output, DecodeOutput::Json);
+        assert!(c.ui.show_secrets);
+        assert_eq!(c.ui.encryption_config.as_deref(), Some("enc.yaml".as_ref()));
+        // Connection flags are not decode's.
+        assert!(Cli::try_parse_merged_from(["regscope", "decode", "--endpoints", "x"]).is_err());
     }
 
     #[test]

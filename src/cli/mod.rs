@@ -2,6 +2,7 @@
 //! source and store as the console, so what they print is what the console shows.
 
 pub mod args;
+pub mod decode;
 
 use std::time::{Duration, Instant};
 
@@ -102,10 +103,7 @@ pub fn load_keyring(
                     path.display()
                 )),
             )),
-            Err(e) => Ok((
-                None,
-                Some(format!("encrypted values stay encrypted: {e}")),
-            )),
+            Err(e) => Ok((None, Some(format!("encrypted values stay encrypted: {e}")))),
         },
         Ok(None) => Ok((None, None)),
         Err(e) => Ok((None, Some(format!("encrypted values stay encrypted: {e}")))),

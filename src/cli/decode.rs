@@ -1,0 +1,885 @@
+//! `regscope decode`: stored values -> objects, offline (no etcd connection, no apiserver).
+//!
+//! Bytes enter from a file or stdin in one of three forms ([`parse_input`]): `etcdctl get -w
+//! json` output (every kv, with its key and revisions), hex text, or the value bytes
+//! themselves. Each value goes through [`crate::decode::decode`] (the same decoder as the
+//! console's key view), and leaves as the object on stdout (YAML, JSON or the raw bytes) with
+//! a header and any error on stderr. Nothing here assumes the input or the keys are UTF-8.
+
+use std::io::{self, IsTerminal, Read, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::cli::args::{DecodeArgs, DecodeOutput, UiArgs};
+use crate::decode::hexdump::hexdump;
+use crate::decode::{
+    decode, resource_of_key, yaml_lines, DecodeOptions, Decoded, Format, SchemaUse,
+};
+use crate::decrypt::Keyring;
+use crate::model::escape_bytes;
+
+/// Exit status when a value or the input could not be decoded.
+pub const EXIT_UNDECODED: u8 = 1;
+
+/// Bytes of a value shown as hex after a decode error.
+const ERROR_DUMP_BYTES: usize = 64;
+
+/// The form the input was found in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputForm {
+    /// `etcdctl get -w json` output: `{"header":…,"kvs":[…],"count":N}`.
+    EtcdctlJson,
+    /// Hex digits and whitespace, optional `0x` prefix.
+    Hex,
+    /// The value bytes themselves.
+    Raw,
+}
+
+impl InputForm {
+    fn describe(self) -> &'static str {
+        match self {
+            InputForm::EtcdctlJson => "etcdctl get -w json output",
+            InputForm::Hex => "hex text",
+            InputForm::Raw => "raw value bytes",
+        }
+    }
+}
+
+/// One stored value with what is known about where it came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoredKv {
+    /// The etcd key (empty when not known).
+    pub key: Vec<u8>,
+    /// etcd's create_revision, mod_revision, version and lease, when known.
+    pub create_revision: Option<i64>,
+    pub mod_revision: Option<i64>,
+    pub version: Option<i64>,
+    pub lease: Option<i64>,
+    /// The value bytes as etcd holds them.
+    pub value: Vec<u8>,
+}
+
+/// The parsed input: its form and the values in it (one for hex and raw input).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Input {
+    pub form: InputForm,
+    pub kvs: Vec<StoredKv>,
+    /// etcdctl's `count` (all keys matching the range, which exceeds `kvs.len()` when
+    /// etcdctl was given `--limit`).
+    pub count: Option<i64>,
+}
+
+/// Detects the input form and extracts the values. `key` is the `--key` flag, used for hex
+/// and raw input (etcdctl JSON names its own keys).
+///
+/// Errors (one line each): empty input (`no input`), etcdctl JSON with a field of the wrong
+/// type or shape (naming the field, e.g. `kvs[0].key: expected a base64 string, found 1`),
+/// hex text with an odd number of digits.
+pub fn parse_input(bytes: &[u8], key: &[u8]) -> Result<Input, String> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(
+            "no input (give a FILE, or pipe a value or `etcdctl get -w json` into stdin)".into(),
+        );
+    }
+    if let Some(input) = parse_etcdctl_json(bytes)? {
+        return Ok(input);
+    }
+    let one = |form, value| Input {
+        form,
+        kvs: vec![StoredKv {
+            key: key.to_vec(),
+            value,
+            ..Default::default()
+        }],
+        count: None,
+    };
+    if let Some(value) = parse_hex(bytes)? {
+        return Ok(one(InputForm::Hex, value));
+    }
+    Ok(one(InputForm::Raw, bytes.to_vec()))
+}
+
+/// Hex text: only hex digits and whitespace after an optional `0x`. `Ok(None)` when the
+/// bytes are not hex text; an error for hex text with an odd digit count.
+fn parse_hex(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
+    let trimmed = bytes.trim_ascii();
+    let body = trimmed
+        .strip_prefix(b"0x")
+        .or_else(|| trimmed.strip_prefix(b"0X"))
+        .unwrap_or(trimmed);
+    if body.is_empty()
+        || !body
+            .iter()
+            .all(|b| b.is_ascii_hexdigit() || b.is_ascii_whitespace())
+    {
+        return Ok(None);
+    }
+    let digits: Vec<u8> = body.iter().copied().filter(u8::is_ascii_hexdigit).collect();
+    if digits.len() % 2 != 0 {
+        return Err(format!(
+            "the input looks like hex text but has an odd number of digits ({})",
+            digits.len()
+        ));
+    }
+    let nibble = |d: u8| (d as char).to_digit(16).unwrap_or(0) as u8;
+    Ok(Some(
+        digits
+            .chunks(2)
+            .map(|p| (nibble(p[0]) << 4) | nibble(p[1]))
+            .collect(),
+    ))
+}
+
+/// Short description of a JSON value for error messages.
+fn json_kind(v: &Value) -> String {
+    match v {
+        Value::Object(_) => "an object".into(),
+        Value::Array(_) => "an array".into(),
+        other => {
+            let s = other.to_string();
+            if s.chars().count() > 40 {
+                format!("{}…", s.chars().take(40).collect::<String>())
+            } else {
+                s
+            }
+        }
+    }
+}
+
+/// True for a JSON object shaped like etcdctl's range response rather than a stored object:
+/// it has `kvs` or `header`, and no `kind`/`apiVersion`.
+fn is_etcdctl_shape(o: &serde_json::Map<String, Value>) -> bool {
+    (o.contains_key("kvs") || o.contains_key("header"))
+        && !o.contains_key("kind")
+        && !o.contains_key("apiVersion")
+}
+
+/// etcdctl JSON: `Ok(None)` when the bytes are not etcdctl's output (then they are a value),
+/// an error naming the field when they are but a field is wrong.
+fn parse_etcdctl_json(bytes: &[u8]) -> Result<Option<Input>, String> {
+    let start = bytes.trim_ascii_start();
+    if !start.starts_with(b"{") {
+        return Ok(None);
+    }
+    let v: Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) => {
+            // A stored JSON value that does not parse is reported by the decoder; only text
+            // that starts like etcdctl's output is called etcdctl JSON here.
+            let compact: Vec<u8> = start
+                .iter()
+                .copied()
+                .filter(|b| !b.is_ascii_whitespace())
+                .take(9)
+                .collect();
+            if compact.starts_with(b"{\"header\"") || compact.starts_with(b"{\"kvs\"") {
+                return Err(format!("etcdctl JSON: not valid JSON: {e}"));
+            }
+            return Ok(None);
+        }
+    };
+    let Value::Object(o) = &v else {
+        return Ok(None);
+    };
+    if !is_etcdctl_shape(o) {
+        return Ok(None);
+    }
+    let err = |field: String, what: String| format!("etcdctl JSON: {field}: {what}");
+    let int = |field: String, v: Option<&Value>| -> Result<Option<i64>, String> {
+        match v {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => n
+                .as_i64()
+                .map(Some)
+                .ok_or_else(|| err(field, format!("expected an integer, found {n}"))),
+            // grpc-gateway (etcd's HTTP API) writes 64-bit integers as strings.
+            Some(Value::String(s)) => s
+                .parse::<i64>()
+                .map(Some)
+                .map_err(|_| err(field, format!("expected an integer, found {s:?}"))),
+            Some(other) => Err(err(
+                field,
+                format!("expected an integer, found {}", json_kind(other)),
+            )),
+        }
+    };
+    let b64 = |field: String, v: Option<&Value>, missing: &str| -> Result<Vec<u8>, String> {
+        match v {
+            None | Some(Value::Null) => Err(err(field, missing.to_string())),
+            Some(Value::String(s)) => base64::engine::general_purpose::STANDARD
+                .decode(s)
+                .map_err(|e| err(field, format!("not base64: {e}"))),
+            Some(other) => Err(err(
+                field,
+                format!("expected a base64 string, found {}", json_kind(other)),
+            )),
+        }
+    };
+    let count = int("count".into(), o.get("count"))?;
+    let kvs = match o.get("kvs") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a.as_slice().to_vec(),
+        Some(other) => {
+            return Err(err(
+                "kvs".into(),
+                format!("expected an array, found {}", json_kind(other)),
+            ))
+        }
+    };
+    let mut out = Vec::with_capacity(kvs.len());
+    for (i, kv) in kvs.iter().enumerate() {
+        let Value::Object(kv) = kv else {
+            return Err(err(
+                format!("kvs[{i}]"),
+                format!("expected an object, found {}", json_kind(kv)),
+            ));
+        };
+        let f = |name: &str| format!("kvs[{i}].{name}");
+        out.push(StoredKv {
+            key: b64(f("key"), kv.get("key"), "missing")?,
+            create_revision: int(f("create_revision"), kv.get("create_revision"))?,
+            mod_revision: int(f("mod_revision"), kv.get("mod_revision"))?,
+            version: int(f("version"), kv.get("version"))?,
+            lease: int(f("lease"), kv.get("lease"))?,
+            value: b64(
+                f("value"),
+                kv.get("value"),
+                "missing (made with --keys-only, or an empty value?)",
+            )?,
+        });
+    }
+    Ok(Some(Input {
+        form: InputForm::EtcdctlJson,
+        kvs: out,
+        count,
+    }))
+}
+
+/// What to do with the parsed input.
+#[derive(Clone, Copy)]
+pub struct Request<'a> {
+    pub output: DecodeOutput,
+    pub show_secrets: bool,
+    pub keyring: Option<&'a Keyring>,
+    /// Say which input form was detected.
+    pub verbose: bool,
+    /// `-o raw` refuses to write bytes that are not text to a terminal.
+    pub stdout_is_terminal: bool,
+    /// `--key` was given (ignored, with a note, for etcdctl JSON).
+    pub key_given: bool,
+}
+
+/// The outcome of one value.
+struct Outcome {
+    decoded: Decoded,
+    /// Why the value counts as not decoded (one line), if it does.
+    failure: Option<String>,
+}
+
+fn is_encrypted(d: &Decoded) -> bool {
+    matches!(d.format, Format::Encrypted { .. })
+}
+
+fn decode_kv(kv: &StoredKv, all: &[StoredKv], req: &Request<'_>) -> Outcome {
+    // aesgcm binds a value to the key it was written under: other keys holding the very
+    // same bytes let the decoder say "copied from there" instead of "wrong key".
+    let candidates: Vec<&[u8]> = all
+        .iter()
+        .filter(|o| o.value == kv.value && o.key != kv.key && !o.key.is_empty())
+        .map(|o| o.key.as_slice())
+        .collect();
+    let d = decode(
+        &kv.value,
+        &DecodeOptions {
+            show_secrets: req.show_secrets,
+            etcd_key: &kv.key,
+            mod_revision: kv.mod_revision,
+            keyring: req.keyring,
+            candidates: &candidates,
+        },
+    );
+    let failure = match &d.encryption {
+        Some(enc) if !enc.decrypted => {
+            let mut m = enc
+                .message
+                .clone()
+                .unwrap_or_else(|| format!("{} not decrypted", enc.label));
+            if kv.key.is_empty() && enc.label.starts_with("aesgcm") {
+                m.push_str(
+                    "; aesgcm authenticates the etcd key the value was written under: give it with --key",
+                );
+            }
+            Some(m)
+        }
+        _ if d.json.is_none() => Some(if d.redacted_whole {
+            let why = d.error.as_deref().map_or_else(
+                || format!("it decodes as {}", identity(&d)),
+                |e| format!("it does not decode: {e}"),
+            );
+            format!(
+                "stored under secrets/ but not a Secret ({why}); redacted whole (--show-secrets shows it)"
+            )
+        } else {
+            d.error.clone().unwrap_or_else(|| "nothing decoded".into())
+        }),
+        _ => None,
+    };
+    Outcome {
+        decoded: d,
+        failure,
+    }
+}
+
+fn identity(d: &Decoded) -> String {
+    let s = &d.summary;
+    let mut parts = Vec::new();
+    if let Some(a) = &s.api_version {
+        parts.push(a.clone());
+    }
+    if let Some(k) = &s.kind {
+        parts.push(k.clone());
+    }
+    match (&s.namespace, &s.name) {
+        (Some(ns), Some(n)) => parts.push(format!("{ns}/{n}")),
+        (None, Some(n)) => parts.push(n.clone()),
+        _ => {}
+    }
+    if parts.is_empty() {
+        "(no apiVersion, kind or name)".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// The header lines for one value (stderr). `#` comments, so that `2>&1` output stays YAML.
+fn header(kv: &StoredKv, o: &Outcome, req: &Request<'_>) -> Vec<String> {
+    let d = &o.decoded;
+    let mut h = Vec::new();
+    if !kv.key.is_empty() {
+        h.push(format!("# key       {}", escape_bytes(&kv.key)));
+        let resource = resource_of_key(&kv.key);
+        if !resource.is_empty() {
+            h.push(format!("# resource  {resource}"));
+        }
+    }
+    let mut revs = Vec::new();
+    for (name, v) in [
+        ("create", kv.create_revision),
+        ("mod", kv.mod_revision),
+        ("version", kv.version),
+    ] {
+        if let Some(v) = v {
+            revs.push(format!("{name} {v}"));
+        }
+    }
+    if let Some(l) = kv.lease.filter(|&l| l != 0) {
+        revs.push(format!("lease {l:x}"));
+    }
+    if !revs.is_empty() {
+        h.push(format!("# revision  {}", revs.join(", ")));
+    }
+    let format = match &d.encryption {
+        Some(enc) if enc.decrypted => format!(
+            "encrypted {}, decrypted (payload {})",
+            enc.label,
+            d.payload_format.label()
+        ),
+        Some(enc) => format!("encrypted {}, not decrypted", enc.label),
+        None if req.keyring.is_some() => {
+            format!("{}, not encrypted (identity)", d.format.describe())
+        }
+        None => d.format.describe(),
+    };
+    h.push(format!("# format    {format}"));
+    if d.json.is_some() || d.summary.kind.is_some() {
+        h.push(format!("# object    {}", identity(d)));
+    }
+    match &d.schema {
+        SchemaUse::Known { version, message } => {
+            let unknown = match d.unknown_fields {
+                0 => String::new(),
+                n => format!(
+                    ", {n} field(s) unknown to the schema (newer apiserver?) under {}",
+                    crate::decode::object::UNKNOWN_FIELDS_KEY
+                ),
+            };
+            h.push(format!(
+                "# schema    Kubernetes {version} {message}{unknown}"
+            ));
+        }
+        SchemaUse::Unknown => h.push(format!(
+            "# schema    schema unknown: no Kubernetes 1.30–1.35 schema has this kind; metadata \
+             decoded, other fields by number under {}",
+            crate::decode::object::UNKNOWN_FIELDS_KEY
+        )),
+        SchemaUse::NotApplicable => {}
+    }
+    if d.json.is_some() {
+        // Decoded, with something worth saying (e.g. a schema walk error that fell back to
+        // the field dump).
+        if let Some(e) = &d.error {
+            h.push(format!("# note      {e}"));
+        }
+    }
+    if let Some(hint) = &d.hint {
+        h.push(format!("# hint      {hint}"));
+    }
+    h
+}
+
+/// True when showing the value's bytes could show Secret data in the clear.
+fn secret_sensitive(kv: &StoredKv, d: &Decoded, req: &Request<'_>) -> bool {
+    !req.show_secrets
+        && !is_encrypted(d)
+        && (resource_of_key(&kv.key) == "secrets" || d.summary.is_secret() || d.redacted_whole)
+}
+
+fn error_lines(kv: &StoredKv, o: &Outcome, failure: &str, req: &Request<'_>) -> Vec<String> {
+    let what = if kv.key.is_empty() {
+        "value".to_string()
+    } else {
+        escape_bytes(&kv.key).into_owned()
+    };
+    let mut lines = vec![format!("regscope: {what}: {failure}")];
+    let d = &o.decoded;
+    if d.encryption.is_none() && !secret_sensitive(kv, d, req) {
+        let n = kv.value.len().min(ERROR_DUMP_BYTES);
+        lines.push(format!("# first {n} of {} bytes:", kv.value.len()));
+        lines.extend(hexdump(&kv.value[..n], 0, n, "#   "));
+    }
+    lines
+}
+
+/// Decodes every value of `input` and writes objects to `out`, header and errors to `err`.
+/// Returns the exit status: 0 when every value decoded, [`EXIT_UNDECODED`] otherwise.
+pub fn write_decoded(
+    input: &Input,
+    req: &Request<'_>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> io::Result<u8> {
+    if req.verbose {
+        let n = input.kvs.len();
+        match input.form {
+            InputForm::EtcdctlJson => writeln!(
+                err,
+                "# input     {} ({n} kv{})",
+                input.form.describe(),
+                if n == 1 { "" } else { "s" }
+            )?,
+            form => writeln!(
+                err,
+                "# input     {} ({} bytes)",
+                form.describe(),
+                input.kvs.first().map_or(0, |k| k.value.len())
+            )?,
+        }
+    }
+    if input.form == InputForm::EtcdctlJson {
+        if req.key_given {
+            writeln!(
+                err,
+                "# note      --key ignored: etcdctl JSON names its keys"
+            )?;
+        }
+        if input.kvs.is_empty() {
+            writeln!(
+                err,
+                "regscope: etcdctl JSON holds no kvs (count {}): no key matched at that revision",
+                input.count.unwrap_or(0)
+            )?;
+            return Ok(EXIT_UNDECODED);
+        }
+        if let Some(c) = input.count.filter(|&c| c > input.kvs.len() as i64) {
+            writeln!(
+                err,
+                "# note      {} of {c} matching keys in the input (etcdctl --limit?)",
+                input.kvs.len()
+            )?;
+        }
+    }
+    if req.output == DecodeOutput::Raw {
+        return write_raw(input, req, out, err);
+    }
+    let several = input.kvs.len() > 1;
+    let mut failed = 0usize;
+    let mut objects: Vec<Value> = Vec::new();
+    let mut printed = 0usize;
+    for (i, kv) in input.kvs.iter().enumerate() {
+        let o = decode_kv(kv, &input.kvs, req);
+        if several && i > 0 {
+            writeln!(err)?;
+        }
+        for line in header(kv, &o, req) {
+            writeln!(err, "{line}")?;
+        }
+        let value = match (&o.failure, o.decoded.value()) {
+            (None, Some(v)) => v,
+            (failure, _) => {
+                let failure = failure.as_deref().unwrap_or("nothing decoded");
+                for line in error_lines(kv, &o, failure, req) {
+                    writeln!(err, "{line}")?;
+                }
+                failed += 1;
+                continue;
+            }
+        };
+        match req.output {
+            DecodeOutput::Yaml => {
+                if printed > 0 {
+                    writeln!(out, "---")?;
+                }
+                for line in yaml_lines(&value) {
+                    writeln!(out, "{line}")?;
+                }
+                printed += 1;
+                // Keeps each document next to its header on a terminal.
+                out.flush()?;
+            }
+            DecodeOutput::Json => objects.push(value),
+            DecodeOutput::Raw => unreachable!("handled above"),
+        }
+    }
+    // Several kvs always give an array (`[]` when none decoded), so `jq '.[]'` works.
+    if req.output == DecodeOutput::Json && (several || !objects.is_empty()) {
+        let doc = if several {
+            Value::Array(objects)
+        } else {
+            objects.pop().unwrap_or(Value::Null)
+        };
+        let text = serde_json::to_string_pretty(&doc).map_err(io::Error::other)?;
+        writeln!(out, "{text}")?;
+    }
+    out.flush()?;
+    if failed > 0 {
+        if several {
+            writeln!(
+                err,
+                "regscope: {failed} of {} values not decoded",
+                input.kvs.len()
+            )?;
+        }
+        return Ok(EXIT_UNDECODED);
+    }
+    Ok(0)
+}
+
+/// `-o raw`: the stored bytes of the one value, as received. Ciphertext stays ciphertext;
+/// an unencrypted Secret needs `--show-secrets`; binary bytes are not written to a terminal.
+fn write_raw(
+    input: &Input,
+    req: &Request<'_>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> io::Result<u8> {
+    let [kv] = input.kvs.as_slice() else {
+        writeln!(
+            err,
+            "regscope: -o raw writes one value; the input holds {} (get a single key, or use -o yaml/json)",
+            input.kvs.len()
+        )?;
+        return Ok(EXIT_UNDECODED);
+    };
+    let o = decode_kv(kv, &input.kvs, req);
+    for line in header(kv, &o, req) {
+        writeln!(err, "{line}")?;
+    }
+    if let Some(f) = &o.failure {
+        // The bytes are still written: -o raw is for extracting them, decodable or not.
+        writeln!(err, "# note      not decodable: {f}")?;
+    }
+    if secret_sensitive(kv, &o.decoded, req) {
+        writeln!(
+            err,
+            "regscope: refusing -o raw: the value is an unencrypted Secret (or stored under \
+             secrets/) and its bytes hold the data in the clear; add --show-secrets"
+        )?;
+        return Ok(EXIT_UNDECODED);
+    }
+    if req.stdout_is_terminal && !is_printable_text(&kv.value) {
+        writeln!(
+            err,
+            "regscope: refusing to write {} binary bytes to a terminal; redirect stdout \
+             (> value.bin) or use -o yaml",
+            kv.value.len()
+        )?;
+        return Ok(EXIT_UNDECODED);
+    }
+    out.write_all(&kv.value)?;
+    out.flush()?;
+    Ok(0)
+}
+
+/// UTF-8 without control characters other than tab, CR and LF.
+fn is_printable_text(b: &[u8]) -> bool {
+    std::str::from_utf8(b).is_ok_and(|s| {
+        !s.chars()
+            .any(|c| c.is_control() && !matches!(c, '\t' | '\n' | '\r'))
+    })
+}
+
+fn etcd_key_bytes(key: &std::ffi::OsStr) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt as _;
+        key.as_bytes().to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        key.to_string_lossy().into_owned().into_bytes()
+    }
+}
+
+/// Runs `regscope decode`. Errors (exit 2 from `main`) are the environment's: a FILE or an
+/// `--encryption-config` that cannot be read; problems with the input or a value are exit 1
+/// with the message on stderr.
+pub fn run(args: &DecodeArgs, ui: &UiArgs) -> Result<ExitCode> {
+    let (keyring, note) = match crate::cli::load_keyring(ui.encryption_config.as_deref()) {
+        Ok(k) => k,
+        // The context and the ConfigError only: ConfigError::Read already prints its I/O
+        // error, which `{:#}` would repeat as the error's source.
+        Err(e) => {
+            let msg: Vec<String> = e.chain().take(2).map(ToString::to_string).collect();
+            anyhow::bail!("{}", msg.join(": "))
+        }
+    };
+    let bytes = match args.input.as_deref() {
+        None => read_stdin()?,
+        Some(p) if p.as_os_str() == "-" => read_stdin()?,
+        Some(p) => std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
+    };
+    let stderr = io::stderr();
+    let mut err = stderr.lock();
+    if let Some(n) = note {
+        let _ = writeln!(err, "# note      {n}");
+    }
+    let key = args.key.as_deref().map(etcd_key_bytes).unwrap_or_default();
+    let input = match parse_input(&bytes, &key) {
+        Ok(i) => i,
+        Err(e) => {
+            let _ = writeln!(err, "regscope: {e}");
+            return Ok(ExitCode::from(EXIT_UNDECODED));
+        }
+    };
+    let stdout = io::stdout();
+    let req = Request {
+        output: args.output,
+        show_secrets: ui.show_secrets,
+        keyring: keyring.as_ref(),
+        verbose: args.verbose,
+        stdout_is_terminal: stdout.is_terminal(),
+        key_given: args.key.is_some(),
+    };
+    let mut out = io::BufWriter::new(stdout.lock());
+    match write_decoded(&input, &req, &mut out, &mut err) {
+        Ok(code) => Ok(ExitCode::from(code)),
+        // A reader that went away (`| head`) is not an error worth a message.
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::from(EXIT_UNDECODED)),
+        Err(e) => Err(anyhow::Error::new(e).context("writing the output")),
+    }
+}
+
+fn read_stdin() -> Result<Vec<u8>> {
+    let mut b = Vec::new();
+    io::stdin()
+        .lock()
+        .read_to_end(&mut b)
+        .context("cannot read stdin")?;
+    Ok(b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const POD: &str = "6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200";
+
+    fn unhex(s: &str) -> Vec<u8> {
+        parse_hex(s.as_bytes()).unwrap().unwrap()
+    }
+
+    fn req(output: DecodeOutput) -> Request<'static> {
+        Request {
+            output,
+            show_secrets: false,
+            keyring: None,
+            verbose: true,
+            stdout_is_terminal: false,
+            key_given: false,
+        }
+    }
+
+    fn run_on(bytes: &[u8], key: &[u8], r: &Request<'_>) -> (u8, String, String) {
+        let input = match parse_input(bytes, key) {
+            Ok(i) => i,
+            Err(e) => return (1, String::new(), e),
+        };
+        let (mut out, mut err) = (Vec::new(), Vec::new());
+        let code = write_decoded(&input, r, &mut out, &mut err).unwrap();
+        (
+            code,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
+    }
+
+    #[test]
+    fn input_forms() {
+        let i = parse_input(POD.as_bytes(), b"/registry/pods/default/p1").unwrap();
+        assert_eq!(i.form, InputForm::Hex);
+        assert_eq!(i.kvs[0].value.len(), 36);
+        assert_eq!(i.kvs[0].key, b"/registry/pods/default/p1");
+        let spaced = format!("0x{}\n", POD.replace("0a", "0A ").replace("00", "00\n"));
+        assert_eq!(
+            parse_input(spaced.as_bytes(), b"").unwrap().kvs[0].value,
+            unhex(POD)
+        );
+        let raw = unhex(POD);
+        let i = parse_input(&raw, b"").unwrap();
+        assert_eq!((i.form, i.kvs[0].value.clone()), (InputForm::Raw, raw));
+        // A stored JSON object is a value, not etcdctl output.
+        let w = br#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"header":1}"#;
+        assert_eq!(parse_input(w, b"").unwrap().form, InputForm::Raw);
+        assert!(parse_input(b"abc", b"").unwrap_err().contains("odd number"));
+        assert!(parse_input(b"", b"").unwrap_err().starts_with("no input"));
+        assert!(parse_input(b" \n", b"")
+            .unwrap_err()
+            .starts_with("no input"));
+    }
+
+    #[test]
+    fn etcdctl_json_fields() {
+        let json = format!(
+            r#"{{"header":{{"cluster_id":14841639068965178418,"revision":9}},"kvs":[{{"key":"{}","create_revision":"2","mod_revision":7,"version":3,"value":"{}","lease":7587}}],"count":1}}"#,
+            base64::engine::general_purpose::STANDARD.encode("/registry/pods/default/p1"),
+            base64::engine::general_purpose::STANDARD.encode(unhex(POD)),
+        );
+        let i = parse_input(json.as_bytes(), b"").unwrap();
+        assert_eq!(i.form, InputForm::EtcdctlJson);
+        let kv = &i.kvs[0];
+        assert_eq!(
+            (kv.create_revision, kv.mod_revision, kv.version, kv.lease),
+            (Some(2), Some(7), Some(3), Some(7587))
+        );
+        for (bad, want) in [
+            (
+                r#"{"kvs":[{"key":1}]}"#,
+                "kvs[0].key: expected a base64 string, found 1",
+            ),
+            (r#"{"kvs":[{"key":"!!"}]}"#, "kvs[0].key: not base64"),
+            (r#"{"kvs":[{"key":"YQ=="}]}"#, "kvs[0].value: missing"),
+            (
+                r#"{"kvs":[{"key":"YQ==","value":"YQ==","mod_revision":true}]}"#,
+                "kvs[0].mod_revision: expected an integer, found true",
+            ),
+            (r#"{"kvs":{}}"#, "kvs: expected an array, found an object"),
+            (r#"{"kvs":[3]}"#, "kvs[0]: expected an object, found 3"),
+            (
+                r#"{"header":{"revision":1},"kvs":["#,
+                "etcdctl JSON: not valid JSON",
+            ),
+        ] {
+            let e = parse_input(bad.as_bytes(), b"").unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+        let (code, out, err) = run_on(
+            br#"{"header":{"revision":5},"count":0}"#,
+            b"",
+            &req(DecodeOutput::Yaml),
+        );
+        assert_eq!((code, out.as_str()), (1, ""));
+        assert!(err.contains("holds no kvs"), "{err}");
+    }
+
+    #[test]
+    fn yaml_json_and_errors() {
+        let (code, out, err) = run_on(
+            POD.as_bytes(),
+            b"/registry/pods/default/p1",
+            &req(DecodeOutput::Yaml),
+        );
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            out.contains("kind: Pod") && out.contains("name: p1"),
+            "{out}"
+        );
+        assert!(err.contains("# input     hex text (36 bytes)"), "{err}");
+        assert!(err.contains("# resource  pods"), "{err}");
+        let (code, out, _) = run_on(POD.as_bytes(), b"", &req(DecodeOutput::Json));
+        assert_eq!(code, 0);
+        let v: Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["metadata"]["namespace"], "default");
+        // Not a Kubernetes encoding: exit 1, the message and a hex dump on stderr.
+        let (code, out, err) = run_on(b"hello world\x00\x01", b"", &req(DecodeOutput::Yaml));
+        assert_eq!((code, out.as_str()), (1, ""));
+        assert!(
+            err.contains("regscope: value: not a Kubernetes encoding"),
+            "{err}"
+        );
+        assert!(err.contains("#   00000000  68 65 6c 6c 6f"), "{err}");
+        // Invalid JSON value.
+        let (code, _, err) = run_on(
+            b"{\"kind\":",
+            b"/registry/example.com/widgets/default/w1",
+            &req(DecodeOutput::Json),
+        );
+        assert_eq!(code, 1);
+        assert!(
+            err.contains("regscope: /registry/example.com/widgets/default/w1: JSON: EOF"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn non_utf8_key_is_escaped_in_the_header() {
+        // BR-01: /registry/configmaps/default/cm followed by 0xff.
+        let key = unhex("2f72656769737472792f636f6e6669676d6170732f64656661756c742f636dff");
+        let (code, _, err) = run_on(POD.as_bytes(), &key, &req(DecodeOutput::Yaml));
+        assert_eq!(code, 0, "{err}");
+        assert!(
+            err.contains("# key       /registry/configmaps/default/cm\\xff"),
+            "{err}"
+        );
+        assert!(err.contains("# resource  configmaps"), "{err}");
+    }
+
+    #[test]
+    fn raw_output_guards() {
+        let pod = unhex(POD);
+        let (code, out, _) = run_on(POD.as_bytes(), b"", &req(DecodeOutput::Raw));
+        assert_eq!((code, out.as_bytes()), (0, pod.as_slice()));
+        let tty = Request {
+            stdout_is_terminal: true,
+            ..req(DecodeOutput::Raw)
+        };
+        let (code, out, err) = run_on(POD.as_bytes(), b"", &tty);
+        assert_eq!((code, out.as_str()), (1, ""));
+        assert!(err.contains("binary bytes to a terminal"), "{err}");
+        // An unencrypted Secret is plaintext: only with --show-secrets.
+        let s3 = "6b3873000a0c0a0276311206536563726574120f0a0d0a0273331a0764656661756c741a002200";
+        let (code, out, err) = run_on(s3.as_bytes(), b"", &req(DecodeOutput::Raw));
+        assert_eq!((code, out.as_str()), (1, ""));
+        assert!(err.contains("--show-secrets"), "{err}");
+        let show = Request {
+            show_secrets: true,
+            ..req(DecodeOutput::Raw)
+        };
+        assert_eq!(run_on(s3.as_bytes(), b"", &show).0, 0);
+    }
+
+    #[test]
+    fn secret_bytes_never_dumped() {
+        // Under secrets/ but not decodable: the error, no hex dump of the bytes.
+        let (code, _, err) = run_on(
+            b"top secret",
+            b"/registry/secrets/default/x",
+            &req(DecodeOutput::Yaml),
+        );
+        assert_eq!(code, 1);
+        assert!(!err.contains("74 6f 70"), "{err}");
+        assert!(err.contains("redacted whole"), "{err}");
+    }
+}
