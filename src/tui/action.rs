@@ -58,6 +58,14 @@ pub enum Action {
     OlderVersion,
     /// Show the next (newer) version of the open key.
     NewerVersion,
+    /// Show the open key's value as YAML or as JSON.
+    ToggleJson,
+    /// Show the diff of the shown version against the previous (or the marked) one.
+    ToggleDiff,
+    /// Mark the shown version as the other side of the diff (again: unmark).
+    MarkVersion,
+    /// Open or close the encryption-at-rest summary per resource.
+    ToggleEncryption,
     /// Apply the filter being typed.
     Submit,
     /// Abandon the filter being typed.
@@ -95,6 +103,10 @@ impl Action {
         Action::ToggleFollow,
         Action::OlderVersion,
         Action::NewerVersion,
+        Action::ToggleJson,
+        Action::ToggleDiff,
+        Action::MarkVersion,
+        Action::ToggleEncryption,
         Action::Submit,
         Action::Cancel,
         Action::DeleteChar,
@@ -128,6 +140,10 @@ impl Action {
             Action::ToggleFollow => "toggle_follow",
             Action::OlderVersion => "older_version",
             Action::NewerVersion => "newer_version",
+            Action::ToggleJson => "toggle_json",
+            Action::ToggleDiff => "toggle_diff",
+            Action::MarkVersion => "mark_version",
+            Action::ToggleEncryption => "toggle_encryption",
             Action::Submit => "submit",
             Action::Cancel => "cancel",
             Action::DeleteChar => "delete_char",
@@ -162,6 +178,10 @@ impl Action {
             Action::ToggleFollow => "follow the newest event / stop following",
             Action::OlderVersion => "show the older version",
             Action::NewerVersion => "show the newer version",
+            Action::ToggleJson => "show the value as YAML / as JSON",
+            Action::ToggleDiff => "diff against the previous or the marked version",
+            Action::MarkVersion => "mark the shown version as the diff base (again: unmark)",
+            Action::ToggleEncryption => "encryption at rest per resource (identity, provider:key)",
             Action::Submit => "apply the filter",
             Action::Cancel => "cancel typing",
             Action::DeleteChar => "delete a character",
@@ -196,6 +216,10 @@ impl Action {
             Action::ToggleFollow => "follow",
             Action::OlderVersion => "older",
             Action::NewerVersion => "newer",
+            Action::ToggleJson => "yaml/json",
+            Action::ToggleDiff => "diff",
+            Action::MarkVersion => "mark",
+            Action::ToggleEncryption => "encryption",
             Action::Submit => "apply",
             Action::Cancel => "cancel",
             Action::DeleteChar => "delete",

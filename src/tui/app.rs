@@ -16,11 +16,12 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::action::Action;
 use super::browse::{self, Scan};
+pub(crate) use super::detail::DetailState;
 use super::keymap::{Keymap, Mode};
+use super::storage::StorageSummary;
 use super::theme::Theme;
-use crate::decode::{self, RenderOptions, Rendered};
 use crate::model::{KeyPath, Revision, Stamped};
-use crate::store::{EventRecord, Replica, VersionView};
+use crate::store::{EventRecord, Replica};
 
 /// Everything the app needs besides the replica.
 #[derive(Clone, Debug)]
@@ -29,6 +30,8 @@ pub struct Settings {
     pub title: String,
     /// Show Secret data in decoded values (`--show-secrets`).
     pub show_secrets: bool,
+    /// Encryption keys for values encrypted at rest (`--encryption-config`).
+    pub keyring: Option<std::sync::Arc<crate::decrypt::Keyring>>,
     /// Key bindings.
     pub keymap: Keymap,
     /// Colours.
@@ -44,6 +47,7 @@ impl Default for Settings {
         Settings {
             title: "demo".into(),
             show_secrets: false,
+            keyring: None,
             keymap: Keymap::default(),
             theme: Theme::default(),
             warnings: Vec::new(),
@@ -110,16 +114,8 @@ pub(crate) struct KeysState {
     /// The visible rows start strictly after this key (`None`: at the first key).
     pub view_after: Option<Bytes>,
     pub selected: Option<Bytes>,
-}
-
-pub(crate) struct DetailState {
-    pub key: Bytes,
-    pub history: Vec<VersionView>,
-    /// Index into `history` of the version shown.
-    pub index: usize,
-    /// Rendered value of the version shown (`None` for a tombstone).
-    pub rendered: Option<Rendered>,
-    pub scroll: usize,
+    /// The encryption summary is open, with this row selected (the last row is the total).
+    pub encryption: Option<usize>,
 }
 
 pub(crate) struct Input {
@@ -135,6 +131,7 @@ pub(crate) struct Viewports {
     pub keys: Cell<usize>,
     pub resources: Cell<usize>,
     pub detail: Cell<usize>,
+    pub encryption: Cell<usize>,
     pub help: Cell<usize>,
     pub growth: Cell<usize>,
 }
@@ -152,6 +149,12 @@ pub struct App {
     pub(crate) events: EventsState,
     pub(crate) keys: KeysState,
     pub(crate) detail: Option<DetailState>,
+    /// Show decoded values as JSON instead of YAML (`o`).
+    pub(crate) json_output: bool,
+    /// The encryption summary, counted when its view is open (see [`App::refresh_storage`]).
+    pub(crate) storage: Option<StorageSummary>,
+    /// Clock second of the last count, to count at most once a second.
+    storage_second: u64,
     pub(crate) view: Viewports,
     pub(crate) debug_panic: bool,
     quit: bool,
@@ -189,8 +192,12 @@ impl App {
                 filter: String::new(),
                 view_after: None,
                 selected: None,
+                encryption: None,
             },
             detail: None,
+            json_output: false,
+            storage: None,
+            storage_second: 0,
             view: Viewports::default(),
             debug_panic: false,
             quit: false,
@@ -247,6 +254,7 @@ impl App {
         let before = super::format::unix_second(self.now);
         self.now = now;
         let sec = super::format::unix_second(now);
+        self.refresh_storage(false);
         if sec != before {
             let recent = self
                 .replica
@@ -291,6 +299,7 @@ impl App {
                 Panel::Growth => Mode::Growth,
                 Panel::Events => Mode::Events,
                 Panel::Keys if self.detail.is_some() => Mode::Detail,
+                Panel::Keys if self.keys.encryption.is_some() => Mode::Encryption,
                 Panel::Keys => Mode::Keys,
             }
         }
@@ -341,6 +350,8 @@ impl App {
                     self.help = None;
                 } else if self.detail.is_some() {
                     self.detail = None;
+                } else if self.keys.encryption.is_some() {
+                    self.keys.encryption = None;
                 }
             }
             Action::NextPanel | Action::PrevPanel => {
@@ -425,6 +436,20 @@ impl App {
             }
             Action::OlderVersion => self.select_version(-1),
             Action::NewerVersion => self.select_version(1),
+            Action::ToggleJson => self.toggle_json(),
+            Action::ToggleDiff => self.toggle_diff(),
+            Action::MarkVersion => self.mark_version(),
+            Action::ToggleEncryption => {
+                if self.keys.encryption.is_some() {
+                    self.keys.encryption = None;
+                } else {
+                    self.detail = None;
+                    self.panel = Panel::Keys;
+                    self.help = None;
+                    self.keys.encryption = Some(0);
+                    self.refresh_storage(true);
+                }
+            }
             Action::Submit => {
                 if let Some(input) = self.input.take() {
                     match input.target {
@@ -462,6 +487,7 @@ impl App {
             Mode::Keys if self.keys.focus == KeysFocus::Keys => self.view.keys.get(),
             Mode::Keys => self.view.resources.get(),
             Mode::Detail => self.view.detail.get(),
+            Mode::Encryption => self.view.encryption.get(),
             Mode::Help => self.view.help.get(),
             _ => self.view.growth.get(),
         };
@@ -510,9 +536,14 @@ impl App {
             },
             Mode::Detail => {
                 if let Some(d) = self.detail.as_mut() {
-                    let n = d.rendered.as_ref().map_or(0, |r| r.lines.len());
+                    let n = d.body_len();
                     d.scroll = add(d.scroll, delta, n.saturating_sub(1));
                 }
+            }
+            Mode::Encryption => {
+                // Rows: every resource, then the total.
+                let n = self.storage.as_ref().map_or(0, |s| s.rows.len()) + 1;
+                self.keys.encryption = self.keys.encryption.map(|i| add(i, delta, n - 1));
             }
             Mode::Global | Mode::Filter => {}
         }
@@ -529,6 +560,7 @@ impl App {
                     .resource
                     .into_owned();
                 self.panel = Panel::Keys;
+                self.keys.encryption = None;
                 self.keys.resource = Some(resource);
                 self.keys.filter.clear();
                 self.keys.focus = KeysFocus::Keys;
@@ -548,52 +580,27 @@ impl App {
                     }
                 }
             },
+            Mode::Encryption => {
+                let row = self.keys.encryption.and_then(|i| {
+                    self.storage
+                        .as_ref()
+                        .and_then(|s| s.rows.get(i))
+                        .map(|r| r.resource.clone())
+                });
+                if let Some(resource) = row {
+                    self.keys.encryption = None;
+                    if self.keys.resource.as_ref() != Some(&resource) {
+                        self.keys.resource = Some(resource);
+                        self.keys.view_after = None;
+                        self.keys.selected = None;
+                        self.keys.filter.clear();
+                    }
+                    self.keys.focus = KeysFocus::Keys;
+                    self.normalize_keys();
+                }
+            }
             _ => {}
         }
-    }
-
-    fn open_detail(&mut self, key: Bytes) {
-        let history = self.replica.history(&key);
-        let index = history.len().saturating_sub(1);
-        let mut d = DetailState {
-            key,
-            history,
-            index,
-            rendered: None,
-            scroll: 0,
-        };
-        d.rendered = self.render_version(&d);
-        self.detail = Some(d);
-    }
-
-    fn render_version(&self, d: &DetailState) -> Option<Rendered> {
-        let v = d.history.get(d.index)?;
-        let value = v.value.as_ref()?;
-        Some(decode::render(
-            value,
-            &RenderOptions {
-                show_secrets: self.s.show_secrets,
-                secret_key: crate::model::KeyPath::parse(self.replica.prefix(), &d.key).resource
-                    == "secrets",
-                etcd_key: &d.key,
-                mod_revision: Some(v.mod_revision),
-                ..Default::default()
-            },
-        ))
-    }
-
-    fn select_version(&mut self, delta: i64) {
-        let Some(mut d) = self.detail.take() else {
-            return;
-        };
-        let n = d.history.len();
-        let i = add(d.index, delta, n.saturating_sub(1));
-        if i != d.index {
-            d.index = i;
-            d.scroll = 0;
-            d.rendered = self.render_version(&d);
-        }
-        self.detail = Some(d);
     }
 
     /// Bookkeeping after a batch of observations: keep the event selection on the same
@@ -620,40 +627,32 @@ impl App {
             }
             self.events.seen_rev = newest;
         }
-        // The open key: refresh when it changed.
-        if let Some(mut d) = self.detail.take() {
-            let newest = self.replica.key_meta(&d.key);
-            let changed = match (&newest, d.history.last()) {
-                (Some(m), Some(h)) => {
-                    m.newest.mod_revision != h.mod_revision || m.history_len != d.history.len()
-                }
-                (None, Some(_)) => false,
-                (Some(_), None) => true,
-                (None, None) => false,
-            };
-            if changed {
-                let was_newest = d.index + 1 >= d.history.len();
-                let shown = d.history.get(d.index).map(|v| v.mod_revision);
-                d.history = self.replica.history(&d.key);
-                d.index = if was_newest {
-                    d.history.len().saturating_sub(1)
-                } else {
-                    shown
-                        .and_then(|r| d.history.iter().position(|v| v.mod_revision == r))
-                        .unwrap_or(0)
-                };
-                d.rendered = self.render_version(&d);
-                if was_newest {
-                    d.scroll = d.scroll.min(
-                        d.rendered
-                            .as_ref()
-                            .map_or(0, |r| r.lines.len().saturating_sub(1)),
-                    );
-                }
-            }
-            self.detail = Some(d);
-        }
+        self.detail_after_batch();
+        self.refresh_storage(false);
         self.normalize_keys();
+    }
+
+    /// Counts the encryption summary when its view is open: always when `force` (the view
+    /// was just opened), else when the replica changed and not yet in this clock second, so
+    /// a large replica under heavy writes is counted at most once a second.
+    pub(crate) fn refresh_storage(&mut self, force: bool) {
+        if self.keys.encryption.is_none() {
+            // Closed: drop the counts so that reopening counts afresh.
+            self.storage = None;
+            return;
+        }
+        let sec = self.now_second();
+        let stale = self
+            .storage
+            .as_ref()
+            .is_none_or(|s| s.seq != self.replica.change_seq());
+        if force || (stale && sec != self.storage_second) || self.storage.is_none() {
+            self.storage = Some(StorageSummary::compute(&self.replica));
+            self.storage_second = sec;
+            self.dirty = true;
+        }
+        let n = self.storage.as_ref().map_or(0, |s| s.rows.len());
+        self.keys.encryption = self.keys.encryption.map(|i| i.min(n));
     }
 
     fn newest_event_rev(&self) -> Revision {
@@ -1109,6 +1108,73 @@ mod tests {
         assert_eq!(d, Some((3, 0)), "an older version stays shown");
         code(&mut app, KeyCode::Esc);
         assert_eq!(app.mode(), Mode::Keys);
+    }
+
+    #[test]
+    fn encryption_summary_counts_on_open_and_at_most_once_a_second() {
+        let mut app = App::new(listed(3), Settings::default());
+        app.set_now(at(0));
+        press(&mut app, '3');
+        press(&mut app, 'E');
+        assert_eq!(app.mode(), Mode::Encryption);
+        let values = |app: &App| app.storage.as_ref().map(|s| s.total().values);
+        assert_eq!(values(&app), Some(3));
+        put(&mut app, 0, "/registry/configmaps/ns/new", 3);
+        assert_eq!(
+            values(&app),
+            Some(3),
+            "same clock second: not counted again"
+        );
+        app.set_now(at(1));
+        assert_eq!(values(&app), Some(4));
+        // Enter opens the selected resource's keys; the counts are dropped.
+        code(&mut app, KeyCode::Enter);
+        assert_eq!(app.mode(), Mode::Keys);
+        assert_eq!(app.keys.resource.as_deref(), Some("configmaps"));
+        assert_eq!(app.keys.focus, KeysFocus::Keys);
+        app.set_now(at(2));
+        assert!(app.storage.is_none());
+        press(&mut app, 'E');
+        code(&mut app, KeyCode::Esc);
+        assert_eq!(app.mode(), Mode::Keys);
+    }
+
+    #[test]
+    fn diff_mark_and_json_toggles_on_the_open_key() {
+        let mut app = App::new(listed(1), Settings::default());
+        let key = "/registry/configmaps/ns/cm000000";
+        put(&mut app, 1, key, 3);
+        put(&mut app, 2, key, 4);
+        press(&mut app, '3');
+        code(&mut app, KeyCode::Enter);
+        code(&mut app, KeyCode::Enter);
+        press(&mut app, 'd');
+        let title = |app: &App| {
+            app.detail
+                .as_ref()
+                .and_then(|d| d.diff.as_ref())
+                .map(|x| x.title.clone())
+        };
+        assert_eq!(title(&app).as_deref(), Some("3 → 4"));
+        press(&mut app, '[');
+        press(&mut app, '[');
+        press(&mut app, 'm');
+        press(&mut app, ']');
+        press(&mut app, ']');
+        assert_eq!(title(&app).as_deref(), Some("2 → 4 (marked)"));
+        press(&mut app, 'm');
+        assert_eq!(
+            title(&app).as_deref(),
+            Some("4 (marked)"),
+            "the mark moves to 4"
+        );
+        press(&mut app, 'm');
+        assert_eq!(title(&app).as_deref(), Some("3 → 4"), "m again unmarks");
+        press(&mut app, 'd');
+        assert!(title(&app).is_none());
+        assert!(!app.json_output);
+        press(&mut app, 'o');
+        assert!(app.json_output);
     }
 
     #[test]

@@ -28,6 +28,8 @@ pub enum Mode {
     Keys,
     /// A key opened from the key browser (metadata, history, value).
     Detail,
+    /// The encryption-at-rest summary (opened from the key browser).
+    Encryption,
     /// The help screen.
     Help,
     /// Typing a filter.
@@ -42,6 +44,7 @@ impl Mode {
         Mode::Events,
         Mode::Keys,
         Mode::Detail,
+        Mode::Encryption,
         Mode::Help,
         Mode::Filter,
     ];
@@ -54,6 +57,7 @@ impl Mode {
             Mode::Events => "events",
             Mode::Keys => "keys",
             Mode::Detail => "detail",
+            Mode::Encryption => "encryption",
             Mode::Help => "help",
             Mode::Filter => "filter",
         }

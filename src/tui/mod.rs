@@ -14,8 +14,12 @@
 pub mod action;
 mod app;
 mod browse;
+mod detail;
+pub mod diff;
 mod format;
 pub mod keymap;
+pub mod storage;
+mod syntax;
 mod terminal;
 pub mod theme;
 pub mod views;
@@ -54,6 +58,8 @@ pub struct UiOptions {
     pub show_secrets: bool,
     /// Warnings found by the caller (flags, discovery), shown with the config warnings.
     pub warnings: Vec<String>,
+    /// Encryption keys for values encrypted at rest (`--encryption-config`).
+    pub keyring: Option<std::sync::Arc<crate::decrypt::Keyring>>,
 }
 
 /// Builds the app settings from `opts`: loads keymap and theme (defaults plus overrides),
@@ -67,6 +73,7 @@ pub fn settings(opts: &UiOptions) -> Settings {
     Settings {
         title: opts.title.clone(),
         show_secrets: opts.show_secrets,
+        keyring: opts.keyring.clone(),
         keymap,
         theme,
         warnings: all,

@@ -68,6 +68,18 @@ pub enum Role {
     Warning,
     /// Notes and gaps.
     Note,
+    /// Mapping keys in a decoded object.
+    SyntaxKey,
+    /// String values in a decoded object.
+    SyntaxString,
+    /// Numbers, booleans and null in a decoded object.
+    SyntaxScalar,
+    /// `#` notes above a decoded object (schema unknown, redaction).
+    SyntaxNote,
+    /// `<redacted: N bytes>` values.
+    Redacted,
+    /// Changed values in a diff (`~ path: old → new`).
+    DiffChanged,
 }
 
 impl Role {
@@ -99,6 +111,12 @@ impl Role {
         Role::SeriesRate,
         Role::Warning,
         Role::Note,
+        Role::SyntaxKey,
+        Role::SyntaxString,
+        Role::SyntaxScalar,
+        Role::SyntaxNote,
+        Role::Redacted,
+        Role::DiffChanged,
     ];
 
     /// The table name in theme files.
@@ -130,6 +148,12 @@ impl Role {
             Role::SeriesRate => "series_rate",
             Role::Warning => "warning",
             Role::Note => "note",
+            Role::SyntaxKey => "syntax_key",
+            Role::SyntaxString => "syntax_string",
+            Role::SyntaxScalar => "syntax_scalar",
+            Role::SyntaxNote => "syntax_note",
+            Role::Redacted => "redacted",
+            Role::DiffChanged => "diff_changed",
         }
     }
 

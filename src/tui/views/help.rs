@@ -25,6 +25,13 @@ pub(crate) fn lines(app: &App) -> Vec<Line<'static>> {
         }
         out.push(Line::from(""));
     }
+    let name_w = Mode::ALL
+        .iter()
+        .flat_map(|m| app.s.keymap.bindings(*m))
+        .map(|b| b.action.name().len())
+        .max()
+        .unwrap_or(0)
+        .max(15);
     for mode in Mode::ALL {
         let bindings = app.s.keymap.bindings(*mode);
         if bindings.is_empty() {
@@ -44,7 +51,7 @@ pub(crate) fn lines(app: &App) -> Vec<Line<'static>> {
                 .join(", ");
             out.push(Line::from(vec![
                 sp(app, format!("  {keys:<16} "), Role::HintLabel),
-                sp(app, format!("{:<15} ", b.action.name()), Role::Filter),
+                sp(app, format!("{:<name_w$} ", b.action.name()), Role::Filter),
                 sp(app, b.action.description(), Role::Text),
             ]));
         }
@@ -59,6 +66,7 @@ fn mode_note(mode: Mode) -> &'static str {
         Mode::Events => " event stream",
         Mode::Keys => " key browser",
         Mode::Detail => " an opened key",
+        Mode::Encryption => " encryption at rest per resource",
         Mode::Help => " this screen",
         Mode::Filter => " typing a filter",
     }

@@ -5,6 +5,8 @@
 //! the hint bar on the last row. Help is drawn over the panel. Nothing here changes the app
 //! except the viewport sizes recorded for paging.
 
+mod detail;
+mod encryption;
 mod events;
 mod footer;
 mod growth;
@@ -48,7 +50,8 @@ pub fn draw(app: &App, f: &mut Frame) {
         Panel::Growth => growth::draw(app, f, main),
         Panel::Events => events::draw(app, f, main),
         Panel::Keys => match &app.detail {
-            Some(d) => keys::draw_detail(app, d, f, main),
+            Some(d) => detail::draw(app, d, f, main),
+            None if app.keys.encryption.is_some() => encryption::draw(app, f, main),
             None => keys::draw(app, f, main),
         },
     }

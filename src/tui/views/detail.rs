@@ -1,0 +1,445 @@
+//! An opened key: the storage facts of the shown version on top (key, resource,
+//! revisions, lease, size, format and encryption, resourceVersion, schema, last writer),
+//! its history beside them, and below the body: the decoded value with syntax colour
+//! (YAML or JSON), or in diff mode the changes against the previous or marked version.
+//! Errors and hints of the decode are shown above the body.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::Frame;
+
+use super::{fit, pane, selection, sp};
+use crate::decode::{Rendered, SchemaUse};
+use crate::model::{escape_bytes, KeyPath};
+use crate::tui::app::{App, DetailState};
+use crate::tui::diff::LineKind;
+use crate::tui::format::{bytes, clock, thousands, thousands_i};
+use crate::tui::theme::Role;
+
+/// Draws an opened key into `area`: metadata and history on top, the body below.
+pub(crate) fn draw(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
+    let hist_w = (area.width / 3).clamp(20.min(area.width), 56);
+    let meta_w = area.width.saturating_sub(hist_w);
+    let lines = meta_lines(app, d);
+    let inner = meta_w.saturating_sub(2).max(1) as usize;
+    let needed: usize = lines
+        .iter()
+        .map(|l| wrapped_rows(&line_text(l), inner))
+        .sum::<usize>()
+        + 2;
+    let top_h = (needed.min(u16::MAX as usize) as u16)
+        .min(area.height / 2)
+        .max(3.min(area.height));
+    let [top, body] = Layout::vertical([Constraint::Length(top_h), Constraint::Min(0)]).areas(area);
+    let [meta, hist] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(hist_w)]).areas(top);
+    f.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: false }).block(pane(
+            app,
+            meta_title(app, d),
+            false,
+        )),
+        meta,
+    );
+    draw_history(app, d, f, hist);
+    draw_body(app, d, f, body);
+}
+
+fn line_text(l: &Line) -> String {
+    l.spans.iter().map(|s| s.content.as_ref()).collect()
+}
+
+/// Rows `text` takes when word-wrapped at `width` columns (an estimate of ratatui's wrap).
+fn wrapped_rows(text: &str, width: usize) -> usize {
+    let mut rows = 1;
+    let mut col = 0;
+    for word in text.split_inclusive(' ') {
+        let w = word.chars().count();
+        if col + w.saturating_sub(usize::from(word.ends_with(' '))) > width && col > 0 {
+            rows += 1;
+            col = 0;
+        }
+        col += w;
+        while col > width {
+            rows += 1;
+            col -= width;
+        }
+    }
+    rows
+}
+
+/// Words wrapped into lines of at most `width` columns (long words are cut).
+fn wrap_text(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut out = vec![String::new()];
+    for word in text.split(' ') {
+        let cur = out.last_mut().expect("one line");
+        let need = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
+        if need > width && !cur.is_empty() {
+            out.push(String::new());
+        }
+        let cur = out.last_mut().expect("one line");
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+        while let Some(cur) = out.last_mut().filter(|c| c.chars().count() > width) {
+            let rest: String = cur.chars().skip(width).collect();
+            *cur = cur.chars().take(width).collect();
+            out.push(rest);
+        }
+    }
+    out
+}
+
+fn kv<'a>(app: &App, k: &'a str, v: String) -> Vec<Span<'a>> {
+    vec![
+        sp(app, k, Role::Muted),
+        sp(app, v, Role::HeaderValue),
+        Span::raw("  "),
+    ]
+}
+
+fn meta_title<'a>(app: &App, d: &DetailState) -> Vec<Span<'a>> {
+    let live = app.replica.get(&d.key).is_some();
+    let n = d.history.len();
+    let mut t = vec![
+        sp(app, "Key", Role::PanelTitle),
+        sp(
+            app,
+            format!(
+                " {} · {n} version{} held",
+                if live { "live" } else { "deleted" },
+                if n == 1 { "" } else { "s" }
+            ),
+            Role::Muted,
+        ),
+    ];
+    if d.index + 1 < n {
+        t.push(sp(
+            app,
+            format!(" · showing older version {}/{n}", d.index + 1),
+            Role::Filter,
+        ));
+    }
+    t
+}
+
+/// `protobuf`, `aesgcm:key2, decrypted · payload protobuf`, `aescbc:key1, not decrypted`;
+/// and the failure message when decryption failed.
+fn format_text(r: &Rendered) -> (String, Option<String>) {
+    let Some(x) = &r.decoded else {
+        return (r.format.clone(), None);
+    };
+    match &x.encryption {
+        Some(e) if e.decrypted => (
+            format!(
+                "{}, decrypted · payload {}",
+                e.label,
+                x.payload_format.label()
+            ),
+            None,
+        ),
+        Some(e) => (format!("{}, not decrypted", e.label), e.message.clone()),
+        None => (x.format.describe(), None),
+    }
+}
+
+fn meta_lines<'a>(app: &App, d: &'a DetailState) -> Vec<Line<'a>> {
+    let path = KeyPath::parse(app.replica.prefix(), &d.key);
+    let mut lines = vec![Line::from(vec![
+        sp(app, "key ", Role::Muted),
+        Span::raw(escape_bytes(&d.key).into_owned()),
+    ])];
+    let mut l = kv(app, "resource ", path.resource.to_string());
+    if let Some(ns) = &path.namespace {
+        l.extend(kv(app, "namespace ", ns.to_string()));
+    }
+    l.extend(kv(app, "name ", path.name.to_string()));
+    lines.push(Line::from(l));
+    let Some(v) = d.shown() else {
+        lines.push(Line::from(sp(app, "no version held", Role::Muted)));
+        return lines;
+    };
+    if v.value.is_none() {
+        lines.push(Line::from(sp(
+            app,
+            format!("deleted at revision {}", thousands_i(v.mod_revision)),
+            Role::Delete,
+        )));
+        return lines;
+    }
+    let mut l = kv(app, "create_revision ", thousands_i(v.create_revision));
+    l.extend(kv(app, "mod_revision ", thousands_i(v.mod_revision)));
+    l.extend(kv(app, "version ", v.version.to_string()));
+    l.extend(kv(
+        app,
+        "lease ",
+        if v.lease == 0 {
+            "none".to_string()
+        } else {
+            format!("{:x}", v.lease)
+        },
+    ));
+    lines.push(Line::from(l));
+    let size = v.value.as_ref().map_or(0, |b| b.len() as u64);
+    let mut l = kv(app, "resourceVersion ", format!("\"{}\"", v.mod_revision));
+    l.insert(2, sp(app, " (= mod_revision)", Role::Muted));
+    l.extend(kv(app, "size ", format!("{} bytes", thousands(size))));
+    lines.push(Line::from(l));
+    if let Some(r) = &d.rendered {
+        let (format, failure) = format_text(r);
+        let mut l = kv(app, "format ", format);
+        if let Some(kind) = &r.summary.kind {
+            let av = r.summary.api_version.clone().unwrap_or_default();
+            l.extend(kv(app, "kind ", format!("{av} {kind}").trim().to_string()));
+        }
+        if let Some(x) = &r.decoded {
+            match &x.schema {
+                SchemaUse::Known { version, message } => {
+                    l.extend(kv(
+                        app,
+                        "schema ",
+                        format!("Kubernetes {version} ({message})"),
+                    ));
+                }
+                SchemaUse::Unknown => {
+                    l.push(sp(app, "schema unknown", Role::Note));
+                    l.push(Span::raw("  "));
+                }
+                SchemaUse::NotApplicable => {}
+            }
+            if x.unknown_fields > 0 {
+                l.push(sp(
+                    app,
+                    format!("{} unknown field(s)", x.unknown_fields),
+                    Role::Note,
+                ));
+            }
+        }
+        lines.push(Line::from(l));
+        if let Some(m) = failure {
+            lines.push(Line::from(sp(app, m, Role::Note)));
+        }
+        if !d.writers.is_empty() {
+            let who: Vec<String> = d.writers.iter().map(|w| w.describe()).collect();
+            let mut l = vec![sp(app, "last write ", Role::Muted)];
+            l.push(sp(app, who.join("; "), Role::Text));
+            lines.push(Line::from(l));
+        } else if let Some(m) = &r.summary.manager {
+            lines.push(Line::from(kv(app, "manager ", m.clone())));
+        }
+    }
+    lines
+}
+
+fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
+    let t = &app.s.theme;
+    let rows_h = area.height.saturating_sub(2) as usize;
+    let n = d.history.len();
+    // Newest first; keep the shown version visible.
+    let shown_row = n.saturating_sub(1).saturating_sub(d.index);
+    let scroll = if rows_h > 0 && shown_row >= rows_h {
+        shown_row + 1 - rows_h
+    } else {
+        0
+    };
+    let off = app.s.utc_offset;
+    let rows: Vec<Row> = d
+        .history
+        .iter()
+        .rev()
+        .skip(scroll)
+        .take(rows_h)
+        .map(|v| {
+            // A revision that arrived through a list was written at or before the list.
+            let mark = if app.replica.seen_live(v.mod_revision) {
+                ""
+            } else {
+                "≤"
+            };
+            let when = app
+                .replica
+                .time_of(v.mod_revision)
+                .map(|t| format!("{mark}{}", clock(t, off)))
+                .unwrap_or_else(|| "--:--:--".into());
+            let star = if d.mark == Some(v.mod_revision) {
+                "*"
+            } else {
+                ""
+            };
+            let (what, role) = match &v.value {
+                Some(b) => (
+                    format!("{star}v{} {}", v.version, bytes(b.len() as u64)),
+                    Role::Text,
+                ),
+                None => (format!("{star}deleted"), Role::Delete),
+            };
+            Row::new(vec![
+                Cell::from(Line::from(thousands_i(v.mod_revision)).right_aligned()),
+                Cell::from(Span::styled(what, t.get(role))),
+                Cell::from(Span::styled(when, t.get(Role::Muted))),
+            ])
+        })
+        .collect();
+    let mut state = TableState::default();
+    if n > 0 {
+        state.select(Some(shown_row - scroll));
+    }
+    let mut note = if area.width >= 44 {
+        format!(" {n} · ≤ seen by a list")
+    } else {
+        format!(" {n}")
+    };
+    if d.mark.is_some() && area.width >= 30 {
+        note.push_str(" · * marked");
+    }
+    let title = vec![
+        sp(app, "History", Role::PanelTitle),
+        sp(app, note, Role::Muted),
+    ];
+    let widths: &[Constraint] = if area.width >= 34 {
+        &[
+            Constraint::Length(8),
+            Constraint::Min(8),
+            Constraint::Length(9),
+        ]
+    } else {
+        &[Constraint::Length(8), Constraint::Min(8)]
+    };
+    let table = Table::new(rows, widths.iter().copied())
+        .column_spacing(1)
+        .row_highlight_style(selection(app, true))
+        .block(pane(app, title, false));
+    f.render_stateful_widget(table, area, &mut state);
+}
+
+fn diff_role(k: LineKind) -> Role {
+    match k {
+        LineKind::Header => Role::Text,
+        LineKind::Added => Role::Put,
+        LineKind::Removed => Role::Delete,
+        LineKind::Changed => Role::DiffChanged,
+        LineKind::Managed => Role::Muted,
+    }
+}
+
+fn draw_body(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
+    let rows_h = area.height.saturating_sub(2) as usize;
+    app.view.detail.set(rows_h);
+    let width = area.width.saturating_sub(2) as usize;
+    let mut lines: Vec<Line> = Vec::new();
+    let mut title = Vec::new();
+    let total = d.body_len();
+    let scroll_from = |room: usize| d.scroll.min(total.saturating_sub(room.max(1)));
+    match (&d.diff, d.diff_on) {
+        (Some(diff), true) => {
+            title.push(sp(app, "Diff", Role::PanelTitle));
+            if !diff.title.is_empty() {
+                title.push(sp(app, format!(" {}", diff.title), Role::Muted));
+            }
+            let changes = diff
+                .lines
+                .iter()
+                .filter(|(k, _)| *k != LineKind::Header)
+                .count();
+            title.push(sp(
+                app,
+                format!(" · {changes} change{}", if changes == 1 { "" } else { "s" }),
+                Role::Muted,
+            ));
+            let scroll = scroll_from(rows_h);
+            if scroll > 0 {
+                title.push(sp(app, format!(" from line {}", scroll + 1), Role::Muted));
+            }
+            // Long values wrap (continuations indented); scrolling counts diff lines.
+            'fill: for (k, text) in diff.lines.iter().skip(scroll) {
+                for (i, part) in wrap_text(text, width.saturating_sub(2).max(8))
+                    .into_iter()
+                    .enumerate()
+                {
+                    if lines.len() >= rows_h {
+                        break 'fill;
+                    }
+                    let part = if i == 0 { part } else { format!("  {part}") };
+                    lines.push(Line::from(sp(app, part, diff_role(*k))));
+                }
+            }
+        }
+        _ => match &d.rendered {
+            Some(r) => {
+                title.push(sp(app, "Value", Role::PanelTitle));
+                title.push(sp(
+                    app,
+                    format!(
+                        " {} · {} lines",
+                        match r.decoded.as_ref().and_then(|x| x.json.as_ref()) {
+                            None => "not decoded",
+                            Some(_) if app.json_output => "JSON",
+                            Some(_) => "YAML",
+                        },
+                        thousands(r.lines.len() as u64)
+                    ),
+                    Role::Muted,
+                ));
+                // Errors and hints first, wrapped: they explain what follows.
+                for (prefix, text, role) in [
+                    ("! ", r.error.as_deref(), Role::Note),
+                    ("hint: ", r.hint.as_deref(), Role::Muted),
+                ] {
+                    if let Some(text) = text {
+                        for l in wrap_text(&format!("{prefix}{text}"), width) {
+                            lines.push(Line::from(sp(app, l, role)));
+                        }
+                    }
+                }
+                let room = rows_h.saturating_sub(lines.len());
+                let scroll = scroll_from(room);
+                if scroll > 0 {
+                    title.push(sp(app, format!(" from line {}", scroll + 1), Role::Muted));
+                }
+                let t = &app.s.theme;
+                lines.extend(r.lines.iter().zip(&d.styled).skip(scroll).take(room).map(
+                    |(text, spans)| {
+                        Line::from(
+                            spans
+                                .iter()
+                                .filter_map(|(role, range)| {
+                                    text.get(range.clone())
+                                        .map(|s| Span::styled(s.to_string(), t.get(*role)))
+                                })
+                                .collect::<Vec<_>>(),
+                        )
+                    },
+                ));
+            }
+            None => {
+                title.push(sp(app, "Value", Role::PanelTitle));
+                let msg = match d.shown() {
+                    Some(v) => format!(
+                        "(deleted at revision {}: no value)",
+                        thousands_i(v.mod_revision)
+                    ),
+                    None => "(no value held)".to_string(),
+                };
+                lines.push(Line::from(sp(app, fit(&msg, width), Role::Muted)));
+            }
+        },
+    }
+    f.render_widget(Paragraph::new(lines).block(pane(app, title, true)), area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_helpers() {
+        assert_eq!(wrapped_rows("abc def", 10), 1);
+        assert_eq!(wrapped_rows("abc def ghi", 7), 2);
+        assert_eq!(wrapped_rows("abcdefghijkl", 5), 3);
+        assert_eq!(wrap_text("abc def ghi", 7), ["abc def", "ghi"]);
+        assert_eq!(wrap_text("abcdefgh", 5), ["abcde", "fgh"]);
+    }
+}
