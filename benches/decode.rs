@@ -1,5 +1,9 @@
-//! Throughput of `regscope::decode::summarize`, the per-row decode used by key lists and the
-//! live event stream. Target: >= 500,000 objects/s on one core for a typical Pod.
+//! Decode throughput on one core (the bench is single-threaded):
+//! - `summarize`, the per-row decode used by key lists and the live event stream (target
+//!   >= 500,000 objects/s for a typical Pod);
+//! - `decode`, the full schema-driven decode of a stored value to the apiserver's JSON text
+//!   (target >= 20,000 objects/s for the fixture Pod, stretch 50,000/s), with and without
+//!   the mod_revision filled in as metadata.resourceVersion.
 //!
 //! Run: `cargo bench --bench decode`. Inputs come from `../shared/testdata` (relative to the
 //! package); the bench prints a note and exits 0 when they are absent.
@@ -8,23 +12,36 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use regscope::decode::summarize;
+use regscope::decode::{decode, summarize, DecodeOptions};
 
-/// Calls `summarize` on `value` for about `budget` and returns objects per second.
-fn measure(value: &[u8], budget: Duration) -> f64 {
-    // Warm up caches and branch predictors.
-    for _ in 0..10_000 {
-        black_box(summarize(black_box(value)));
+/// Calls `f` for about `budget` and returns calls per second.
+fn rate<R>(budget: Duration, mut f: impl FnMut() -> R) -> f64 {
+    // Warm up caches, branch predictors and the schema plans.
+    for _ in 0..1_000 {
+        black_box(f());
     }
     let start = Instant::now();
     let mut n: u64 = 0;
     while start.elapsed() < budget {
-        for _ in 0..10_000 {
-            black_box(summarize(black_box(value)));
+        for _ in 0..1_000 {
+            black_box(f());
         }
-        n += 10_000;
+        n += 1_000;
     }
     n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Calls `summarize` on `value` for about `budget` and returns objects per second.
+fn measure(value: &[u8], budget: Duration) -> f64 {
+    rate(budget, || summarize(black_box(value)))
+}
+
+/// Full decode to JSON text; returns (objects/s, JSON bytes).
+fn measure_full(value: &[u8], opts: &DecodeOptions<'_>, budget: Duration) -> (f64, usize) {
+    let d = decode(value, opts);
+    assert!(d.error.is_none(), "{:?}", d.error);
+    let len = d.json.as_ref().map_or(0, String::len);
+    (rate(budget, || decode(black_box(value), opts).json), len)
 }
 
 fn main() {
@@ -47,6 +64,30 @@ fn main() {
             continue;
         };
         any = true;
+        let start = Instant::now();
+        let first = decode(&value, &DecodeOptions::default());
+        println!(
+            "first decode (loads the schema plans): {:.1} ms, schema {:?}",
+            start.elapsed().as_secs_f64() * 1e3,
+            first.schema
+        );
+        for (label, opts) in [
+            ("decode to JSON", DecodeOptions::default()),
+            (
+                "decode to JSON + resourceVersion",
+                DecodeOptions {
+                    mod_revision: Some(123_456),
+                    ..Default::default()
+                },
+            ),
+        ] {
+            let (r, len) = measure_full(&value, &opts, Duration::from_secs(2));
+            println!(
+                "{label} {what}: {} bytes -> {len} bytes JSON, {r:.0} objects/s ({:.1} µs/object)",
+                value.len(),
+                1e6 / r
+            );
+        }
         let s = summarize(&value);
         let rate = measure(&value, Duration::from_secs(2));
         println!(

@@ -406,13 +406,19 @@ fn decode_protobuf(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> b
     } else {
         schema::resolve_all(group, version, &kind)
     };
-    let mut v = match best_walk(&candidates, &env, &api_version, &kind) {
+    let is_secret = is_secret_type(&api_version, &kind);
+    let mut v = match best_walk(&candidates, &env, &api_version, &kind, opts.mod_revision) {
         Some(Ok((plan, msg, w))) => {
             d.schema = SchemaUse::Known {
                 version: plan.version,
                 message: plan.messages[msg as usize].full_name.to_string(),
             };
             d.unknown_fields = w.unknown_fields;
+            if !is_secret || opts.show_secrets {
+                // The walker's JSON is final: no round trip through a Value.
+                d.json = Some(w.json);
+                return true;
+            }
             match serde_json::from_str::<Value>(&w.json) {
                 Ok(v) => v,
                 Err(e) => {
@@ -428,20 +434,28 @@ fn decode_protobuf(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> b
             ));
             d.decode_error = Some(e);
             d.schema = SchemaUse::Unknown;
-            unknown_kind(&env, &api_version, &kind)
+            let mut v = unknown_kind(&env, &api_version, &kind);
+            set_resource_version(&mut v, opts.mod_revision);
+            v
         }
         None => {
             d.schema = SchemaUse::Unknown;
-            unknown_kind(&env, &api_version, &kind)
+            let mut v = unknown_kind(&env, &api_version, &kind);
+            set_resource_version(&mut v, opts.mod_revision);
+            v
         }
     };
     redact_if_secret(&mut v, opts);
-    set_resource_version(&mut v, opts.mod_revision);
     d.json = Some(v.to_string());
     true
 }
 
 type Walk = (&'static schema::Plan, u32, super::object::Walked);
+
+/// `apiVersion \0 kind` → the schema version that last decoded it with no unknown field.
+static PREFERRED: std::sync::LazyLock<
+    std::sync::RwLock<std::collections::HashMap<String, &'static str>>,
+> = std::sync::LazyLock::new(Default::default);
 
 /// Walks with the newest schema; when that leaves fields unknown, tries the older ones and
 /// keeps the walk with the fewest unknown fields (the newest on ties). An error from the
@@ -451,17 +465,36 @@ fn best_walk(
     env: &Envelope<'_>,
     api_version: &str,
     kind: &str,
+    resource_version: Option<i64>,
 ) -> Option<Result<Walk, (&'static schema::Plan, DecodeError)>> {
     let mut best: Option<Walk> = None;
     let mut first_err = None;
-    for &(plan, msg) in candidates {
+    // Try the version that last decoded this kind without unknown fields first: a stream of
+    // objects written by one apiserver then costs one walk each, not one per schema version.
+    let hint_key = format!(
+        "{}\u{0}{}",
+        String::from_utf8_lossy(env.api_version),
+        String::from_utf8_lossy(env.kind)
+    );
+    let preferred = PREFERRED
+        .read()
+        .ok()
+        .and_then(|m| m.get(&hint_key).copied());
+    let mut order: Vec<(&'static schema::Plan, u32)> = candidates.to_vec();
+    if let Some(v) = preferred {
+        if let Some(i) = order.iter().position(|(p, _)| p.version == v) {
+            let x = order.remove(i);
+            order.insert(0, x);
+        }
+    }
+    for (plan, msg) in order {
         match walk_object(
             plan,
             msg,
             env.raw,
             env.raw_offset,
             Some((api_version, kind)),
-            None,
+            resource_version,
         ) {
             Ok(w) => {
                 let better = best
@@ -471,6 +504,11 @@ fn best_walk(
                     let done = w.unknown_fields == 0;
                     best = Some((plan, msg, w));
                     if done {
+                        if preferred != Some(plan.version) {
+                            if let Ok(mut m) = PREFERRED.write() {
+                                m.insert(hint_key, plan.version);
+                            }
+                        }
                         break;
                     }
                 }
@@ -567,7 +605,7 @@ pub fn decode_raw_as(
         content_type: b"",
     };
     Some(
-        best_walk(&candidates, &env, "", "")?
+        best_walk(&candidates, &env, "", "", None)?
             .map(|(_, _, w)| (w.json, w.unknown_fields))
             .map_err(|(_, e)| e),
     )

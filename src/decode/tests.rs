@@ -779,3 +779,30 @@ fn json_secret_with_malformed_data_is_redacted() {
     assert!(!text.contains("hunter2"), "{text}");
     assert!(text.contains("<redacted:"), "{text}");
 }
+
+#[test]
+fn resource_version_is_the_mod_revision() {
+    let opts = DecodeOptions {
+        mod_revision: Some(42),
+        ..Default::default()
+    };
+    // Protobuf (walker path), with and without a stored ObjectMeta.
+    for v in [hex(BR01_VALID), envelope("v1", "Pod", b"")] {
+        let d = decode(&v, &opts);
+        assert_eq!(d.error, None);
+        let j = d.value().unwrap();
+        assert_eq!(j["metadata"]["resourceVersion"], "42", "{j}");
+        assert_eq!(j["kind"], "Pod");
+    }
+    // A stored resourceVersion is replaced, as the apiserver does on read.
+    let meta = [ld(1, b"p"), ld(6, b"7")].concat();
+    let d = decode(&envelope("v1", "Pod", &ld(1, &meta)), &opts);
+    let j = d.value().unwrap();
+    assert_eq!(j["metadata"]["resourceVersion"], "42");
+    assert_eq!(j["metadata"]["name"], "p");
+    // Without a mod_revision nothing is invented.
+    let d = decode(&hex(BR01_VALID), &DecodeOptions::default());
+    assert!(d.value().unwrap()["metadata"]
+        .get("resourceVersion")
+        .is_none());
+}

@@ -1,0 +1,623 @@
+//! `regscope decode` end to end: the real binary on the field cases (BR-01, BR-02, BR-03,
+//! BR-11), on `etcdctl get -w json` output from a real etcd, and on bad input. stdout must
+//! carry only the object (parsed here with serde_json / serde_norway); the header and every
+//! error go to stderr.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use base64::Engine as _;
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_regscope");
+const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
+
+// BR-01
+const POD_P1: &str = "6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200";
+const POD_P1_CRLF: &str =
+    "6b3873000d0a090d0a0276311203506f64120f0d0a0d0d0a0270311a0764656661756c741a0022000d0a";
+// BR-02: the exact text of field-cases.md, final LF included.
+const WIDGET_W1: &str = "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\",\"namespace\":\"default\",\"uid\":\"00000000-0000-0000-0000-000000000001\",\"creationTimestamp\":\"2024-01-01T00:00:00Z\"},\"spec\":{\"size\":3}}\n";
+const WIDGET_KEY: &str = "/registry/example.com/widgets/default/w1";
+// BR-03
+const BUILD_B1: &str = "6b3873000a1e0a156275696c642e6f70656e73686966742e696f2f763112054275696c64120b0a090a0262311a036e73311a002200";
+// BR-11
+const S1: &str = "6b38733a656e633a6165736362633a76313a6b6579313a10101010101010101010101010101010817e0b842158eaeb501a708e6469711635910a68c1199da79ecf261a735285648f0de8b1b5ca5dd30759b5867f11ecd8";
+const S2: &str = "6b38733a656e633a61657367636d3a76313a6b6579323a000102030405060708090a0b513d1f787d804ea2b42392c4eb88afc9e6b03f066641a7519d12f29125d40f3f351cb01bbb600ba47f2ee88c8ad818507e4cdc6cd10dce";
+const S3: &str = "6b3873000a0c0a0276311206536563726574120f0a0d0a0273331a0764656661756c741a002200";
+/// A plain Secret default/s4 with `data: {password: hunter2}` (BR-11's s1–s3 hold no data).
+const S4_WITH_DATA: &str = "6b3873000a0c0a02763112065365637265741224\
+0a0d0a0273341a0764656661756c74\
+12130a0870617373776f7264120768756e74657232\
+1a002200";
+const KEY_A: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+const KEY_B: &str = "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=";
+const KEY_G: &str = "QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=";
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// Runs `regscope decode <args>` with `stdin` and returns (exit code, stdout, stderr).
+fn decode(args: &[&str], stdin: &[u8]) -> (i32, Vec<u8>, String) {
+    let mut child = Command::new(BIN)
+        .arg("decode")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run regscope");
+    let mut sin = child.stdin.take().unwrap();
+    // Ignored: regscope may exit without reading stdin (a FILE argument, a usage error).
+    let _ = sin.write_all(stdin);
+    drop(sin);
+    let out = child.wait_with_output().unwrap();
+    finish(out)
+}
+
+fn finish(out: Output) -> (i32, Vec<u8>, String) {
+    (
+        out.status.code().unwrap_or(-1),
+        out.stdout,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn yaml(stdout: &[u8]) -> Value {
+    serde_norway::from_slice(stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not YAML: {e}\n{}",
+            String::from_utf8_lossy(stdout)
+        )
+    })
+}
+
+fn json(stdout: &[u8]) -> Value {
+    serde_json::from_slice(stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not JSON: {e}\n{}",
+            String::from_utf8_lossy(stdout)
+        )
+    })
+}
+
+/// All YAML documents in stdout (separated by `---`).
+fn yaml_docs(stdout: &[u8]) -> Vec<Value> {
+    use serde::Deserialize;
+    serde_norway::Deserializer::from_slice(stdout)
+        .map(|d| Value::deserialize(d).expect("YAML document"))
+        .collect()
+}
+
+fn write_temp(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p
+}
+
+/// BR-11's EncryptionConfiguration: aescbc key1 (= `key1`), aesgcm key2 = G, identity.
+fn enc_config(dir: &Path, name: &str, key1: &str) -> PathBuf {
+    let text = format!(
+        "apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources: [secrets]
+    providers:
+      - aescbc:
+          keys:
+            - name: key1
+              secret: {key1}
+      - aesgcm:
+          keys:
+            - name: key2
+              secret: {KEY_G}
+      - identity: {{}}
+"
+    );
+    write_temp(dir, name, text.as_bytes())
+}
+
+#[test]
+fn br01_pod_hex_decodes_to_yaml() {
+    let (code, out, err) = decode(&["--key", "/registry/pods/default/p1"], POD_P1.as_bytes());
+    assert_eq!(code, 0, "{err}");
+    let text = String::from_utf8(out.clone()).unwrap();
+    assert!(text.contains("kind: Pod"), "{text}");
+    assert!(text.contains("name: p1"), "{text}");
+    let v = yaml(&out);
+    assert_eq!(v["apiVersion"], "v1");
+    assert_eq!(v["metadata"]["namespace"], "default");
+    assert!(err.contains("# resource  pods"), "{err}");
+    assert!(err.contains("# format    protobuf"), "{err}");
+    assert!(err.contains("# schema    Kubernetes 1."), "{err}");
+    assert!(err.contains("api.core.v1.Pod"), "{err}");
+    // The header goes to stderr only; no input form is named without -v.
+    assert!(!err.contains("hex text"), "{err}");
+    let (_, _, err) = decode(&["-v"], POD_P1.as_bytes());
+    assert!(err.contains("# input     hex text (36 bytes)"), "{err}");
+    // The same bytes raw, from a FILE, and as `0x` hex with line breaks.
+    let dir = tempfile::tempdir().unwrap();
+    let f = write_temp(dir.path(), "p1.bin", &unhex(POD_P1));
+    let (code, out, err) = decode(&[f.to_str().unwrap(), "-v"], b"");
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("raw value bytes (36 bytes)"), "{err}");
+    assert_eq!(yaml(&out)["metadata"]["name"], "p1");
+    let wrapped = format!("0x{}\n{}\n", &POD_P1[..40], &POD_P1[40..]);
+    let (code, out, _) = decode(&["-o", "json"], wrapped.as_bytes());
+    assert_eq!(code, 0);
+    assert_eq!(json(&out)["metadata"]["name"], "p1");
+}
+
+#[test]
+fn br01_crlf_mangled_value_is_a_precise_error() {
+    for input in [POD_P1_CRLF.as_bytes().to_vec(), unhex(POD_P1_CRLF)] {
+        let (code, out, err) = decode(&[], &input);
+        assert_eq!(code, 1, "{err}");
+        assert!(out.is_empty(), "stdout: {}", String::from_utf8_lossy(&out));
+        assert!(
+            err.contains("offset 4, field 1: unexpected wire type 5"),
+            "{err}"
+        );
+        assert!(err.contains("CR LF"), "{err}");
+        // The raw bytes stay visible as hex.
+        assert!(err.contains("6b 38 73 00 0d 0a 09 0d"), "{err}");
+        let error_lines: Vec<&str> = err.lines().filter(|l| l.starts_with("regscope:")).collect();
+        assert_eq!(error_lines.len(), 1, "{err}");
+    }
+}
+
+#[test]
+fn br02_json_custom_resource_in_every_output_mode() {
+    assert_eq!(WIDGET_W1.len(), 201, "the exact text of field-cases.md");
+    let (code, out, err) = decode(&["--key", WIDGET_KEY], WIDGET_W1.as_bytes());
+    assert_eq!(code, 0, "{err}");
+    let v = yaml(&out);
+    assert_eq!(v["kind"], "Widget");
+    assert_eq!(v["apiVersion"], "example.com/v1");
+    assert_eq!(v["metadata"]["name"], "w1");
+    assert_eq!(v["spec"]["size"], 3);
+    assert!(err.contains("# resource  widgets.example.com"), "{err}");
+    assert!(err.contains("# format    json"), "{err}");
+
+    let (code, out, err) = decode(&["--key", WIDGET_KEY, "-o", "json"], WIDGET_W1.as_bytes());
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(v["metadata"]["namespace"], "default");
+    assert_eq!(v["spec"]["size"], 3);
+    assert!(err.contains("widgets.example.com"), "{err}");
+
+    // raw: the bytes exactly as received (stdout is a pipe here).
+    let (code, out, err) = decode(&["--key", WIDGET_KEY, "-o", "raw"], WIDGET_W1.as_bytes());
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, WIDGET_W1.as_bytes());
+
+    // An invalid JSON value is an error, not an empty object.
+    let (code, out, err) = decode(&["--key", WIDGET_KEY], &WIDGET_W1.as_bytes()[..100]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains(&format!("regscope: {WIDGET_KEY}: JSON: ")),
+        "{err}"
+    );
+}
+
+#[test]
+fn br03_unknown_kind_is_not_an_error() {
+    let (code, out, err) = decode(
+        &["--key", "/kubernetes.io/builds/ns1/b1"],
+        BUILD_B1.as_bytes(),
+    );
+    assert_eq!(code, 0, "{err}");
+    let v = yaml(&out);
+    assert_eq!(v["apiVersion"], "build.openshift.io/v1");
+    assert_eq!(v["kind"], "Build");
+    assert_eq!(v["metadata"]["name"], "b1");
+    assert_eq!(v["metadata"]["namespace"], "ns1");
+    assert!(err.contains("schema unknown"), "{err}");
+    assert!(!err.contains("regscope:"), "no error line: {err}");
+    let (code, out, _) = decode(&["-o", "json"], BUILD_B1.as_bytes());
+    assert_eq!(code, 0);
+    assert_eq!(json(&out)["metadata"]["name"], "b1");
+}
+
+#[test]
+fn br11_encrypted_and_plain_secrets() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = enc_config(dir.path(), "enc.yaml", KEY_A);
+    let cfg = cfg.to_str().unwrap();
+    for (name, hex, label) in [
+        ("s1", S1, "encrypted aescbc:key1, decrypted"),
+        ("s2", S2, "encrypted aesgcm:key2, decrypted"),
+        ("s3", S3, "not encrypted (identity)"),
+    ] {
+        let key = format!("/registry/secrets/default/{name}");
+        let (code, out, err) = decode(&["--key", &key, "--encryption-config", cfg], hex.as_bytes());
+        assert_eq!(code, 0, "{name}: {err}");
+        let text = String::from_utf8(out.clone()).unwrap();
+        assert!(text.contains("kind: Secret"), "{text}");
+        assert!(text.contains(&format!("name: {name}")), "{text}");
+        assert_eq!(yaml(&out)["metadata"]["namespace"], "default");
+        assert!(err.contains(label), "{name}: {err}");
+        assert!(err.contains("# resource  secrets"), "{err}");
+    }
+
+    // The s2 bytes under another key: aesgcm authenticated the path they were written under.
+    let (code, out, err) = decode(
+        &[
+            "--key",
+            "/registry/secrets/default/s2-copy",
+            "--encryption-config",
+            cfg,
+        ],
+        S2.as_bytes(),
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("authentication failed: ciphertext is bound to a different key path"),
+        "{err}"
+    );
+
+    // key1 = B: aescbc "decrypts" into noise, which must not pass as a value.
+    let cfg_b = enc_config(dir.path(), "enc-b.yaml", KEY_B);
+    let (code, out, err) = decode(
+        &[
+            "--key",
+            "/registry/secrets/default/s1",
+            "--encryption-config",
+            cfg_b.to_str().unwrap(),
+        ],
+        S1.as_bytes(),
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("key1 is configured but does not match the key that wrote this value"),
+        "{err}"
+    );
+
+    // No configuration at all.
+    let (code, out, err) = decode(&["--key", "/registry/secrets/default/s1"], S1.as_bytes());
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("--encryption-config"), "{err}");
+    assert!(
+        err.contains("encrypted aescbc:key1, not decrypted"),
+        "{err}"
+    );
+
+    // -o raw prints the stored ciphertext, never the plaintext.
+    let (code, out, err) = decode(
+        &[
+            "--key",
+            "/registry/secrets/default/s1",
+            "--encryption-config",
+            cfg,
+            "-o",
+            "raw",
+        ],
+        S1.as_bytes(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, unhex(S1));
+}
+
+/// Secret data is `<redacted: N bytes>` unless --show-secrets, plain or encrypted, in YAML,
+/// JSON and raw output.
+#[test]
+fn secret_data_is_redacted_unless_asked() {
+    use aes_gcm::aead::{Aead, KeyInit, Payload};
+    let key = "/registry/secrets/default/s4";
+    let plain = unhex(S4_WITH_DATA);
+    // aesgcm with key G, as kube-apiserver writes it: prefix, 12-byte nonce, sealed payload
+    // with the etcd key as authenticated data.
+    let cipher = aes_gcm::Aes256Gcm::new_from_slice(&B64.decode(KEY_G).unwrap()).unwrap();
+    let nonce = [7u8; 12];
+    let sealed = cipher
+        .encrypt(
+            aes_gcm::Nonce::from_slice(&nonce),
+            Payload {
+                msg: &plain,
+                aad: key.as_bytes(),
+            },
+        )
+        .unwrap();
+    let mut encrypted = b"k8s:enc:aesgcm:v1:key2:".to_vec();
+    encrypted.extend_from_slice(&nonce);
+    encrypted.extend_from_slice(&sealed);
+
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = enc_config(dir.path(), "enc.yaml", KEY_A);
+    let cfg = cfg.to_str().unwrap();
+    for value in [plain.clone(), encrypted] {
+        let (code, out, err) = decode(&["--key", key, "--encryption-config", cfg], &value);
+        assert_eq!(code, 0, "{err}");
+        let text = String::from_utf8_lossy(&out);
+        assert!(!text.contains("aHVudGVyMg=="), "{text}");
+        assert_eq!(yaml(&out)["data"]["password"], "<redacted: 7 bytes>");
+        assert!(
+            !err.contains("hunter2") && !err.contains("68 75 6e"),
+            "{err}"
+        );
+        let (code, out, _) = decode(
+            &["--key", key, "--encryption-config", cfg, "-o", "json"],
+            &value,
+        );
+        assert_eq!(code, 0);
+        assert_eq!(json(&out)["data"]["password"], "<redacted: 7 bytes>");
+        let (code, out, err) = decode(
+            &[
+                "--key",
+                key,
+                "--encryption-config",
+                cfg,
+                "-o",
+                "json",
+                "--show-secrets",
+            ],
+            &value,
+        );
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(json(&out)["data"]["password"], B64.encode("hunter2"));
+    }
+    // The plain Secret's stored bytes hold the data in the clear: -o raw needs --show-secrets.
+    let (code, out, err) = decode(&["--key", key, "-o", "raw"], &plain);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("--show-secrets"), "{err}");
+    let (code, out, _) = decode(&["--key", key, "-o", "raw", "--show-secrets"], &plain);
+    assert_eq!(code, 0);
+    assert_eq!(out, plain);
+    // Under secrets/ but not a Secret: redacted whole, and no hex dump of its bytes.
+    let (code, out, err) = decode(&["--key", key], b"password=hunter2");
+    assert_eq!(code, 1);
+    assert!(out.is_empty());
+    assert!(err.contains("redacted whole"), "{err}");
+    assert!(
+        !err.contains("hunter2") && !err.contains("68 75 6e"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_encryption_config_is_exit_2_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = write_temp(
+        dir.path(),
+        "bad-enc.yaml",
+        b"apiVersion: v1\nkind: ConfigMap\n",
+    );
+    let (code, out, err) = decode(
+        &["--encryption-config", bad.to_str().unwrap()],
+        S1.as_bytes(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("bad-enc.yaml"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    let missing = dir.path().join("missing.yaml");
+    let (code, _, err) = decode(
+        &["--encryption-config", missing.to_str().unwrap()],
+        S1.as_bytes(),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("missing.yaml"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[test]
+fn bad_input_is_exit_1_with_a_clear_message() {
+    let (code, out, err) = decode(&[], b"");
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(err.starts_with("regscope: no input"), "{err}");
+
+    let (code, out, err) = decode(&[], br#"{"kvs":[{"key":1}]}"#);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("etcdctl JSON: kvs[0].key: expected a base64 string, found 1"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+
+    let (code, _, err) = decode(
+        &[],
+        br#"{"header":{"revision":3},"kvs":[{"key":"L3g=","value":"%%"}]}"#,
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("kvs[0].value: not base64"), "{err}");
+
+    let (code, _, err) = decode(&[], br#"{"header":{"revision":3},"count":0}"#);
+    assert_eq!(code, 1);
+    assert!(err.contains("holds no kvs"), "{err}");
+
+    let (code, _, err) = decode(&[], b"\x01\x02 not kubernetes");
+    assert_eq!(code, 1);
+    assert!(err.contains("not a Kubernetes encoding"), "{err}");
+
+    let (code, _, err) = decode(&["/nonexistent/value.bin"], b"");
+    assert_eq!(code, 2);
+    assert!(err.contains("/nonexistent/value.bin"), "{err}");
+
+    // Connection flags belong to the console, snapshot and verify, not to decode.
+    let (code, _, err) = decode(&["--endpoints", "http://127.0.0.1:1"], POD_P1.as_bytes());
+    assert_eq!(code, 2, "{err}");
+}
+
+/// etcdctl JSON as etcdctl 3.4/3.5 writes it, with several kvs.
+fn etcdctl_json(kvs: &[(&str, &[u8], i64)]) -> Vec<u8> {
+    let kvs: Vec<Value> = kvs
+        .iter()
+        .map(|(k, v, rev)| {
+            serde_json::json!({
+                "key": B64.encode(k), "create_revision": rev, "mod_revision": rev,
+                "version": 1, "value": B64.encode(v),
+            })
+        })
+        .collect();
+    let n = kvs.len();
+    serde_json::to_vec(&serde_json::json!({
+        "header": {"cluster_id": 14841639068965178418u64, "member_id": 10276657743932975437u64,
+                   "revision": 20, "raft_term": 2},
+        "kvs": kvs, "count": n,
+    }))
+    .unwrap()
+}
+
+#[test]
+fn etcdctl_json_several_kvs_some_failing() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = enc_config(dir.path(), "enc.yaml", KEY_A);
+    let s2 = unhex(S2);
+    let input = etcdctl_json(&[
+        ("/registry/pods/default/p1", &unhex(POD_P1), 5),
+        ("/registry/secrets/default/s2", &s2, 6),
+        ("/registry/secrets/default/s2-copy", &s2, 7),
+        (WIDGET_KEY, WIDGET_W1.as_bytes(), 8),
+    ]);
+    let args = ["--encryption-config", cfg.to_str().unwrap()];
+    let (code, out, err) = decode(&[&args[..], &["-o", "json"]].concat(), &input);
+    assert_eq!(code, 1, "s2-copy fails: {err}");
+    let v = json(&out);
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["p1", "s2", "w1"]);
+    assert_eq!(v[0]["metadata"]["resourceVersion"], "5");
+    assert_eq!(v[2]["metadata"]["resourceVersion"], "8");
+    // The copy is recognised as such thanks to the other kv with the same bytes.
+    assert!(
+        err.contains(
+            "regscope: /registry/secrets/default/s2-copy: authentication failed: ciphertext is \
+             bound to a different key path (written under /registry/secrets/default/s2)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("# revision  create 7, mod 7, version 1"),
+        "{err}"
+    );
+    assert!(err.contains("1 of 4 values not decoded"), "{err}");
+
+    let (code, out, err) = decode(&args, &input);
+    assert_eq!(code, 1, "{err}");
+    let docs = yaml_docs(&out);
+    assert_eq!(docs.len(), 3, "{}", String::from_utf8_lossy(&out));
+    assert_eq!(docs[1]["kind"], "Secret");
+    assert_eq!(docs[2]["kind"], "Widget");
+
+    // -o raw takes exactly one value.
+    let (code, out, err) = decode(&[&args[..], &["-o", "raw"]].concat(), &input);
+    assert_eq!(code, 1);
+    assert!(out.is_empty());
+    assert!(err.contains("-o raw writes one value"), "{err}");
+}
+
+fn golden_pod() -> Option<Vec<u8>> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/testdata/k8s-api/v1.30.3/core.v1.Pod.pb");
+    match std::fs::read(&p) {
+        Ok(b) => Some(b),
+        Err(e) => {
+            println!("skipped: {} is absent ({e})", p.display());
+            None
+        }
+    }
+}
+
+/// `etcdctl get <args> -w json | regscope decode -o json`, through a real pipe.
+fn etcdctl_pipe_decode(endpoint: &str, get: &[&str]) -> (i32, Vec<u8>, String) {
+    let mut etcdctl = Command::new("etcdctl")
+        .env("ETCDCTL_API", "3")
+        .args(["--endpoints", endpoint, "get"])
+        .args(get)
+        .args(["-w", "json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("etcdctl");
+    let pipe = etcdctl.stdout.take().unwrap();
+    let out = Command::new(BIN)
+        .args(["decode", "-o", "json"])
+        .stdin(Stdio::from(pipe))
+        .output()
+        .unwrap();
+    assert!(etcdctl.wait().unwrap().success(), "etcdctl failed");
+    finish(out)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn real_etcd_etcdctl_json_piped_into_decode() {
+    let Some(pod) = golden_pod() else { return };
+    if regscope::demo::etcd_server::find_on_path("etcdctl").is_none() {
+        println!("skipped: etcdctl is not on PATH");
+        return;
+    }
+    let etcd = regscope::demo::PrivateEtcd::start()
+        .await
+        .expect("start etcd");
+    let mut c = etcd.client().await.expect("client");
+    let pod_key = "/registry/pods/default/golden";
+    let pod_rev = c
+        .put(pod_key, pod.clone(), None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
+    let widget_rev = c
+        .put(WIDGET_KEY, WIDGET_W1, None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
+    assert!(widget_rev > pod_rev);
+    let endpoint = etcd.endpoint();
+
+    let (code, out, err) = tokio::task::spawn_blocking({
+        let endpoint = endpoint.clone();
+        move || etcdctl_pipe_decode(&endpoint, &[pod_key])
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    assert_eq!(v["kind"], "Pod");
+    assert_eq!(v["apiVersion"], "v1");
+    assert_eq!(v["metadata"]["resourceVersion"], pod_rev.to_string());
+    assert!(err.contains(&format!("# key       {pod_key}")), "{err}");
+    assert!(
+        err.contains(&format!(
+            "# revision  create {pod_rev}, mod {pod_rev}, version 1"
+        )),
+        "{err}"
+    );
+
+    let (code, out, err) = tokio::task::spawn_blocking(move || {
+        etcdctl_pipe_decode(&endpoint, &["/registry/", "--prefix"])
+    })
+    .await
+    .unwrap();
+    assert_eq!(code, 0, "{err}");
+    let v = json(&out);
+    let arr = v.as_array().expect("a JSON array for several kvs");
+    assert_eq!(arr.len(), 2);
+    // etcd returns keys in byte order: /registry/example.com/... before /registry/pods/...
+    assert_eq!(arr[0]["kind"], "Widget");
+    assert_eq!(
+        arr[0]["metadata"]["resourceVersion"],
+        widget_rev.to_string()
+    );
+    assert_eq!(arr[1]["kind"], "Pod");
+    assert_eq!(arr[1]["metadata"]["resourceVersion"], pod_rev.to_string());
+    assert!(err.contains("# resource  widgets.example.com"), "{err}");
+}

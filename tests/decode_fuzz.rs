@@ -1,0 +1,202 @@
+//! Mutation fuzzing of the decoder: real stored values (the golden `.pb` files, BR-01/02/03/11
+//! values, JSON, CBOR, encrypted prefixes) are mutated — bit flips, random bytes, inserted and
+//! deleted runs, truncation, splices of two values, varint-length damage, growth up to 2 MiB —
+//! and fed to `summarize`, `decode` (with and without the BR-11 keyring) and `render`.
+//!
+//! Checks: no panic; every input decodes within a time bound; output stays bounded by the input
+//! (a proxy for memory). Runs `REGSCOPE_FUZZ_SECS` seconds (default 8, so CI stays quick); the
+//! closing note of issue 3 records a 10-minute run. The seed is printed, and
+//! `REGSCOPE_FUZZ_SEED` replays one.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use regscope::decode::{decode, render, summarize, DecodeOptions, RenderOptions};
+use regscope::decrypt::Keyring;
+
+const MAX_INPUT: usize = 2 << 20;
+
+fn hex(s: &str) -> Vec<u8> {
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+fn corpus() -> Vec<Vec<u8>> {
+    let mut c = vec![
+        hex("6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200"),
+        hex("6b3873000a1e0a156275696c642e6f70656e73686966742e696f2f763112054275696c64120b0a090a0262311a036e73311a002200"),
+        hex("6b38733a656e633a6165736362633a76313a6b6579313a10101010101010101010101010101010817e0b842158eaeb501a708e6469711635910a68c1199da79ecf261a735285648f0de8b1b5ca5dd30759b5867f11ecd8"),
+        hex("6b38733a656e633a61657367636d3a76313a6b6579323a000102030405060708090a0b513d1f787d804ea2b42392c4eb88afc9e6b03f066641a7519d12f29125d40f3f351cb01bbb600ba47f2ee88c8ad818507e4cdc6cd10dce"),
+        br#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"},"spec":{"size":3}}
+"#
+        .to_vec(),
+        vec![0xd9, 0xd9, 0xf7, 0xa2, 0x64, b'k', b'i', b'n', b'd', 0x63, b'P', b'o', b'd', 0x61, b'x', 0x81, 0x01],
+        b"k8s:enc:kms:v2:plugin:\x0a\x03abc\x12\x02id".to_vec(),
+        b"k8s:enc:secretbox:v1:k:0123456789abcdef01234567".to_vec(),
+    ];
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata/k8s-api");
+    for sub in ["v1.30.3", "head"] {
+        if let Ok(rd) = std::fs::read_dir(dir.join(sub)) {
+            let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+            files.sort();
+            for p in files
+                .into_iter()
+                .filter(|p| p.extension().is_some_and(|e| e == "pb"))
+            {
+                c.push(std::fs::read(p).unwrap());
+            }
+        }
+    }
+    c
+}
+
+fn mutate(rng: &mut StdRng, corpus: &[Vec<u8>]) -> Vec<u8> {
+    let mut v = corpus[rng.random_range(0..corpus.len())].clone();
+    for _ in 0..rng.random_range(1..6) {
+        let len = v.len();
+        match rng.random_range(0..9) {
+            0 if len > 0 => {
+                let i = rng.random_range(0..len);
+                v[i] ^= 1 << rng.random_range(0..8);
+            }
+            1 if len > 0 => {
+                let i = rng.random_range(0..len);
+                v[i] = rng.random();
+            }
+            2 => {
+                let i = rng.random_range(0..=len);
+                let n = rng.random_range(1..32);
+                let bytes: Vec<u8> = (0..n).map(|_| rng.random()).collect();
+                v.splice(i..i, bytes);
+            }
+            3 if len > 1 => {
+                let a = rng.random_range(0..len);
+                let b = rng.random_range(a..len.min(a + 64));
+                v.drain(a..b);
+            }
+            4 if len > 0 => v.truncate(rng.random_range(0..len)),
+            5 => {
+                let other = &corpus[rng.random_range(0..corpus.len())];
+                let a = rng.random_range(0..=v.len());
+                let b = rng.random_range(0..=other.len());
+                v.truncate(a);
+                v.extend_from_slice(&other[b..]);
+            }
+            6 if len > 0 => {
+                // Damage a would-be length or varint: continuation bits, huge values.
+                let i = rng.random_range(0..len);
+                v[i] = [0x80, 0xff, 0x7f, 0x00, 0x0a, 0x12][rng.random_range(0..6)];
+            }
+            7 if len > 0 => {
+                // Grow: repeat a chunk (up to 2 MiB), or wrap in a deep nest of len fields.
+                if rng.random_bool(0.5) {
+                    let a = rng.random_range(0..len);
+                    let chunk = v[a..].to_vec();
+                    while v.len() + chunk.len() < MAX_INPUT && rng.random_bool(0.9) {
+                        v.extend_from_slice(&chunk);
+                    }
+                } else {
+                    for _ in 0..rng.random_range(1..400) {
+                        let mut w = vec![0x12];
+                        let mut n = v.len();
+                        while n >= 0x80 {
+                            w.push((n as u8) | 0x80);
+                            n >>= 7;
+                        }
+                        w.push(n as u8);
+                        w.extend_from_slice(&v);
+                        v = w;
+                    }
+                    let mut w = b"k8s\x00\x0a\x09\x0a\x02v1\x12\x03Pod".to_vec();
+                    w.extend_from_slice(&v);
+                    v = w;
+                }
+            }
+            _ => {}
+        }
+        v.truncate(MAX_INPUT);
+    }
+    v
+}
+
+#[test]
+fn decoder_survives_mutated_values() {
+    let secs: u64 = std::env::var("REGSCOPE_FUZZ_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8);
+    let seed: u64 = std::env::var("REGSCOPE_FUZZ_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(rand::random);
+    println!("fuzz seed {seed} for {secs} s (REGSCOPE_FUZZ_SEED replays)");
+    let keyring = Keyring::from_yaml(
+        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc:\n      keys:\n      - name: key1\n        secret: AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n  - aesgcm:\n      keys:\n      - name: key2\n        secret: QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=\n  - identity: {}\n",
+        "fuzz",
+    )
+    .unwrap();
+    let corpus = corpus();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let (mut n, mut bytes, mut slowest, mut biggest) = (0u64, 0usize, Duration::ZERO, 0usize);
+    let mut max_ratio = 0f64;
+    while Instant::now() < deadline {
+        let v = mutate(&mut rng, &corpus);
+        let start = Instant::now();
+        let s = summarize(&v);
+        let opts = DecodeOptions {
+            show_secrets: rng.random_bool(0.5),
+            etcd_key: b"/registry/secrets/default/s2",
+            mod_revision: Some(7),
+            keyring: rng.random_bool(0.5).then_some(&keyring),
+            candidates: &[],
+        };
+        let d = decode(&v, &opts);
+        let r = render(
+            &v,
+            &RenderOptions {
+                etcd_key: b"/registry/pods/default/p1",
+                ..Default::default()
+            },
+        );
+        let took = start.elapsed();
+        // Release builds take ~0.15 s for the largest inputs; unoptimised test builds ~20× that.
+        let bound = Duration::from_secs(if cfg!(debug_assertions) { 30 } else { 5 });
+        assert!(
+            took < bound,
+            "{} bytes took {took:?}: {}",
+            v.len(),
+            hex_prefix(&v)
+        );
+        let out = d.json.as_ref().map_or(0, String::len)
+            + r.lines.iter().map(String::len).sum::<usize>()
+            + s.name.map_or(0, |n| n.len());
+        // JSON of a value can exceed it (base64, escapes, field dumps), but boundedly.
+        assert!(
+            out <= 16 * v.len() + 256 * 1024,
+            "{} bytes gave {out} bytes of output: {}",
+            v.len(),
+            hex_prefix(&v)
+        );
+        if !v.is_empty() {
+            max_ratio = max_ratio.max(out as f64 / v.len() as f64);
+        }
+        slowest = slowest.max(took);
+        biggest = biggest.max(v.len());
+        bytes += v.len();
+        n += 1;
+    }
+    println!(
+        "fuzz: {n} inputs, {:.1} MiB total, largest {biggest} bytes, slowest {slowest:?}, max output/input {max_ratio:.1}",
+        bytes as f64 / (1 << 20) as f64
+    );
+    assert!(n > 0);
+}
+
+fn hex_prefix(v: &[u8]) -> String {
+    v.iter().take(64).map(|b| format!("{b:02x}")).collect()
+}
