@@ -31,9 +31,9 @@ pub struct DecodeOptions<'a> {
 /// Which schema decoded a protobuf object.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SchemaUse {
-    /// A built-in kind, decoded with the Kubernetes `version` descriptors (e.g. `1.35`).
+    /// A built-in kind, decoded with the merged Kubernetes 1.30–1.35 descriptors.
     Known {
-        /// Kubernetes minor version of the descriptors.
+        /// The newest compiled Kubernetes minor version that has the kind, e.g. `1.35`.
         version: &'static str,
         /// Full protobuf message name, e.g. `api.core.v1.Pod`.
         message: String,
@@ -401,16 +401,28 @@ fn decode_protobuf(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> b
         return true;
     }
     let (group, version) = split_api_version(&api_version);
-    let candidates = if kind.is_empty() {
-        Vec::new()
+    let resolved = if kind.is_empty() {
+        None
     } else {
-        schema::resolve_all(group, version, &kind)
+        schema::resolve(group, version, &kind)
     };
     let is_secret = is_secret_type(&api_version, &kind);
-    let mut v = match best_walk(&candidates, &env, &api_version, &kind, opts.mod_revision) {
+    let walked = resolved.map(|(plan, msg)| {
+        walk_object(
+            plan,
+            msg,
+            env.raw,
+            env.raw_offset,
+            Some((&api_version, &kind)),
+            opts.mod_revision,
+        )
+        .map(|w| (plan, msg, w))
+        .map_err(|e| (plan, e))
+    });
+    let mut v = match walked {
         Some(Ok((plan, msg, w))) => {
             d.schema = SchemaUse::Known {
-                version: plan.version,
+                version: plan.messages[msg as usize].newest,
                 message: plan.messages[msg as usize].full_name.to_string(),
             };
             d.unknown_fields = w.unknown_fields;
@@ -429,8 +441,8 @@ fn decode_protobuf(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> b
         }
         Some(Err((plan, e))) => {
             d.error = Some(format!(
-                "{e} (decoding {api_version} {kind} with the Kubernetes {} schema)",
-                plan.version
+                "{e} (decoding {api_version} {kind} with the Kubernetes {} schemas)",
+                plan.versions
             ));
             d.decode_error = Some(e);
             d.schema = SchemaUse::Unknown;
@@ -448,81 +460,6 @@ fn decode_protobuf(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> b
     redact_if_secret(&mut v, opts);
     d.json = Some(v.to_string());
     true
-}
-
-type Walk = (&'static schema::Plan, u32, super::object::Walked);
-
-/// `apiVersion \0 kind` → the schema version that last decoded it with no unknown field.
-static PREFERRED: std::sync::LazyLock<
-    std::sync::RwLock<std::collections::HashMap<String, &'static str>>,
-> = std::sync::LazyLock::new(Default::default);
-
-/// Walks with the newest schema; when that leaves fields unknown, tries the older ones and
-/// keeps the walk with the fewest unknown fields (the newest on ties). An error from the
-/// newest schema is returned only when no other schema decodes the object.
-fn best_walk(
-    candidates: &[(&'static schema::Plan, u32)],
-    env: &Envelope<'_>,
-    api_version: &str,
-    kind: &str,
-    resource_version: Option<i64>,
-) -> Option<Result<Walk, (&'static schema::Plan, DecodeError)>> {
-    let mut best: Option<Walk> = None;
-    let mut first_err = None;
-    // Try the version that last decoded this kind without unknown fields first: a stream of
-    // objects written by one apiserver then costs one walk each, not one per schema version.
-    let hint_key = format!(
-        "{}\u{0}{}",
-        String::from_utf8_lossy(env.api_version),
-        String::from_utf8_lossy(env.kind)
-    );
-    let preferred = PREFERRED
-        .read()
-        .ok()
-        .and_then(|m| m.get(&hint_key).copied());
-    let mut order: Vec<(&'static schema::Plan, u32)> = candidates.to_vec();
-    if let Some(v) = preferred {
-        if let Some(i) = order.iter().position(|(p, _)| p.version == v) {
-            let x = order.remove(i);
-            order.insert(0, x);
-        }
-    }
-    for (plan, msg) in order {
-        match walk_object(
-            plan,
-            msg,
-            env.raw,
-            env.raw_offset,
-            Some((api_version, kind)),
-            resource_version,
-        ) {
-            Ok(w) => {
-                let better = best
-                    .as_ref()
-                    .is_none_or(|(_, _, b)| w.unknown_fields < b.unknown_fields);
-                if better {
-                    let done = w.unknown_fields == 0;
-                    best = Some((plan, msg, w));
-                    if done {
-                        if preferred != Some(plan.version) {
-                            if let Ok(mut m) = PREFERRED.write() {
-                                m.insert(hint_key, plan.version);
-                            }
-                        }
-                        break;
-                    }
-                }
-            }
-            Err(e) => {
-                first_err.get_or_insert((plan, e));
-            }
-        }
-    }
-    match (best, first_err) {
-        (Some(b), _) => Some(Ok(b)),
-        (None, Some(e)) => Some(Err(e)),
-        (None, None) => None,
-    }
 }
 
 /// A kind without a schema: apiVersion, kind, `metadata` decoded as ObjectMeta when field 1
@@ -547,7 +484,7 @@ fn unknown_kind(env: &Envelope<'_>, api_version: &str, kind: &str) -> Value {
         out.push_str("\"apiVersion\":");
         push_str(&mut out, api_version);
     }
-    let meta_plan = schema::plan(0).and_then(|p| {
+    let meta_plan = schema::plan().and_then(|p| {
         p.message("apimachinery.pkg.apis.meta.v1.ObjectMeta")
             .map(|m| (p, m))
     });
@@ -595,18 +532,6 @@ pub fn decode_raw_as(
     raw: &[u8],
 ) -> Option<Result<(String, usize), DecodeError>> {
     let (group, version) = split_api_version(api_version);
-    let candidates = schema::resolve_all(group, version, kind);
-    let env = Envelope {
-        api_version: api_version.as_bytes(),
-        kind: kind.as_bytes(),
-        raw,
-        raw_offset: 0,
-        content_encoding: b"",
-        content_type: b"",
-    };
-    Some(
-        best_walk(&candidates, &env, "", "", None)?
-            .map(|(_, _, w)| (w.json, w.unknown_fields))
-            .map_err(|(_, e)| e),
-    )
+    let (plan, msg) = schema::resolve(group, version, kind)?;
+    Some(walk_object(plan, msg, raw, 0, None, None).map(|w| (w.json, w.unknown_fields)))
 }

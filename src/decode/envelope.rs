@@ -104,7 +104,7 @@ impl Time {
 }
 
 /// Proleptic Gregorian date from days since 1970-01-01 (the standard era-based conversion).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);

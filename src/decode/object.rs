@@ -57,7 +57,8 @@ pub fn walk_object(
 ) -> Result<Walked, DecodeError> {
     let mut w = Walker {
         plan,
-        out: String::with_capacity(raw.len() * 2 + 64),
+        // JSON is typically 2–2.5× the protobuf (keys, quotes, base64): one allocation.
+        out: String::with_capacity(raw.len() * 3 + 256),
         scratch: Vec::with_capacity(64),
         unknown: 0,
     };
@@ -95,6 +96,7 @@ fn depth_error(offset: usize, field: Option<u32>) -> DecodeError {
 
 /// Collects the fields of one message into the scratch stack, sorted by declaration index
 /// (stable, so repeated entries keep wire order), and returns the window.
+#[inline]
 fn collect<'a>(
     w: &mut Walker<'a>,
     m: &MessagePlan,
@@ -139,6 +141,15 @@ fn walk_fields<'a>(
     }
     let plan = w.plan;
     let m = &plan.messages[msg as usize];
+    if resource_version.is_none() {
+        let mark = (w.out.len(), *first, w.unknown);
+        if stream_fields(w, m, bytes, base, first, depth)? {
+            return Ok(());
+        }
+        w.out.truncate(mark.0);
+        *first = mark.1;
+        w.unknown = mark.2;
+    }
     let (start, end) = collect(w, m, bytes, base)?;
     let mut i = start;
     let mut unknown_start = None;
@@ -161,7 +172,7 @@ fn walk_fields<'a>(
                 unreachable!("metadata is a message")
             };
             let payload = f.expect_len()?;
-            key(w, first, &fp.json_name);
+            field_key(w, first, fp);
             w.out.push('{');
             let mut inner_first = true;
             walk_meta(
@@ -278,6 +289,16 @@ fn key(w: &mut Walker<'_>, first: &mut bool, k: &str) {
     w.out.push(':');
 }
 
+/// As [`key`], with the field's precomputed `"name":`.
+#[inline]
+fn field_key(w: &mut Walker<'_>, first: &mut bool, fp: &FieldPlan) {
+    if !*first {
+        w.out.push(',');
+    }
+    *first = false;
+    w.out.push_str(&fp.key_json);
+}
+
 /// Emits one field from its run of wire entries `scratch[i..j]`.
 fn emit_field<'a>(
     w: &mut Walker<'a>,
@@ -287,62 +308,78 @@ fn emit_field<'a>(
     first: &mut bool,
     depth: usize,
 ) -> Result<(), DecodeError> {
-    let (_, f0) = w.scratch[i];
-    if let Some(kt) = fp.map_key {
-        key(w, first, &fp.json_name);
-        w.out.push('{');
-        for k in i..j {
-            let (_, f) = w.scratch[k];
-            if k > i {
-                w.out.push(',');
-            }
-            let entry = f.expect_len()?;
-            map_entry(w, fp, kt, entry, f.value_offset, depth)?;
-        }
-        w.out.push('}');
-        return Ok(());
-    }
-    if fp.repeated {
-        // Collect elements: unpacked entries, or packed scalars inside a len entry.
-        key(w, first, &fp.json_name);
-        w.out.push('[');
+    if fp.map_key.is_some() || fp.repeated {
+        field_key(w, first, fp);
+        w.out.push(if fp.map_key.is_some() { '{' } else { '[' });
         let mut n = 0usize;
         for k in i..j {
             let (_, f) = w.scratch[k];
-            match (fp.ty, f.value) {
-                (Ty::Scalar(s), WireValue::Len(b)) if packable(s) => {
-                    let mut r = PackedReader::new(b, f.value_offset, s, f.number);
-                    while let Some(v) = r.next() {
-                        if n > 0 {
-                            w.out.push(',');
-                        }
-                        n += 1;
-                        scalar_json(&mut w.out, s, v?);
-                    }
-                }
-                _ => {
-                    if n > 0 {
-                        w.out.push(',');
-                    }
-                    n += 1;
-                    value(w, fp.ty, &f, depth)?;
-                }
-            }
+            element(w, fp, &f, &mut n, depth)?;
         }
-        w.out.push(']');
+        w.out.push(if fp.map_key.is_some() { '}' } else { ']' });
         return Ok(());
     }
     // Singular: the last entry wins (protobuf merge semantics for scalars; messages merge,
     // which Kubernetes' serializer never produces, so last-wins is shown).
     let (_, f) = w.scratch[j - 1];
-    let _ = f0;
+    singular(w, fp, &f, first, depth)
+}
+
+/// One element of a repeated or map field (`n` counts the elements written, for commas):
+/// a map entry, an unpacked element, or every scalar of a packed payload.
+#[inline]
+fn element<'a>(
+    w: &mut Walker<'a>,
+    fp: &FieldPlan,
+    f: &Field<'a>,
+    n: &mut usize,
+    depth: usize,
+) -> Result<(), DecodeError> {
+    if let Some(kt) = fp.map_key {
+        if *n > 0 {
+            w.out.push(',');
+        }
+        *n += 1;
+        return map_entry(w, fp, kt, f.expect_len()?, f.value_offset, depth);
+    }
+    match (fp.ty, f.value) {
+        (Ty::Scalar(s), WireValue::Len(b)) if packable(s) => {
+            let mut r = PackedReader::new(b, f.value_offset, s, f.number);
+            while let Some(v) = r.next() {
+                if *n > 0 {
+                    w.out.push(',');
+                }
+                *n += 1;
+                scalar_json(&mut w.out, s, v?);
+            }
+            Ok(())
+        }
+        _ => {
+            if *n > 0 {
+                w.out.push(',');
+            }
+            *n += 1;
+            value(w, fp.ty, f, depth)
+        }
+    }
+}
+
+/// A singular field: omitted when `+optional` and empty, flattened when inline.
+#[inline]
+fn singular<'a>(
+    w: &mut Walker<'a>,
+    fp: &FieldPlan,
+    f: &Field<'a>,
+    first: &mut bool,
+    depth: usize,
+) -> Result<(), DecodeError> {
     match fp.ty {
         Ty::Scalar(s) => {
-            let v = scalar_of(s, &f)?;
+            let v = scalar_of(s, f)?;
             if fp.omitempty && v.is_empty() {
                 return Ok(());
             }
-            key(w, first, &fp.json_name);
+            field_key(w, first, fp);
             scalar_json(&mut w.out, s, v);
         }
         Ty::Message(m) => {
@@ -351,11 +388,84 @@ fn emit_field<'a>(
                 // Flatten into the current object.
                 return walk_fields(w, m, payload, f.value_offset, first, depth + 1, None);
             }
-            key(w, first, &fp.json_name);
+            field_key(w, first, fp);
             message(w, m, payload, f.value_offset, depth + 1)?;
         }
     }
     Ok(())
+}
+
+/// The fast path of [`walk_fields`]: fields emitted in wire order as they are read, with no
+/// collecting pass. Kubernetes' serializer writes each field once and the entries of a
+/// repeated or map field together; when a message breaks that (a repeated field split up, a
+/// singular field twice, more than 64 fields) this returns `Ok(false)` having written
+/// partial output, and the caller rewinds and takes the collecting path.
+fn stream_fields<'a>(
+    w: &mut Walker<'a>,
+    m: &MessagePlan,
+    bytes: &'a [u8],
+    base: usize,
+    first: &mut bool,
+    depth: usize,
+) -> Result<bool, DecodeError> {
+    let mut r = Reader::new(bytes, base);
+    let mut seen = 0u64;
+    // The repeated/map field whose array/object is open, and its element count.
+    let mut open: Option<usize> = None;
+    let mut n = 0usize;
+    let mut unknown: Vec<Field<'a>> = Vec::new();
+    while let Some(f) = r.next_field() {
+        let f = f?;
+        let Some(idx) = m.field_index(f.number) else {
+            unknown.push(f);
+            continue;
+        };
+        let fp = &m.fields[idx];
+        if open == Some(idx) {
+            element(w, fp, &f, &mut n, depth)?;
+            continue;
+        }
+        if let Some(o) = open.take() {
+            w.out.push(if m.fields[o].map_key.is_some() {
+                '}'
+            } else {
+                ']'
+            });
+        }
+        if idx >= 64 || seen & (1 << idx) != 0 {
+            return Ok(false);
+        }
+        seen |= 1 << idx;
+        if fp.map_key.is_some() || fp.repeated {
+            field_key(w, first, fp);
+            w.out.push(if fp.map_key.is_some() { '{' } else { '[' });
+            n = 0;
+            element(w, fp, &f, &mut n, depth)?;
+            open = Some(idx);
+        } else {
+            singular(w, fp, &f, first, depth)?;
+        }
+    }
+    if let Some(o) = open {
+        w.out.push(if m.fields[o].map_key.is_some() {
+            '}'
+        } else {
+            ']'
+        });
+    }
+    if !unknown.is_empty() {
+        key(w, first, UNKNOWN_FIELDS_KEY);
+        w.out.push('[');
+        for (k, f) in unknown.iter().enumerate() {
+            if k > 0 {
+                w.out.push(',');
+            }
+            w.unknown += 1;
+            generic_field(&mut w.out, f, depth + 1);
+        }
+        w.out.push(']');
+    }
+    Ok(true)
 }
 
 fn map_entry<'a>(
@@ -378,18 +488,16 @@ fn map_entry<'a>(
         }
     }
     // JSON object keys are strings: Go's encoding/json writes integer keys in decimal.
-    let key_text = match k {
-        Some(f) => match scalar_of(kt, &f)? {
-            ScalarValue::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
-            other => {
-                let mut s = String::new();
-                scalar_json(&mut s, kt, other);
-                s.trim_matches('"').to_owned()
-            }
-        },
-        None => String::new(),
-    };
-    push_str(&mut w.out, &key_text);
+    match k.map(|f| scalar_of(kt, &f)).transpose()? {
+        Some(ScalarValue::Bytes(b)) => push_bytes_as_str(&mut w.out, b),
+        Some(other) => {
+            // Go's encoding/json writes integer map keys as decimal strings.
+            let mut s = String::new();
+            scalar_json(&mut s, kt, other);
+            push_str(&mut w.out, s.trim_matches('"'));
+        }
+        None => w.out.push_str("\"\""),
+    }
     w.out.push(':');
     match v {
         Some(f) => value(w, fp.ty, &f, depth),
@@ -456,7 +564,7 @@ fn message<'a>(
                 w.out.push_str("null");
             } else {
                 let micros = (mp.special == Special::MicroTime).then_some(nanos / 1000);
-                push_str(&mut w.out, &rfc3339(secs, micros));
+                push_rfc3339(&mut w.out, secs, micros);
             }
         }
         Special::Duration => {
@@ -638,6 +746,7 @@ fn wire_mismatch(f: &Field<'_>, expected: WireType) -> DecodeError {
     }
 }
 
+#[inline]
 fn scalar_of<'a>(s: Scalar, f: &Field<'a>) -> Result<ScalarValue<'a>, DecodeError> {
     Ok(match (s, f.value) {
         (Scalar::Signed, WireValue::Varint(v)) => ScalarValue::I(v as i64),
@@ -665,13 +774,12 @@ fn scalar_of<'a>(s: Scalar, f: &Field<'a>) -> Result<ScalarValue<'a>, DecodeErro
     })
 }
 
+#[inline]
 fn scalar_json(out: &mut String, s: Scalar, v: ScalarValue<'_>) {
     match v {
-        ScalarValue::I(i) => {
-            // int32 fields carry a sign-extended varint; keep the 64-bit value.
-            out.push_str(itoa_i64(i).as_str());
-        }
-        ScalarValue::U(u) => out.push_str(&u.to_string()),
+        // int32 fields carry a sign-extended varint; the 64-bit value is kept.
+        ScalarValue::I(i) => out.push_str(itoa::Buffer::new().format(i)),
+        ScalarValue::U(u) => out.push_str(itoa::Buffer::new().format(u)),
         ScalarValue::B(b) => out.push_str(if b { "true" } else { "false" }),
         ScalarValue::F(f) => push_float(out, f),
         ScalarValue::Bytes(b) => match s {
@@ -680,16 +788,9 @@ fn scalar_json(out: &mut String, s: Scalar, v: ScalarValue<'_>) {
                 base64::engine::general_purpose::STANDARD.encode_string(b, out);
                 out.push('"');
             }
-            _ => match std::str::from_utf8(b) {
-                Ok(t) => push_str(out, t),
-                Err(_) => push_str(out, &String::from_utf8_lossy(b)),
-            },
+            _ => push_bytes_as_str(out, b),
         },
     }
-}
-
-fn itoa_i64(i: i64) -> String {
-    i.to_string()
 }
 
 /// Go's encoding/json float format: integral values without a fraction, `null` for NaN/Inf
@@ -717,30 +818,124 @@ fn raw_json(out: &mut String, raw: &[u8]) {
     }
 }
 
+/// True when every byte is printable ASCII other than `"` and `\\`: such bytes are a JSON
+/// string body as they are. Eight bytes at a time (SWAR); a false "no" only costs the slow
+/// path.
+#[inline]
+fn plain_ascii(b: &[u8]) -> bool {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(LO) & !v & HI;
+    let mut chunks = b.chunks_exact(8);
+    for c in &mut chunks {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(c);
+        let x = u64::from_le_bytes(a);
+        // High bit set, below 0x20 (exact when no high bit is set), `"`, `\\`.
+        let special = (x & HI)
+            | (x.wrapping_sub(LO * 0x20) & !x & HI)
+            | zero_byte(x ^ (LO * u64::from(b'"')))
+            | zero_byte(x ^ (LO * u64::from(b'\\')));
+        if special != 0 {
+            return false;
+        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .all(|&c| (0x20..0x80).contains(&c) && c != b'"' && c != b'\\')
+}
+
+/// Appends protobuf string bytes as a JSON string literal; invalid UTF-8 becomes U+FFFD, as
+/// Go's encoding/json writes it.
+#[inline]
+fn push_bytes_as_str(out: &mut String, b: &[u8]) {
+    if plain_ascii(b) {
+        out.push('"');
+        // SAFETY: `plain_ascii` checked every byte is ASCII, so `b` is valid UTF-8.
+        out.push_str(unsafe { std::str::from_utf8_unchecked(b) });
+        out.push('"');
+        return;
+    }
+    match std::str::from_utf8(b) {
+        Ok(t) => push_str(out, t),
+        Err(_) => push_str(out, &String::from_utf8_lossy(b)),
+    }
+}
+
 /// Appends `s` as a JSON string literal.
 pub fn push_str(out: &mut String, s: &str) {
     out.push('"');
     let bytes = s.as_bytes();
+    let needs_escape = |b: u8| b < 0x20 || b == b'"' || b == b'\\';
+    if !bytes.iter().any(|&b| needs_escape(b)) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
-        let esc: Option<&str> = match b {
-            b'"' => Some("\\\""),
-            b'\\' => Some("\\\\"),
-            b'\n' => Some("\\n"),
-            b'\r' => Some("\\r"),
-            b'\t' => Some("\\t"),
-            0..=0x1f => None,
-            _ => continue,
-        };
+        if !needs_escape(b) {
+            continue;
+        }
         out.push_str(&s[start..i]);
-        match esc {
-            Some(e) => out.push_str(e),
-            None => out.push_str(&format!("\\u{:04x}", b)),
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            _ => {
+                const HEX: &[u8; 16] = b"0123456789abcdef";
+                out.push_str("\\u00");
+                out.push(HEX[(b >> 4) as usize] as char);
+                out.push(HEX[(b & 15) as usize] as char);
+            }
         }
         start = i + 1;
     }
     out.push_str(&s[start..]);
     out.push('"');
+}
+
+/// Appends [`rfc3339`] as a JSON string without formatting machinery (Times are frequent:
+/// every managedFields entry and condition has one).
+fn push_rfc3339(out: &mut String, secs: i64, micros: Option<i64>) {
+    let days = secs.div_euclid(86_400);
+    let tod = secs.rem_euclid(86_400);
+    let (y, mo, d) = super::envelope::civil_from_days(days);
+    if !(0..=9999).contains(&y) {
+        push_str(out, &rfc3339(secs, micros));
+        return;
+    }
+    let mut digits = |v: u64, width: usize, out: &mut String| {
+        let mut buf = [b'0'; 6];
+        let mut v = v;
+        for i in (0..width).rev() {
+            buf[i] = b'0' + (v % 10) as u8;
+            v /= 10;
+        }
+        for &b in &buf[..width] {
+            out.push(b as char);
+        }
+    };
+    out.push('"');
+    digits(y as u64, 4, out);
+    out.push('-');
+    digits(u64::from(mo), 2, out);
+    out.push('-');
+    digits(u64::from(d), 2, out);
+    out.push('T');
+    digits((tod / 3600) as u64, 2, out);
+    out.push(':');
+    digits((tod % 3600 / 60) as u64, 2, out);
+    out.push(':');
+    digits((tod % 60) as u64, 2, out);
+    if let Some(us) = micros {
+        out.push('.');
+        digits(us.clamp(0, 999_999) as u64, 6, out);
+    }
+    out.push_str("Z\"");
 }
 
 /// RFC 3339 in UTC: whole seconds (`metav1.Time`), or with six fractional digits
@@ -951,12 +1146,60 @@ mod tests {
     }
 
     #[test]
+    fn fast_times_match_the_formatted_ones() {
+        for secs in [
+            0i64,
+            1,
+            59,
+            86_399,
+            951_782_400,
+            1_704_067_200,
+            4_102_444_799,
+            -1,
+        ] {
+            for micros in [None, Some(0), Some(5), Some(999_999)] {
+                let mut out = String::new();
+                push_rfc3339(&mut out, secs, micros);
+                let mut want = String::new();
+                push_str(&mut want, &rfc3339(secs, micros));
+                assert_eq!(out, want, "{secs} {micros:?}");
+            }
+        }
+    }
+
+    #[test]
     fn times() {
         assert_eq!(rfc3339(0, None), "1970-01-01T00:00:00Z");
         assert_eq!(
             rfc3339(1_704_067_200, Some(5)),
             "2024-01-01T00:00:00.000005Z"
         );
+    }
+
+    #[test]
+    fn plain_ascii_is_exact() {
+        for (s, plain) in [
+            (&b""[..], true),
+            (b"nameValue", true),
+            (b"0123456789abcdef~ !", true),
+            (b"with \"quote\" inside", false),
+            (b"back\\slash", false),
+            (b"tab\there", false),
+            (b"0123456\x7f", true),
+            (b"01234567\x1f", false),
+            (b"\xc3\xa9t\xc3\xa9", false),
+        ] {
+            assert_eq!(plain_ascii(s), plain, "{s:?}");
+        }
+        for b in 0u8..=255 {
+            let v = [b'a', b'b', b'c', b'd', b'e', b'f', b'g', b];
+            let want = (0x20..0x80).contains(&b) && b != b'"' && b != b'\\';
+            assert_eq!(plain_ascii(&v), want, "byte {b:#x}");
+            assert_eq!(plain_ascii(&v[7..]), want, "byte {b:#x} in the tail");
+        }
+        let mut out = String::new();
+        push_bytes_as_str(&mut out, b"ok\xff");
+        assert_eq!(out, "\"ok\u{fffd}\"");
     }
 
     #[test]

@@ -2,12 +2,13 @@
 //!
 //! The descriptors come from the Kubernetes `generated.proto` files shipped in the
 //! `k8s-rs-pb` crate (Kubernetes 1.30 … 1.35), compiled by `build.rs` with `protox`; nothing
-//! here is a hand-written field table. Each minor version is its own descriptor pool, loaded on
-//! first use; a kind resolves to the newest version that has it, so objects stored under API
-//! versions removed since 1.30 still decode, and objects written by newer apiservers decode
-//! with their newer fields shown as unknown fields rather than dropped.
+//! here is a hand-written field table. Every minor version is its own descriptor pool; on
+//! first use they are merged into one [`Plan`]: each message gets the union of its fields
+//! across versions, so objects stored under API versions or fields removed since 1.30 still
+//! decode, and objects written by newer apiservers decode with their newer fields shown as
+//! unknown fields rather than dropped.
 //!
-//! A [`Plan`] flattens one pool's messages into an arena of [`MessagePlan`]s: JSON names,
+//! A [`Plan`] flattens the messages into an arena of [`MessagePlan`]s: JSON names,
 //! scalar kinds, map/list shape, `omitempty` (from the `+optional` marker that Kubernetes'
 //! API conventions put on the same fields as `omitempty`), inline embedding and the handful
 //! of well-known apimachinery types with custom JSON (Time, MicroTime, Duration, Quantity,
@@ -170,6 +171,8 @@ pub struct FieldPlan {
     pub name: Box<str>,
     /// JSON key (usually the proto name; see [`RENAMED`]).
     pub json_name: Box<str>,
+    /// The key as written in JSON output, quoted and with the colon: `"name":`.
+    pub key_json: Box<str>,
     /// Element type (for maps: the value type).
     pub ty: Ty,
     /// `repeated` (not maps).
@@ -189,7 +192,10 @@ pub struct MessagePlan {
     pub full_name: Box<str>,
     /// Custom JSON form, if any.
     pub special: Special,
-    /// Fields in declaration order (Kubernetes generates them in Go struct order).
+    /// The newest compiled Kubernetes version that has this message, e.g. `1.35`.
+    pub newest: &'static str,
+    /// Fields in declaration order (Kubernetes generates them in Go struct order) of the
+    /// newest version, then fields only older versions have.
     pub fields: Vec<FieldPlan>,
     /// Field number → index into `fields` for numbers below 256 (`u16::MAX` = none).
     by_number: Vec<u16>,
@@ -209,10 +215,14 @@ impl MessagePlan {
 /// `(group folder, version, kind)`, e.g. `("apps", "v1", "Deployment")`.
 type Gvk = (Box<str>, Box<str>, Box<str>);
 
-/// Every message of one Kubernetes version, plus the (group, version, kind) index.
+/// Every message of every compiled Kubernetes version, merged, plus the (group, version,
+/// kind) index. A message present in several versions has the union of their fields by
+/// number: Kubernetes never reuses a protobuf field number for another meaning, so a field
+/// removed in a later release (e.g. PodResourceClaim.source, gone in 1.31) still decodes in
+/// objects written before, and fields added later decode in objects written after.
 pub struct Plan {
-    /// Kubernetes minor version, e.g. `1.35`.
-    pub version: &'static str,
+    /// The versions merged, e.g. `1.30–1.35`.
+    pub versions: String,
     /// The arena.
     pub messages: Vec<MessagePlan>,
     by_name: HashMap<Box<str>, u32>,
@@ -227,30 +237,64 @@ impl Plan {
         self.by_name.get(full_name).copied()
     }
 
-    fn build(version: &'static str, pool: &DescriptorPool, optional: &HashSet<&str>) -> Plan {
-        let descs: Vec<MessageDescriptor> = pool.all_messages().collect();
-        let by_name: HashMap<Box<str>, u32> = descs
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.full_name().into(), i as u32))
-            .collect();
+    /// Merges the pools, newest first (see [`Plan`]).
+    fn build(pools: &[(&'static str, DescriptorPool)], optional: &HashSet<&str>) -> Plan {
+        let mut messages: Vec<MessagePlan> = Vec::new();
+        let mut by_name: HashMap<Box<str>, u32> = HashMap::new();
+        // Per message, per field: the full name of a message-typed field's type, linked to an
+        // arena index once every version is in.
+        let mut links: Vec<Vec<Option<String>>> = Vec::new();
         let mut kinds = HashMap::new();
-        let messages = descs
-            .iter()
-            .map(|m| {
+        for (version, pool) in pools {
+            for m in pool.all_messages() {
+                let idx = match by_name.get(m.full_name()) {
+                    Some(&i) => i,
+                    None => {
+                        let i = messages.len() as u32;
+                        messages.push(MessagePlan {
+                            full_name: m.full_name().into(),
+                            special: special(&m),
+                            newest: version,
+                            fields: Vec::new(),
+                            by_number: Vec::new(),
+                        });
+                        links.push(Vec::new());
+                        by_name.insert(m.full_name().into(), i);
+                        i
+                    }
+                };
                 let pkg: Vec<&str> = m.package_name().split('.').collect();
                 if pkg.len() >= 2 && m.parent_message().is_none() {
                     let (g, v) = (pkg[pkg.len() - 2], pkg[pkg.len() - 1]);
-                    kinds.insert(
-                        (g.into(), v.into(), m.name().into()),
-                        by_name[m.full_name()],
-                    );
+                    kinds
+                        .entry((g.into(), v.into(), m.name().into()))
+                        .or_insert(idx);
                 }
-                message_plan(m, &by_name, optional)
-            })
-            .collect();
+                for f in m.fields() {
+                    let mp = &mut messages[idx as usize];
+                    if mp.fields.iter().any(|x| x.number == f.number()) {
+                        continue;
+                    }
+                    let (fp, link) = field_plan(&m, &f, optional);
+                    mp.fields.push(fp);
+                    links[idx as usize].push(link);
+                }
+            }
+        }
+        for (mp, names) in messages.iter_mut().zip(&links) {
+            for (f, name) in mp.fields.iter_mut().zip(names) {
+                if let Some(n) = name {
+                    f.ty = Ty::Message(by_name[n.as_str()]);
+                }
+            }
+            mp.by_number = by_number(&mp.fields);
+        }
+        let versions = match (pools.last(), pools.first()) {
+            (Some((old, _)), Some((new, _))) => format!("{old}–{new}"),
+            _ => String::new(),
+        };
         Plan {
-            version,
+            versions,
             messages,
             by_name,
             kinds,
@@ -297,10 +341,11 @@ fn scalar(kind: &Kind) -> Option<Scalar> {
     })
 }
 
-fn ty(kind: &Kind, by_name: &HashMap<Box<str>, u32>) -> Ty {
+/// The field type, with a placeholder index and the type's full name for message types.
+fn ty(kind: &Kind) -> (Ty, Option<String>) {
     match kind {
-        Kind::Message(m) => Ty::Message(by_name[m.full_name()]),
-        k => Ty::Scalar(scalar(k).unwrap_or(Scalar::Bytes)),
+        Kind::Message(m) => (Ty::Message(u32::MAX), Some(m.full_name().to_owned())),
+        k => (Ty::Scalar(scalar(k).unwrap_or(Scalar::Bytes)), None),
     }
 }
 
@@ -396,21 +441,16 @@ pub fn json_name(message: &str, field: &str) -> String {
 fn field_plan(
     m: &MessageDescriptor,
     f: &FieldDescriptor,
-    by_name: &HashMap<Box<str>, u32>,
     optional: &HashSet<&str>,
-) -> FieldPlan {
-    let (ty, map_key, repeated) = if f.is_map() {
+) -> (FieldPlan, Option<String>) {
+    let ((ty, link), map_key, repeated) = if f.is_map() {
         let Kind::Message(entry) = f.kind() else {
             unreachable!("map fields have entry messages")
         };
         let key = scalar(&entry.map_entry_key_field().kind()).unwrap_or(Scalar::String);
-        (
-            ty(&entry.map_entry_value_field().kind(), by_name),
-            Some(key),
-            false,
-        )
+        (ty(&entry.map_entry_value_field().kind()), Some(key), false)
     } else {
-        (ty(&f.kind(), by_name), None, f.is_list())
+        (ty(&f.kind()), None, f.is_list())
     };
     let full = format!("{}.{}", m.full_name(), f.name());
     let type_name = match f.kind() {
@@ -420,44 +460,35 @@ fn field_plan(
     let inline = INLINE
         .iter()
         .any(|(field, ty)| *field == f.name() && type_name.as_deref() == Some(*ty));
-    FieldPlan {
+    let json = json_name(m.name(), f.name());
+    let plan = FieldPlan {
         number: f.number(),
         name: f.name().into(),
-        json_name: json_name(m.name(), f.name()).into(),
+        key_json: format!("{}:", serde_json::Value::String(json.clone())).into(),
+        json_name: json.into(),
         ty,
         repeated,
         map_key,
         // JSONSchemaProps tags every field omitempty but marks none `+optional`.
         omitempty: optional.contains(full.as_str()) || m.name() == "JSONSchemaProps",
         inline,
-    }
+    };
+    (plan, link)
 }
 
-fn message_plan(
-    m: &MessageDescriptor,
-    by_name: &HashMap<Box<str>, u32>,
-    optional: &HashSet<&str>,
-) -> MessagePlan {
-    let fields: Vec<FieldPlan> = m
-        .fields()
-        .map(|f| field_plan(m, &f, by_name, optional))
-        .collect();
-    let mut by_number = vec![u16::MAX; 0];
+/// Field number → index into `fields`, for numbers below 256 (`u16::MAX` = none).
+fn by_number(fields: &[FieldPlan]) -> Vec<u16> {
+    let mut out = Vec::new();
     for (i, f) in fields.iter().enumerate() {
         let n = f.number as usize;
         if n < 256 {
-            if by_number.len() <= n {
-                by_number.resize(n + 1, u16::MAX);
+            if out.len() <= n {
+                out.resize(n + 1, u16::MAX);
             }
-            by_number[n] = i as u16;
+            out[n] = i as u16;
         }
     }
-    MessagePlan {
-        full_name: m.full_name().into(),
-        special: special(m),
-        fields,
-        by_number,
-    }
+    out
 }
 
 fn named_slices() -> &'static HashSet<&'static str> {
@@ -470,66 +501,26 @@ fn optional_set() -> &'static HashSet<&'static str> {
     SET.get_or_init(|| OPTIONAL.lines().collect())
 }
 
-static PLANS: [OnceLock<Option<Plan>>; 6] = [
-    OnceLock::new(),
-    OnceLock::new(),
-    OnceLock::new(),
-    OnceLock::new(),
-    OnceLock::new(),
-    OnceLock::new(),
-];
+static PLAN: OnceLock<Option<Plan>> = OnceLock::new();
 
-/// The plan of the `i`-th newest version (0 = 1.35), built on first use. `None` only if
-/// the embedded descriptor set fails to load, which a unit test rules out.
-pub fn plan(i: usize) -> Option<&'static Plan> {
-    let src = SOURCES.get(i)?;
-    PLANS[i]
-        .get_or_init(|| {
-            let pool = DescriptorPool::decode(src.bytes).ok()?;
-            Some(Plan::build(src.version, &pool, optional_set()))
-        })
-        .as_ref()
+/// The merged plan of every compiled version, built on first use (about 70 ms). `None` only if
+/// an embedded descriptor set fails to load, which a unit test rules out.
+pub fn plan() -> Option<&'static Plan> {
+    PLAN.get_or_init(|| {
+        let pools = SOURCES
+            .iter()
+            .map(|s| DescriptorPool::decode(s.bytes).map(|p| (s.version, p)))
+            .collect::<Result<Vec<_>, _>>()
+            .ok()?;
+        Some(Plan::build(&pools, optional_set()))
+    })
+    .as_ref()
 }
 
-/// The newest plan knowing `(group, version, kind)`, with the message index.
+/// The message for `(group, version, kind)` (see [`Plan::resolve`]).
 pub fn resolve(group: &str, version: &str, kind: &str) -> Option<(&'static Plan, u32)> {
-    (0..SOURCES.len())
-        .find_map(|i| {
-            let p = plan(i)?;
-            let folder = group_folder(group);
-            // Only a hit in the group's own folder counts before older versions are tried; the
-            // meta/v1 fallback is taken from the newest version at the end.
-            p.kinds
-                .get(&(folder.into(), version.into(), kind.into()))
-                .map(|&m| (p, m))
-        })
-        .or_else(|| {
-            let p = plan(0)?;
-            p.resolve(group, version, kind).map(|m| (p, m))
-        })
-}
-
-/// Every plan knowing `(group, version, kind)`, newest first (the meta/v1 fallback, from the
-/// newest version, only when no version has the kind in its own group). Callers decode with
-/// the first and try the others only when it leaves fields unknown: objects written before a
-/// field was removed (e.g. PodResourceClaim.source, gone in 1.31) then still decode exactly.
-pub fn resolve_all(group: &str, version: &str, kind: &str) -> Vec<(&'static Plan, u32)> {
-    let folder = group_folder(group);
-    let key = (
-        Box::<str>::from(folder),
-        Box::<str>::from(version),
-        Box::<str>::from(kind),
-    );
-    let found: Vec<_> = (0..SOURCES.len())
-        .filter_map(|i| {
-            let p = plan(i)?;
-            p.kinds.get(&key).map(|&m| (p, m))
-        })
-        .collect();
-    if !found.is_empty() {
-        return found;
-    }
-    resolve(group, version, kind).into_iter().collect()
+    let p = plan()?;
+    p.resolve(group, version, kind).map(|m| (p, m))
 }
 
 /// Splits an apiVersion into (group, version): `v1` → `("", "v1")`, `apps/v1` →
@@ -546,12 +537,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_version_loads_and_knows_pod() {
-        for i in 0..SOURCES.len() {
-            let p = plan(i).expect("descriptor set loads");
-            let pod = p.resolve("", "v1", "Pod").expect("Pod");
-            assert_eq!(&*p.messages[pod as usize].full_name, "api.core.v1.Pod");
-        }
+    fn every_version_loads_and_merges() {
+        let p = plan().expect("descriptor sets load");
+        assert_eq!(p.versions, "1.30–1.35");
+        let pod = p.resolve("", "v1", "Pod").expect("Pod");
+        assert_eq!(&*p.messages[pod as usize].full_name, "api.core.v1.Pod");
+        assert_eq!(p.messages[pod as usize].newest, "1.35");
+        // PodResourceClaim.source (field 2) was removed in 1.31 and still decodes.
+        let prc = &p.messages[p.message("api.core.v1.PodResourceClaim").unwrap() as usize];
+        assert!(prc.fields.iter().any(|f| &*f.name == "source"));
+        // resource.k8s.io/v1alpha2 exists only in the 1.30 schema.
+        let (_, rc) = resolve("resource.k8s.io", "v1alpha2", "ResourceClaim").unwrap();
+        assert_eq!(p.messages[rc as usize].newest, "1.30");
     }
 
     #[test]
@@ -574,7 +571,7 @@ mod tests {
 
     #[test]
     fn optional_marker_and_specials() {
-        let p = plan(0).unwrap();
+        let p = plan().unwrap();
         let c = &p.messages[p.message("api.core.v1.Container").unwrap() as usize];
         let image = c.fields.iter().find(|f| &*f.name == "image").unwrap();
         assert!(image.omitempty);

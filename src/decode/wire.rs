@@ -75,6 +75,7 @@ pub struct Field<'a> {
 
 impl<'a> Field<'a> {
     /// The field's wire type.
+    #[inline]
     pub fn wire_type(&self) -> WireType {
         match self.value {
             WireValue::Varint(_) => WireType::Varint,
@@ -97,6 +98,7 @@ impl<'a> Field<'a> {
 
     /// The payload of a length-delimited field, or an "unexpected wire type" error naming
     /// this field's tag offset.
+    #[inline]
     pub fn expect_len(&self) -> Result<&'a [u8], DecodeError> {
         match self.value {
             WireValue::Len(b) => Ok(b),
@@ -105,6 +107,7 @@ impl<'a> Field<'a> {
     }
 
     /// The payload of a varint field, or an "unexpected wire type" error.
+    #[inline]
     pub fn expect_varint(&self) -> Result<u64, DecodeError> {
         match self.value {
             WireValue::Varint(v) => Ok(v),
@@ -200,6 +203,7 @@ pub struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     /// A reader over `buf`, whose first byte sits at absolute offset `base` in the value.
+    #[inline]
     pub fn new(buf: &'a [u8], base: usize) -> Self {
         Reader { buf, pos: 0, base }
     }
@@ -209,6 +213,7 @@ impl<'a> Reader<'a> {
         self.base + self.pos
     }
 
+    #[inline(always)]
     fn varint(&mut self, field: Option<u32>) -> Result<u64, DecodeError> {
         let start = self.pos;
         // Fast path: one-byte varints are the common case for tags and short lengths.
@@ -246,6 +251,7 @@ impl<'a> Reader<'a> {
         })
     }
 
+    #[inline]
     fn take(&mut self, n: u64, field: u32, at: usize) -> Result<&'a [u8], DecodeError> {
         let available = self.buf.len() - self.pos;
         if n > available as u64 {
@@ -266,6 +272,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Reads the next field; `None` at the clean end of the input.
+    #[inline]
     pub fn next_field(&mut self) -> Option<Result<Field<'a>, DecodeError>> {
         if self.pos >= self.buf.len() {
             return None;
@@ -278,6 +285,7 @@ impl<'a> Reader<'a> {
         Some(r)
     }
 
+    #[inline(always)]
     fn read_field(&mut self) -> Result<Field<'a>, DecodeError> {
         let offset = self.offset();
         let tag = self.varint(None)?;

@@ -22,12 +22,12 @@ const FLAG: &str = "--encryption-provider-config";
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// The file could not be read (missing, permissions, not UTF-8).
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {error}", path.display())]
     Read {
         /// The file.
         path: PathBuf,
-        /// The I/O error.
-        source: std::io::Error,
+        /// The I/O error (in the message, not repeated as a cause).
+        error: std::io::Error,
     },
     /// The text is not YAML.
     #[error("{file}: not valid YAML: {message}")]
@@ -278,9 +278,9 @@ fn non_empty_seq(value: Option<&Value>) -> Option<&Vec<Value>> {
 /// Returns `Ok(None)` when the flag is absent or empty (encryption at rest not configured).
 /// Errors: [`ConfigError::Read`] (names the manifest), [`ConfigError::Yaml`].
 pub fn encryption_config_from_manifest(manifest: &Path) -> Result<Option<PathBuf>, ConfigError> {
-    let text = std::fs::read_to_string(manifest).map_err(|source| ConfigError::Read {
+    let text = std::fs::read_to_string(manifest).map_err(|error| ConfigError::Read {
         path: manifest.to_path_buf(),
-        source,
+        error,
     })?;
     let doc: Value = serde_norway::from_str(&text).map_err(|e| ConfigError::Yaml {
         file: manifest.display().to_string(),

@@ -156,9 +156,9 @@ impl Keyring {
     /// Errors: [`ConfigError::Read`] when the file cannot be read (names the path), and every
     /// error of [`Keyring::from_yaml`] with the path as the source.
     pub fn load(path: &Path) -> Result<Keyring, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let text = std::fs::read_to_string(path).map_err(|error| ConfigError::Read {
             path: path.to_path_buf(),
-            source,
+            error,
         })?;
         Keyring::from_yaml(&text, &path.display().to_string())
     }
