@@ -908,7 +908,7 @@ fn push_rfc3339(out: &mut String, secs: i64, micros: Option<i64>) {
         push_str(out, &rfc3339(secs, micros));
         return;
     }
-    let mut digits = |v: u64, width: usize, out: &mut String| {
+    let digits = |v: u64, width: usize, out: &mut String| {
         let mut buf = [b'0'; 6];
         let mut v = v;
         for i in (0..width).rev() {
