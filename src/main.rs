@@ -86,6 +86,9 @@ async fn console(conn: &ConnArgs, ui: &UiArgs) -> Result<ExitCode> {
 
 /// Runs the source into the console until the user quits.
 async fn run_console(source: EtcdSource, conn: &ConnArgs, opts: UiOptions) -> Result<ExitCode> {
+    // Build the merged Kubernetes schemas (~0.1 s) while the initial list runs, so opening
+    // the first key does not pause.
+    std::thread::spawn(|| regscope::decode::schema::plan().is_some());
     let (tx, rx) = mpsc::channel(1024);
     let metrics = regscope::source::etcd_metrics::spawn(
         source.etcd.clone(),
