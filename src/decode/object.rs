@@ -197,17 +197,8 @@ fn walk_fields<'a>(
         w.out.push('}');
     }
     if let Some(u) = unknown_start {
-        key(w, first, UNKNOWN_FIELDS_KEY);
-        w.out.push('[');
-        for k in u..end {
-            let (_, f) = w.scratch[k];
-            if k > u {
-                w.out.push(',');
-            }
-            w.unknown += 1;
-            generic_field(&mut w.out, &f, depth + 1);
-        }
-        w.out.push(']');
+        let fields: Vec<Field<'a>> = w.scratch[u..end].iter().map(|(_, f)| *f).collect();
+        emit_unknown(w, first, &fields, depth + 1);
     }
     w.scratch.truncate(start);
     Ok(())
@@ -256,17 +247,8 @@ fn walk_meta<'a>(
         write_rv(w, first, resource_version);
     }
     if let Some(u) = unknown_start {
-        key(w, first, UNKNOWN_FIELDS_KEY);
-        w.out.push('[');
-        for k in u..end {
-            let (_, f) = w.scratch[k];
-            if k > u {
-                w.out.push(',');
-            }
-            w.unknown += 1;
-            generic_field(&mut w.out, &f, 2);
-        }
-        w.out.push(']');
+        let fields: Vec<Field<'a>> = w.scratch[u..end].iter().map(|(_, f)| *f).collect();
+        emit_unknown(w, first, &fields, 2);
     }
     w.scratch.truncate(start);
     Ok(())
@@ -454,18 +436,23 @@ fn stream_fields<'a>(
         });
     }
     if !unknown.is_empty() {
-        key(w, first, UNKNOWN_FIELDS_KEY);
-        w.out.push('[');
-        for (k, f) in unknown.iter().enumerate() {
-            if k > 0 {
-                w.out.push(',');
-            }
-            w.unknown += 1;
-            generic_field(&mut w.out, f, depth + 1);
-        }
-        w.out.push(']');
+        emit_unknown(w, first, &unknown, depth + 1);
     }
     Ok(true)
+}
+
+/// Writes fields the schema does not know under [`UNKNOWN_FIELDS_KEY`] and counts them.
+fn emit_unknown(w: &mut Walker<'_>, first: &mut bool, fields: &[Field<'_>], depth: usize) {
+    key(w, first, UNKNOWN_FIELDS_KEY);
+    w.out.push('[');
+    for (k, f) in fields.iter().enumerate() {
+        if k > 0 {
+            w.out.push(',');
+        }
+        generic_field(&mut w.out, f, depth);
+    }
+    w.out.push(']');
+    w.unknown += fields.len();
 }
 
 fn map_entry<'a>(
