@@ -273,14 +273,19 @@ fn decode_json(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> bool 
     }
 }
 
-/// CBOR → JSON: the self-described tag 55799 and other tags are looked through, byte strings
-/// become base64, map keys become strings.
+/// CBOR → JSON, as kube-apiserver's CBOR serializer (Kubernetes 1.32+, KEP-4222) maps Go
+/// values: it writes Go strings as CBOR byte strings and `[]byte` as byte strings tagged 22
+/// (expected base64). So an untagged byte string that is valid UTF-8 is a string; tag 22
+/// (21: base64url, 23: hex) marks bytes, printed as Kubernetes JSON prints `[]byte` (base64);
+/// other byte strings are base64 too. The self-described tag 55799 and other tags are looked
+/// through; map keys become strings.
 fn cbor_to_json(v: ciborium::Value, depth: usize) -> Value {
     use base64::Engine as _;
     use ciborium::Value as C;
     if depth > super::object::MAX_DEPTH {
         return Value::Null;
     }
+    let b64 = |b: &[u8]| Value::String(base64::engine::general_purpose::STANDARD.encode(b));
     match v {
         C::Integer(i) => {
             let n: i128 = i.into();
@@ -289,7 +294,14 @@ fn cbor_to_json(v: ciborium::Value, depth: usize) -> Value {
                 .or_else(|_| u64::try_from(n).map(Value::from))
                 .unwrap_or_else(|_| Value::String(n.to_string()))
         }
-        C::Bytes(b) => Value::String(base64::engine::general_purpose::STANDARD.encode(b)),
+        C::Bytes(b) => match String::from_utf8(b) {
+            Ok(s) => Value::String(s),
+            Err(e) => b64(e.as_bytes()),
+        },
+        C::Tag(21..=23, inner) => match *inner {
+            C::Bytes(b) => b64(&b),
+            other => cbor_to_json(other, depth + 1),
+        },
         C::Float(f) => serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number),
         C::Text(s) => Value::String(s),
         C::Bool(b) => Value::Bool(b),
@@ -302,7 +314,10 @@ fn cbor_to_json(v: ciborium::Value, depth: usize) -> Value {
                     let key = match k {
                         C::Text(s) => s,
                         C::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
-                        other => cbor_to_json(other, depth + 1).to_string(),
+                        other => match cbor_to_json(other, depth + 1) {
+                            Value::String(s) => s,
+                            x => x.to_string(),
+                        },
                     };
                     (key, cbor_to_json(v, depth + 1))
                 })

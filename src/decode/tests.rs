@@ -980,3 +980,49 @@ fn br11_mixed_encrypted_and_plain_secrets() {
     assert_eq!(d.encryption.unwrap().label, "aescbc:key1");
     assert!(d.json.is_none());
 }
+
+/// CBOR as kube-apiserver writes it (KEP-4222): self-described tag, Go strings as byte
+/// strings, `[]byte` as byte strings tagged 22.
+#[test]
+fn cbor_custom_resource_as_kubernetes_writes_it() {
+    use ciborium::Value as C;
+    let bs = |s: &str| C::Bytes(s.as_bytes().to_vec());
+    let obj = C::Tag(
+        55799,
+        Box::new(C::Map(vec![
+            (bs("apiVersion"), bs("example.com/v1")),
+            (bs("kind"), bs("Widget")),
+            (
+                bs("metadata"),
+                C::Map(vec![
+                    (bs("name"), bs("w1")),
+                    (bs("namespace"), bs("default")),
+                ]),
+            ),
+            (
+                bs("spec"),
+                C::Map(vec![
+                    (bs("size"), C::Integer(3.into())),
+                    (bs("blob"), C::Tag(22, Box::new(C::Bytes(vec![0, 1, 2])))),
+                ]),
+            ),
+        ])),
+    );
+    let mut v = Vec::new();
+    ciborium::ser::into_writer(&obj, &mut v).unwrap();
+    assert_eq!(detect(&v), Format::Cbor);
+    let d = decode(
+        &v,
+        &DecodeOptions {
+            mod_revision: Some(9),
+            ..Default::default()
+        },
+    );
+    assert_eq!(d.error, None);
+    assert_eq!(d.summary.kind.as_deref(), Some("Widget"));
+    assert_eq!(d.summary.name.as_deref(), Some("w1"));
+    let j = d.value().unwrap();
+    assert_eq!(j["spec"]["size"], 3);
+    assert_eq!(j["spec"]["blob"], "AAEC");
+    assert_eq!(j["metadata"]["resourceVersion"], "9");
+}
