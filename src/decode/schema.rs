@@ -237,15 +237,21 @@ impl Plan {
         self.by_name.get(full_name).copied()
     }
 
-    /// Merges the pools, newest first (see [`Plan`]).
-    fn build(pools: &[(&'static str, DescriptorPool)], optional: &HashSet<&str>) -> Plan {
+    /// Merges the versions' descriptor sets, newest first (see [`Plan`]), decoding one pool
+    /// at a time so only one is in memory. Fails if a set does not decode (a build defect).
+    fn build(
+        sources: &[Source],
+        optional: &HashSet<&str>,
+    ) -> Result<Plan, prost_reflect::DescriptorError> {
         let mut messages: Vec<MessagePlan> = Vec::new();
         let mut by_name: HashMap<Box<str>, u32> = HashMap::new();
         // Per message, per field: the full name of a message-typed field's type, linked to an
         // arena index once every version is in.
         let mut links: Vec<Vec<Option<String>>> = Vec::new();
         let mut kinds = HashMap::new();
-        for (version, pool) in pools {
+        for src in sources {
+            let version = &src.version;
+            let pool = DescriptorPool::decode(src.bytes)?;
             for m in pool.all_messages() {
                 let idx = match by_name.get(m.full_name()) {
                     Some(&i) => i,
@@ -289,16 +295,16 @@ impl Plan {
             }
             mp.by_number = by_number(&mp.fields);
         }
-        let versions = match (pools.last(), pools.first()) {
-            (Some((old, _)), Some((new, _))) => format!("{old}–{new}"),
+        let versions = match (sources.last(), sources.first()) {
+            (Some(old), Some(new)) => format!("{}–{}", old.version, new.version),
             _ => String::new(),
         };
-        Plan {
+        Ok(Plan {
             versions,
             messages,
             by_name,
             kinds,
-        }
+        })
     }
 
     /// The message for a top-level kind: `group` is the API group (`""` for core),
@@ -506,15 +512,8 @@ static PLAN: OnceLock<Option<Plan>> = OnceLock::new();
 /// The merged plan of every compiled version, built on first use (about 70 ms). `None` only if
 /// an embedded descriptor set fails to load, which a unit test rules out.
 pub fn plan() -> Option<&'static Plan> {
-    PLAN.get_or_init(|| {
-        let pools = SOURCES
-            .iter()
-            .map(|s| DescriptorPool::decode(s.bytes).map(|p| (s.version, p)))
-            .collect::<Result<Vec<_>, _>>()
-            .ok()?;
-        Some(Plan::build(&pools, optional_set()))
-    })
-    .as_ref()
+    PLAN.get_or_init(|| Plan::build(&SOURCES, optional_set()).ok())
+        .as_ref()
 }
 
 /// The message for `(group, version, kind)` (see [`Plan::resolve`]).
