@@ -314,13 +314,13 @@ fn decode_kv(kv: &StoredKv, all: &[StoredKv], req: &Request<'_>) -> Outcome {
             }
             Some(m)
         }
-        _ if d.json.is_none() => Some(if d.redacted_whole {
+        _ if d.json.is_none() || d.error.is_some() => Some(if d.redacted_whole {
             let why = d.error.as_deref().map_or_else(
                 || format!("it decodes as {}", identity(&d)),
                 |e| format!("it does not decode: {e}"),
             );
             format!(
-                "stored under secrets/ but not a Secret ({why}); redacted whole (--show-secrets shows it)"
+                "a Secret, or a value under secrets/, that does not decode cleanly ({why}); redacted whole (--show-secrets shows it)"
             )
         } else {
             d.error.clone().unwrap_or_else(|| "nothing decoded".into())
@@ -402,7 +402,7 @@ fn header(kv: &StoredKv, o: &Outcome, req: &Request<'_>) -> Vec<String> {
             let unknown = match d.unknown_fields {
                 0 => String::new(),
                 n => format!(
-                    ", {n} field(s) unknown to the schema (newer apiserver?) under {}",
+                    ", {n} field(s) unknown to the 1.30–1.35 schemas (newer apiserver, or removed since) under {}",
                     crate::decode::object::UNKNOWN_FIELDS_KEY
                 ),
             };

@@ -73,7 +73,7 @@ pub struct Decoded {
     pub json: Option<String>,
     /// Schema used for protobuf.
     pub schema: SchemaUse,
-    /// Fields the schema did not know (written by a newer apiserver), listed in the JSON
+    /// Fields the schema did not know (written by a newer apiserver, or removed from Kubernetes before 1.30), listed in the JSON
     /// under `x-regscope-unknown-fields`.
     pub unknown_fields: usize,
     /// One-line error, e.g. `offset 4, field 1: unexpected wire type 5 (expected 2, len)`.
@@ -111,8 +111,28 @@ impl Decoded {
     }
 }
 
-fn is_secret_type(api_version: &str, kind: &str) -> bool {
-    api_version == "v1" && kind == "Secret"
+/// Kind `Secret` under any apiVersion is treated as secret: a core/v1 Secret's payload is
+/// redacted; one whose apiVersion has no schema, or whose bytes are damaged, may carry the
+/// same data in other shapes.
+fn is_secret_type(_api_version: &str, kind: &str) -> bool {
+    kind == "Secret"
+}
+
+/// The envelope's typeMeta says kind `Secret`, read leniently from the first field alone, so
+/// that a value whose object bytes are truncated or damaged is still known to be a Secret.
+fn envelope_says_secret(value: &[u8]) -> bool {
+    let Some(rest) = value.strip_prefix(super::envelope::MAGIC) else {
+        return false;
+    };
+    let mut r = Reader::new(rest, 4);
+    let Some(Ok(f)) = r.next_field() else {
+        return false;
+    };
+    let Ok(type_meta) = f.expect_len() else {
+        return false;
+    };
+    Reader::new(type_meta, 0)
+        .any(|x| x.is_ok_and(|x| x.number == 2 && x.expect_len().is_ok_and(|k| k == b"Secret")))
 }
 
 /// The resource segment of a `/registry/<resource>/…` style key, as the EncryptionConfiguration
@@ -212,8 +232,11 @@ fn decode_payload(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> bo
     if !opts.show_secrets {
         // Under secrets/, anything that is not a cleanly decoded Secret may hold secret bytes
         // in the clear; so may a Secret whose payload failed to decode.
+        let secretish = d.summary.is_secret()
+            || d.summary.kind.as_deref() == Some("Secret")
+            || envelope_says_secret(value);
         let clean_secret = d.error.is_none() && d.summary.is_secret();
-        if (secret_key && !clean_secret) || (d.summary.is_secret() && d.error.is_some()) {
+        if (secret_key || secretish) && !clean_secret {
             d.json = None;
             d.redacted_whole = true;
         }
@@ -415,6 +438,11 @@ fn decode_protobuf(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> b
         ));
         return true;
     }
+    if api_version.is_empty() && kind.is_empty() {
+        d.error = Some(
+            "the envelope has no apiVersion and kind (typeMeta empty): not a stored object".into(),
+        );
+    }
     let (group, version) = split_api_version(&api_version);
     let resolved = if kind.is_empty() {
         None
@@ -432,7 +460,7 @@ fn decode_protobuf(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> b
             opts.mod_revision,
         )
         .map(|w| (plan, msg, w))
-        .map_err(|e| (plan, e))
+        .map_err(|e| (plan, msg, e))
     });
     let mut v = match walked {
         Some(Ok((plan, msg, w))) => {
@@ -454,13 +482,18 @@ fn decode_protobuf(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> b
                 }
             }
         }
-        Some(Err((plan, e))) => {
+        Some(Err((plan, msg, e))) => {
+            // The kind is known but its bytes do not match the schema: the error, and the
+            // fields by number so the damage can be seen.
             d.error = Some(format!(
                 "{e} (decoding {api_version} {kind} with the Kubernetes {} schemas)",
                 plan.versions
             ));
             d.decode_error = Some(e);
-            d.schema = SchemaUse::Unknown;
+            d.schema = SchemaUse::Known {
+                version: plan.messages[msg as usize].newest,
+                message: plan.messages[msg as usize].full_name.to_string(),
+            };
             let mut v = unknown_kind(&env, &api_version, &kind);
             set_resource_version(&mut v, opts.mod_revision);
             v
@@ -530,7 +563,7 @@ fn unknown_kind(env: &Envelope<'_>, api_version: &str, kind: &str) -> Value {
             if i > 0 {
                 out.push(',');
             }
-            generic_field(&mut out, f, 1);
+            generic_field(&mut out, f, 0);
         }
         out.push(']');
     }

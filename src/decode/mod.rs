@@ -327,12 +327,142 @@ fn identity(s: &ObjectSummary) -> String {
     id.trim_end().to_owned()
 }
 
-/// The object as YAML lines (keys sorted, as kubectl prints them).
+/// The object as YAML lines (keys sorted, as kubectl prints them). serde_norway writes YAML
+/// 1.2, where `2024-01-01T00:00:00Z`, `yes`, `on` or `1:20` are plain strings; kubectl (YAML
+/// 1.1, go-yaml) quotes them, and YAML 1.1 readers (PyYAML) would read them as timestamps,
+/// booleans or numbers. Such plain scalars are double-quoted here so the YAML means what the
+/// JSON means.
 pub fn yaml_lines(v: &serde_json::Value) -> Vec<String> {
     match serde_norway::to_string(v) {
-        Ok(text) => text.lines().map(str::to_owned).collect(),
+        Ok(text) => quote_yaml11_scalars(&text),
         Err(e) => vec![format!("! cannot print YAML: {e}")],
     }
+}
+
+/// True for a plain scalar that YAML 1.1 resolves to a non-string: a boolean word, a
+/// timestamp (`2024-01-01`, `2024-01-01T00:00:00Z`, `2024-01-01 10:00:00`) or a base-60
+/// number (`1:20`).
+fn yaml11_special(v: &str) -> bool {
+    const BOOLS: [&str; 16] = [
+        "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "on", "On", "ON", "off", "Off",
+        "OFF",
+    ];
+    if BOOLS.contains(&v) {
+        return true;
+    }
+    let b = v.as_bytes();
+    let digits = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_digit);
+    // Timestamp: YYYY-M(M)-D(D), optionally followed by a time.
+    if b.len() >= 8 && digits(&b[..4]) && b[4] == b'-' {
+        let mut parts = v[5..].splitn(2, '-');
+        let month = parts.next().unwrap_or("");
+        let rest = parts.next().unwrap_or("");
+        let day_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if (1..=2).contains(&month.len()) && digits(month.as_bytes()) && (1..=2).contains(&day_len)
+        {
+            let tail = &rest[day_len..];
+            return tail.is_empty()
+                || (tail.starts_with(['T', 't', ' '])
+                    && tail[1..].bytes().next().is_some_and(|c| c.is_ascii_digit()));
+        }
+    }
+    // Base 60: 1:20, 190:20:30.15
+    let mut parts = v.split(':');
+    let head = parts.next().unwrap_or("");
+    let rest: Vec<&str> = parts.collect();
+    !rest.is_empty()
+        && digits(head.as_bytes())
+        && rest.iter().enumerate().all(|(i, p)| {
+            let p = if i + 1 == rest.len() {
+                p.split_once('.').map_or(*p, |(a, _)| a)
+            } else {
+                p
+            };
+            (1..=2).contains(&p.len()) && digits(p.as_bytes())
+        })
+}
+
+/// Splits a YAML line into (everything before the scalar, the plain scalar), or `None` when
+/// the line ends in no plain scalar (a quoted one, a key opening a block, a block scalar).
+fn plain_scalar(line: &str) -> Option<(&str, &str)> {
+    let mut i = line.len() - line.trim_start().len();
+    while line[i..].starts_with("- ") {
+        i += 2;
+    }
+    let rest = &line[i..];
+    let value_at = if rest.starts_with(['"', '\'']) {
+        // A quoted key: the value follows its closing quote and ": ".
+        let q = rest.as_bytes()[0];
+        let mut j = 1;
+        let b = rest.as_bytes();
+        while j < b.len() {
+            if b[j] == b'\\' && q == b'"' {
+                j += 2;
+                continue;
+            }
+            if b[j] == q {
+                if q == b'\'' && b.get(j + 1) == Some(&b'\'') {
+                    j += 2;
+                    continue;
+                }
+                break;
+            }
+            j += 1;
+        }
+        match rest.get(j + 1..) {
+            Some(after) if after.starts_with(": ") => i + j + 3,
+            // A quoted sequence item or a key opening a block.
+            _ => return None,
+        }
+    } else {
+        match rest.find(": ") {
+            Some(k) => i + k + 2,
+            None if rest.ends_with(':') => return None,
+            None => i,
+        }
+    };
+    let value = &line[value_at..];
+    if value.is_empty() || value.starts_with(['"', '\'', '|', '>', '[', '{', '&', '*', '!']) {
+        return None;
+    }
+    Some((&line[..value_at], value))
+}
+
+fn quote_yaml11_scalars(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    // Indent of the line that opened a block scalar (`key: |`): deeper lines are its text.
+    let mut block: Option<usize> = None;
+    for line in text.lines() {
+        let indent = line.len() - line.trim_start().len();
+        if let Some(b) = block {
+            if line.trim().is_empty() || indent > b {
+                out.push(line.to_owned());
+                continue;
+            }
+            block = None;
+        }
+        let t = line.trim_end();
+        if t.ends_with('|')
+            || t.ends_with("|-")
+            || t.ends_with("|+")
+            || t.ends_with('>')
+            || t.ends_with(">-")
+        {
+            block = Some(indent);
+            out.push(line.to_owned());
+            continue;
+        }
+        match plain_scalar(line) {
+            Some((head, value)) if yaml11_special(value) => {
+                out.push(format!(
+                    "{head}{}",
+                    serde_json::Value::String(value.to_owned())
+                ));
+            }
+            _ => out.push(line.to_owned()),
+        }
+    }
+    out
 }
 
 /// The object as indented JSON lines (keys sorted).
@@ -403,7 +533,7 @@ pub fn render(value: &[u8], opts: &RenderOptions<'_>) -> Rendered {
                 ));
             } else if d.unknown_fields > 0 {
                 r.lines.push(format!(
-                    "# {} field(s) unknown to the schema (written by a newer apiserver?): under {}",
+                    "# {} field(s) unknown to the 1.30–1.35 schemas (written by a newer apiserver, or removed since): under {}",
                     d.unknown_fields,
                     object::UNKNOWN_FIELDS_KEY
                 ));

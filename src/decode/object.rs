@@ -22,9 +22,15 @@ use super::wire::{DecodeError, ErrorKind, Field, Reader, WireType, WireValue};
 /// `[{"field": N, "wireType": "len", "value": …}]`.
 pub const UNKNOWN_FIELDS_KEY: &str = "x-regscope-unknown-fields";
 
-/// Deepest message nesting followed (Kubernetes objects nest about 15 deep; CRD schemas
-/// more). Deeper input is reported, not recursed into.
-pub const MAX_DEPTH: usize = 100;
+/// Deepest message nesting followed (Kubernetes objects nest about 15 deep; a CRD's schema
+/// two levels per nested property). Deeper input is reported, not recursed into. With
+/// [`GENERIC_MAX_DEPTH`] this keeps every output under serde_json's 128-level parse limit:
+/// at most 2 JSON levels per message (object, list), 1 for an unknown-field list and 2 per
+/// generic level.
+pub const MAX_DEPTH: usize = 50;
+
+/// Deepest nesting a schema-less field dump follows; deeper payloads are shown as base64.
+pub const GENERIC_MAX_DEPTH: usize = 8;
 
 /// Result of a schema walk.
 #[derive(Debug, Default)]
@@ -198,7 +204,7 @@ fn walk_fields<'a>(
     }
     if let Some(u) = unknown_start {
         let fields: Vec<Field<'a>> = w.scratch[u..end].iter().map(|(_, f)| *f).collect();
-        emit_unknown(w, first, &fields, depth + 1);
+        emit_unknown(w, first, &fields);
     }
     w.scratch.truncate(start);
     Ok(())
@@ -248,7 +254,7 @@ fn walk_meta<'a>(
     }
     if let Some(u) = unknown_start {
         let fields: Vec<Field<'a>> = w.scratch[u..end].iter().map(|(_, f)| *f).collect();
-        emit_unknown(w, first, &fields, 2);
+        emit_unknown(w, first, &fields);
     }
     w.scratch.truncate(start);
     Ok(())
@@ -436,20 +442,20 @@ fn stream_fields<'a>(
         });
     }
     if !unknown.is_empty() {
-        emit_unknown(w, first, &unknown, depth + 1);
+        emit_unknown(w, first, &unknown);
     }
     Ok(true)
 }
 
 /// Writes fields the schema does not know under [`UNKNOWN_FIELDS_KEY`] and counts them.
-fn emit_unknown(w: &mut Walker<'_>, first: &mut bool, fields: &[Field<'_>], depth: usize) {
+fn emit_unknown(w: &mut Walker<'_>, first: &mut bool, fields: &[Field<'_>]) {
     key(w, first, UNKNOWN_FIELDS_KEY);
     w.out.push('[');
     for (k, f) in fields.iter().enumerate() {
         if k > 0 {
             w.out.push(',');
         }
-        generic_field(&mut w.out, f, depth);
+        generic_field(&mut w.out, f, 0);
     }
     w.out.push(']');
     w.unknown += fields.len();
@@ -1072,8 +1078,9 @@ impl<'a> PackedReader<'a> {
 }
 
 /// A field without a schema, as JSON: `{"field": N, "wireType": "len", "value": …}` where a
-/// len payload becomes a nested object of fields when it frames as a message, a string when
-/// it is printable UTF-8, else base64.
+/// len payload becomes a nested list of fields when it frames as a message (down to
+/// [`GENERIC_MAX_DEPTH`] levels; `depth` counts from 0), a string when it is printable UTF-8,
+/// else base64.
 pub fn generic_field(out: &mut String, f: &Field<'_>, depth: usize) {
     out.push_str("{\"field\":");
     out.push_str(&f.number.to_string());
@@ -1097,7 +1104,7 @@ pub fn generic_len(out: &mut String, b: &[u8], base: usize, depth: usize) {
         push_str(out, s);
         return;
     }
-    if depth < MAX_DEPTH && !b.is_empty() && super::wire::frames_as_message(b) {
+    if depth < GENERIC_MAX_DEPTH && !b.is_empty() && super::wire::frames_as_message(b) {
         out.push('[');
         let mut r = Reader::new(b, base);
         let mut n = 0;

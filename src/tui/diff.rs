@@ -156,13 +156,34 @@ pub fn compact(v: &Value) -> String {
 /// Diffs `old` against `new` (both whole objects).
 pub fn diff(old: &Value, new: &Value) -> ObjectDiff {
     let mut out = ObjectDiff {
-        writers: last_writers(new),
+        writers: changed_writers(old, new),
         ..Default::default()
     };
     let mut path = Vec::new();
     walk(old, new, &mut path, &mut out.changes);
     out.managed = managed_changes(managed_fields(old), managed_fields(new));
     out
+}
+
+/// Who wrote `new` since `old`: the `managedFields` entries added or whose `time` moved (the
+/// apiserver's field manager stamps an entry's time when its manager writes), so a status
+/// write is not blamed on a client whose entry merely shares the newest second. Falls back to
+/// [`last_writers`] when no entry moved (two writes within one second).
+pub fn changed_writers(old: &Value, new: &Value) -> Vec<Writer> {
+    let before = managed_fields(old);
+    let moved: Vec<Writer> = managed_fields(new)
+        .iter()
+        .filter(|e| {
+            let prior = before.iter().find(|b| entry_id(b) == entry_id(e));
+            prior.is_none_or(|b| b.get("time") != e.get("time"))
+        })
+        .map(writer)
+        .collect();
+    if moved.is_empty() {
+        last_writers(new)
+    } else {
+        moved
+    }
 }
 
 /// The `managedFields` entries of `obj` with the newest `time` (several when they share
@@ -596,5 +617,47 @@ mod tests {
             lines(&diff(&json!({}), &json!({"kind": "Pod"}))),
             ["+ kind: \"Pod\""]
         );
+    }
+}
+
+#[cfg(test)]
+mod writer_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn obj(entries: Value) -> Value {
+        json!({"metadata": {"managedFields": entries}})
+    }
+
+    #[test]
+    fn the_entry_whose_time_moved_wrote_the_change() {
+        let old = obj(json!([
+            {"manager": "kubectl-client-side-apply", "operation": "Update", "time": "2024-01-02T10:00:00Z"},
+            {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status", "time": "2024-01-02T09:59:00Z"},
+        ]));
+        // The status write lands in the same second as the earlier apply.
+        let new = obj(json!([
+            {"manager": "kubectl-client-side-apply", "operation": "Update", "time": "2024-01-02T10:00:00Z"},
+            {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status", "time": "2024-01-02T10:00:00Z"},
+        ]));
+        let w = changed_writers(&old, &new);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert_eq!(w[0].manager, "kube-controller-manager");
+        assert_eq!(
+            last_writers(&new).len(),
+            2,
+            "the newest-time rule alone names both"
+        );
+        // Nothing moved (two writes in one second): the newest entries.
+        assert_eq!(changed_writers(&new, &new).len(), 2);
+        // A new manager's first write.
+        let added = obj(json!([
+            {"manager": "kubectl-client-side-apply", "operation": "Update", "time": "2024-01-02T10:00:00Z"},
+            {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status", "time": "2024-01-02T09:59:00Z"},
+            {"manager": "hpa", "operation": "Update", "subresource": "scale", "time": "2024-01-02T09:00:00Z"},
+        ]));
+        let w = changed_writers(&old, &added);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].manager, "hpa");
     }
 }
