@@ -683,6 +683,12 @@ pub fn run(args: &DecodeArgs, ui: &UiArgs) -> Result<ExitCode> {
 }
 
 fn read_stdin() -> Result<Vec<u8>> {
+    if io::stdin().is_terminal() {
+        eprintln!(
+            "regscope decode: reading a value from the terminal (paste hex or JSON, then Ctrl-D); \
+             usually: etcdctl get KEY -w json | regscope decode"
+        );
+    }
     let mut b = Vec::new();
     io::stdin()
         .lock()

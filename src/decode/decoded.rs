@@ -226,6 +226,17 @@ fn decode_payload(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> bo
         Format::Raw => {
             d.error =
                 Some("not a Kubernetes encoding (no k8s\\x00 magic, not JSON or CBOR)".into());
+            // `etcdctl get KEY` without -w prints the key on a line, then the value.
+            if let Some(nl) = value.iter().position(|&b| b == b'\n') {
+                let after = &value[nl + 1..];
+                if value.starts_with(b"/") && !matches!(detect(after), Format::Raw) {
+                    d.hint = Some(
+                        "this looks like `etcdctl get KEY` output (the key on its own line, then \
+                         the value): use `etcdctl get KEY -w json`, or --print-value-only"
+                            .into(),
+                    );
+                }
+            }
             false
         }
     };

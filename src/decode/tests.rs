@@ -1149,3 +1149,15 @@ fn deep_unknown_fields_and_damaged_known_kinds() {
         d.schema
     );
 }
+
+/// `etcdctl get KEY` (no -w) output fed to the decoder: a hint, not just "not Kubernetes".
+#[test]
+fn etcdctl_plain_get_output_gets_a_hint() {
+    let mut v = b"/registry/pods/default/p1\n".to_vec();
+    v.extend(hex(BR01_VALID));
+    v.push(b'\n');
+    let d = decode(&v, &DecodeOptions::default());
+    assert!(d.error.is_some());
+    assert!(d.hint.as_deref().unwrap().contains("-w json"), "{:?}", d.hint);
+    assert!(decode(b"just text\nmore", &DecodeOptions::default()).hint.is_none());
+}
