@@ -1158,6 +1158,12 @@ fn etcdctl_plain_get_output_gets_a_hint() {
     v.push(b'\n');
     let d = decode(&v, &DecodeOptions::default());
     assert!(d.error.is_some());
-    assert!(d.hint.as_deref().unwrap().contains("-w json"), "{:?}", d.hint);
-    assert!(decode(b"just text\nmore", &DecodeOptions::default()).hint.is_none());
+    assert!(
+        d.hint.as_deref().unwrap().contains("-w json"),
+        "{:?}",
+        d.hint
+    );
+    assert!(decode(b"just text\nmore", &DecodeOptions::default())
+        .hint
+        .is_none());
 }

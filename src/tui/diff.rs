@@ -148,6 +148,22 @@ impl ObjectDiff {
     }
 }
 
+/// One position present on either side: recurse, or record the addition or removal.
+fn pair(old: Option<&Value>, new: Option<&Value>, path: &mut Vec<Seg>, out: &mut Vec<Change>) {
+    match (old, new) {
+        (Some(a), Some(b)) => walk(a, b, path, out),
+        (Some(a), None) => out.push(Change::Removed {
+            path: render_path(path),
+            value: a.clone(),
+        }),
+        (None, Some(b)) => out.push(Change::Added {
+            path: render_path(path),
+            value: b.clone(),
+        }),
+        (None, None) => {}
+    }
+}
+
 /// Compact JSON text of a value (strings quoted, so `"3"` and `3` stay apart).
 pub fn compact(v: &Value) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "?".into())
@@ -345,18 +361,7 @@ fn walk_maps(
     for k in keys {
         path.push(Seg::Key(k.clone()));
         if !ignored(path) {
-            match (o.get(k), n.get(k)) {
-                (Some(a), Some(b)) => walk(a, b, path, out),
-                (Some(a), None) => out.push(Change::Removed {
-                    path: render_path(path),
-                    value: a.clone(),
-                }),
-                (None, Some(b)) => out.push(Change::Added {
-                    path: render_path(path),
-                    value: b.clone(),
-                }),
-                (None, None) => {}
-            }
+            pair(o.get(k), n.get(k), path, out);
         }
         path.pop();
     }
@@ -420,18 +425,7 @@ fn walk_lists(o: &[Value], n: &[Value], path: &mut Vec<Seg>, out: &mut Vec<Chang
     }
     for i in 0..o.len().max(n.len()) {
         path.push(Seg::Index(i));
-        match (o.get(i), n.get(i)) {
-            (Some(a), Some(b)) => walk(a, b, path, out),
-            (Some(a), None) => out.push(Change::Removed {
-                path: render_path(path),
-                value: a.clone(),
-            }),
-            (None, Some(b)) => out.push(Change::Added {
-                path: render_path(path),
-                value: b.clone(),
-            }),
-            (None, None) => {}
-        }
+        pair(o.get(i), n.get(i), path, out);
         path.pop();
     }
 }
