@@ -93,6 +93,42 @@ fn wrap_text(text: &str, width: usize) -> Vec<String> {
     out
 }
 
+/// Splits a styled line into rows of at most `width` characters; continuation rows start
+/// with the line's indentation plus two spaces (unstyled), so wrapped YAML stays readable.
+fn wrap_styled(
+    text: &str,
+    spans: &[(Role, std::ops::Range<usize>)],
+    width: usize,
+) -> Vec<Vec<(Role, String)>> {
+    let indent = text.len() - text.trim_start_matches(' ').len();
+    let cont = " ".repeat((indent + 2).min(width / 2));
+    let mut rows: Vec<Vec<(Role, String)>> = vec![Vec::new()];
+    let mut used = 0;
+    for (role, range) in spans {
+        let Some(piece) = text.get(range.clone()) else {
+            continue;
+        };
+        let mut cur = String::new();
+        for c in piece.chars() {
+            if used >= width {
+                if !cur.is_empty() {
+                    rows.last_mut()
+                        .expect("a row")
+                        .push((*role, std::mem::take(&mut cur)));
+                }
+                rows.push(vec![(Role::Text, cont.clone())]);
+                used = cont.chars().count();
+            }
+            cur.push(c);
+            used += 1;
+        }
+        if !cur.is_empty() {
+            rows.last_mut().expect("a row").push((*role, cur));
+        }
+    }
+    rows
+}
+
 fn kv<'a>(app: &App, k: &'a str, v: String) -> Vec<Span<'a>> {
     vec![
         sp(app, k, Role::Muted),
@@ -400,19 +436,20 @@ fn draw_body(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
                     title.push(sp(app, format!(" from line {}", scroll + 1), Role::Muted));
                 }
                 let t = &app.s.theme;
-                lines.extend(r.lines.iter().zip(&d.styled).skip(scroll).take(room).map(
-                    |(text, spans)| {
-                        Line::from(
-                            spans
-                                .iter()
-                                .filter_map(|(role, range)| {
-                                    text.get(range.clone())
-                                        .map(|s| Span::styled(s.to_string(), t.get(*role)))
-                                })
+                // Long lines (annotations, last-applied configurations) wrap onto indented
+                // continuation rows; scrolling counts value lines.
+                'rows: for (text, spans) in r.lines.iter().zip(&d.styled).skip(scroll) {
+                    for row in wrap_styled(text, spans, width.max(8)) {
+                        if lines.len() >= rows_h {
+                            break 'rows;
+                        }
+                        lines.push(Line::from(
+                            row.into_iter()
+                                .map(|(role, s)| Span::styled(s, t.get(role)))
                                 .collect::<Vec<_>>(),
-                        )
-                    },
-                ));
+                        ));
+                    }
+                }
             }
             None => {
                 title.push(sp(app, "Value", Role::PanelTitle));
@@ -441,5 +478,35 @@ mod tests {
         assert_eq!(wrapped_rows("abcdefghijkl", 5), 3);
         assert_eq!(wrap_text("abc def ghi", 7), ["abc def", "ghi"]);
         assert_eq!(wrap_text("abcdefgh", 5), ["abcde", "fgh"]);
+    }
+}
+
+#[cfg(test)]
+mod wrap_tests {
+    use super::*;
+
+    #[test]
+    fn long_styled_lines_wrap_with_indented_continuations() {
+        let text = "  key: abcdefghijklmnopqrstuvwxyz";
+        let spans = vec![
+            (Role::Text, 0..2),
+            (Role::SyntaxKey, 2..5),
+            (Role::Text, 5..7),
+            (Role::SyntaxString, 7..text.len()),
+        ];
+        let rows = wrap_styled(text, &spans, 12);
+        let flat: Vec<String> = rows
+            .iter()
+            .map(|r| r.iter().map(|(_, s)| s.as_str()).collect())
+            .collect();
+        assert_eq!(
+            flat,
+            vec!["  key: abcde", "    fghijklm", "    nopqrstu", "    vwxyz"]
+        );
+        assert!(flat.iter().all(|r| r.chars().count() <= 12));
+        // Roles survive the split: the string part stays a string.
+        assert_eq!(rows[1][1].0, Role::SyntaxString);
+        // Short lines are one row.
+        assert_eq!(wrap_styled("a: b", &[(Role::Text, 0..4)], 12).len(), 1);
     }
 }
