@@ -1158,6 +1158,24 @@ mod tests {
         assert_eq!(title(&app).as_deref(), Some("3 → 4"));
         press(&mut app, '[');
         press(&mut app, '[');
+        let text = |app: &App| {
+            app.detail
+                .as_ref()
+                .and_then(|d| d.diff.as_ref())
+                .map(|x| {
+                    x.lines
+                        .iter()
+                        .map(|(_, l)| l.clone())
+                        .collect::<Vec<_>>()
+                        .join("\n")
+                })
+                .unwrap_or_default()
+        };
+        assert!(
+            text(&app).contains("the key's first version"),
+            "{}",
+            text(&app)
+        );
         press(&mut app, 'm');
         press(&mut app, ']');
         press(&mut app, ']');

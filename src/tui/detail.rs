@@ -254,6 +254,16 @@ impl App {
                 None => {
                     match d.index.checked_sub(1).and_then(|i| d.history.get(i)) {
                         Some(v) => v,
+                        None if shown.version == 1 => {
+                            return note(
+                                t(shown.mod_revision),
+                                format!(
+                                    "created at revision {}: this is the key's first version, \
+                                     there is nothing older to compare",
+                                    t(shown.mod_revision)
+                                ),
+                            )
+                        }
                         None => return note(
                             t(shown.mod_revision),
                             "no older version held (compacted, dropped by the history budget, or \
