@@ -313,7 +313,7 @@ fn decode_json(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> bool 
 /// (21: base64url, 23: hex) marks bytes, printed as Kubernetes JSON prints `[]byte` (base64);
 /// other byte strings are base64 too. The self-described tag 55799 and other tags are looked
 /// through; map keys become strings.
-fn cbor_to_json(v: ciborium::Value, depth: usize) -> Value {
+pub(super) fn cbor_to_json(v: ciborium::Value, depth: usize) -> Value {
     use base64::Engine as _;
     use ciborium::Value as C;
     if depth > super::object::MAX_DEPTH {
@@ -366,19 +366,6 @@ fn decode_cbor(value: &[u8], opts: &DecodeOptions<'_>, d: &mut Decoded) -> bool 
         Ok(c) => {
             let mut v = cbor_to_json(c, 0);
             redact_if_secret(&mut v, opts);
-            if let Some(o) = v.as_object() {
-                d.summary.api_version = o.get("apiVersion").and_then(Value::as_str).map(Into::into);
-                d.summary.kind = o.get("kind").and_then(Value::as_str).map(Into::into);
-                let meta = o.get("metadata");
-                let s = |k: &str| {
-                    meta.and_then(|m| m.get(k))
-                        .and_then(Value::as_str)
-                        .map(Into::into)
-                };
-                d.summary.name = s("name");
-                d.summary.namespace = s("namespace");
-                d.summary.uid = s("uid");
-            }
             set_resource_version(&mut v, opts.mod_revision);
             d.json = Some(v.to_string());
             true

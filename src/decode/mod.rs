@@ -256,7 +256,8 @@ fn summarize_protobuf(value: &[u8]) -> ObjectSummary {
 }
 
 /// Cheap summary; never fails (problems go into [`ObjectSummary::error`]). Allocates only the
-/// output strings: protobuf is scanned in place, JSON is deserialized into borrowed fields.
+/// output strings: protobuf is scanned in place, JSON is deserialized into borrowed fields;
+/// CBOR (rare) is converted to JSON first.
 pub fn summarize(value: &[u8]) -> ObjectSummary {
     if value.starts_with(MAGIC) {
         return summarize_protobuf(value);
@@ -268,6 +269,17 @@ pub fn summarize(value: &[u8]) -> ObjectSummary {
     };
     match format {
         Format::Json => json::summarize(value, s),
+        // CBOR is rare (custom resources, Kubernetes 1.32+): convert, then read as JSON.
+        Format::Cbor => match ciborium::de::from_reader::<ciborium::Value, _>(value) {
+            Ok(c) => {
+                let json = decoded::cbor_to_json(c, 0).to_string();
+                json::summarize(json.as_bytes(), s)
+            }
+            Err(e) => ObjectSummary {
+                error: Some(format!("CBOR: {e}")),
+                ..s
+            },
+        },
         _ => s,
     }
 }

@@ -1032,6 +1032,12 @@ fn cbor_custom_resource_as_kubernetes_writes_it() {
     assert_eq!(d.error, None);
     assert_eq!(d.summary.kind.as_deref(), Some("Widget"));
     assert_eq!(d.summary.name.as_deref(), Some("w1"));
+    // The list rows' summary reads CBOR too.
+    let s = summarize(&v);
+    assert_eq!(
+        (s.kind.as_deref(), s.namespace.as_deref(), s.name.as_deref()),
+        (Some("Widget"), Some("default"), Some("w1"))
+    );
     let j = d.value().unwrap();
     assert_eq!(j["spec"]["size"], 3);
     assert_eq!(j["spec"]["blob"], "AAEC");
