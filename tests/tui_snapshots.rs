@@ -275,6 +275,32 @@ fn events_80x24() {
     insta::assert_snapshot!(render(&mut a, 80, 24));
 }
 
+/// A narrow terminal drops columns rather than cutting revisions from the left (`,546`).
+#[test]
+fn events_40x12_keeps_whole_revisions() {
+    let mut a = app();
+    keys(&mut a, "2");
+    let text = render(&mut a, 40, 12);
+    let head = a.replica().revision().to_string();
+    let with_commas: String = head
+        .chars()
+        .rev()
+        .collect::<Vec<_>>()
+        .chunks(3)
+        .map(|c| c.iter().collect::<String>())
+        .collect::<Vec<_>>()
+        .join(",")
+        .chars()
+        .rev()
+        .collect();
+    assert!(
+        text.contains(&format!(" {with_commas} ")),
+        "revision {with_commas} not shown whole:\n{text}"
+    );
+    assert!(!text.contains(" ,"), "a number cut from the left:\n{text}");
+    insta::assert_snapshot!(text);
+}
+
 #[test]
 fn events_160x48() {
     let mut a = app();

@@ -41,6 +41,9 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
         scroll = selected + 1 - rows_h;
     }
     let wide = area.width >= 110;
+    // Below this the table cannot hold every column at full width, and ratatui would cut
+    // numbers from the left (`,546` for 4,546): drop kind and size instead.
+    let narrow = area.width < 64;
     let prefix = app.replica.prefix();
     let off = app.s.utc_offset;
     let rows: Vec<Row> = app
@@ -83,8 +86,10 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
                     app.replica.resource_name(ev.resource).to_string(),
                 ));
             }
-            cells.push(Cell::from(kind));
-            cells.push(Cell::from(Line::from(size).right_aligned()));
+            if !narrow {
+                cells.push(Cell::from(kind));
+                cells.push(Cell::from(Line::from(size).right_aligned()));
+            }
             cells.push(Cell::from(key));
             Row::new(cells)
         })
@@ -99,16 +104,15 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
         header.push("resource");
         widths.push(Constraint::Length(22));
     }
-    header.extend([
-        "kind",
-        "size",
-        if wide { "key" } else { "key (under prefix)" },
-    ]);
-    widths.extend([
-        Constraint::Length(if wide { 18 } else { 12 }),
-        Constraint::Length(9),
-        Constraint::Min(10),
-    ]);
+    if !narrow {
+        header.extend(["kind", "size"]);
+        widths.extend([
+            Constraint::Length(if wide { 18 } else { 12 }),
+            Constraint::Length(9),
+        ]);
+    }
+    header.push(if wide { "key" } else { "key (under prefix)" });
+    widths.push(Constraint::Min(10));
     let header = Row::new(
         header
             .into_iter()
