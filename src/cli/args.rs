@@ -310,13 +310,16 @@ impl ConnArgs {
         .with_defaults()
     }
 
-    /// The prefix without trailing slash, as bytes.
+    /// The prefix without trailing slash and with a leading one, as bytes: `registry` is
+    /// `/registry`, as kube-apiserver joins its `--etcd-prefix` onto `/` itself.
     pub fn prefix_bytes(&self) -> Vec<u8> {
         let p = self.prefix.trim_end_matches('/');
         if p.is_empty() {
             b"/".to_vec()
-        } else {
+        } else if p.starts_with('/') {
             p.as_bytes().to_vec()
+        } else {
+            format!("/{p}").into_bytes()
         }
     }
 
@@ -450,5 +453,22 @@ mod tests {
     fn cli_parses() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn prefixes_are_absolute_like_the_apiservers() {
+        let p = |s: &str| {
+            ConnArgs {
+                prefix: s.into(),
+                ..Default::default()
+            }
+            .prefix_bytes()
+        };
+        assert_eq!(p("/registry"), b"/registry");
+        assert_eq!(p("/registry/"), b"/registry");
+        assert_eq!(p("registry"), b"/registry");
+        assert_eq!(p("kubernetes.io/"), b"/kubernetes.io");
+        assert_eq!(p("/"), b"/");
+        assert_eq!(p(""), b"/");
     }
 }
