@@ -97,7 +97,7 @@ pub struct ConnArgs {
     pub prefix: String,
     /// Keys in the first list page; later pages grow (up to 10,000 keys) while they stay
     /// under 8 MiB, and shrink when a page exceeds the gRPC message limit.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(i64).range(1..))]
     pub page_limit: i64,
     /// Bytes of revision history to keep besides the newest value of every key
     /// (e.g. 256MiB, 1GiB); older history is dropped first.
