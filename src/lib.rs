@@ -10,6 +10,7 @@ pub mod config;
 pub mod decode;
 pub mod decrypt;
 pub mod demo;
+pub mod metrics;
 pub mod model;
 pub mod source;
 pub mod store;
