@@ -29,6 +29,12 @@ fn sample_lines(body: &[u8]) -> usize {
         .count()
 }
 
+/// A histogram series: (name without `_bucket`, labels other than `le`).
+type SeriesKey = (String, Vec<(String, String)>);
+
+/// One row of the apiserver facts table.
+type ApiserverFacts<'a> = (&'a str, usize, usize, f64, &'a [(&'a str, &'a str)]);
+
 fn value(e: &Exposition, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     e.samples_named(name)
         .find(|s| labels.iter().all(|(k, v)| s.label(k) == Some(v)))
@@ -37,7 +43,7 @@ fn value(e: &Exposition, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
 
 /// For every histogram series: buckets non-decreasing in `le`, and `le="+Inf"` = `_count`.
 fn check_histograms(e: &Exposition) -> usize {
-    let mut series: BTreeMap<(String, Vec<(String, String)>), Vec<(f64, f64)>> = BTreeMap::new();
+    let mut series: BTreeMap<SeriesKey, Vec<(f64, f64)>> = BTreeMap::new();
     for s in &e.samples {
         let Some(base) = s.name.strip_suffix("_bucket") else {
             continue;
@@ -81,7 +87,7 @@ fn check_histograms(e: &Exposition) -> usize {
 #[test]
 fn apiserver_captures_parse_completely_with_the_stated_facts() {
     // (version, families, samples, pods watch-cache capacity and its labels)
-    let table: [(&str, usize, usize, f64, &[(&str, &str)]); 4] = [
+    let table: [ApiserverFacts; 4] = [
         ("1.28.3", 209, 19007, 100.0, &[("resource", "pods")]),
         ("1.30.0", 254, 23448, 200.0, &[("resource", "pods")]),
         ("1.32.0", 262, 23967, 200.0, &[("resource", "pods")]),
