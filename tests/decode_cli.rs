@@ -17,30 +17,19 @@ const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STA
 const POD_P1: &str = "6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200";
 const POD_P1_CRLF: &str =
     "6b3873000d0a090d0a0276311203506f64120f0d0a0d0d0a0270311a0764656661756c741a0022000d0a";
-// BR-02: the exact text of field-cases.md, final LF included.
-const WIDGET_W1: &str = "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\",\"namespace\":\"default\",\"uid\":\"00000000-0000-0000-0000-000000000001\",\"creationTimestamp\":\"2024-01-01T00:00:00Z\"},\"spec\":{\"size\":3}}\n";
 const WIDGET_KEY: &str = "/registry/example.com/widgets/default/w1";
 // BR-03
 const BUILD_B1: &str = "6b3873000a1e0a156275696c642e6f70656e73686966742e696f2f763112054275696c64120b0a090a0262311a036e73311a002200";
 // BR-11
-const S1: &str = "6b38733a656e633a6165736362633a76313a6b6579313a10101010101010101010101010101010817e0b842158eaeb501a708e6469711635910a68c1199da79ecf261a735285648f0de8b1b5ca5dd30759b5867f11ecd8";
-const S2: &str = "6b38733a656e633a61657367636d3a76313a6b6579323a000102030405060708090a0b513d1f787d804ea2b42392c4eb88afc9e6b03f066641a7519d12f29125d40f3f351cb01bbb600ba47f2ee88c8ad818507e4cdc6cd10dce";
-const S3: &str = "6b3873000a0c0a0276311206536563726574120f0a0d0a0273331a0764656661756c741a002200";
+use fixtures::{BR11_S1 as S1, BR11_S2 as S2, BR11_S3 as S3, KEY_A, KEY_B, KEY_G, WIDGET_W1};
 /// A plain Secret default/s4 with `data: {password: hunter2}` (BR-11's s1–s3 hold no data).
 const S4_WITH_DATA: &str = "6b3873000a0c0a02763112065365637265741224\
 0a0d0a0273341a0764656661756c74\
 12130a0870617373776f7264120768756e74657232\
 1a002200";
-const KEY_A: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
-const KEY_B: &str = "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=";
-const KEY_G: &str = "QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=";
+mod fixtures;
 
-fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
+use fixtures::hex as unhex;
 
 /// Runs `regscope decode <args>` with `stdin` and returns (exit code, stdout, stderr).
 fn decode(args: &[&str], stdin: &[u8]) -> (i32, Vec<u8>, String) {
@@ -102,24 +91,7 @@ fn write_temp(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 
 /// BR-11's EncryptionConfiguration: aescbc key1 (= `key1`), aesgcm key2 = G, identity.
 fn enc_config(dir: &Path, name: &str, key1: &str) -> PathBuf {
-    let text = format!(
-        "apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources: [secrets]
-    providers:
-      - aescbc:
-          keys:
-            - name: key1
-              secret: {key1}
-      - aesgcm:
-          keys:
-            - name: key2
-              secret: {KEY_G}
-      - identity: {{}}
-"
-    );
-    write_temp(dir, name, text.as_bytes())
+    write_temp(dir, name, fixtures::br11_config(key1).as_bytes())
 }
 
 #[test]

@@ -13,14 +13,11 @@ use regscope::decode::object::UNKNOWN_FIELDS_KEY;
 use regscope::decode::{self, envelope::parse_envelope, DecodeOptions, SchemaUse};
 use serde_json::Value;
 
+mod fixtures;
+
+/// `../shared/testdata/k8s-api`, when the shared data is there.
 fn testdata() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata/k8s-api");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("skipped: {} is absent", p.display());
-        None
-    }
+    fixtures::testdata().map(|p| p.join("k8s-api"))
 }
 
 /// `(group, version, kind)` from `<group>.<version>.<Kind>.pb`; group `core` is `""`.

@@ -8,7 +8,6 @@
 //! closing note of issue 3 records a 10-minute run. The seed is printed, and
 //! `REGSCOPE_FUZZ_SEED` replays one.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -18,19 +17,16 @@ use regscope::decrypt::Keyring;
 
 const MAX_INPUT: usize = 2 << 20;
 
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
+mod fixtures;
+
+use fixtures::{hex, BR11_S1, BR11_S2};
 
 fn corpus() -> Vec<Vec<u8>> {
     let mut c = vec![
         hex("6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200"),
         hex("6b3873000a1e0a156275696c642e6f70656e73686966742e696f2f763112054275696c64120b0a090a0262311a036e73311a002200"),
-        hex("6b38733a656e633a6165736362633a76313a6b6579313a10101010101010101010101010101010817e0b842158eaeb501a708e6469711635910a68c1199da79ecf261a735285648f0de8b1b5ca5dd30759b5867f11ecd8"),
-        hex("6b38733a656e633a61657367636d3a76313a6b6579323a000102030405060708090a0b513d1f787d804ea2b42392c4eb88afc9e6b03f066641a7519d12f29125d40f3f351cb01bbb600ba47f2ee88c8ad818507e4cdc6cd10dce"),
+        hex(BR11_S1),
+        hex(BR11_S2),
         br#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"},"spec":{"size":3}}
 "#
         .to_vec(),
@@ -38,7 +34,7 @@ fn corpus() -> Vec<Vec<u8>> {
         b"k8s:enc:kms:v2:plugin:\x0a\x03abc\x12\x02id".to_vec(),
         b"k8s:enc:secretbox:v1:k:0123456789abcdef01234567".to_vec(),
     ];
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata/k8s-api");
+    let dir = fixtures::testdata().unwrap_or_default().join("k8s-api");
     for sub in ["v1.30.3", "head"] {
         if let Ok(rd) = std::fs::read_dir(dir.join(sub)) {
             let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();
@@ -134,11 +130,7 @@ fn decoder_survives_mutated_values() {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(rand::random);
     println!("fuzz seed {seed} for {secs} s (REGSCOPE_FUZZ_SEED replays)");
-    let keyring = Keyring::from_yaml(
-        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc:\n      keys:\n      - name: key1\n        secret: AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n  - aesgcm:\n      keys:\n      - name: key2\n        secret: QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=\n  - identity: {}\n",
-        "fuzz",
-    )
-    .unwrap();
+    let keyring = Keyring::from_yaml(&fixtures::br11_config(fixtures::KEY_A), "fuzz").unwrap();
     let corpus = corpus();
     let mut rng = StdRng::seed_from_u64(seed);
     let deadline = Instant::now() + Duration::from_secs(secs);

@@ -2,19 +2,12 @@
 //! README states hold (families, samples, values, histogram invariants).
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 use regscope::metrics::exposition::{parse, Exposition, MetricType};
 
-fn testdata() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("skipped: {} is absent", p.display());
-        None
-    }
-}
+mod fixtures;
+
+use fixtures::testdata;
 
 fn load(rel: &str) -> Option<(Vec<u8>, Exposition)> {
     let body = std::fs::read(testdata()?.join(rel)).unwrap();

@@ -482,6 +482,8 @@ fn huge_terminal_544x125_keeps_footer_on_last_row() {
 // ---- exactly", part 7). Values are real storage encodings built with the demo's encoders,
 // ---- with fixed times and uids, so these snapshots pin the decoder's output too.
 
+mod fixtures;
+
 mod storage_fixtures {
     use super::*;
     use k8s_pb::api::core::v1::{Container, ContainerPort, Pod, PodSpec, PodStatus};
@@ -681,42 +683,15 @@ mod storage_fixtures {
         a
     }
 
-    /// BR-02's widget: 222 bytes of JSON with the serializer's trailing newline.
-    pub const WIDGET: &str = "{\"apiVersion\":\"example.com/v1\",\"kind\":\"Widget\",\"metadata\":{\"name\":\"w1\",\"namespace\":\"default\",\"uid\":\"00000000-0000-0000-0000-000000000001\",\"creationTimestamp\":\"2024-01-01T00:00:00Z\"},\"spec\":{\"size\":3}}\n";
+    pub use crate::fixtures::WIDGET_W1 as WIDGET;
+    pub use crate::fixtures::{hex, BR11_S1 as S1, BR11_S2 as S2, BR11_S3 as S3};
 
-    /// BR-11's values (field-cases.md).
-    pub const S1: &str = "6b38733a656e633a6165736362633a76313a6b6579313a10101010101010101010101010101010817e0b842158eaeb501a708e6469711635910a68c1199da79ecf261a735285648f0de8b1b5ca5dd30759b5867f11ecd8";
-    pub const S2: &str = "6b38733a656e633a61657367636d3a76313a6b6579323a000102030405060708090a0b513d1f787d804ea2b42392c4eb88afc9e6b03f066641a7519d12f29125d40f3f351cb01bbb600ba47f2ee88c8ad818507e4cdc6cd10dce";
-    pub const S3: &str =
-        "6b3873000a0c0a0276311206536563726574120f0a0d0a0273331a0764656661756c741a002200";
-
-    pub const ENCRYPTION_CONFIG: &str = "\
-apiVersion: apiserver.config.k8s.io/v1
-kind: EncryptionConfiguration
-resources:
-  - resources:
-      - secrets
-    providers:
-      - aescbc:
-          keys:
-            - name: key1
-              secret: AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=
-      - aesgcm:
-          keys:
-            - name: key2
-              secret: QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=
-      - identity: {}
-";
-
-    pub fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-            .collect()
+    pub fn encryption_config() -> String {
+        crate::fixtures::br11_config(crate::fixtures::KEY_A)
     }
 
     pub fn br11_settings() -> Settings {
-        let ring = regscope::decrypt::Keyring::from_yaml(ENCRYPTION_CONFIG, "test")
+        let ring = regscope::decrypt::Keyring::from_yaml(&encryption_config(), "test")
             .expect("encryption config");
         Settings {
             keyring: Some(std::sync::Arc::new(ring)),
