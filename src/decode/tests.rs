@@ -9,12 +9,7 @@ use super::envelope::{object_meta_bytes, parse_envelope, scan_meta};
 use super::wire::{Reader, WireValue};
 use super::*;
 
-fn hex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
-}
+use crate::decrypt::tests::hex;
 
 fn varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
@@ -923,13 +918,9 @@ fn auger_2017_values_decode_exactly() {
 /// copied aesgcm value bound to another key path, and no plaintext without --show-secrets.
 #[test]
 fn br11_mixed_encrypted_and_plain_secrets() {
-    let keyring = crate::decrypt::Keyring::from_yaml(
-        "apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n- resources: [secrets]\n  providers:\n  - aescbc:\n      keys:\n      - name: key1\n        secret: AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n  - aesgcm:\n      keys:\n      - name: key2\n        secret: QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=\n  - identity: {}\n",
-        "br11",
-    )
-    .unwrap();
-    let s1 = hex("6b38733a656e633a6165736362633a76313a6b6579313a10101010101010101010101010101010817e0b842158eaeb501a708e6469711635910a68c1199da79ecf261a735285648f0de8b1b5ca5dd30759b5867f11ecd8");
-    let s2 = hex("6b38733a656e633a61657367636d3a76313a6b6579323a000102030405060708090a0b513d1f787d804ea2b42392c4eb88afc9e6b03f066641a7519d12f29125d40f3f351cb01bbb600ba47f2ee88c8ad818507e4cdc6cd10dce");
+    let keyring = crate::decrypt::tests::br11_config(crate::decrypt::tests::KEY_A);
+    let s1 = hex(crate::decrypt::tests::S1);
+    let s2 = hex(crate::decrypt::tests::S2);
     // field-cases.md's s3 gives the kind "Secret" a length of 3 (`12 03`), so its typeMeta
     // does not parse: a precise error, not a guess. With the length corrected (`12 06`) it is
     // the plain Secret the case describes.

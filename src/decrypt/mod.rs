@@ -24,7 +24,7 @@ mod config;
 mod kms;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::fmt;
 use std::path::Path;

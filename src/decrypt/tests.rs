@@ -23,7 +23,7 @@ use proptest::prelude::*;
 use std::path::PathBuf;
 
 /// Test keys of field-cases.md: A = 0x00..0x1f, B = 0x20..0x3f, G = 0x40..0x5f.
-const KEY_A: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
+pub(crate) const KEY_A: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 const KEY_B: &str = "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=";
 const KEY_G: &str = "QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=";
 /// 16-byte key 0x60..0x6f.
@@ -32,11 +32,12 @@ const KEY_16: &str = "YGFiY2RlZmdoaWprbG1ubw==";
 const KEY_24: &str = "gIGCg4SFhoeIiYqLjI2Oj5CRkpOUlZaX";
 
 /// BR-11 s1: aescbc key1 (key A), IV 16×0x10.
-const S1: &str = "6b38733a656e633a6165736362633a76313a6b6579313a10101010101010101010101010101010817e0b842158eaeb501a708e6469711635910a68c1199da79ecf261a735285648f0de8b1b5ca5dd30759b5867f11ecd8";
+pub(crate) const S1: &str = "6b38733a656e633a6165736362633a76313a6b6579313a10101010101010101010101010101010817e0b842158eaeb501a708e6469711635910a68c1199da79ecf261a735285648f0de8b1b5ca5dd30759b5867f11ecd8";
 /// BR-11 s2: aesgcm key2 (key G), nonce 00..0b, AAD `/registry/secrets/default/s2`.
-const S2: &str = "6b38733a656e633a61657367636d3a76313a6b6579323a000102030405060708090a0b513d1f787d804ea2b42392c4eb88afc9e6b03f066641a7519d12f29125d40f3f351cb01bbb600ba47f2ee88c8ad818507e4cdc6cd10dce";
+pub(crate) const S2: &str = "6b38733a656e633a61657367636d3a76313a6b6579323a000102030405060708090a0b513d1f787d804ea2b42392c4eb88afc9e6b03f066641a7519d12f29125d40f3f351cb01bbb600ba47f2ee88c8ad818507e4cdc6cd10dce";
 /// BR-11 s3: identity.
-const S3: &str = "6b3873000a0c0a0276311206536563726574120f0a0d0a0273331a0764656661756c741a002200";
+pub(crate) const S3: &str =
+    "6b3873000a0c0a0276311206536563726574120f0a0d0a0273331a0764656661756c741a002200";
 
 /// `b"k8s:enc:aescbc:v1:short:" + cbc(KEY_16, bytes(range(0x70, 0x80)), secret_pb(b"cm1"))`.
 const CBC16: &str = "6b38733a656e633a6165736362633a76313a73686f72743a707172737475767778797a7b7c7d7e7fd07bf698dd729a45508281580ff2c6c066c0357cc6475c26dfd268d7e1257482b09d5f51f7d0e6ae84076ecb108404bd";
@@ -57,7 +58,7 @@ const SECRETBOX: &str = "6b38733a656e633a736563726574626f783a76313a6b3ac0c1c2c3c
 /// giving 47 bytes of garbage starting `ca68e78f`.
 const CBC_A_VALID_UNDER_B: &str = "6b38733a656e633a6165736362633a76313a6b6579313a000000000000000000000000000000badfd3fdc78a3206cbf77ad4c5314dd2ff2376b47762dc3c1ffa9c04fcf11683307efc8bc33e97fc051a91c95633de4324";
 
-fn hex(s: &str) -> Vec<u8> {
+pub(crate) fn hex(s: &str) -> Vec<u8> {
     assert!(s.len() % 2 == 0, "odd hex length");
     (0..s.len())
         .step_by(2)
@@ -69,7 +70,9 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-fn br11_config(key1: &str) -> Keyring {
+/// BR-11's EncryptionConfiguration (aescbc key1 = `key1`, aesgcm key2 = G, identity), shared
+/// with the decoder and console tests.
+pub(crate) fn br11_config(key1: &str) -> Keyring {
     let yaml = format!(
         "apiVersion: apiserver.config.k8s.io/v1
 kind: EncryptionConfiguration

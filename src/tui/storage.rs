@@ -153,18 +153,8 @@ pub(crate) mod tests {
     use crate::store::ReplicaConfig;
     use std::time::UNIX_EPOCH;
 
-    /// BR-11's three secrets and the copied one (hex from field-cases.md).
-    pub(crate) const S1: &str = "6b38733a656e633a6165736362633a76313a6b6579313a10101010101010101010101010101010817e0b842158eaeb501a708e6469711635910a68c1199da79ecf261a735285648f0de8b1b5ca5dd30759b5867f11ecd8";
-    pub(crate) const S2: &str = "6b38733a656e633a61657367636d3a76313a6b6579323a000102030405060708090a0b513d1f787d804ea2b42392c4eb88afc9e6b03f066641a7519d12f29125d40f3f351cb01bbb600ba47f2ee88c8ad818507e4cdc6cd10dce";
-    pub(crate) const S3: &str =
-        "6b3873000a0c0a0276311206536563726574120f0a0d0a0273331a0764656661756c741a002200";
-
-    pub(crate) fn hex(s: &str) -> Vec<u8> {
-        (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
-            .collect()
-    }
+    /// BR-11's three secrets (field-cases.md), shared with the decrypt tests.
+    pub(crate) use crate::decrypt::tests::{hex, S1, S2, S3};
 
     fn replica(kvs: &[(&[u8], Vec<u8>)]) -> Replica {
         let mut r = Replica::new(ReplicaConfig::default());
