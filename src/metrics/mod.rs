@@ -3,3 +3,4 @@
 //! against every real capture in `../shared/testdata`.
 
 pub mod exposition;
+pub mod view;

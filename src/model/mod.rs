@@ -136,6 +136,82 @@ pub enum Observation {
     /// etcd's history was replaced under us (restored from a snapshot, wiped data dir): the
     /// replica forgets everything it holds; a fresh list follows.
     Reset { reason: String },
+    /// One scrape of a `/metrics` endpoint (or one offline metrics file): the raw body as
+    /// received, or why there is none. Bodies are kept raw so that recordings replay the
+    /// same derivation as live; the store parses and maps them.
+    Scrape {
+        target: ScrapeTarget,
+        outcome: ScrapeOutcome,
+    },
+    /// What one of regscope's own informers (a list + watch with bookmarks through the
+    /// apiserver) saw.
+    Informer(InformerObs),
+}
+
+/// Which `/metrics` endpoint a scrape came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScrapeTarget {
+    /// kube-apiserver's `/metrics`.
+    Apiserver,
+    /// etcd's `/metrics` (client URL, or `--listen-metrics-urls`).
+    Etcd,
+}
+
+impl ScrapeTarget {
+    pub fn label(self) -> &'static str {
+        match self {
+            ScrapeTarget::Apiserver => "apiserver",
+            ScrapeTarget::Etcd => "etcd",
+        }
+    }
+}
+
+/// The result of one scrape.
+#[derive(Clone, Debug)]
+pub enum ScrapeOutcome {
+    /// HTTP 200 (or a file's contents): the body, not yet parsed. `source` is the URL or
+    /// file path, for display. A body that is not Prometheus text (HTML, garbage) still
+    /// arrives here; the store's parser counts its unreadable lines and marks the target
+    /// stale when no sample could be read.
+    Body { source: String, body: Bytes },
+    /// No body: connection refused, timeout, TLS or HTTP error status. `error` is one line
+    /// for humans, e.g. `GET https://10.0.0.1:6443/metrics: timed out after 5s`.
+    Failed { source: String, error: String },
+}
+
+/// One thing an informer saw for one resource. `resource` is `group/resource` style
+/// identity split in two: `group` is `""` for the core group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InformerObs {
+    pub group: String,
+    pub resource: String,
+    pub what: InformerWhat,
+}
+
+/// What an informer saw.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum InformerWhat {
+    /// A list finished; the list's `metadata.resourceVersion` (an etcd revision for
+    /// etcd3-backed resources). `relist` is false for the first list of the session.
+    Listed {
+        resource_version: Revision,
+        items: u64,
+        relist: bool,
+    },
+    /// A watch event (ADDED/MODIFIED/DELETED, `bookmark` false) or a BOOKMARK (true) with the
+    /// object's `metadata.resourceVersion`. The store measures lag against the replica's
+    /// head at the moment it applies this (its `Stamped::at`).
+    Event {
+        resource_version: Revision,
+        bookmark: bool,
+    },
+    /// The apiserver answered 410 Gone (HTTP status or an ERROR watch event with code
+    /// 410: "too old resource version"); the informer relists. `message` as the server
+    /// said it.
+    Gone { message: String },
+    /// The watch or list failed for another reason (one line); the informer retries.
+    Error { message: String },
 }
 
 /// An observation with the wall-clock time the source received it.

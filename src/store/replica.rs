@@ -327,6 +327,8 @@ impl Replica {
             }
             Observation::Note(n) => self.note(st.at, n.clone()),
             Observation::Reset { reason } => self.reset(st.at, reason),
+            // The apiserver side lives in `store::metrics` and `store::informer`.
+            Observation::Scrape { .. } | Observation::Informer(_) => {}
         }
     }
 
