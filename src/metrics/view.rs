@@ -25,6 +25,12 @@ pub enum Reading<T> {
     Unavailable,
 }
 
+impl<T> Default for Reading<T> {
+    fn default() -> Self {
+        Reading::NotExposed
+    }
+}
+
 impl<T> Reading<T> {
     pub fn value(&self) -> Option<&T> {
         match self {
