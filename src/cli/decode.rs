@@ -118,7 +118,7 @@ fn parse_hex(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
         return Ok(None);
     }
     let digits: Vec<u8> = body.iter().copied().filter(u8::is_ascii_hexdigit).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(format!(
             "the input looks like hex text but has an odd number of digits ({})",
             digits.len()

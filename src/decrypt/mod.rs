@@ -701,7 +701,7 @@ mod ciphers {
             ));
         }
         let ct = body.len() - AES_BLOCK;
-        if ct == 0 || ct % AES_BLOCK != 0 {
+        if ct == 0 || !ct.is_multiple_of(AES_BLOCK) {
             return Err(format!(
                 "ciphertext is {ct} bytes, not a positive multiple of 16"
             ));

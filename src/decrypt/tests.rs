@@ -59,7 +59,7 @@ const SECRETBOX: &str = "6b38733a656e633a736563726574626f783a76313a6b3ac0c1c2c3c
 const CBC_A_VALID_UNDER_B: &str = "6b38733a656e633a6165736362633a76313a6b6579313a000000000000000000000000000000badfd3fdc78a3206cbf77ad4c5314dd2ff2376b47762dc3c1ffa9c04fcf11683307efc8bc33e97fc051a91c95633de4324";
 
 pub(crate) fn hex(s: &str) -> Vec<u8> {
-    assert!(s.len() % 2 == 0, "odd hex length");
+    assert!(s.len().is_multiple_of(2), "odd hex length");
     (0..s.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))

@@ -14,21 +14,19 @@ use crate::model::{humantime_serde_compat, Revision};
 /// A value that a metric may or may not provide. Kubernetes renames and adds metrics
 /// between releases (BR-08), and the apiserver publishes `-1` when it could not read a
 /// count (BR-09): neither may ever be shown as 0.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(tag = "state", content = "value", rename_all = "snake_case")]
 pub enum Reading<T> {
     /// The metric exists and has a value.
     Value(T),
     /// This server version does not expose the metric (or no scrape has arrived yet).
+    #[default]
     NotExposed,
     /// The server exposes the metric but reported its "unavailable" sentinel (`-1`).
     Unavailable,
-}
-
-impl<T> Default for Reading<T> {
-    fn default() -> Self {
-        Reading::NotExposed
-    }
+    /// A rate of an exposed counter that needs a second scrape (shown as "…"): one scrape
+    /// holds totals only.
+    Pending,
 }
 
 impl<T> Reading<T> {

@@ -149,7 +149,9 @@ pub enum Observation {
 }
 
 /// Which `/metrics` endpoint a scrape came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ScrapeTarget {
     /// kube-apiserver's `/metrics`.

@@ -4,9 +4,13 @@
 //! source produced them (live or replayed: the same code). Views and the CLI read through
 //! `&Replica` queries; nothing here knows about drawing or I/O.
 
+mod informer;
+pub mod metrics;
 mod replica;
 mod stats;
 
+pub use informer::{InformerLag, InformerState};
+pub use metrics::MetricStore;
 pub use replica::{
     Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig, Summary, VersionView,
     DEFAULT_HISTORY_BUDGET,

@@ -1,0 +1,626 @@
+//! Maps a parsed `/metrics` page onto regscope's metric concepts, using the table in
+//! `concepts.toml` (embedded; the only place that knows metric names and label schemes).
+//!
+//! In: an [`Exposition`]. Out: a [`Mapped`] scrape: for each concept the name that won
+//! (newest first; a deprecated twin is ignored, so nothing counts twice, BR-08) and one value
+//! per [`SeriesKey`] `(concept, group, resource, op)`. Resource labels are normalised from
+//! every scheme Kubernetes has used: `{group,resource}` (1.34+), `{resource}` holding
+//! `pods` or `leases.coordination.k8s.io`, and `{type}` holding either of those or a storage
+//! path such as `/registry/pods/` (≤ 1.33). Series that normalise to the same key (e.g.
+//! `apiserver_request_duration_seconds` split by scope and component) are summed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, OnceLock};
+
+use serde::Deserialize;
+
+use super::exposition::{Exposition, Sample};
+use crate::model::ScrapeTarget;
+
+/// The embedded concept table.
+pub const CONCEPTS_TOML: &str = include_str!("concepts.toml");
+
+/// What kind of metric a concept is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Gauge,
+    Counter,
+    Histogram,
+}
+
+/// One name a concept has had.
+#[derive(Clone, Debug, Deserialize)]
+pub struct NameDef {
+    pub name: String,
+    /// First Kubernetes release with this name, `"1.31"`; `""` when older than anything
+    /// regscope meets.
+    pub since: String,
+    /// Label holding the API group, `""` for none.
+    #[serde(default)]
+    pub group: String,
+    /// Labels that may hold the resource, first present wins.
+    #[serde(default)]
+    pub resource: Vec<String>,
+    /// Label holding the operation, verb or priority level.
+    #[serde(default)]
+    pub op: String,
+    /// Operation values left out.
+    #[serde(default)]
+    pub skip_op: Vec<String>,
+    /// A value meaning "could not be read".
+    #[serde(default)]
+    pub sentinel: Option<f64>,
+    /// Only series whose `code` label is 5xx.
+    #[serde(default)]
+    pub code_5xx: bool,
+}
+
+/// One concept of the table.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ConceptDef {
+    pub id: String,
+    pub target: ScrapeTarget,
+    #[serde(rename = "type")]
+    pub kind: Kind,
+    /// Absent at or after `since` means zero (labelled counters appear on first increment).
+    #[serde(default)]
+    pub lazy: bool,
+    pub names: Vec<NameDef>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TableFile {
+    concept: Vec<ConceptDef>,
+    storage_paths: BTreeMap<String, String>,
+}
+
+/// The loaded table with its lookup index.
+#[derive(Debug)]
+pub struct Table {
+    pub concepts: Vec<ConceptDef>,
+    /// Storage path after the prefix → `<resource>` or `<resource>.<group>`.
+    pub storage_paths: BTreeMap<String, String>,
+    /// Sample name (with `_bucket`/`_sum`/`_count` for histograms) → (concept, name index,
+    /// part).
+    index: HashMap<String, Vec<(usize, usize, Part)>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Part {
+    Value,
+    Bucket,
+    Sum,
+    Count,
+}
+
+/// A concept's position in the table; stable for one build of regscope.
+pub type ConceptIdx = u16;
+
+impl Table {
+    /// Parses a table. Errors name the TOML problem (the embedded table is checked by a
+    /// unit test, so this only fails for a broken edit).
+    pub fn parse(text: &str) -> Result<Table, String> {
+        let file: TableFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut index: HashMap<String, Vec<(usize, usize, Part)>> = HashMap::new();
+        for (ci, c) in file.concept.iter().enumerate() {
+            for (ni, n) in c.names.iter().enumerate() {
+                let parts: &[(&str, Part)] = match c.kind {
+                    Kind::Histogram => &[
+                        ("_bucket", Part::Bucket),
+                        ("_sum", Part::Sum),
+                        ("_count", Part::Count),
+                    ],
+                    _ => &[("", Part::Value)],
+                };
+                for (suffix, part) in parts {
+                    index
+                        .entry(format!("{}{suffix}", n.name))
+                        .or_default()
+                        .push((ci, ni, *part));
+                }
+            }
+        }
+        Ok(Table {
+            concepts: file.concept,
+            storage_paths: file.storage_paths,
+            index,
+        })
+    }
+
+    /// The concept with this id. Panics on an id that is not in the table: ids are
+    /// compile-time constants in regscope, checked by the unit tests.
+    pub fn idx(&self, id: &str) -> ConceptIdx {
+        self.concepts
+            .iter()
+            .position(|c| c.id == id)
+            .unwrap_or_else(|| panic!("metric concept {id:?} is not in concepts.toml"))
+            as ConceptIdx
+    }
+
+    pub fn concept(&self, idx: ConceptIdx) -> &ConceptDef {
+        &self.concepts[idx as usize]
+    }
+
+    /// Splits a resource label value into `(group, resource)`: `pods` → `("", "pods")`,
+    /// `leases.coordination.k8s.io` → `("coordination.k8s.io", "leases")`, and storage
+    /// paths `/registry/pods/`, `/registry/services/specs/`,
+    /// `/registry/apiregistration.k8s.io/apiservices/` through [`Table::storage_paths`].
+    pub fn resource_of(&self, value: &str) -> (String, String) {
+        if let Some(path) = value.strip_prefix('/') {
+            // `<prefix>/<rest>/`: the prefix is the first segment (kube-apiserver's
+            // --etcd-prefix, `/registry` by default).
+            let path = path.trim_end_matches('/');
+            let rest = path.split_once('/').map_or("", |(_, r)| r);
+            return self.storage_path_resource(rest);
+        }
+        split_dotted(value)
+    }
+
+    /// `(group, resource)` for a key path after the prefix, e.g. `deployments` →
+    /// `("apps", "deployments")`, `widgets.example.com` (a replica resource name) or
+    /// `example.com/widgets` (a path) → `("example.com", "widgets")`.
+    pub fn storage_path_resource(&self, rest: &str) -> (String, String) {
+        if let Some(full) = self.storage_paths.get(rest) {
+            return split_dotted(full);
+        }
+        match rest.split_once('/') {
+            Some((g, r)) if g.contains('.') => (g.to_string(), r.to_string()),
+            _ => split_dotted(rest),
+        }
+    }
+}
+
+fn split_dotted(v: &str) -> (String, String) {
+    match v.split_once('.') {
+        Some((r, g)) => (g.to_string(), r.to_string()),
+        None => (String::new(), v.to_string()),
+    }
+}
+
+/// The embedded table, loaded once.
+pub fn table() -> &'static Table {
+    static T: OnceLock<Table> = OnceLock::new();
+    T.get_or_init(|| Table::parse(CONCEPTS_TOML).expect("embedded concepts.toml is valid"))
+}
+
+/// Identity of one mapped series.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeriesKey {
+    pub concept: ConceptIdx,
+    /// API group, `""` for core or for concepts without resources.
+    pub group: String,
+    /// Plain resource, `""` for concepts without resources.
+    pub resource: String,
+    /// Operation, verb, priority level or (for identity concepts) the version string.
+    pub op: String,
+}
+
+/// A histogram: cumulative counts per upper bound, as exposed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hist {
+    /// Finite upper bounds, ascending (the `le` values without `+Inf`), shared by every
+    /// point of a series.
+    pub bounds: Arc<[f64]>,
+    /// Cumulative counts, one per finite bound plus the `+Inf` bucket last.
+    pub cumulative: Box<[f64]>,
+    pub sum: f64,
+    pub count: f64,
+}
+
+/// One mapped value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Scalar(f64),
+    Histogram(Hist),
+}
+
+/// One scrape after mapping.
+#[derive(Clone, Debug, Default)]
+pub struct Mapped {
+    /// Server version: `kubernetes_build_info`'s `git_version` (`v1.34.0`) or
+    /// `etcd_server_version`'s `server_version` (`3.6.4`).
+    pub version: Option<String>,
+    /// Per concept (by index): the name that won in this scrape, `None` when absent.
+    pub names: Vec<Option<String>>,
+    pub series: HashMap<SeriesKey, Value>,
+    /// Samples read from the body (all, mapped or not).
+    pub samples: usize,
+}
+
+#[derive(Default)]
+struct HistAcc {
+    buckets: Vec<(f64, f64)>,
+    sum: f64,
+    count: f64,
+}
+
+enum Acc {
+    Scalar(f64),
+    Hist(HistAcc),
+}
+
+/// Maps a parsed page. Pure and cheap: one pass over the samples, one hash lookup each.
+pub fn map(t: &Table, expo: &Exposition) -> Mapped {
+    let n = t.concepts.len();
+    // Per concept, per name index: accumulated series.
+    let mut acc: Vec<Vec<HashMap<SeriesKey, Acc>>> = t
+        .concepts
+        .iter()
+        .map(|c| c.names.iter().map(|_| HashMap::new()).collect())
+        .collect();
+    for s in &expo.samples {
+        let Some(hits) = t.index.get(s.name.as_str()) else {
+            continue;
+        };
+        for &(ci, ni, part) in hits {
+            let def = &t.concepts[ci].names[ni];
+            let Some(key) = key_of(t, ci, def, s) else {
+                continue;
+            };
+            let slot = acc[ci][ni].entry(key);
+            match part {
+                Part::Value => {
+                    let a = slot.or_insert(Acc::Scalar(0.0));
+                    if let Acc::Scalar(v) = a {
+                        *v += s.value;
+                    }
+                }
+                _ => {
+                    let a = slot.or_insert_with(|| Acc::Hist(HistAcc::default()));
+                    let Acc::Hist(h) = a else { continue };
+                    match part {
+                        Part::Bucket => {
+                            let le = match s.label("le") {
+                                Some(v) => parse_le(v),
+                                None => None,
+                            };
+                            if let Some(le) = le {
+                                match h.buckets.iter_mut().find(|(b, _)| *b == le) {
+                                    Some((_, c)) => *c += s.value,
+                                    None => h.buckets.push((le, s.value)),
+                                }
+                            }
+                        }
+                        Part::Sum => h.sum += s.value,
+                        Part::Count => h.count += s.value,
+                        Part::Value => {}
+                    }
+                }
+            }
+        }
+    }
+
+    let mut out = Mapped {
+        names: vec![None; n],
+        samples: expo.samples.len(),
+        ..Mapped::default()
+    };
+    for (ci, per_name) in acc.into_iter().enumerate() {
+        let Some((ni, series)) = per_name
+            .into_iter()
+            .enumerate()
+            .find(|(_, m)| !m.is_empty())
+        else {
+            continue;
+        };
+        out.names[ci] = Some(t.concepts[ci].names[ni].name.clone());
+        let mut bounds_cache: Option<Arc<[f64]>> = None;
+        for (key, a) in series {
+            let v = match a {
+                Acc::Scalar(v) => Value::Scalar(v),
+                Acc::Hist(mut h) => {
+                    h.buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+                    let finite: Vec<f64> = h
+                        .buckets
+                        .iter()
+                        .map(|(b, _)| *b)
+                        .filter(|b| b.is_finite())
+                        .collect();
+                    let bounds = match &bounds_cache {
+                        Some(b) if **b == *finite => b.clone(),
+                        _ => {
+                            let b: Arc<[f64]> = finite.into();
+                            bounds_cache = Some(b.clone());
+                            b
+                        }
+                    };
+                    let mut cumulative: Vec<f64> = h
+                        .buckets
+                        .iter()
+                        .filter(|(b, _)| b.is_finite())
+                        .map(|(_, c)| *c)
+                        .collect();
+                    let inf = h
+                        .buckets
+                        .iter()
+                        .find(|(b, _)| b.is_infinite())
+                        .map_or(h.count, |(_, c)| *c);
+                    cumulative.push(inf);
+                    Value::Histogram(Hist {
+                        bounds,
+                        cumulative: cumulative.into_boxed_slice(),
+                        sum: h.sum,
+                        count: h.count,
+                    })
+                }
+            };
+            out.series.insert(key, v);
+        }
+    }
+    let version_of = |id: &str| {
+        let ci = t.idx(id);
+        out.series
+            .keys()
+            .find(|k| k.concept == ci && !k.op.is_empty())
+            .map(|k| k.op.clone())
+    };
+    out.version = version_of("build_info").or_else(|| version_of("etcd_server_version"));
+    out
+}
+
+fn parse_le(v: &str) -> Option<f64> {
+    match v {
+        "+Inf" | "Inf" | "+inf" | "inf" => Some(f64::INFINITY),
+        _ => v.parse().ok(),
+    }
+}
+
+fn key_of(t: &Table, ci: usize, def: &NameDef, s: &Sample) -> Option<SeriesKey> {
+    let op = if def.op.is_empty() {
+        String::new()
+    } else {
+        s.label(&def.op).unwrap_or("").to_string()
+    };
+    if def.skip_op.contains(&op) {
+        return None;
+    }
+    if def.code_5xx && !s.label("code").is_some_and(|c| c.starts_with('5')) {
+        return None;
+    }
+    let group_label = if def.group.is_empty() {
+        None
+    } else {
+        s.label(&def.group)
+    };
+    let res_value = def.resource.iter().find_map(|l| s.label(l));
+    let (group, resource) = match (group_label, res_value) {
+        (Some(g), Some(r)) => (g.to_string(), r.to_string()),
+        (None, Some(r)) => t.resource_of(r),
+        (_, None) => (String::new(), String::new()),
+    };
+    Some(SeriesKey {
+        concept: ci as ConceptIdx,
+        group,
+        resource,
+        op,
+    })
+}
+
+/// `(major, minor)` of a Kubernetes version such as `v1.34.0`, `1.31` or
+/// `v1.34.0-regscope-demo`; `None` when it does not start with two numbers.
+pub fn minor_version(v: &str) -> Option<(u32, u32)> {
+    let v = v.trim_start_matches('v');
+    let mut it = v.split(['.', '-', '+']);
+    let major = it.next()?.parse().ok()?;
+    let minor = it.next()?.parse().ok()?;
+    Some((major, minor))
+}
+
+impl Mapped {
+    /// Whether concept `ci` is exposed by this server: a name of it is present, or it is a
+    /// lazy counter and the server's version is at or after the first name's `since`.
+    pub fn exposes(&self, t: &Table, ci: ConceptIdx) -> bool {
+        if self.names.get(ci as usize).is_some_and(|n| n.is_some()) {
+            return true;
+        }
+        let c = t.concept(ci);
+        if !c.lazy {
+            return false;
+        }
+        let since = c.names.iter().filter_map(|n| minor_version(&n.since)).min();
+        match (since, self.version.as_deref().and_then(minor_version)) {
+            (Some(s), Some(v)) => v >= s,
+            _ => false,
+        }
+    }
+
+    /// The value of a series.
+    pub fn get(&self, key: &SeriesKey) -> Option<&Value> {
+        self.series.get(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::exposition::parse;
+
+    #[test]
+    fn embedded_table_is_valid_and_every_id_is_unique() {
+        let t = table();
+        let mut ids: Vec<&str> = t.concepts.iter().map(|c| c.id.as_str()).collect();
+        ids.sort();
+        let n = ids.len();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "duplicate concept ids");
+        assert!(n >= 30, "{n}");
+        for c in &t.concepts {
+            assert!(!c.names.is_empty(), "{}", c.id);
+        }
+    }
+
+    #[test]
+    fn resource_labels_of_every_scheme_normalise_to_group_and_resource() {
+        let t = table();
+        let pairs = [
+            ("pods", ("", "pods")),
+            (
+                "leases.coordination.k8s.io",
+                ("coordination.k8s.io", "leases"),
+            ),
+            ("/registry/pods/", ("", "pods")),
+            ("/registry/configmaps/", ("", "configmaps")),
+            ("/registry/services/specs/", ("", "services")),
+            ("/registry/services/endpoints/", ("", "endpoints")),
+            ("/registry/minions/", ("", "nodes")),
+            ("/registry/controllers/", ("", "replicationcontrollers")),
+            ("/registry/ingress/", ("networking.k8s.io", "ingresses")),
+            ("/registry/deployments/", ("apps", "deployments")),
+            (
+                "/registry/apiregistration.k8s.io/apiservices/",
+                ("apiregistration.k8s.io", "apiservices"),
+            ),
+            (
+                "/custom-prefix/widgets.example.com/",
+                ("example.com", "widgets"),
+            ),
+        ];
+        for (v, (g, r)) in pairs {
+            assert_eq!(t.resource_of(v), (g.to_string(), r.to_string()), "{v}");
+        }
+        assert_eq!(
+            t.storage_path_resource("widgets.example.com"),
+            ("example.com".into(), "widgets".into())
+        );
+        assert_eq!(
+            t.storage_path_resource("leases"),
+            ("coordination.k8s.io".into(), "leases".into())
+        );
+    }
+
+    fn count_of(m: &Mapped, id: &str, op: &str, group: &str, resource: &str) -> Option<f64> {
+        let t = table();
+        match m.get(&SeriesKey {
+            concept: t.idx(id),
+            group: group.into(),
+            resource: resource.into(),
+            op: op.into(),
+        })? {
+            Value::Scalar(v) => Some(*v),
+            Value::Histogram(h) => Some(h.count),
+        }
+    }
+
+    /// BR-08: three scrapes across a rename; every label scheme maps to configmaps in the
+    /// core group and the deprecation window counts once.
+    #[test]
+    fn br08_names_and_labels_across_releases_map_to_one_concept() {
+        let t = table();
+        let old = parse(
+            b"etcd_object_counts{resource=\"configmaps\"} 40\n\
+etcd_db_total_size_in_bytes{endpoint=\"https://127.0.0.1:2379\"} 2.097152e+07\n\
+etcd_request_duration_seconds_count{operation=\"get\",group=\"\",resource=\"configmaps\"} 10\n",
+        );
+        let mid = parse(
+            b"etcd_object_counts{resource=\"configmaps\"} 40\n\
+apiserver_storage_objects{resource=\"configmaps\"} 40\n\
+apiserver_storage_db_total_size_in_bytes{endpoint=\"https://127.0.0.1:2379\"} 2.097152e+07\n\
+apiserver_storage_size_bytes{cluster=\"etcd-0\"} 2.097152e+07\n",
+        );
+        let new = parse(
+            b"apiserver_storage_objects{resource=\"configmaps\"} 40\n\
+apiserver_storage_size_bytes{storage_cluster_id=\"etcd-0\"} 2.097152e+07\n\
+etcd_request_duration_seconds_count{operation=\"get\",type=\"/registry/configmaps/\"} 7\n\
+etcd_request_duration_seconds_count{operation=\"list\",type=\"configmaps\"} 3\n",
+        );
+        for (name, e) in [("old", &old), ("mid", &mid), ("new", &new)] {
+            assert!(e.skipped.is_empty(), "{name}");
+            let m = map(t, e);
+            assert_eq!(
+                count_of(&m, "objects", "", "", "configmaps"),
+                Some(40.0),
+                "{name}"
+            );
+            let sizes: Vec<f64> = m
+                .series
+                .iter()
+                .filter(|(k, _)| k.concept == t.idx("storage_size"))
+                .map(|(_, v)| match v {
+                    Value::Scalar(v) => *v,
+                    _ => f64::NAN,
+                })
+                .collect();
+            assert_eq!(sizes, vec![20.0 * 1024.0 * 1024.0], "{name}");
+        }
+        let m = map(t, &old);
+        assert_eq!(
+            count_of(&m, "etcd_request_duration", "get", "", "configmaps"),
+            Some(10.0)
+        );
+        let m = map(t, &new);
+        assert_eq!(
+            count_of(&m, "etcd_request_duration", "get", "", "configmaps"),
+            Some(7.0)
+        );
+        assert_eq!(
+            count_of(&m, "etcd_request_duration", "list", "", "configmaps"),
+            Some(3.0)
+        );
+        // MID has no latency histogram at all: the concept is not exposed there.
+        let m = map(t, &mid);
+        assert!(!m.exposes(t, t.idx("etcd_request_duration")));
+        assert_eq!(
+            m.names[t.idx("objects") as usize].as_deref(),
+            Some("apiserver_storage_objects")
+        );
+    }
+
+    #[test]
+    fn lazy_counters_are_zero_from_their_release_and_not_exposed_before() {
+        let t = table();
+        let m = map(
+            t,
+            &parse(b"kubernetes_build_info{git_version=\"v1.28.3\"} 1\n"),
+        );
+        assert_eq!(m.version.as_deref(), Some("v1.28.3"));
+        assert!(m.exposes(t, t.idx("terminated_watchers")));
+        // events_received_total is from 1.27, resource_version gauge from 1.31 (not lazy).
+        assert!(m.exposes(t, t.idx("watch_cache_events_received")));
+        assert!(!m.exposes(t, t.idx("watch_cache_resource_version")));
+        let m = map(
+            t,
+            &parse(b"kubernetes_build_info{git_version=\"v1.26.1\"} 1\n"),
+        );
+        assert!(!m.exposes(t, t.idx("watch_cache_events_received")));
+    }
+
+    #[test]
+    fn histograms_sum_series_that_map_to_one_key() {
+        let t = table();
+        let body = b"apiserver_request_duration_seconds_bucket{verb=\"GET\",group=\"\",resource=\"pods\",scope=\"namespace\",le=\"0.1\"} 3\n\
+apiserver_request_duration_seconds_bucket{verb=\"GET\",group=\"\",resource=\"pods\",scope=\"namespace\",le=\"+Inf\"} 4\n\
+apiserver_request_duration_seconds_sum{verb=\"GET\",group=\"\",resource=\"pods\",scope=\"namespace\"} 1.5\n\
+apiserver_request_duration_seconds_count{verb=\"GET\",group=\"\",resource=\"pods\",scope=\"namespace\"} 4\n\
+apiserver_request_duration_seconds_bucket{verb=\"GET\",group=\"\",resource=\"pods\",scope=\"cluster\",le=\"0.1\"} 1\n\
+apiserver_request_duration_seconds_bucket{verb=\"GET\",group=\"\",resource=\"pods\",scope=\"cluster\",le=\"+Inf\"} 1\n\
+apiserver_request_duration_seconds_sum{verb=\"GET\",group=\"\",resource=\"pods\",scope=\"cluster\"} 0.05\n\
+apiserver_request_duration_seconds_count{verb=\"GET\",group=\"\",resource=\"pods\",scope=\"cluster\"} 1\n\
+apiserver_request_duration_seconds_count{verb=\"WATCH\",group=\"\",resource=\"pods\",scope=\"cluster\"} 9\n";
+        let m = map(t, &parse(body));
+        let key = SeriesKey {
+            concept: t.idx("request_duration"),
+            group: String::new(),
+            resource: "pods".into(),
+            op: "GET".into(),
+        };
+        let Some(Value::Histogram(h)) = m.get(&key) else {
+            panic!("{:?}", m.series)
+        };
+        assert_eq!(&*h.bounds, &[0.1]);
+        assert_eq!(&*h.cumulative, &[4.0, 5.0]);
+        assert_eq!(h.count, 5.0);
+        assert!((h.sum - 1.55).abs() < 1e-9);
+        // WATCH is long-running: not a latency row.
+        assert_eq!(m.series.len(), 1);
+    }
+
+    #[test]
+    fn minor_versions() {
+        assert_eq!(minor_version("v1.34.0"), Some((1, 34)));
+        assert_eq!(minor_version("1.31"), Some((1, 31)));
+        assert_eq!(minor_version("v1.34.0-regscope-demo"), Some((1, 34)));
+        assert_eq!(minor_version("3.6.4"), Some((3, 6)));
+        assert_eq!(minor_version(""), None);
+    }
+}

@@ -1,0 +1,602 @@
+//! Builds the apiserver-side panels ([`ApiserverView`]) from the metric store, the informer
+//! lag tracker and the replica, on read. Live, paused and replayed sessions run this same
+//! code over the same stored scrapes.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::SystemTime;
+
+use super::concepts::{self, ConceptIdx, Hist, Mapped, SeriesKey, Table, Value};
+use super::quantile::{counter_increase, histogram_increase, histogram_quantile};
+use super::view::*;
+use crate::model::{Revision, ScrapeTarget};
+use crate::store::metrics::{MetricStore, TargetSeries};
+use crate::store::{InformerLag, Replica};
+
+/// Points of p99 history kept per latency row (the sparkline's width at most).
+const HISTORY_POINTS: usize = 60;
+
+/// Derives every panel. `replica` is `None` when there is no etcd connection (metric files
+/// only); the etcd-derived parts are then empty or `None`.
+pub fn derive(
+    store: &MetricStore,
+    replica: Option<&Replica>,
+    informers: &InformerLag,
+    now: SystemTime,
+) -> ApiserverView {
+    let t = concepts::table();
+    let api = store.target(ScrapeTarget::Apiserver);
+    let etcd = store.target(ScrapeTarget::Etcd);
+    let mut view = ApiserverView {
+        apiserver: api.status.clone(),
+        etcd: etcd.status.clone(),
+        ..ApiserverView::default()
+    };
+    let replica_rates = replica
+        .map(|r| replica_rates(t, r, now))
+        .unwrap_or_default();
+    if let Some(m) = api.latest() {
+        view.latency = latency(t, api);
+        view.watch_cache = watch_cache(t, api, m, &replica_rates);
+        view.apf = apf(t, api, m);
+        view.not_exposed = t
+            .concepts
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| c.target == ScrapeTarget::Apiserver && !m.exposes(t, *i as ConceptIdx))
+            .map(|(_, c)| c.id.clone())
+            .collect();
+    }
+    view.objects = objects(t, api.latest(), replica);
+    view.etcd_health = etcd_health(t, etcd.latest(), api.latest());
+    view.window = window(
+        t,
+        api.latest(),
+        etcd.latest(),
+        replica,
+        informers,
+        &view.watch_cache,
+    );
+    view
+}
+
+fn key(ci: ConceptIdx, group: &str, resource: &str, op: &str) -> SeriesKey {
+    SeriesKey {
+        concept: ci,
+        group: group.to_string(),
+        resource: resource.to_string(),
+        op: op.to_string(),
+    }
+}
+
+fn scalar(v: &Value) -> Option<f64> {
+    match v {
+        Value::Scalar(x) => Some(*x),
+        Value::Histogram(h) => Some(h.count),
+    }
+}
+
+/// Per-second rate of a counter series over the two newest scrapes.
+fn rate(ts: &TargetSeries, k: &SeriesKey) -> Option<f64> {
+    let (prev, (cur, cur_t)) = ts.last_two(k)?;
+    let (prev, prev_t) = prev?;
+    let dt = cur_t.duration_since(prev_t).ok()?.as_secs_f64();
+    if dt <= 0.0 {
+        return None;
+    }
+    Some(counter_increase(scalar(&prev.value)?, scalar(&cur.value)?) / dt)
+}
+
+/// A counter's rate as a reading: not exposed, pending (one scrape), or the rate (0 for a
+/// lazy counter with no series yet when two scrapes exist).
+fn rate_reading(t: &Table, ts: &TargetSeries, m: &Mapped, k: &SeriesKey) -> Reading<f64> {
+    if !m.exposes(t, k.concept) {
+        return Reading::NotExposed;
+    }
+    match rate(ts, k) {
+        Some(r) => Reading::Value(r),
+        None if ts.newest_seq().unwrap_or(0) >= 1 && m.get(k).is_none() => Reading::Value(0.0),
+        None => Reading::Pending,
+    }
+}
+
+fn total_reading(t: &Table, m: &Mapped, k: &SeriesKey) -> Reading<f64> {
+    if !m.exposes(t, k.concept) {
+        return Reading::NotExposed;
+    }
+    match m.get(k).and_then(scalar) {
+        Some(v) => Reading::Value(v),
+        // Exposed (a lazy counter, or a gauge family present for other resources) but no
+        // series for this resource: a counter that never moved is 0, a gauge is absent.
+        None if t.concept(k.concept).lazy => Reading::Value(0.0),
+        None => Reading::NotExposed,
+    }
+}
+
+fn quantiles(prev: Option<&Hist>, cur: &Hist) -> (Quantile, Quantile, Quantile) {
+    let inc = histogram_increase(prev, cur);
+    (
+        histogram_quantile(0.5, &cur.bounds, &inc),
+        histogram_quantile(0.9, &cur.bounds, &inc),
+        histogram_quantile(0.99, &cur.bounds, &inc),
+    )
+}
+
+fn latency(t: &Table, ts: &TargetSeries) -> Vec<LatencyRow> {
+    let mut rows = Vec::new();
+    let newest = ts.newest_seq();
+    for (id, metric, errors) in [
+        (
+            "etcd_request_duration",
+            "etcd_request_duration_seconds",
+            "etcd_request_errors",
+        ),
+        (
+            "request_duration",
+            "apiserver_request_duration_seconds",
+            "request_errors",
+        ),
+    ] {
+        let ci = t.idx(id);
+        let eci = t.idx(errors);
+        for (k, pts) in ts.series() {
+            if k.concept != ci || pts.back().map(|p| p.seq) != newest {
+                continue;
+            }
+            let Some(Value::Histogram(cur)) = pts.back().map(|p| &p.value) else {
+                continue;
+            };
+            let prev = pts
+                .len()
+                .checked_sub(2)
+                .and_then(|i| pts.get(i))
+                .filter(|p| Some(p.seq + 1) == newest)
+                .and_then(|p| match &p.value {
+                    Value::Histogram(h) => Some(h),
+                    _ => None,
+                });
+            let (p50, p90, p99) = quantiles(prev, cur);
+            let mut history = Vec::new();
+            let start = pts.len().saturating_sub(HISTORY_POINTS + 1);
+            let mut last: Option<(u64, &Hist)> = None;
+            for p in pts.iter().skip(start) {
+                let Value::Histogram(h) = &p.value else {
+                    continue;
+                };
+                if let Some((seq, ph)) = last {
+                    if seq + 1 == p.seq {
+                        let inc = histogram_increase(Some(ph), h);
+                        history.push(match histogram_quantile(0.99, &h.bounds, &inc) {
+                            Quantile::Value(v) | Quantile::AtLeast(v) => Some(v),
+                            Quantile::NoData => None,
+                        });
+                    } else {
+                        history.push(None);
+                    }
+                }
+                last = Some((p.seq, h));
+            }
+            let ek = key(eci, &k.group, &k.resource, &k.op);
+            let error_rate = match ts.latest() {
+                Some(m) if m.exposes(t, eci) => rate(ts, &ek)
+                    .or_else(|| (prev.is_some() && m.get(&ek).is_none()).then_some(0.0)),
+                _ => None,
+            };
+            rows.push(LatencyRow {
+                metric,
+                operation: k.op.clone(),
+                group: k.group.clone(),
+                resource: k.resource.clone(),
+                count: cur.count,
+                p50,
+                p90,
+                p99,
+                rate: rate(ts, k),
+                error_rate,
+                p99_history: history,
+            });
+        }
+    }
+    rows.sort_by(|a, b| {
+        rank(&b.p99)
+            .total_cmp(&rank(&a.p99))
+            .then_with(|| b.count.total_cmp(&a.count))
+            .then_with(|| {
+                (a.metric, &a.resource, &a.operation).cmp(&(b.metric, &b.resource, &b.operation))
+            })
+    });
+    rows
+}
+
+/// Sort key for "worst first": AtLeast ranks above its bound, NoData last.
+fn rank(q: &Quantile) -> f64 {
+    match q {
+        Quantile::Value(v) => *v,
+        Quantile::AtLeast(v) => v * 1.0001 + 1e-9,
+        Quantile::NoData => -1.0,
+    }
+}
+
+/// Events per second (puts + deletes) per `(group, resource)` over the last 10 s.
+fn replica_rates(t: &Table, r: &Replica, now: SystemTime) -> BTreeMap<(String, String), f64> {
+    let sec = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let mut out = BTreeMap::new();
+    for rs in r.resources() {
+        let (p, d) = rs.rates(sec, 10);
+        *out.entry(t.storage_path_resource(&rs.resource))
+            .or_insert(0.0) += p + d;
+    }
+    out
+}
+
+fn watch_cache(
+    t: &Table,
+    ts: &TargetSeries,
+    m: &Mapped,
+    replica_rates: &BTreeMap<(String, String), f64>,
+) -> Vec<WatchCacheRow> {
+    let cap = t.idx("watch_cache_capacity");
+    let ids = [
+        cap,
+        t.idx("watch_cache_events_received"),
+        t.idx("watch_cache_events_dispatched"),
+        t.idx("watch_cache_initializations"),
+        t.idx("terminated_watchers"),
+        t.idx("watch_cache_resource_version"),
+    ];
+    let resources: BTreeSet<(String, String)> = m
+        .series
+        .keys()
+        .filter(|k| ids.contains(&k.concept) && !k.resource.is_empty())
+        .map(|k| (k.group.clone(), k.resource.clone()))
+        .collect();
+    resources
+        .into_iter()
+        .map(|(g, r)| {
+            let k = |id: &str| key(t.idx(id), &g, &r, "");
+            let capacity = total_reading(t, m, &k("watch_cache_capacity"));
+            let received = rate_reading(t, ts, m, &k("watch_cache_events_received"));
+            let replica_event_rate = replica_rates.get(&(g.clone(), r.clone())).copied();
+            // The cache's own intake is the best rate; the replica's write rate stands in
+            // before 1.27 (no events_received counter) or before a second scrape.
+            let rate = received
+                .value()
+                .copied()
+                .filter(|v| *v > 0.0)
+                .or(replica_event_rate.filter(|v| *v > 0.0));
+            let history_span_seconds = match (capacity.value(), rate) {
+                (Some(c), Some(rate)) if rate > 0.0 => Some(c / rate),
+                _ => None,
+            };
+            WatchCacheRow {
+                capacity,
+                capacity_increases: total_reading(t, m, &k("watch_cache_capacity_increase")),
+                capacity_decreases: total_reading(t, m, &k("watch_cache_capacity_decrease")),
+                events_received_rate: received,
+                events_dispatched_rate: rate_reading(t, ts, m, &k("watch_cache_events_dispatched")),
+                terminated_watchers: total_reading(t, m, &k("terminated_watchers")),
+                initializations: total_reading(t, m, &k("watch_cache_initializations")),
+                replica_event_rate,
+                history_span_seconds,
+                group: g,
+                resource: r,
+            }
+        })
+        .collect()
+}
+
+fn apf(t: &Table, ts: &TargetSeries, m: &Mapped) -> Option<Vec<ApfRow>> {
+    let exec = t.idx("apf_executing");
+    if !m.exposes(t, exec) {
+        return None;
+    }
+    let ids = [
+        exec,
+        t.idx("apf_inqueue"),
+        t.idx("apf_rejected"),
+        t.idx("apf_nominal_seats"),
+    ];
+    let levels: BTreeSet<&str> = m
+        .series
+        .keys()
+        .filter(|k| ids.contains(&k.concept) && !k.op.is_empty())
+        .map(|k| k.op.as_str())
+        .collect();
+    let get = |id: &str, pl: &str| m.get(&key(t.idx(id), "", "", pl)).and_then(scalar);
+    let rejected_ci = t.idx("apf_rejected");
+    Some(
+        levels
+            .into_iter()
+            .map(|pl| {
+                let rk = key(rejected_ci, "", "", pl);
+                let rejected_total =
+                    get("apf_rejected", pl).or_else(|| m.exposes(t, rejected_ci).then_some(0.0));
+                ApfRow {
+                    priority_level: pl.to_string(),
+                    in_queue: get("apf_inqueue", pl),
+                    executing: get("apf_executing", pl),
+                    rejected_total,
+                    rejected_rate: rate(ts, &rk).or_else(|| {
+                        (ts.newest_seq().unwrap_or(0) >= 1 && rejected_total == Some(0.0))
+                            .then_some(0.0)
+                    }),
+                    nominal_seats: get("apf_nominal_seats", pl),
+                }
+            })
+            .collect(),
+    )
+}
+
+fn objects(t: &Table, m: Option<&Mapped>, replica: Option<&Replica>) -> Vec<ObjectsRow> {
+    let ci = t.idx("objects");
+    let sentinel = |m: &Mapped| {
+        m.names[ci as usize]
+            .as_deref()
+            .and_then(|n| t.concept(ci).names.iter().find(|d| d.name == n))
+            .and_then(|d| d.sentinel)
+    };
+    let mut api: BTreeMap<(String, String), Reading<i64>> = BTreeMap::new();
+    if let Some(m) = m {
+        let s = sentinel(m);
+        for (k, v) in &m.series {
+            if k.concept != ci {
+                continue;
+            }
+            let v = scalar(v).unwrap_or(f64::NAN);
+            let reading = if Some(v) == s || v < 0.0 || !v.is_finite() {
+                Reading::Unavailable
+            } else {
+                Reading::Value(v as i64)
+            };
+            api.insert((k.group.clone(), k.resource.clone()), reading);
+        }
+    }
+    let mut rep: BTreeMap<(String, String), u64> = BTreeMap::new();
+    let mut total_keys = 0u64;
+    if let Some(r) = replica {
+        for rs in r.resources() {
+            total_keys += rs.keys;
+            if rs.keys > 0 || api.contains_key(&t.storage_path_resource(&rs.resource)) {
+                *rep.entry(t.storage_path_resource(&rs.resource))
+                    .or_insert(0) += rs.keys;
+            }
+        }
+    }
+    let names: BTreeSet<(String, String)> = api.keys().chain(rep.keys()).cloned().collect();
+    // The 1.34-rc regression (kubernetes#133604): several resources report the same value,
+    // the total key count under the prefix.
+    let same_as_total = |v: i64| {
+        total_keys > 0
+            && v as u64 == total_keys
+            && api.values().filter(|r| **r == Reading::Value(v)).count() >= 2
+    };
+    let mut rows: Vec<ObjectsRow> = names
+        .into_iter()
+        .map(|(g, r)| {
+            // No series for a resource the replica holds: the apiserver does not count it.
+            let a = api
+                .get(&(g.clone(), r.clone()))
+                .cloned()
+                .unwrap_or(Reading::NotExposed);
+            let replica_n = replica.map(|_| rep.get(&(g.clone(), r.clone())).copied().unwrap_or(0));
+            let flag = match (&a, replica_n) {
+                (Reading::Value(v), Some(n)) if disagree(*v, n) => Some(if same_as_total(*v) {
+                    format!(
+                        "apiserver says {v}, replica has {n}: equals the total key count ({total_keys}), the pattern of the 1.34-rc regression (kubernetes#133604)"
+                    )
+                } else {
+                    format!("apiserver says {v}, replica has {n}")
+                }),
+                _ => None,
+            };
+            ObjectsRow {
+                group: g,
+                resource: r,
+                apiserver: a,
+                replica: replica_n,
+                flag,
+            }
+        })
+        .collect();
+    rows.sort_by_key(|r| r.flag.is_none());
+    rows
+}
+
+/// Counts disagree when they differ by more than 2 and by more than 10 % (the apiserver
+/// refreshes its counts periodically, so small transient differences are normal).
+fn disagree(api: i64, replica: u64) -> bool {
+    let diff = (api - replica as i64).unsigned_abs();
+    diff > 2 && diff as f64 > 0.1 * replica as f64
+}
+
+fn etcd_health(t: &Table, m: Option<&Mapped>, api: Option<&Mapped>) -> Option<EtcdHealth> {
+    let api_size = api.map_or(Reading::NotExposed, |a| {
+        let ci = t.idx("storage_size");
+        a.series
+            .iter()
+            .find(|(k, _)| k.concept == ci)
+            .and_then(|(_, v)| scalar(v))
+            .map_or(Reading::NotExposed, Reading::Value)
+    });
+    let m = match m {
+        Some(m) => m,
+        None if api.is_some() => {
+            return Some(EtcdHealth {
+                apiserver_db_size_bytes: api_size,
+                ..EtcdHealth::default()
+            })
+        }
+        None => return None,
+    };
+    let get = |id: &str| m.get(&key(t.idx(id), "", "", "")).and_then(scalar);
+    let size = get("etcd_db_size");
+    let in_use = get("etcd_db_in_use");
+    let quota = get("etcd_quota");
+    let quota_used_percent = match (size, quota) {
+        (Some(s), Some(q)) if q > 0.0 => Some(s / q * 100.0),
+        _ => None,
+    };
+    let (not_in_use_percent, reclaimable) = match (size, in_use) {
+        (Some(s), Some(u)) if s > 0.0 => {
+            let free = (s - u).max(0.0);
+            (Some(free / s * 100.0), Some(free))
+        }
+        _ => (None, None),
+    };
+    Some(EtcdHealth {
+        db_size_bytes: size,
+        db_in_use_bytes: in_use,
+        quota_bytes: quota,
+        quota_used_percent,
+        not_in_use_percent,
+        reclaimable_bytes: reclaimable,
+        just_defragmented: not_in_use_percent == Some(0.0),
+        has_leader: get("etcd_has_leader").map(|v| v >= 1.0),
+        leader_changes: get("etcd_leader_changes"),
+        slow_watchers: get("etcd_slow_watchers"),
+        proposals_failed: get("etcd_proposals_failed"),
+        revision: get("etcd_current_revision").map(|v| v as Revision),
+        compact_revision: get("etcd_compact_revision")
+            .filter(|v| *v > 0.0)
+            .map(|v| v as Revision),
+        apiserver_db_size_bytes: api_size,
+    })
+}
+
+fn window(
+    t: &Table,
+    api: Option<&Mapped>,
+    etcd: Option<&Mapped>,
+    replica: Option<&Replica>,
+    informers: &InformerLag,
+    cache: &[WatchCacheRow],
+) -> WindowView {
+    let etcd_get = |id: &str| {
+        etcd.and_then(|m| m.get(&key(t.idx(id), "", "", "")))
+            .and_then(scalar)
+    };
+    let etcd_head = etcd_get("etcd_current_revision").map(|v| v as Revision);
+    let replica_head = replica.map(|r| r.revision()).filter(|r| *r > 0);
+    let head = replica_head.or(etcd_head);
+    let compact_revision = replica.and_then(|r| r.compact_revision()).or_else(|| {
+        etcd_get("etcd_compact_revision")
+            .filter(|v| *v > 0.0)
+            .map(|v| v as Revision)
+    });
+    let window_revisions = match (head, compact_revision) {
+        (Some(h), Some(c)) => Some((h - c).max(0)),
+        _ => None,
+    };
+    let window_seconds = match (replica, compact_revision) {
+        (Some(r), Some(c)) => match (
+            r.time_of(c.max(r.oldest_queryable())),
+            r.time_of(r.revision()),
+        ) {
+            (Some(a), Some(b)) if c >= r.oldest_queryable() => {
+                b.duration_since(a).ok().map(|d| d.as_secs_f64())
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    // The apiserver's cache lag is measured against etcd's head as etcd reported it in its
+    // own scrape (the nearest moment to the apiserver's); the replica's head otherwise.
+    let cache_head = etcd_head.or(head);
+    let mut rows: BTreeMap<(String, String), WindowRow> = BTreeMap::new();
+    let rv_ci = t.idx("watch_cache_resource_version");
+    let row = |g: &str, r: &str| -> WindowRow {
+        WindowRow {
+            group: g.to_string(),
+            resource: r.to_string(),
+            watch_cache_lag_revisions: Reading::NotExposed,
+            informer_lag_revisions: None,
+            informer_lag_seconds: None,
+            gone_410: 0,
+            relists: 0,
+            informer_state: None,
+            risk: Risk::Ok,
+        }
+    };
+    if let Some(m) = api {
+        for (k, v) in &m.series {
+            if k.concept != rv_ci {
+                continue;
+            }
+            let lag = match (scalar(v), cache_head) {
+                (Some(rv), Some(h)) if rv >= 0.0 => Reading::Value((h - rv as Revision).max(0)),
+                (Some(_), _) => Reading::Unavailable,
+                _ => Reading::NotExposed,
+            };
+            let mut w = row(&k.group, &k.resource);
+            w.watch_cache_lag_revisions = lag;
+            rows.insert((k.group.clone(), k.resource.clone()), w);
+        }
+    }
+    for ((g, r), s) in informers.iter() {
+        let w = rows
+            .entry((g.clone(), r.clone()))
+            .or_insert_with(|| row(g, r));
+        w.informer_lag_revisions = s.lag_revisions;
+        w.informer_lag_seconds = s.lag_seconds;
+        w.gone_410 = s.gone_410;
+        w.relists = s.relists;
+        w.informer_state = Some(s.state.clone());
+    }
+    for w in rows.values_mut() {
+        w.risk = risk(w, window_revisions, cache);
+    }
+    let mut rows: Vec<WindowRow> = rows.into_values().collect();
+    rows.sort_by(|a, b| {
+        b.risk.cmp(&a.risk).then_with(|| {
+            b.informer_lag_revisions
+                .unwrap_or(-1)
+                .cmp(&a.informer_lag_revisions.unwrap_or(-1))
+        })
+    });
+    WindowView {
+        head,
+        compact_revision,
+        window_revisions,
+        window_seconds,
+        regscope_lag_revisions: match (etcd_head, replica_head) {
+            (Some(e), Some(r)) => Some((e - r).max(0)),
+            _ => None,
+        },
+        rows,
+    }
+}
+
+/// Danger when a lag reaches the compaction window (a resume would be below the compacted
+/// revision) or the informer is behind by more than the watch cache's history span (the
+/// cache no longer holds its position: 410 from the cache, not from etcd); Warn from half
+/// of either, or when 410s were already seen.
+fn risk(w: &WindowRow, window: Option<i64>, cache: &[WatchCacheRow]) -> Risk {
+    let mut risk = if w.gone_410 > 0 { Risk::Warn } else { Risk::Ok };
+    let lag = w
+        .informer_lag_revisions
+        .into_iter()
+        .chain(w.watch_cache_lag_revisions.value().copied())
+        .max();
+    if let (Some(lag), Some(win)) = (lag, window) {
+        if win > 0 && lag >= win {
+            return Risk::Danger;
+        }
+        if win > 0 && lag * 2 >= win {
+            risk = Risk::Warn;
+        }
+    }
+    let span = cache
+        .iter()
+        .find(|c| c.group == w.group && c.resource == w.resource)
+        .and_then(|c| c.history_span_seconds);
+    if let (Some(lag_s), Some(span)) = (w.informer_lag_seconds, span) {
+        if lag_s >= span {
+            return Risk::Danger;
+        }
+        if lag_s * 2.0 >= span {
+            risk = risk.max(Risk::Warn);
+        }
+    }
+    risk
+}

@@ -1,0 +1,340 @@
+//! The metric series: every scrape of the apiserver's and etcd's `/metrics`, parsed,
+//! mapped onto concepts ([`crate::metrics::concepts`]) and kept as ring buffers.
+//!
+//! In: [`Observation::Scrape`] (raw bodies or failures). Out: per target, the newest mapped
+//! scrape, every series' points (scrape time, value) for at most `retention` scrapes, and the
+//! target's health (last good scrape, "stale since", skipped lines). Nothing is derived
+//! here: rates and quantiles are computed on read by [`crate::metrics::derive`].
+
+use std::collections::{HashMap, VecDeque};
+use std::time::SystemTime;
+
+use crate::metrics::concepts::{self, Mapped, SeriesKey, Value};
+use crate::metrics::exposition;
+use crate::metrics::view::TargetStatus;
+use crate::model::{Observation, ScrapeOutcome, ScrapeTarget, Stamped};
+
+/// Scrapes kept per target by default: one hour at the default 5 s interval.
+pub const DEFAULT_RETENTION: usize = 720;
+
+/// A point with the wall clock of its scrape.
+pub type TimedPoint<'a> = (&'a Point, SystemTime);
+
+/// One point of a series: the scrape's sequence number and the value.
+#[derive(Clone, Debug)]
+pub struct Point {
+    pub seq: u64,
+    pub value: Value,
+}
+
+/// Everything known about one scrape target.
+#[derive(Debug, Default)]
+pub struct TargetSeries {
+    pub status: TargetStatus,
+    /// Wall clock of each good scrape still held, oldest first; `times[i]` has sequence
+    /// number `first_seq + i`.
+    times: VecDeque<SystemTime>,
+    first_seq: u64,
+    /// The newest good scrape, mapped.
+    latest: Option<Mapped>,
+    series: HashMap<SeriesKey, VecDeque<Point>>,
+}
+
+impl TargetSeries {
+    /// The newest good scrape.
+    pub fn latest(&self) -> Option<&Mapped> {
+        self.latest.as_ref()
+    }
+
+    /// Time of the scrape with sequence number `seq`, while it is held.
+    pub fn time_of(&self, seq: u64) -> Option<SystemTime> {
+        let i = seq.checked_sub(self.first_seq)?;
+        self.times.get(usize::try_from(i).ok()?).copied()
+    }
+
+    /// Sequence number of the newest good scrape.
+    pub fn newest_seq(&self) -> Option<u64> {
+        (!self.times.is_empty()).then(|| self.first_seq + self.times.len() as u64 - 1)
+    }
+
+    /// Points of one series, oldest first.
+    pub fn points(&self, key: &SeriesKey) -> Option<&VecDeque<Point>> {
+        self.series.get(key)
+    }
+
+    /// Every series held.
+    pub fn series(&self) -> impl Iterator<Item = (&SeriesKey, &VecDeque<Point>)> {
+        self.series.iter()
+    }
+
+    /// The newest two points of a series when they come from the two newest scrapes
+    /// (`prev` is `None` when the series is new or only one scrape exists).
+    pub fn last_two(&self, key: &SeriesKey) -> Option<(Option<TimedPoint<'_>>, TimedPoint<'_>)> {
+        let pts = self.series.get(key)?;
+        let cur = pts.back()?;
+        if Some(cur.seq) != self.newest_seq() {
+            return None;
+        }
+        let cur_t = self.time_of(cur.seq)?;
+        let prev = pts
+            .len()
+            .checked_sub(2)
+            .and_then(|i| pts.get(i))
+            .filter(|p| p.seq + 1 == cur.seq)
+            .and_then(|p| Some((p, self.time_of(p.seq)?)));
+        Some((prev, (cur, cur_t)))
+    }
+
+    /// Bytes held by the series, estimated (keys, points and histogram buckets), for the
+    /// memory-per-series-hour figure.
+    pub fn approx_bytes(&self) -> usize {
+        let mut n = self.times.len() * std::mem::size_of::<SystemTime>();
+        for (k, pts) in &self.series {
+            n += std::mem::size_of::<SeriesKey>() + k.group.len() + k.resource.len() + k.op.len();
+            n += pts.capacity() * std::mem::size_of::<Point>();
+            for p in pts {
+                if let Value::Histogram(h) = &p.value {
+                    n += h.cumulative.len() * 8;
+                }
+            }
+        }
+        n
+    }
+
+    /// Number of series held.
+    pub fn series_count(&self) -> usize {
+        self.series.len()
+    }
+}
+
+/// The metric store: one [`TargetSeries`] per target.
+#[derive(Debug)]
+pub struct MetricStore {
+    apiserver: TargetSeries,
+    etcd: TargetSeries,
+    retention: usize,
+}
+
+impl Default for MetricStore {
+    fn default() -> Self {
+        Self::new(DEFAULT_RETENTION)
+    }
+}
+
+impl MetricStore {
+    /// A store keeping at most `retention` good scrapes per target (at least 2, so rates
+    /// can be computed).
+    pub fn new(retention: usize) -> Self {
+        Self {
+            apiserver: TargetSeries::default(),
+            etcd: TargetSeries::default(),
+            retention: retention.max(2),
+        }
+    }
+
+    pub fn target(&self, t: ScrapeTarget) -> &TargetSeries {
+        match t {
+            ScrapeTarget::Apiserver => &self.apiserver,
+            ScrapeTarget::Etcd => &self.etcd,
+        }
+    }
+
+    fn target_mut(&mut self, t: ScrapeTarget) -> &mut TargetSeries {
+        match t {
+            ScrapeTarget::Apiserver => &mut self.apiserver,
+            ScrapeTarget::Etcd => &mut self.etcd,
+        }
+    }
+
+    /// Marks a target as configured (a source exists) before its first scrape arrives, so
+    /// panels say "waiting for the first scrape" rather than "not configured".
+    pub fn set_configured(&mut self, t: ScrapeTarget, source: &str) {
+        let s = &mut self.target_mut(t).status;
+        s.configured = true;
+        s.source = source.to_string();
+    }
+
+    /// Applies one observation; anything but a scrape is ignored. Returns true when
+    /// something changed.
+    pub fn apply(&mut self, st: &Stamped) -> bool {
+        let Observation::Scrape { target, outcome } = &st.obs else {
+            return false;
+        };
+        let retention = self.retention;
+        let ts = self.target_mut(*target);
+        ts.status.configured = true;
+        match outcome {
+            ScrapeOutcome::Failed { source, error } => {
+                ts.status.source.clone_from(source);
+                ts.status.last_error = Some(error.clone());
+                ts.status.stale_since.get_or_insert(st.at);
+            }
+            ScrapeOutcome::Body { source, body } => {
+                ts.status.source.clone_from(source);
+                let expo = exposition::parse(body);
+                ts.status.skipped_lines = expo.skipped.len();
+                ts.status.first_skipped = expo.skipped.first().map(|s| s.to_string());
+                if expo.samples.is_empty() {
+                    ts.status.last_error = Some(why_no_samples(body, expo.skipped.len()));
+                    ts.status.stale_since.get_or_insert(st.at);
+                    return true;
+                }
+                let mapped = concepts::map(concepts::table(), &expo);
+                ts.status.last_error = None;
+                ts.status.stale_since = None;
+                ts.status.last_good = Some(st.at);
+                ts.status.good_scrapes += 1;
+                ts.status.version.clone_from(&mapped.version);
+                ts.push(st.at, mapped, retention);
+            }
+        }
+        true
+    }
+}
+
+impl TargetSeries {
+    fn push(&mut self, at: SystemTime, mapped: Mapped, retention: usize) {
+        let seq = self.first_seq + self.times.len() as u64;
+        self.times.push_back(at);
+        for (k, v) in &mapped.series {
+            self.series.entry(k.clone()).or_default().push_back(Point {
+                seq,
+                value: v.clone(),
+            });
+        }
+        while self.times.len() > retention {
+            self.times.pop_front();
+            self.first_seq += 1;
+        }
+        let first = self.first_seq;
+        self.series.retain(|_, pts| {
+            while pts.front().is_some_and(|p| p.seq < first) {
+                pts.pop_front();
+            }
+            !pts.is_empty()
+        });
+        self.latest = Some(mapped);
+    }
+}
+
+/// One line saying why a 200 body held no metrics: HTML (a login page, a proxy's error
+/// page), empty, or garbage.
+fn why_no_samples(body: &[u8], skipped: usize) -> String {
+    let head: String = String::from_utf8_lossy(&body[..body.len().min(512)])
+        .trim_start()
+        .chars()
+        .take(64)
+        .collect();
+    let lower = head.to_ascii_lowercase();
+    if body.iter().all(u8::is_ascii_whitespace) {
+        "empty body: no metrics".into()
+    } else if lower.starts_with("<!doctype html")
+        || lower.starts_with("<html")
+        || lower.starts_with('<')
+    {
+        format!("body is HTML, not metrics ({skipped} lines unreadable)")
+    } else {
+        let first = head
+            .lines()
+            .next()
+            .unwrap_or("")
+            .replace(char::is_control, " ");
+        format!("no readable metrics: {skipped} lines unreadable, first: {first:?}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Bytes;
+    use std::time::Duration;
+
+    fn scrape(t: ScrapeTarget, at: u64, body: &str) -> Stamped {
+        Stamped {
+            at: SystemTime::UNIX_EPOCH + Duration::from_secs(at),
+            obs: Observation::Scrape {
+                target: t,
+                outcome: ScrapeOutcome::Body {
+                    source: "test".into(),
+                    body: Bytes::from(body.to_string()),
+                },
+            },
+        }
+    }
+
+    fn failed(t: ScrapeTarget, at: u64, e: &str) -> Stamped {
+        Stamped {
+            at: SystemTime::UNIX_EPOCH + Duration::from_secs(at),
+            obs: Observation::Scrape {
+                target: t,
+                outcome: ScrapeOutcome::Failed {
+                    source: "http://x/metrics".into(),
+                    error: e.into(),
+                },
+            },
+        }
+    }
+
+    #[test]
+    fn failures_html_and_garbage_mark_stale_since_the_first_and_a_good_scrape_clears_it() {
+        let mut m = MetricStore::new(10);
+        let e = ScrapeTarget::Etcd;
+        assert!(m.apply(&scrape(e, 100, "etcd_debugging_mvcc_current_revision 5\n")));
+        assert_eq!(m.target(e).status.stale_since, None);
+        m.apply(&failed(e, 105, "timed out after 5s"));
+        m.apply(&scrape(
+            e,
+            110,
+            "<!DOCTYPE html><html><body>Login</body></html>\n",
+        ));
+        m.apply(&scrape(e, 115, "\x00\x01garbage{{{\n"));
+        let s = &m.target(e).status;
+        assert_eq!(
+            s.stale_since,
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(105))
+        );
+        assert!(
+            s.last_error
+                .as_deref()
+                .unwrap()
+                .contains("no readable metrics"),
+            "{s:?}"
+        );
+        assert_eq!(s.skipped_lines, 1);
+        assert_eq!(s.good_scrapes, 1);
+        m.apply(&scrape(e, 120, "<html>\n"));
+        assert!(m
+            .target(e)
+            .status
+            .last_error
+            .as_deref()
+            .unwrap()
+            .contains("HTML"));
+        m.apply(&scrape(e, 125, "etcd_debugging_mvcc_current_revision 9\n"));
+        let s = &m.target(e).status;
+        assert_eq!(s.stale_since, None);
+        assert_eq!(s.last_error, None);
+        assert_eq!(s.good_scrapes, 2);
+    }
+
+    #[test]
+    fn retention_bounds_points_and_drops_series_that_vanished() {
+        let mut m = MetricStore::new(3);
+        let e = ScrapeTarget::Etcd;
+        m.apply(&scrape(e, 1, "etcd_debugging_mvcc_keys_total 1\n"));
+        for i in 2..10 {
+            m.apply(&scrape(
+                e,
+                i,
+                &format!("etcd_debugging_mvcc_current_revision {i}\n"),
+            ));
+        }
+        let t = m.target(e);
+        assert_eq!(t.series_count(), 1);
+        let (_, pts) = t.series().next().unwrap();
+        assert_eq!(pts.len(), 3);
+        let (prev, cur) = t.last_two(t.series().next().unwrap().0).unwrap();
+        assert_eq!(prev.unwrap().0.seq + 1, cur.0.seq);
+        assert_eq!(cur.1, SystemTime::UNIX_EPOCH + Duration::from_secs(9));
+    }
+}
