@@ -161,7 +161,7 @@ async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs) -> Result<ExitCode> {
 async fn snapshot(conn: &ConnArgs, _s: &SnapshotArgs) -> Result<ExitCode> {
     let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
     let replica = snapshot_replica(&source, conn.replica_config()).await?;
-    println!("{}", snapshot_json(&replica, _s.keys)?);
+    println!("{}", snapshot_json(Some(&replica), _s.keys, None)?);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -410,7 +410,7 @@ async fn br01_non_utf8_key_round_trips() {
         .replica
         .live_keys_after(b"/registry/configmaps/", None, 10);
     assert_eq!(keys, vec![bytes::Bytes::from(key.clone())]);
-    let json = regscope::cli::snapshot_json(&h.replica, true).unwrap();
+    let json = regscope::cli::snapshot_json(Some(&h.replica), true, None).unwrap();
     assert!(
         json.contains("/registry/configmaps/default/cm\\\\xff"),
         "{json}"

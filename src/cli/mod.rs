@@ -10,6 +10,9 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use serde_json::json;
+
+use crate::metrics::view::{ApiserverView, Quantile, Reading};
 use crate::model::{escape_bytes, ConnState, Observation, Revision, Stamped};
 use crate::source::connect::classify;
 use crate::source::etcd::{list_once, ListError};
@@ -110,32 +113,167 @@ pub fn load_keyring(
     }
 }
 
-pub fn snapshot_json(replica: &Replica, with_keys: bool) -> Result<String> {
-    let key_list = with_keys.then(|| {
-        let prefix = replica.prefix().to_vec();
-        replica
-            .range_at(&prefix, replica.revision())
-            .map(|it| {
-                it.map(|(k, v)| KeyRow {
-                    key: escape_bytes(k).into_owned(),
-                    resource: crate::model::KeyPath::parse(&prefix, k)
-                        .resource
-                        .into_owned(),
-                    create_revision: v.create_revision,
-                    mod_revision: v.mod_revision,
-                    version: v.version,
-                    lease: v.lease,
-                    bytes: v.value.as_ref().map_or(0, |b| b.len()),
-                })
-                .collect()
-            })
-            .unwrap_or_default()
-    });
-    let out = SnapshotJson {
-        summary: replica.summary(),
-        key_list,
+/// `regscope snapshot --json`: the replica's summary (revision, compact_revision, keys,
+/// bytes, resources, gaps, compactions; with `with_keys` every key) and, when `view` is
+/// given, the apiserver side ([`metrics_json`]). Without a replica (metric files only) the
+/// replica's fields are present and `null`.
+pub fn snapshot_json(
+    replica: Option<&Replica>,
+    with_keys: bool,
+    view: Option<&ApiserverView>,
+) -> Result<String> {
+    let mut out = match replica {
+        Some(replica) => serde_json::to_value(SnapshotJson {
+            summary: replica.summary(),
+            key_list: with_keys.then(|| key_rows(replica)),
+        })?,
+        None => {
+            // The same keys as with a replica, every one null.
+            let mut v = serde_json::to_value(Replica::new(ReplicaConfig::default()).summary())?;
+            if let Some(o) = v.as_object_mut() {
+                o.values_mut().for_each(|x| *x = serde_json::Value::Null);
+            }
+            v
+        }
     };
+    if let (Some(view), Some(o)) = (view, out.as_object_mut()) {
+        if let serde_json::Value::Object(m) = metrics_json(view) {
+            o.extend(m);
+        }
+    }
     Ok(serde_json::to_string_pretty(&out)?)
+}
+
+fn key_rows(replica: &Replica) -> Vec<KeyRow> {
+    let prefix = replica.prefix().to_vec();
+    replica
+        .range_at(&prefix, replica.revision())
+        .map(|it| {
+            it.map(|(k, v)| KeyRow {
+                key: escape_bytes(k).into_owned(),
+                resource: crate::model::KeyPath::parse(&prefix, k)
+                    .resource
+                    .into_owned(),
+                create_revision: v.create_revision,
+                mod_revision: v.mod_revision,
+                version: v.version,
+                lease: v.lease,
+                bytes: v.value.as_ref().map_or(0, |b| b.len()),
+            })
+            .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A quantile for JSON: seconds as a number, `{"at_least": 60}` when the rank is in the
+/// `+Inf` bucket, `null` without observations.
+fn quantile_json(q: Quantile) -> serde_json::Value {
+    match q {
+        Quantile::Value(v) => json!(v),
+        Quantile::AtLeast(b) => json!({ "at_least": b }),
+        Quantile::NoData => serde_json::Value::Null,
+    }
+}
+
+/// A reading for JSON: the value, or `null` with the reason beside it.
+fn reading_json<T: Serialize>(r: &Reading<T>) -> (serde_json::Value, Option<&'static str>) {
+    match r {
+        Reading::Value(v) => (json!(v), None),
+        Reading::NotExposed => (serde_json::Value::Null, Some("not_exposed")),
+        Reading::Unavailable => (serde_json::Value::Null, Some("unavailable")),
+        Reading::Pending => (serde_json::Value::Null, Some("pending")),
+    }
+}
+
+/// The apiserver side of `snapshot --json`:
+/// * `latency`: `[{metric, operation, group, resource, count, p50, p90, p99, rate,
+///   error_rate}]`, worst p99 first; `operation` is the storage operation or the verb;
+///   times in seconds (see [`quantile_json`]); from a single scrape the quantiles are over
+///   everything since the apiserver started.
+/// * `watch_cache`: `[{group, resource, capacity, history_span_seconds}]`.
+/// * `objects`: `[{group, resource, apiserver, replica, flag}]`; `apiserver` is null with
+///   `apiserver_state` "unavailable" for the −1 sentinel or "not_exposed".
+/// * `etcd`: `{db_size_bytes, db_in_use_bytes, quota_bytes, compact_revision, revision,
+///   …}` from etcd's `/metrics`, or null without them.
+/// * `compaction_window`, `apf`, `not_exposed`, and `scrape` (per target status).
+pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
+    let latency: Vec<_> = view
+        .latency
+        .iter()
+        .map(|r| {
+            json!({
+                "metric": r.metric,
+                "operation": r.operation,
+                "group": r.group,
+                "resource": r.resource,
+                "count": r.count,
+                "p50": quantile_json(r.p50),
+                "p90": quantile_json(r.p90),
+                "p99": quantile_json(r.p99),
+                "rate": r.rate,
+                "error_rate": r.error_rate,
+            })
+        })
+        .collect();
+    let watch_cache: Vec<_> = view
+        .watch_cache
+        .iter()
+        .map(|r| {
+            json!({
+                "group": r.group,
+                "resource": r.resource,
+                "capacity": reading_json(&r.capacity).0,
+                "history_span_seconds": r.history_span_seconds,
+            })
+        })
+        .collect();
+    let objects: Vec<_> = view
+        .objects
+        .iter()
+        .map(|r| {
+            let (v, state) = reading_json(&r.apiserver);
+            let mut o = json!({
+                "group": r.group,
+                "resource": r.resource,
+                "apiserver": v,
+                "replica": r.replica,
+            });
+            if let Some(state) = state {
+                o["apiserver_state"] = json!(state);
+            }
+            if let Some(f) = &r.flag {
+                o["flag"] = json!(f);
+            }
+            o
+        })
+        .collect();
+    let etcd = view
+        .etcd_health
+        .as_ref()
+        .filter(|h| h.db_size_bytes.is_some() || h.revision.is_some())
+        .map(|h| {
+            json!({
+                "db_size_bytes": h.db_size_bytes,
+                "db_in_use_bytes": h.db_in_use_bytes,
+                "quota_bytes": h.quota_bytes,
+                "quota_used_percent": h.quota_used_percent,
+                "not_in_use_percent": h.not_in_use_percent,
+                "reclaimable_bytes": h.reclaimable_bytes,
+                "compact_revision": h.compact_revision,
+                "revision": h.revision,
+                "has_leader": h.has_leader,
+            })
+        });
+    json!({
+        "latency": latency,
+        "watch_cache": watch_cache,
+        "objects": objects,
+        "etcd": etcd,
+        "compaction_window": view.window,
+        "apf": view.apf,
+        "not_exposed": view.not_exposed,
+        "scrape": { "apiserver": view.apiserver, "etcd": view.etcd },
+    })
 }
 
 /// Runs the live source until the replica has caught up with etcd's head revision as read

@@ -6,11 +6,18 @@
 //! the way kube-apiserver does (protobuf storage encoding from [`objects`], create / update /
 //! delete transactions, leases for events, the `compact_rev_key` compactor). This module is
 //! the only code in regscope that writes to etcd.
+//! [`apiserver::DemoApiserver`] is the simulated kube-apiserver in front of it: `/metrics`
+//! with the storage latencies the simulation measured, a watch cache per resource, and a
+//! read-only list/watch HTTP endpoint on loopback.
 
+pub mod apiserver;
 pub mod etcd_server;
 pub mod objects;
 pub mod sim;
 mod workload;
 
+pub use apiserver::{
+    DemoApiserver, DemoApiserverConfig, SlowWatcher, StorageLatencies, StorageLatency,
+};
 pub use etcd_server::{DemoError, PrivateEtcd};
 pub use sim::{SimConfig, SimCounters, SimHandle, SimStats, Simulation, COMPACT_REV_KEY};

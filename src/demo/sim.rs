@@ -25,6 +25,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::apiserver::{storage_group_resource, StorageLatencies};
 use super::etcd_server::{DemoError, PrivateEtcd};
 use super::objects::{decode_object, encode_object, StorageKind};
 use super::workload;
@@ -59,6 +60,13 @@ pub struct SimConfig {
     pub prefix: String,
     /// Concurrent workload tasks; `0` = automatic (1 per 100 writes/s, 16 when unpaced).
     pub workers: usize,
+    /// Where to record the real elapsed time of every etcd call the write path makes, as
+    /// kube-apiserver's `etcd_request_duration_seconds{operation,group,resource}` does:
+    /// create txn -> `create`, GuaranteedUpdate txn -> `update`, conditional delete txn ->
+    /// `delete`, read-back -> `get`. The compactor's txn and lease grants are not recorded
+    /// (kube-apiserver does not record them either). Default `None` (nothing recorded).
+    /// Share it with [`super::apiserver::DemoApiserver::start`] to serve it on `/metrics`.
+    pub latencies: Option<Arc<StorageLatencies>>,
 }
 
 impl Default for SimConfig {
@@ -72,6 +80,7 @@ impl Default for SimConfig {
             leader_lease_interval: Duration::from_secs(2),
             prefix: "/registry".to_string(),
             workers: 0,
+            latencies: None,
         }
     }
 }
@@ -267,15 +276,40 @@ pub(crate) struct Store {
     leases: Arc<tokio::sync::Mutex<LeaseManager>>,
     pub(crate) prefix: String,
     pub(crate) event_ttl_s: i64,
+    latencies: Option<Arc<StorageLatencies>>,
 }
 
 impl Store {
-    async fn txn(&self, txn: Txn, paced: bool) -> Result<etcd_client::TxnResponse, DemoError> {
+    /// Records one etcd call on `key` that took `started.elapsed()` (when latencies are kept
+    /// and the key is a resource key under the prefix).
+    fn record(&self, operation: &str, key: &str, started: std::time::Instant, error: bool) {
+        let Some(lat) = &self.latencies else {
+            return;
+        };
+        let seconds = started.elapsed().as_secs_f64();
+        if let Some((group, resource)) = storage_group_resource(&self.prefix, key.as_bytes()) {
+            lat.observe(operation, &group, &resource, seconds, error);
+        }
+    }
+
+    /// One txn; `record` names the operation and key to record its latency under (`None` for
+    /// the compactor's txn, which the apiserver does not record).
+    async fn txn(
+        &self,
+        txn: Txn,
+        paced: bool,
+        record: Option<(&str, &str)>,
+    ) -> Result<etcd_client::TxnResponse, DemoError> {
         if paced {
             self.pacer.wait().await;
         }
         let mut client = self.client.clone();
-        match client.txn(txn).await {
+        let started = std::time::Instant::now();
+        let result = client.txn(txn).await;
+        if let Some((op, key)) = record {
+            self.record(op, key, started, result.is_err());
+        }
+        match result {
             Ok(resp) => {
                 if let Some(h) = resp.header() {
                     self.counters.saw_revision(h.revision());
@@ -301,7 +335,7 @@ impl Store {
         let txn = Txn::new()
             .when([Compare::mod_revision(key, CompareOp::Equal, 0)])
             .and_then([TxnOp::put(key, value, opts)]);
-        let resp = self.txn(txn, paced).await?;
+        let resp = self.txn(txn, paced, Some(("create", key))).await?;
         if resp.succeeded() {
             self.counters.creates.fetch_add(1, Ordering::Relaxed);
             Ok(Some(resp.header().map(|h| h.revision()).unwrap_or(0)))
@@ -331,7 +365,7 @@ impl Store {
                 )])
                 .and_then([TxnOp::put(key, new_value.clone(), opts)])
                 .or_else([TxnOp::get(key, None)]);
-            let resp = self.txn(txn, true).await?;
+            let resp = self.txn(txn, true, Some(("update", key))).await?;
             if resp.succeeded() {
                 self.counters.updates.fetch_add(1, Ordering::Relaxed);
                 seen.mod_revision = resp.header().map(|h| h.revision()).unwrap_or(0);
@@ -361,7 +395,7 @@ impl Store {
                 .when([Compare::mod_revision(key, CompareOp::Equal, seen)])
                 .and_then([TxnOp::delete(key, None)])
                 .or_else([TxnOp::get(key, None)]);
-            let resp = self.txn(txn, true).await?;
+            let resp = self.txn(txn, true, Some(("delete", key))).await?;
             if resp.succeeded() {
                 self.counters.deletes.fetch_add(1, Ordering::Relaxed);
                 return Ok(true);
@@ -413,7 +447,10 @@ impl Store {
     /// Reads and decodes a typed object (used after a lost create race).
     pub(crate) async fn read<T: StorageKind>(&self, key: &str) -> Result<Cached<T>, DemoError> {
         let mut client = self.client.clone();
-        let resp = client.get(key, None).await.map_err(|e| {
+        let started = std::time::Instant::now();
+        let resp = client.get(key, None).await;
+        self.record("get", key, started, resp.is_err());
+        let resp = resp.map_err(|e| {
             self.counters.error();
             DemoError::from(e)
         })?;
@@ -499,7 +536,7 @@ impl Store {
             .when([Compare::version(COMPACT_REV_KEY, CompareOp::Equal, t)])
             .and_then([TxnOp::put(COMPACT_REV_KEY, rev.to_string(), None)])
             .or_else([TxnOp::get(COMPACT_REV_KEY, None)]);
-        let resp = self.txn(txn, true).await?;
+        let resp = self.txn(txn, true, None).await?;
         let cur_rev = resp.header().map(|h| h.revision()).unwrap_or(0);
         if !resp.succeeded() {
             self.counters.conflicts.fetch_add(1, Ordering::Relaxed);
@@ -569,6 +606,7 @@ impl Simulation {
             event_ttl_s: i64::try_from(cfg.event_ttl.as_secs())
                 .unwrap_or(3600)
                 .max(1),
+            latencies: cfg.latencies.clone(),
         };
         let (stop_tx, stop_rx) = watch::channel(false);
         let plan = workload::bootstrap(&store, &cfg).await?;

@@ -667,7 +667,7 @@ impl Heartbeats {
                             tracing::debug!("demo node lease: {e}");
                         }
                     }
-                    if rounds % 6 == 0 {
+                    if rounds.is_multiple_of(6) {
                         for (key, node) in &mut self.nodes {
                             if let Err(e) = store.update(key, node, o::heartbeat_node).await {
                                 tracing::debug!("demo node status: {e}");

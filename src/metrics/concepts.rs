@@ -212,7 +212,8 @@ pub struct Hist {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Scalar(f64),
-    Histogram(Hist),
+    /// Boxed: most values are scalars, and points are kept by the hundred thousand.
+    Histogram(Box<Hist>),
 }
 
 /// One scrape after mapping.
@@ -337,12 +338,12 @@ pub fn map(t: &Table, expo: &Exposition) -> Mapped {
                         .find(|(b, _)| b.is_infinite())
                         .map_or(h.count, |(_, c)| *c);
                     cumulative.push(inf);
-                    Value::Histogram(Hist {
+                    Value::Histogram(Box::new(Hist {
                         bounds,
                         cumulative: cumulative.into_boxed_slice(),
                         sum: h.sum,
                         count: h.count,
-                    })
+                    }))
                 }
             };
             out.series.insert(key, v);

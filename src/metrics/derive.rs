@@ -151,30 +151,20 @@ fn latency(t: &Table, ts: &TargetSeries) -> Vec<LatencyRow> {
                 .and_then(|i| pts.get(i))
                 .filter(|p| Some(p.seq + 1) == newest)
                 .and_then(|p| match &p.value {
-                    Value::Histogram(h) => Some(h),
+                    Value::Histogram(h) => Some(&**h),
                     _ => None,
                 });
             let (p50, p90, p99) = quantiles(prev, cur);
-            let mut history = Vec::new();
-            let start = pts.len().saturating_sub(HISTORY_POINTS + 1);
-            let mut last: Option<(u64, &Hist)> = None;
-            for p in pts.iter().skip(start) {
-                let Value::Histogram(h) = &p.value else {
-                    continue;
-                };
-                if let Some((seq, ph)) = last {
-                    if seq + 1 == p.seq {
-                        let inc = histogram_increase(Some(ph), h);
-                        history.push(match histogram_quantile(0.99, &h.bounds, &inc) {
-                            Quantile::Value(v) | Quantile::AtLeast(v) => Some(v),
-                            Quantile::NoData => None,
-                        });
-                    } else {
-                        history.push(None);
-                    }
-                }
-                last = Some((p.seq, h));
-            }
+            // Each point carries the p99 of the interval it closed (see store::metrics).
+            let start = pts.len().saturating_sub(HISTORY_POINTS);
+            let history: Vec<Option<f64>> = pts
+                .iter()
+                .skip(start.max(1))
+                .map(|p| match p.p99 {
+                    Quantile::Value(v) | Quantile::AtLeast(v) => Some(v),
+                    Quantile::NoData => None,
+                })
+                .collect();
             let ek = key(eci, &k.group, &k.resource, &k.op);
             let error_rate = match ts.latest() {
                 Some(m) if m.exposes(t, eci) => rate(ts, &ek)

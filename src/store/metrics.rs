@@ -11,7 +11,8 @@ use std::time::SystemTime;
 
 use crate::metrics::concepts::{self, Mapped, SeriesKey, Value};
 use crate::metrics::exposition;
-use crate::metrics::view::TargetStatus;
+use crate::metrics::quantile::{histogram_increase, histogram_quantile};
+use crate::metrics::view::{Quantile, TargetStatus};
 use crate::model::{Observation, ScrapeOutcome, ScrapeTarget, Stamped};
 
 /// Scrapes kept per target by default: one hour at the default 5 s interval.
@@ -21,11 +22,22 @@ pub const DEFAULT_RETENTION: usize = 720;
 pub type TimedPoint<'a> = (&'a Point, SystemTime);
 
 /// One point of a series: the scrape's sequence number and the value.
+///
+/// Histogram series keep their buckets only in the newest [`RAW_HISTOGRAM_POINTS`] points
+/// (what rates and window quantiles need); older points keep the count as a scalar and the
+/// p99 of the interval they closed, for the sparkline. This keeps an hour of a histogram
+/// series at the size of an hour of a gauge.
 #[derive(Clone, Debug)]
 pub struct Point {
     pub seq: u64,
     pub value: Value,
+    /// Histograms: p99 over the interval from the previous scrape to this one
+    /// ([`Quantile::NoData`] for the first point or after a gap); scalars: NoData.
+    pub p99: Quantile,
 }
+
+/// Histogram points that keep their buckets.
+pub const RAW_HISTOGRAM_POINTS: usize = 2;
 
 /// Everything known about one scrape target.
 #[derive(Debug, Default)]
@@ -94,7 +106,8 @@ impl TargetSeries {
             n += pts.capacity() * std::mem::size_of::<Point>();
             for p in pts {
                 if let Value::Histogram(h) = &p.value {
-                    n += h.cumulative.len() * 8;
+                    n += std::mem::size_of::<crate::metrics::concepts::Hist>()
+                        + h.cumulative.len() * 8;
                 }
             }
         }
@@ -197,10 +210,31 @@ impl TargetSeries {
         let seq = self.first_seq + self.times.len() as u64;
         self.times.push_back(at);
         for (k, v) in &mapped.series {
-            self.series.entry(k.clone()).or_default().push_back(Point {
+            let pts = self.series.entry(k.clone()).or_default();
+            let p99 = match (v, pts.back()) {
+                (Value::Histogram(cur), Some(prev)) if prev.seq + 1 == seq => match &prev.value {
+                    Value::Histogram(ph) => {
+                        let inc = histogram_increase(Some(ph), cur);
+                        histogram_quantile(0.99, &cur.bounds, &inc)
+                    }
+                    _ => Quantile::NoData,
+                },
+                _ => Quantile::NoData,
+            };
+            pts.push_back(Point {
                 seq,
                 value: v.clone(),
+                p99,
             });
+            if let Some(old) = pts
+                .len()
+                .checked_sub(RAW_HISTOGRAM_POINTS + 1)
+                .and_then(|i| pts.get_mut(i))
+            {
+                if let Value::Histogram(h) = &old.value {
+                    old.value = Value::Scalar(h.count);
+                }
+            }
         }
         while self.times.len() > retention {
             self.times.pop_front();
