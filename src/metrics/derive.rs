@@ -160,10 +160,7 @@ fn latency(t: &Table, ts: &TargetSeries) -> Vec<LatencyRow> {
             let history: Vec<Option<f64>> = pts
                 .iter()
                 .skip(start.max(1))
-                .map(|p| match p.p99 {
-                    Quantile::Value(v) | Quantile::AtLeast(v) => Some(v),
-                    Quantile::NoData => None,
-                })
+                .map(|p| (!p.p99.is_nan()).then_some(f64::from(p.p99)))
                 .collect();
             let ek = key(eci, &k.group, &k.resource, &k.op);
             let error_rate = match ts.latest() {

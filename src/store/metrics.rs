@@ -29,11 +29,12 @@ pub type TimedPoint<'a> = (&'a Point, SystemTime);
 /// series at the size of an hour of a gauge.
 #[derive(Clone, Debug)]
 pub struct Point {
-    pub seq: u64,
+    pub seq: u32,
     pub value: Value,
-    /// Histograms: p99 over the interval from the previous scrape to this one
-    /// ([`Quantile::NoData`] for the first point or after a gap); scalars: NoData.
-    pub p99: Quantile,
+    /// Histograms: p99 in seconds over the interval from the previous scrape to this one,
+    /// for the sparkline (a rank in `+Inf` as the last finite bound); NaN for the first
+    /// point, after a gap, without observations, and for scalars. `f32`: points are many.
+    pub p99: f32,
 }
 
 /// Histogram points that keep their buckets.
@@ -46,7 +47,7 @@ pub struct TargetSeries {
     /// Wall clock of each good scrape still held, oldest first; `times[i]` has sequence
     /// number `first_seq + i`.
     times: VecDeque<SystemTime>,
-    first_seq: u64,
+    first_seq: u32,
     /// The newest good scrape, mapped.
     latest: Option<Mapped>,
     series: HashMap<SeriesKey, VecDeque<Point>>,
@@ -59,14 +60,14 @@ impl TargetSeries {
     }
 
     /// Time of the scrape with sequence number `seq`, while it is held.
-    pub fn time_of(&self, seq: u64) -> Option<SystemTime> {
+    pub fn time_of(&self, seq: u32) -> Option<SystemTime> {
         let i = seq.checked_sub(self.first_seq)?;
         self.times.get(usize::try_from(i).ok()?).copied()
     }
 
     /// Sequence number of the newest good scrape.
-    pub fn newest_seq(&self) -> Option<u64> {
-        (!self.times.is_empty()).then(|| self.first_seq + self.times.len() as u64 - 1)
+    pub fn newest_seq(&self) -> Option<u32> {
+        (!self.times.is_empty()).then(|| self.first_seq + self.times.len() as u32 - 1)
     }
 
     /// Points of one series, oldest first.
@@ -207,20 +208,32 @@ impl MetricStore {
 
 impl TargetSeries {
     fn push(&mut self, at: SystemTime, mapped: Mapped, retention: usize) {
-        let seq = self.first_seq + self.times.len() as u64;
+        let seq = self.first_seq + self.times.len() as u32;
         self.times.push_back(at);
         for (k, v) in &mapped.series {
-            let pts = self.series.entry(k.clone()).or_default();
+            let pts = self
+                .series
+                .entry(k.clone())
+                .or_insert_with(|| VecDeque::with_capacity(retention.min(64)));
             let p99 = match (v, pts.back()) {
                 (Value::Histogram(cur), Some(prev)) if prev.seq + 1 == seq => match &prev.value {
                     Value::Histogram(ph) => {
                         let inc = histogram_increase(Some(ph), cur);
-                        histogram_quantile(0.99, &cur.bounds, &inc)
+                        match histogram_quantile(0.99, &cur.bounds, &inc) {
+                            Quantile::Value(x) | Quantile::AtLeast(x) => x as f32,
+                            Quantile::NoData => f32::NAN,
+                        }
                     }
-                    _ => Quantile::NoData,
+                    _ => f32::NAN,
                 },
-                _ => Quantile::NoData,
+                _ => f32::NAN,
             };
+            if pts.len() == pts.capacity() {
+                // Grow no further than the retention needs (doubling would leave up to
+                // half of an hour's ring unused in every series).
+                let want = (pts.capacity() * 2).clamp(4, retention + 1);
+                pts.reserve_exact(want.saturating_sub(pts.len()));
+            }
             pts.push_back(Point {
                 seq,
                 value: v.clone(),
