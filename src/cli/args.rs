@@ -24,6 +24,8 @@ pub struct Cli {
     pub conn: ConnArgs,
     #[command(flatten)]
     pub ui: UiArgs,
+    #[command(flatten)]
+    pub metrics: MetricsArgs,
 }
 
 const EXAMPLES: &str = "Examples:
@@ -32,6 +34,10 @@ const EXAMPLES: &str = "Examples:
   regscope --endpoints http://127.0.0.1:2379      a plain-HTTP etcd
   regscope snapshot --json | jq .resources        what is stored, per resource
   regscope verify                                 replica vs etcd, exit 1 on any difference
+  regscope --kubeconfig ~/.kube/config --context prod    apiserver metrics and informers too
+  regscope --apiserver-metrics-url https://127.0.0.1:6443/metrics \
+      --apiserver-token-file token --apiserver-cacert /etc/kubernetes/pki/ca.crt
+  regscope snapshot --json --apiserver-metrics-file m1.prom --apiserver-metrics-file m2.prom
   etcdctl get /registry/pods/default/p1 -w json | regscope decode   one stored object
 Keys inside the console: press ? for help.";
 
@@ -124,6 +130,205 @@ pub struct UiArgs {
     /// /etc/kubernetes/manifests/kube-apiserver.yaml, when that is readable.
     #[arg(long, global = true, value_name = "FILE")]
     pub encryption_config: Option<PathBuf>,
+}
+
+/// The kube-apiserver side and the `/metrics` scrapers (global: they apply to the console,
+/// `demo` and `snapshot` wherever they are written on the command line).
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "kube-apiserver and metrics")]
+pub struct MetricsArgs {
+    /// kubeconfig for kube-apiserver: its /metrics and regscope's informers (exec, token
+    /// and certificate auth as kubectl). Default: /etc/kubernetes/admin.conf when readable
+    /// (kubeadm control-plane nodes, with sudo), then $KUBECONFIG, then ~/.kube/config;
+    /// when none is found the apiserver side is off. A --kubeconfig that cannot be read is
+    /// an error.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// kubeconfig context to use (default: its current-context).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Scrape kube-apiserver's metrics from this URL instead of through the kubeconfig,
+    /// e.g. https://127.0.0.1:6443/metrics, authenticated with --apiserver-token-file or
+    /// --apiserver-cert/--apiserver-key. Without a kubeconfig, informers use the same URL
+    /// and credentials.
+    #[arg(long, global = true, value_name = "URL")]
+    pub apiserver_metrics_url: Option<String>,
+    /// Bearer token file for --apiserver-metrics-url (re-read at every scrape).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub apiserver_token_file: Option<PathBuf>,
+    /// Client certificate (PEM) for --apiserver-metrics-url; with --apiserver-key.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub apiserver_cert: Option<PathBuf>,
+    /// Client private key (PEM) for --apiserver-metrics-url; with --apiserver-cert.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub apiserver_key: Option<PathBuf>,
+    /// CA bundle (PEM) that signs the apiserver's certificate, for --apiserver-metrics-url
+    /// (on kubeadm nodes /etc/kubernetes/pki/ca.crt).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub apiserver_cacert: Option<PathBuf>,
+    /// Do not verify the apiserver's certificate (--apiserver-metrics-url only).
+    #[arg(long, global = true)]
+    pub apiserver_insecure_skip_tls_verify: bool,
+    /// etcd metrics URL, e.g. http://127.0.0.1:2381/metrics (etcd's --listen-metrics-urls;
+    /// https uses --cacert/--cert/--key). Default: the etcd endpoint's /metrics with the
+    /// etcd connection's certificates.
+    #[arg(long, global = true, value_name = "URL")]
+    pub etcd_metrics_url: Option<String>,
+    /// Time between scrapes of each /metrics endpoint (e.g. 5s, 500ms, 1m).
+    #[arg(long, global = true, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
+    pub scrape_interval: std::time::Duration,
+    /// Timeout of one scrape (default: the interval, at most 10s).
+    #[arg(long, global = true, value_parser = parse_duration, value_name = "DURATION")]
+    pub scrape_timeout: Option<std::time::Duration>,
+    /// kube-apiserver metrics file (Prometheus text) instead of a live scrape; repeat for
+    /// successive scrapes, stamped --scrape-interval apart and ending now. With metrics
+    /// files no kubeconfig is looked for (an explicit --kubeconfig still starts informers).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub apiserver_metrics_file: Vec<PathBuf>,
+    /// etcd metrics file instead of a live scrape; repeatable like --apiserver-metrics-file.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub etcd_metrics_file: Vec<PathBuf>,
+    /// Resources regscope's own informers list and watch through the apiserver to measure
+    /// informer lag: names (pods, nodes, leases, events, deployments, a CRD's plural...),
+    /// version/resource (v1/pods) or group/version/resource (coordination.k8s.io/v1/leases),
+    /// comma separated; `none` disables them.
+    #[arg(
+        long,
+        global = true,
+        value_delimiter = ',',
+        default_value = "pods,nodes,leases,events",
+        value_name = "LIST"
+    )]
+    pub informers: Vec<String>,
+}
+
+impl Default for MetricsArgs {
+    fn default() -> Self {
+        Self {
+            kubeconfig: None,
+            context: None,
+            apiserver_metrics_url: None,
+            apiserver_token_file: None,
+            apiserver_cert: None,
+            apiserver_key: None,
+            apiserver_cacert: None,
+            apiserver_insecure_skip_tls_verify: false,
+            etcd_metrics_url: None,
+            scrape_interval: crate::source::scrape::DEFAULT_SCRAPE_INTERVAL,
+            scrape_timeout: None,
+            apiserver_metrics_file: Vec::new(),
+            etcd_metrics_file: Vec::new(),
+            informers: crate::source::informer::DEFAULT_INFORMERS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }
+    }
+}
+
+impl MetricsArgs {
+    /// Resolves the flags against the real environment (`$KUBECONFIG`, `$HOME`, kubeadm's
+    /// admin.conf). An error (one line) means exit status 2.
+    pub fn scrape_config(&self) -> Result<crate::source::ScrapeConfig, String> {
+        self.scrape_config_with(
+            &crate::source::kubeconfig::DiscoveryEnv::from_process(),
+            &crate::source::kubeconfig::probe_file,
+        )
+    }
+
+    /// As [`MetricsArgs::scrape_config`] with the environment and file probe given (tests).
+    pub fn scrape_config_with(
+        &self,
+        env: &crate::source::kubeconfig::DiscoveryEnv,
+        probe: &dyn Fn(&std::path::Path) -> crate::source::kubeconfig::Probe,
+    ) -> Result<crate::source::ScrapeConfig, String> {
+        use crate::source::kubeconfig::{discover_kubeconfig, Probe};
+        use crate::source::scrape::{default_timeout, EtcdMetricsFrom};
+        if self.scrape_interval.is_zero() {
+            return Err("--scrape-interval must be more than 0".into());
+        }
+        if self.scrape_timeout.is_some_and(|t| t.is_zero()) {
+            return Err("--scrape-timeout must be more than 0".into());
+        }
+        let informers = crate::source::informer::parse_informer_list(&self.informers)?;
+        if self.apiserver_metrics_url.is_none() {
+            let stray = [
+                (
+                    "--apiserver-token-file",
+                    self.apiserver_token_file.is_some(),
+                ),
+                ("--apiserver-cert", self.apiserver_cert.is_some()),
+                ("--apiserver-key", self.apiserver_key.is_some()),
+                ("--apiserver-cacert", self.apiserver_cacert.is_some()),
+                (
+                    "--apiserver-insecure-skip-tls-verify",
+                    self.apiserver_insecure_skip_tls_verify,
+                ),
+            ];
+            if let Some((flag, _)) = stray.iter().find(|(_, set)| *set) {
+                return Err(format!(
+                    "{flag} applies to --apiserver-metrics-url (a kubeconfig carries its own credentials)"
+                ));
+            }
+        } else if self.apiserver_cert.is_some() != self.apiserver_key.is_some() {
+            return Err("--apiserver-cert and --apiserver-key must be given together".into());
+        }
+        if let Some(k) = &self.kubeconfig {
+            if probe(k) != Probe::Readable {
+                let why = std::fs::File::open(k)
+                    .err()
+                    .map_or("not a readable file".to_string(), |e| e.to_string());
+                return Err(format!("cannot read --kubeconfig {}: {why}", k.display()));
+            }
+        }
+        // With metrics files (offline: a postmortem or a test) no kubeconfig is looked for;
+        // an explicit --kubeconfig is still used (for informers).
+        let files = !self.apiserver_metrics_file.is_empty() || !self.etcd_metrics_file.is_empty();
+        let (kubeconfig, notes) = if files && self.kubeconfig.is_none() {
+            (None, Vec::new())
+        } else {
+            discover_kubeconfig(self.kubeconfig.as_deref(), env, probe)
+        };
+        let interval = self.scrape_interval;
+        Ok(crate::source::ScrapeConfig {
+            apiserver: crate::source::ApiserverAccess {
+                kubeconfig,
+                context: self.context.clone(),
+                metrics_url: self.apiserver_metrics_url.clone(),
+                auth: crate::source::HttpAuth {
+                    token_file: self.apiserver_token_file.clone(),
+                    cert: self.apiserver_cert.clone(),
+                    key: self.apiserver_key.clone(),
+                    cacert: self.apiserver_cacert.clone(),
+                    insecure: self.apiserver_insecure_skip_tls_verify,
+                },
+            },
+            etcd: match (&self.etcd_metrics_url, self.etcd_metrics_file.is_empty()) {
+                (Some(u), _) => EtcdMetricsFrom::Url(u.clone()),
+                (None, false) => EtcdMetricsFrom::Off,
+                (None, true) => EtcdMetricsFrom::Endpoint,
+            },
+            interval,
+            timeout: self.scrape_timeout.unwrap_or(default_timeout(interval)),
+            apiserver_files: self.apiserver_metrics_file.clone(),
+            etcd_files: self.etcd_metrics_file.clone(),
+            informers,
+            notes,
+        })
+    }
+}
+
+/// Parses `5s`, `500ms`, `1m 30s` (humantime), or a bare number of seconds (`5`, `0.5`).
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let t = s.trim();
+    if let Ok(secs) = t.parse::<f64>() {
+        if secs.is_finite() && secs >= 0.0 {
+            return Ok(std::time::Duration::from_secs_f64(secs));
+        }
+        return Err(format!("'{s}' is not a duration (e.g. 5s, 500ms, 1m)"));
+    }
+    humantime::parse_duration(t)
+        .map_err(|e| format!("'{s}' is not a duration (e.g. 5s, 500ms, 1m): {e}"))
 }
 
 #[derive(Debug, Args, Clone)]

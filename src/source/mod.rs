@@ -5,6 +5,12 @@
 pub mod connect;
 pub mod etcd;
 pub mod etcd_metrics;
+pub mod informer;
+pub mod kubeconfig;
+pub mod scrape;
 
 pub use connect::{ConnectError, Connected, EtcdOptions};
 pub use etcd::{EtcdSource, SyncOptions};
+pub use informer::{spawn_informers, InformerResource};
+pub use kubeconfig::{ApiserverAccess, KubeconfigChoice, KubeconfigOrigin};
+pub use scrape::{file_scrapes, spawn_scraper, HttpAuth, ScrapeConfig, ScrapeFrom};

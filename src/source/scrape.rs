@@ -1,0 +1,670 @@
+//! Scrapers of `/metrics` endpoints (kube-apiserver, etcd) and their offline stand-in,
+//! metrics files. Each attempt becomes exactly one [`Observation::Scrape`]: the body as
+//! received on HTTP 200 (whatever it holds; parsing is the store's business) or a one-line
+//! reason why there is none. Bodies stay [`Bytes`] from the socket to the store: a 3 MB
+//! apiserver page is never copied into a `String`.
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::connect::EtcdOptions;
+use super::kubeconfig::ApiserverAccess;
+use crate::model::{Bytes, Observation, ScrapeOutcome, ScrapeTarget, Stamped};
+
+/// `--scrape-interval` default.
+pub const DEFAULT_SCRAPE_INTERVAL: Duration = Duration::from_secs(5);
+/// The longest default timeout of one scrape; the default is `min(interval, this)`.
+pub const MAX_DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// The `Accept` header sent: Prometheus text format (kube-apiserver and etcd serve it by
+/// default; asking explicitly keeps protobuf and OpenMetrics negotiation out of the way).
+pub const ACCEPT: &str = "text/plain;version=0.0.4;q=1,*/*;q=0.1";
+/// Bytes of a non-200 body quoted in the error.
+const ERROR_BODY_PREVIEW: usize = 80;
+
+/// The default timeout of one scrape for an interval: `min(interval, 10 s)`.
+pub fn default_timeout(interval: Duration) -> Duration {
+    interval.min(MAX_DEFAULT_TIMEOUT)
+}
+
+/// Credentials for a plain-URL scrape (`--apiserver-metrics-url`): a bearer token file
+/// and/or a client certificate, and the CA that signs the server's certificate.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HttpAuth {
+    /// A file holding a bearer token (e.g. a ServiceAccount token). Re-read at every scrape
+    /// when possible, so rotated tokens are picked up.
+    pub token_file: Option<PathBuf>,
+    /// Client certificate (PEM); with `key`.
+    pub cert: Option<PathBuf>,
+    /// Client private key (PEM); with `cert`.
+    pub key: Option<PathBuf>,
+    /// CA bundle (PEM) that signs the server's certificate; the platform's roots otherwise.
+    pub cacert: Option<PathBuf>,
+    /// Skip verification of the server's certificate (kubectl's --insecure-skip-tls-verify).
+    pub insecure: bool,
+}
+
+/// How to fetch one `/metrics` page.
+#[derive(Clone)]
+pub enum ScrapeFrom {
+    /// Through a kube client (kubeconfig: exec, token or certificate auth), `GET /metrics`.
+    Kube {
+        client: kube::Client,
+        /// The full URL, for display.
+        url: String,
+    },
+    /// A plain HTTP(S) GET with reqwest (`--apiserver-metrics-url`, `--etcd-metrics-url`, or
+    /// `<etcd endpoint>/metrics` with the etcd connection's client certificates).
+    Http {
+        client: reqwest::Client,
+        url: String,
+        /// Bearer token: the file to re-read and the value last read from it.
+        token: Option<(PathBuf, String)>,
+    },
+}
+
+impl std::fmt::Debug for ScrapeFrom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ScrapeFrom::Kube { url, .. } => write!(f, "ScrapeFrom::Kube({url})"),
+            ScrapeFrom::Http { url, token, .. } => write!(
+                f,
+                "ScrapeFrom::Http({url}{})",
+                if token.is_some() {
+                    ", bearer token"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
+}
+
+impl ScrapeFrom {
+    /// `GET <server>/metrics` through a kube client; `server` is the cluster URL (display only).
+    pub fn kube(client: kube::Client, server: &str) -> Self {
+        ScrapeFrom::Kube {
+            client,
+            url: format!("{}/metrics", server.trim_end_matches('/')),
+        }
+    }
+
+    /// A plain URL with optional bearer token, client certificate and CA. Fails (one line,
+    /// naming the flag) when a file cannot be read or is not PEM.
+    pub fn url(url: &str, auth: &HttpAuth) -> Result<Self, String> {
+        let mut b = base_builder();
+        if let Some(ca) = &auth.cacert {
+            let pem = read_flag_file("--apiserver-cacert", ca)?;
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
+                format!("--apiserver-cacert {}: not a PEM bundle: {e}", ca.display())
+            })?;
+            if certs.is_empty() {
+                return Err(format!(
+                    "--apiserver-cacert {} holds no certificate",
+                    ca.display()
+                ));
+            }
+            b = b.tls_certs_only(certs);
+        }
+        match (&auth.cert, &auth.key) {
+            (Some(c), Some(k)) => {
+                let mut pem = read_flag_file("--apiserver-cert", c)?;
+                pem.push(b'\n');
+                pem.extend(read_flag_file("--apiserver-key", k)?);
+                let id = reqwest::Identity::from_pem(&pem).map_err(|e| {
+                    format!(
+                        "--apiserver-cert {} / --apiserver-key {}: {e}",
+                        c.display(),
+                        k.display()
+                    )
+                })?;
+                b = b.identity(id);
+            }
+            (None, None) => {}
+            _ => return Err("--apiserver-cert and --apiserver-key must be given together".into()),
+        }
+        if auth.insecure {
+            b = b.tls_danger_accept_invalid_certs(true);
+        }
+        let token = match &auth.token_file {
+            Some(p) => {
+                let t = read_flag_file("--apiserver-token-file", p)?;
+                let t = String::from_utf8_lossy(&t).trim().to_string();
+                if t.is_empty() {
+                    return Err(format!("--apiserver-token-file {} is empty", p.display()));
+                }
+                Some((p.clone(), t))
+            }
+            None => None,
+        };
+        let client = b.build().map_err(|e| format!("HTTP client: {e}"))?;
+        Ok(ScrapeFrom::Http {
+            client,
+            url: url.to_string(),
+            token,
+        })
+    }
+
+    /// etcd's `/metrics` on its first client endpoint (etcd 3.4+ serves it there), with the
+    /// etcd connection's CA and client certificate, like [`super::etcd_metrics`].
+    pub fn etcd(opts: &EtcdOptions) -> Result<Self, String> {
+        let endpoint = opts
+            .endpoints
+            .first()
+            .ok_or_else(|| "no etcd endpoint".to_string())?;
+        Self::etcd_url(&format!("{}/metrics", endpoint.trim_end_matches('/')), opts)
+    }
+
+    /// `--etcd-metrics-url`: any URL (e.g. etcd's `--listen-metrics-urls`), with the etcd
+    /// connection's CA and client certificate when it is https.
+    pub fn etcd_url(url: &str, opts: &EtcdOptions) -> Result<Self, String> {
+        let mut b = base_builder();
+        if url.starts_with("https://") {
+            if let Some(ca) = &opts.cacert {
+                let pem = read_flag_file("--cacert", ca)?;
+                let certs = reqwest::Certificate::from_pem_bundle(&pem)
+                    .map_err(|e| format!("--cacert {}: not a PEM bundle: {e}", ca.display()))?;
+                b = b.tls_certs_only(certs);
+            }
+            if let (Some(c), Some(k)) = (&opts.cert, &opts.key) {
+                let mut pem = read_flag_file("--cert", c)?;
+                pem.push(b'\n');
+                pem.extend(read_flag_file("--key", k)?);
+                let id = reqwest::Identity::from_pem(&pem)
+                    .map_err(|e| format!("--cert {} / --key {}: {e}", c.display(), k.display()))?;
+                b = b.identity(id);
+            }
+        }
+        let client = b.build().map_err(|e| format!("HTTP client: {e}"))?;
+        Ok(ScrapeFrom::Http {
+            client,
+            url: url.to_string(),
+            token: None,
+        })
+    }
+
+    /// The URL scraped, as shown in `ScrapeOutcome::*::source`.
+    pub fn source(&self) -> &str {
+        match self {
+            ScrapeFrom::Kube { url, .. } | ScrapeFrom::Http { url, .. } => url,
+        }
+    }
+}
+
+fn base_builder() -> reqwest::ClientBuilder {
+    // Timeouts are applied per attempt by `scrape_once`; connections are kept alive between
+    // scrapes. No redirects: a metrics endpoint that redirects (to a login page) is an error.
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .pool_max_idle_per_host(1)
+}
+
+fn read_flag_file(flag: &str, p: &std::path::Path) -> Result<Vec<u8>, String> {
+    std::fs::read(p).map_err(|e| format!("cannot read {flag} {}: {e}", p.display()))
+}
+
+/// Formats a duration for messages: `5s`, `500ms`, `1m 30s`.
+fn human(d: Duration) -> String {
+    humantime::format_duration(d).to_string()
+}
+
+/// Makes one attempt, bounded by `timeout` (connect, headers and body together).
+pub async fn scrape_once(how: &ScrapeFrom, timeout: Duration) -> ScrapeOutcome {
+    let source = how.source().to_string();
+    let fut = async {
+        match how {
+            ScrapeFrom::Kube { client, .. } => fetch_kube(client).await,
+            ScrapeFrom::Http { client, url, token } => fetch_http(client, url, token).await,
+        }
+    };
+    match tokio::time::timeout(timeout, fut).await {
+        Ok(Ok(body)) => ScrapeOutcome::Body { source, body },
+        Ok(Err(detail)) => ScrapeOutcome::Failed {
+            error: match tls_hint(&source, &detail) {
+                Some(hint) => format!("GET {source}: {detail} ({hint})"),
+                None => format!("GET {source}: {detail}"),
+            },
+            source,
+        },
+        Err(_) => ScrapeOutcome::Failed {
+            error: format!("GET {source}: timed out after {}", human(timeout)),
+            source,
+        },
+    }
+}
+
+/// What to do about a TLS failure, when the error says which.
+fn tls_hint(url: &str, detail: &str) -> Option<&'static str> {
+    if !url.starts_with("https://") {
+        return None;
+    }
+    let d = detail.to_ascii_lowercase();
+    if d.contains("invalidcontenttype") || d.contains("corrupt message") {
+        Some("the server does not speak TLS there: try http://")
+    } else if d.contains("unknownissuer") || d.contains("unknown issuer") {
+        Some("the server's certificate is not signed by a trusted CA: pass its CA (--apiserver-cacert, or --cacert for etcd)")
+    } else if d.contains("notvalidforname") || d.contains("not valid for name") {
+        Some("the server's certificate does not name this host: use a host or IP in its SANs")
+    } else if d.contains("certificaterequired") || d.contains("certificate required") {
+        Some("the server requires a client certificate")
+    } else {
+        None
+    }
+}
+
+async fn fetch_http(
+    client: &reqwest::Client,
+    url: &str,
+    token: &Option<(PathBuf, String)>,
+) -> Result<Bytes, String> {
+    let mut req = client.get(url).header(http::header::ACCEPT, ACCEPT);
+    if let Some((path, cached)) = token {
+        // Pick up a rotated token; keep the last good one when the file is momentarily
+        // unreadable (or was a one-shot pipe).
+        let fresh = std::fs::read_to_string(path)
+            .ok()
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty());
+        req = req.bearer_auth(fresh.as_deref().unwrap_or(cached));
+    }
+    let resp = req.send().await.map_err(|e| error_detail(&e))?;
+    let status = resp.status();
+    let body = resp.bytes().await.map_err(|e| {
+        format!(
+            "HTTP {}: reading the body failed: {}",
+            status.as_u16(),
+            error_detail(&e)
+        )
+    })?;
+    check_status(status, body)
+}
+
+async fn fetch_kube(client: &kube::Client) -> Result<Bytes, String> {
+    let req = http::Request::get("/metrics")
+        .header(http::header::ACCEPT, ACCEPT)
+        .body(kube::client::Body::from(Vec::new()))
+        .map_err(|e| e.to_string())?;
+    let resp = client.send(req).await.map_err(|e| error_detail(&e))?;
+    let status = resp.status();
+    let body = resp.into_body().collect_bytes().await.map_err(|e| {
+        format!(
+            "HTTP {}: reading the body failed: {}",
+            status.as_u16(),
+            error_detail(&e)
+        )
+    })?;
+    check_status(status, body)
+}
+
+fn check_status(status: http::StatusCode, body: Bytes) -> Result<Bytes, String> {
+    if status == http::StatusCode::OK {
+        return Ok(body);
+    }
+    let preview = error_body_preview(&body);
+    Err(if preview.is_empty() {
+        format!("HTTP {status}")
+    } else {
+        format!("HTTP {status}: {preview}")
+    })
+}
+
+/// What to quote from an error body: a Kubernetes `Status`'s message when the body is one
+/// (`{"kind":"Status",...,"message":"forbidden: ..."}`), else its first 80 bytes; one line.
+pub fn error_body_preview(body: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct StatusMsg {
+        kind: Option<String>,
+        message: Option<String>,
+    }
+    if body.first() == Some(&b'{') {
+        if let Ok(StatusMsg {
+            kind: Some(k),
+            message: Some(m),
+        }) = serde_json::from_slice::<StatusMsg>(body)
+        {
+            if k == "Status" && !m.is_empty() {
+                return one_line(&m, 200);
+            }
+        }
+    }
+    let cut = &body[..body.len().min(ERROR_BODY_PREVIEW)];
+    let mut s = one_line(&String::from_utf8_lossy(cut), usize::MAX);
+    if body.len() > ERROR_BODY_PREVIEW {
+        s.push('…');
+    }
+    s
+}
+
+/// Collapses whitespace (newlines included) to single spaces and trims; cuts at `max` chars.
+fn one_line(s: &str, max: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(256));
+    for (i, w) in s.split_whitespace().enumerate() {
+        if i > 0 {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    if out.chars().count() > max {
+        out = out.chars().take(max).collect::<String>() + "…";
+    }
+    out
+}
+
+/// The useful part of an error chain, one line: reqwest's "error sending request for url
+/// (…)" (the URL is already in the message) is dropped, repeated parts are skipped.
+pub fn error_detail(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut cur = Some(e);
+    while let Some(c) = cur {
+        let t = c.to_string();
+        let noise = t.starts_with("error sending request")
+            || t.starts_with("client error (")
+            || t.starts_with("HyperError: client error")
+            || t.starts_with("ServiceError: client error")
+            || t.is_empty();
+        if !noise && !parts.iter().any(|p| p.contains(&t)) {
+            parts.push(t);
+        }
+        cur = c.source();
+    }
+    if parts.is_empty() {
+        parts.push(e.to_string());
+    }
+    one_line(&parts.join(": "), 300)
+}
+
+/// Scrapes every `interval` (the first attempt at once) until the receiver is dropped;
+/// every attempt sends exactly one `Observation::Scrape`, stamped when it finished. A slow
+/// endpoint delays the next tick instead of causing a burst.
+pub fn spawn_scraper(
+    target: ScrapeTarget,
+    how: ScrapeFrom,
+    interval: Duration,
+    timeout: Duration,
+    tx: mpsc::Sender<Stamped>,
+) -> JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticker = tokio::time::interval(interval.max(Duration::from_millis(10)));
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticker.tick().await;
+            if tx.is_closed() {
+                return;
+            }
+            let outcome = scrape_once(&how, timeout).await;
+            let obs = Observation::Scrape { target, outcome };
+            if tx.send(Stamped::now(obs)).await.is_err() {
+                return;
+            }
+        }
+    })
+}
+
+/// Offline scrapes: each file becomes one `Body` observation, in the order given
+/// (successive files are successive scrapes). Timestamps: the last file is stamped now
+/// and each earlier one [`DEFAULT_SCRAPE_INTERVAL`] before the next; use
+/// [`file_scrapes_spaced`] to choose the spacing (e.g. `--scrape-interval`) and end time.
+/// A file that cannot be read is an error naming it.
+pub fn file_scrapes(target: ScrapeTarget, paths: &[PathBuf]) -> Result<Vec<Stamped>, String> {
+    file_scrapes_spaced(target, paths, DEFAULT_SCRAPE_INTERVAL, SystemTime::now())
+}
+
+/// As [`file_scrapes`]: file `i` of `n` is stamped `end - (n-1-i) * spacing`, so rates
+/// computed between successive files use `spacing` as the time between them.
+pub fn file_scrapes_spaced(
+    target: ScrapeTarget,
+    paths: &[PathBuf],
+    spacing: Duration,
+    end: SystemTime,
+) -> Result<Vec<Stamped>, String> {
+    let flag = match target {
+        ScrapeTarget::Apiserver => "--apiserver-metrics-file",
+        ScrapeTarget::Etcd => "--etcd-metrics-file",
+    };
+    let n = paths.len() as u32;
+    let mut out = Vec::with_capacity(paths.len());
+    for (i, p) in paths.iter().enumerate() {
+        let body =
+            std::fs::read(p).map_err(|e| format!("cannot read {flag} {}: {e}", p.display()))?;
+        let back = spacing * (n - 1 - i as u32);
+        out.push(Stamped {
+            at: end.checked_sub(back).unwrap_or(end),
+            obs: Observation::Scrape {
+                target,
+                outcome: ScrapeOutcome::Body {
+                    source: p.display().to_string(),
+                    body: Bytes::from(body),
+                },
+            },
+        });
+    }
+    Ok(out)
+}
+
+/// Where etcd's `/metrics` is scraped from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EtcdMetricsFrom {
+    /// `<first etcd endpoint>/metrics` with the etcd connection's certificates (default).
+    Endpoint,
+    /// `--etcd-metrics-url`.
+    Url(String),
+    /// Not scraped live (`--etcd-metrics-file` given: files replace the live scrape).
+    Off,
+}
+
+/// The metrics and apiserver side of a session, resolved from the flags
+/// ([`crate::cli::args::MetricsArgs::scrape_config`]).
+#[derive(Clone, Debug)]
+pub struct ScrapeConfig {
+    pub apiserver: ApiserverAccess,
+    pub etcd: EtcdMetricsFrom,
+    /// `--scrape-interval`.
+    pub interval: Duration,
+    /// `--scrape-timeout`, default `min(interval, 10 s)`.
+    pub timeout: Duration,
+    /// `--apiserver-metrics-file`, in order; non-empty replaces the live apiserver scrape.
+    pub apiserver_files: Vec<PathBuf>,
+    /// `--etcd-metrics-file`, in order; non-empty replaces the live etcd scrape.
+    pub etcd_files: Vec<PathBuf>,
+    /// `--informers`: resource names or `group/version/resource`; empty = no informers.
+    pub informers: Vec<String>,
+    /// What discovery noticed (unreadable candidates), for the event log.
+    pub notes: Vec<String>,
+}
+
+impl Default for ScrapeConfig {
+    fn default() -> Self {
+        Self {
+            apiserver: ApiserverAccess::default(),
+            etcd: EtcdMetricsFrom::Endpoint,
+            interval: DEFAULT_SCRAPE_INTERVAL,
+            timeout: default_timeout(DEFAULT_SCRAPE_INTERVAL),
+            apiserver_files: Vec::new(),
+            etcd_files: Vec::new(),
+            informers: super::informer::DEFAULT_INFORMERS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// The live tasks started by [`ScrapeConfig::start`]; dropping this aborts them.
+#[derive(Debug, Default)]
+pub struct ScrapeTasks {
+    pub handles: Vec<JoinHandle<()>>,
+    /// The apiserver's URL when the apiserver side is live.
+    pub apiserver: Option<String>,
+    /// The targets scraped live and from where (for `MetricStore::set_configured`).
+    pub configured: Vec<(ScrapeTarget, String)>,
+    /// Everything worth telling the user (also sent as `Observation::Note`s).
+    pub notes: Vec<String>,
+}
+
+impl ScrapeTasks {
+    pub fn abort_all(&self) {
+        for h in &self.handles {
+            h.abort();
+        }
+    }
+}
+
+impl Drop for ScrapeTasks {
+    fn drop(&mut self) {
+        self.abort_all();
+    }
+}
+
+impl ScrapeConfig {
+    /// True when any metrics file was given (a postmortem or a test).
+    pub fn has_files(&self) -> bool {
+        !self.apiserver_files.is_empty() || !self.etcd_files.is_empty()
+    }
+
+    /// The observations of every metrics file, apiserver's then etcd's, each target's files
+    /// spaced by `interval` and ending now (see [`file_scrapes_spaced`]), sorted by time.
+    pub fn file_observations(&self) -> Result<Vec<Stamped>, String> {
+        let end = SystemTime::now();
+        let mut out = file_scrapes_spaced(
+            ScrapeTarget::Apiserver,
+            &self.apiserver_files,
+            self.interval,
+            end,
+        )?;
+        out.extend(file_scrapes_spaced(
+            ScrapeTarget::Etcd,
+            &self.etcd_files,
+            self.interval,
+            end,
+        )?);
+        out.sort_by_key(|s| s.at);
+        Ok(out)
+    }
+
+    /// Starts the live side: the apiserver scraper and informers (when the apiserver is
+    /// configured and its metrics are not replaced by files) and the etcd scraper (unless
+    /// replaced by files or off). `etcd` is the etcd connection in use (its first endpoint
+    /// and certificates). Fails only when the apiserver was named explicitly
+    /// (`--kubeconfig`, `--apiserver-metrics-url`) and cannot be used; anything else
+    /// becomes a note, sent on `tx` as `Observation::Note` and returned.
+    pub async fn start(
+        &self,
+        etcd: &EtcdOptions,
+        tx: mpsc::Sender<Stamped>,
+    ) -> Result<ScrapeTasks, String> {
+        let mut tasks = ScrapeTasks::default();
+        tasks.notes.clone_from(&self.notes);
+        match self.apiserver.connect().await {
+            Ok(Some(clients)) => {
+                tasks.apiserver = Some(clients.server.clone());
+                if self.apiserver_files.is_empty() {
+                    tasks.configured.push((
+                        ScrapeTarget::Apiserver,
+                        clients.metrics.source().to_string(),
+                    ));
+                    tasks.handles.push(spawn_scraper(
+                        ScrapeTarget::Apiserver,
+                        clients.metrics,
+                        self.interval,
+                        self.timeout,
+                        tx.clone(),
+                    ));
+                }
+                if !self.informers.is_empty() {
+                    tasks.handles.push(super::informer::spawn_informers_for(
+                        clients.kube,
+                        self.informers.clone(),
+                        tx.clone(),
+                    ));
+                }
+            }
+            Ok(None) => {}
+            Err(e) if self.apiserver.is_explicit() => return Err(e),
+            Err(e) => tasks.notes.push(format!("apiserver side off: {e}")),
+        }
+        let etcd_from = match &self.etcd {
+            EtcdMetricsFrom::Off => None,
+            EtcdMetricsFrom::Endpoint => Some(ScrapeFrom::etcd(etcd)),
+            EtcdMetricsFrom::Url(u) => Some(ScrapeFrom::etcd_url(u, etcd)),
+        };
+        match etcd_from {
+            Some(Ok(how)) => {
+                tasks
+                    .configured
+                    .push((ScrapeTarget::Etcd, how.source().to_string()));
+                tasks.handles.push(spawn_scraper(
+                    ScrapeTarget::Etcd,
+                    how,
+                    self.interval,
+                    self.timeout,
+                    tx.clone(),
+                ));
+            }
+            Some(Err(e)) => tasks.notes.push(format!("etcd metrics not scraped: {e}")),
+            None => {}
+        }
+        for n in &tasks.notes {
+            let _ = tx.try_send(Stamped::now(Observation::Note(n.clone())));
+        }
+        Ok(tasks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_timeout_is_capped() {
+        assert_eq!(
+            default_timeout(Duration::from_secs(5)),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            default_timeout(Duration::from_secs(60)),
+            Duration::from_secs(10)
+        );
+    }
+
+    #[test]
+    fn previews_are_one_line_and_short() {
+        let html = b"<html>\n<head><title>502 Bad Gateway</title></head>\n<body>\n<center><h1>502 Bad Gateway</h1></center>\n</body></html>";
+        let p = error_body_preview(html);
+        assert!(!p.contains('\n'));
+        assert!(p.starts_with("<html> <head><title>502"), "{p}");
+        assert!(p.ends_with('…'));
+        let status = br#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"forbidden: User \"system:anonymous\" cannot get path \"/metrics\"","reason":"Forbidden","details":{},"code":403}"#;
+        assert_eq!(
+            error_body_preview(status),
+            r#"forbidden: User "system:anonymous" cannot get path "/metrics""#
+        );
+        assert_eq!(error_body_preview(b""), "");
+    }
+
+    #[test]
+    fn file_spacing() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.prom");
+        let b = dir.path().join("b.prom");
+        std::fs::write(&a, "x 1\n").unwrap();
+        std::fs::write(&b, "x 2\n").unwrap();
+        let end = SystemTime::UNIX_EPOCH + Duration::from_secs(1000);
+        let v = file_scrapes_spaced(
+            ScrapeTarget::Etcd,
+            &[a, b.clone()],
+            Duration::from_secs(5),
+            end,
+        )
+        .unwrap();
+        assert_eq!(v[0].at, end - Duration::from_secs(5));
+        assert_eq!(v[1].at, end);
+        let e = file_scrapes(ScrapeTarget::Etcd, &[b, dir.path().join("missing")]).unwrap_err();
+        assert!(
+            e.contains("--etcd-metrics-file") && e.contains("missing"),
+            "{e}"
+        );
+    }
+}
