@@ -177,7 +177,7 @@ fn step(r: &mut Replica, s: u64, rev: &mut i64, cm_versions: &mut [i64; 5]) {
         0,
         6,
     );
-    if s % 3 == 0 {
+    if s.is_multiple_of(3) {
         let i = (s as usize / 3) % 5;
         cm_versions[i] += 1;
         put(
@@ -189,7 +189,7 @@ fn step(r: &mut Replica, s: u64, rev: &mut i64, cm_versions: &mut [i64; 5]) {
             3 + i,
         );
     }
-    if s % 5 == 0 {
+    if s.is_multiple_of(5) {
         put(
             rev,
             format!("/registry/events/default/web.{s:03}"),
@@ -458,7 +458,7 @@ fn source_ended_and_config_warning_80x24() {
 /// BR-13: 544x125 is 68,000 cells, past the 65,535 that older ratatui mishandled.
 #[test]
 fn huge_terminal_544x125_keeps_footer_on_last_row() {
-    for panel in ["1", "2", "3", "3l\n\n", "?"] {
+    for panel in ["1", "2", "3", "3l\n\n", "4", "?"] {
         let mut a = app();
         keys(&mut a, panel);
         let text = render(&mut a, 544, 125);
@@ -957,4 +957,804 @@ fn value_syntax_colours_follow_theme_roles() {
         })
         .expect("note on screen");
     assert_eq!(buf[(1, y)].style().fg, fg(Role::SyntaxNote));
+}
+
+// ---- The apiserver panel (key 4): literal `ApiserverView`s with realistic numbers (a
+// ---- kube-apiserver v1.34.0 on etcd 3.6.4, as in ../shared/testdata), drawn as they are.
+
+mod apiserver_views {
+    use super::at;
+    use regscope::metrics::view::{
+        ApfRow, ApiserverView, EtcdHealth, LatencyRow, ObjectsRow, Quantile, Reading, Risk,
+        TargetStatus, WatchCacheRow, WindowRow, WindowView,
+    };
+
+    const MIB: f64 = 1024.0 * 1024.0;
+
+    pub fn target(source: &str, version: &str) -> TargetStatus {
+        TargetStatus {
+            configured: true,
+            source: source.into(),
+            version: Some(version.into()),
+            good_scrapes: 14,
+            last_good: Some(at(28)),
+            stale_since: None,
+            last_error: None,
+            skipped_lines: 0,
+            first_skipped: None,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn lat(
+        metric: &'static str,
+        op: &str,
+        group: &str,
+        resource: &str,
+        count: f64,
+        q: [Quantile; 3],
+        rate: f64,
+        err: Option<f64>,
+        hist: &[f64],
+    ) -> LatencyRow {
+        LatencyRow {
+            metric,
+            operation: op.into(),
+            group: group.into(),
+            resource: resource.into(),
+            count,
+            p50: q[0],
+            p90: q[1],
+            p99: q[2],
+            rate: Some(rate),
+            error_rate: err,
+            p99_history: hist
+                .iter()
+                .map(|v| if *v < 0.0 { None } else { Some(*v) })
+                .collect(),
+        }
+    }
+
+    const ETCD: &str = "etcd_request_duration_seconds";
+    const API: &str = "apiserver_request_duration_seconds";
+
+    fn latency() -> Vec<LatencyRow> {
+        use Quantile::{AtLeast, NoData, Value};
+        vec![
+            lat(
+                API,
+                "LIST",
+                "",
+                "events",
+                412.0,
+                [Value(0.045), Value(2.4), AtLeast(60.0)],
+                0.2,
+                Some(0.05),
+                &[0.4, 0.5, 0.4, -1.0, 1.2, 3.0, 8.0, 60.0, 60.0, 60.0],
+            ),
+            lat(
+                ETCD,
+                "listWithCount",
+                "",
+                "pods",
+                1_830.0,
+                [Value(0.0123), Value(0.048), Value(1.2)],
+                2.0,
+                Some(0.0),
+                &[0.02, 0.03, 0.02, 0.05, 0.4, 0.9, 1.2],
+            ),
+            lat(
+                API,
+                "GET",
+                "",
+                "configmaps",
+                9_120.0,
+                [Value(0.0021), Value(0.0087), Value(0.0412)],
+                6.4,
+                Some(0.0),
+                &[0.03, 0.04, 0.035, 0.041, 0.04, 0.039, 0.0412],
+            ),
+            lat(
+                ETCD,
+                "create",
+                "",
+                "events",
+                3_004.0,
+                [Value(0.0019), Value(0.0064), Value(0.0181)],
+                3.1,
+                Some(0.0),
+                &[0.012, 0.015, 0.02, 0.018, 0.0181],
+            ),
+            lat(
+                ETCD,
+                "get",
+                "coordination.k8s.io",
+                "leases",
+                45_210.0,
+                [Value(0.000_85), Value(0.0021), Value(0.0048)],
+                12.5,
+                Some(0.0),
+                &[0.004, 0.005, 0.0045, 0.0048, 0.0047, 0.005, 0.0048],
+            ),
+            lat(
+                ETCD,
+                "delete",
+                "",
+                "secrets",
+                3.0,
+                [NoData, NoData, NoData],
+                0.0,
+                None,
+                &[-1.0, -1.0, -1.0],
+            ),
+        ]
+    }
+
+    fn cache(group: &str, resource: &str, cap: f64, recv: f64, span: Option<f64>) -> WatchCacheRow {
+        WatchCacheRow {
+            group: group.into(),
+            resource: resource.into(),
+            capacity: Reading::Value(cap),
+            capacity_increases: Reading::Value(0.0),
+            capacity_decreases: Reading::Value(0.0),
+            events_received_rate: Reading::Value(recv),
+            events_dispatched_rate: Reading::Value(recv * 3.0),
+            terminated_watchers: Reading::Value(0.0),
+            initializations: Reading::Value(1.0),
+            replica_event_rate: Some(recv),
+            history_span_seconds: span,
+        }
+    }
+
+    fn watch_cache() -> Vec<WatchCacheRow> {
+        let mut pods = cache("", "pods", 100.0, 12.5, Some(8.0));
+        pods.capacity_increases = Reading::Value(3.0);
+        pods.capacity_decreases = Reading::Value(1.0);
+        pods.terminated_watchers = Reading::Value(2.0);
+        pods.initializations = Reading::Value(2.0);
+        vec![
+            cache("", "configmaps", 100.0, 0.1, Some(1000.0)),
+            cache("", "events", 800.0, 8.0, Some(100.0)),
+            pods,
+            cache("", "secrets", 100.0, 0.0, None),
+            cache("coordination.k8s.io", "leases", 200.0, 2.4, Some(83.3)),
+        ]
+    }
+
+    fn wrow(
+        resource: &str,
+        cache: Reading<i64>,
+        inf: Option<(i64, f64)>,
+        gone: u64,
+        relists: u64,
+        state: &str,
+        risk: Risk,
+    ) -> WindowRow {
+        let (group, resource) = match resource.split_once('.') {
+            Some((r, g)) => (g.to_string(), r.to_string()),
+            None => (String::new(), resource.to_string()),
+        };
+        WindowRow {
+            group,
+            resource,
+            watch_cache_lag_revisions: cache,
+            informer_lag_revisions: inf.map(|i| i.0),
+            informer_lag_seconds: inf.map(|i| i.1),
+            gone_410: gone,
+            relists,
+            informer_state: Some(state.into()),
+            risk,
+        }
+    }
+
+    fn window() -> WindowView {
+        use Reading::Value;
+        WindowView {
+            head: Some(12_345),
+            compact_revision: Some(11_345),
+            window_revisions: Some(1_000),
+            window_seconds: Some(302.0),
+            regscope_lag_revisions: Some(2),
+            rows: vec![
+                wrow(
+                    "pods",
+                    Value(2),
+                    Some((1_204, 61.0)),
+                    2,
+                    2,
+                    "relisting after 410",
+                    Risk::Danger,
+                ),
+                wrow(
+                    "events",
+                    Value(3),
+                    Some((812, 41.5)),
+                    1,
+                    1,
+                    "watching",
+                    Risk::Warn,
+                ),
+                wrow(
+                    "leases.coordination.k8s.io",
+                    Value(1),
+                    Some((4, 0.2)),
+                    0,
+                    0,
+                    "watching",
+                    Risk::Ok,
+                ),
+                wrow(
+                    "configmaps",
+                    Value(0),
+                    Some((0, 0.0)),
+                    0,
+                    0,
+                    "watching",
+                    Risk::Ok,
+                ),
+            ],
+        }
+    }
+
+    /// BR-10's first variant: 100 MiB file, 72 MiB in use, 2 GiB quota.
+    pub fn health() -> EtcdHealth {
+        EtcdHealth {
+            db_size_bytes: Some(100.0 * MIB),
+            db_in_use_bytes: Some(72.0 * MIB),
+            quota_bytes: Some(2048.0 * MIB),
+            quota_used_percent: Some(100.0 / 2048.0 * 100.0),
+            not_in_use_percent: Some(28.0),
+            reclaimable_bytes: Some(28.0 * MIB),
+            just_defragmented: false,
+            has_leader: Some(true),
+            leader_changes: Some(1.0),
+            slow_watchers: Some(0.0),
+            proposals_failed: Some(0.0),
+            revision: Some(12_345),
+            compact_revision: Some(11_345),
+            apiserver_db_size_bytes: Reading::Value(100.0 * MIB),
+        }
+    }
+
+    /// BR-09: the replica holds 12 pods, 30 secrets and 40 configmaps (82 keys).
+    pub fn objects() -> Vec<ObjectsRow> {
+        // The flag text as metrics::derive words it.
+        let flag = |n: u64| {
+            Some(format!(
+                "apiserver says 82, replica has {n}: equals the total key count (82), the \
+                 pattern of the 1.34-rc regression (kubernetes#133604)"
+            ))
+        };
+        vec![
+            ObjectsRow {
+                group: String::new(),
+                resource: "pods".into(),
+                apiserver: Reading::Value(82),
+                replica: Some(12),
+                flag: flag(12),
+            },
+            ObjectsRow {
+                group: String::new(),
+                resource: "secrets".into(),
+                apiserver: Reading::Value(82),
+                replica: Some(30),
+                flag: flag(30),
+            },
+            ObjectsRow {
+                group: String::new(),
+                resource: "configmaps".into(),
+                apiserver: Reading::Unavailable,
+                replica: Some(40),
+                flag: None,
+            },
+        ]
+    }
+
+    fn apf() -> Vec<ApfRow> {
+        let row = |pl: &str, q: f64, e: f64, seats: f64, rej: f64, rate: f64| ApfRow {
+            priority_level: pl.into(),
+            in_queue: Some(q),
+            executing: Some(e),
+            rejected_total: Some(rej),
+            rejected_rate: Some(rate),
+            nominal_seats: Some(seats),
+        };
+        vec![
+            row("workload-low", 3.0, 12.0, 245.0, 340.0, 1.5),
+            row("catch-all", 0.0, 0.0, 13.0, 0.0, 0.0),
+            row("exempt", 0.0, 1.0, 0.0, 0.0, 0.0),
+            row("global-default", 0.0, 0.0, 49.0, 0.0, 0.0),
+            row("leader-election", 0.0, 0.0, 25.0, 0.0, 0.0),
+            row("node-high", 0.0, 1.0, 98.0, 0.0, 0.0),
+            row("system", 0.0, 0.0, 74.0, 0.0, 0.0),
+            row("workload-high", 0.0, 2.0, 98.0, 0.0, 0.0),
+        ]
+    }
+
+    /// Every section populated, as from a v1.34.0 apiserver on etcd 3.6.4.
+    pub fn v134() -> ApiserverView {
+        ApiserverView {
+            apiserver: target("https://10.0.0.1:6443/metrics", "v1.34.0"),
+            etcd: target("https://127.0.0.1:2379/metrics", "3.6.4"),
+            latency: latency(),
+            watch_cache: watch_cache(),
+            window: window(),
+            etcd_health: Some(health()),
+            objects: objects(),
+            apf: Some(apf()),
+            not_exposed: Vec::new(),
+        }
+    }
+
+    /// A 1.28-like apiserver: no watch-cache resource version (1.31+), so no watch-cache
+    /// lag; no compaction seen yet; no etcd error counter on one row.
+    pub fn v128() -> ApiserverView {
+        let mut v = v134();
+        v.apiserver.version = Some("v1.28.3".into());
+        v.etcd.version = Some("3.5.9".into());
+        for r in &mut v.window.rows {
+            r.watch_cache_lag_revisions = Reading::NotExposed;
+            r.risk = Risk::Ok;
+            r.informer_lag_revisions = Some(3);
+            r.informer_lag_seconds = Some(0.1);
+            r.gone_410 = 0;
+            r.relists = 0;
+            r.informer_state = Some("watching".into());
+        }
+        v.window.compact_revision = None;
+        v.window.window_revisions = None;
+        v.window.window_seconds = None;
+        for r in &mut v.watch_cache {
+            r.events_dispatched_rate = Reading::NotExposed;
+        }
+        v.watch_cache[0].events_received_rate = Reading::Pending;
+        v.watch_cache[0].history_span_seconds = None;
+        if let Some(h) = v.etcd_health.as_mut() {
+            h.apiserver_db_size_bytes = Reading::NotExposed;
+            h.compact_revision = None;
+        }
+        v.not_exposed = vec!["watch_cache_resource_version".into()];
+        v
+    }
+}
+
+use apiserver_views as av;
+use regscope::tui::Section;
+
+fn apiserver_app(v: regscope::metrics::view::ApiserverView) -> App {
+    let mut a = app();
+    a.set_apiserver_view(v);
+    keys(&mut a, "4");
+    a
+}
+
+fn assert_shows(text: &str, needles: &[&str]) {
+    for n in needles {
+        assert!(text.contains(n), "{n:?} not on screen:\n{text}");
+    }
+}
+
+#[test]
+fn apiserver_all_sections_120x40() {
+    let mut a = apiserver_app(av::v134());
+    assert_eq!(a.panel(), regscope::tui::Panel::Apiserver);
+    let text = render(&mut a, 120, 40);
+    assert_shows(
+        &text,
+        &[
+            "4 Apiserver",
+            // Status lines.
+            "apiserver  ● ok  v1.34.0",
+            "etcd       ● ok  3.6.4",
+            // Latency: worst first, the +Inf bucket as a bound, sub-ms and ms values.
+            "Request latency",
+            "≥ 60s",
+            "listWithCount",
+            "850µs",
+            "12.3ms",
+            // Window: the verdicts and the 410s.
+            "Compaction window vs lag",
+            "window 1,000 revs = 5m02s",
+            "⚠ informer events lags 812 revs of a 1,000-rev window: 410 Gone",
+            "✖ informer pods lags 1,204 revs of a 1,000-rev window: a reconnect",
+            "410 Gone seen 3 (pods 2, events 1)",
+            // Watch cache.
+            "Watch cache",
+            "shortest history 8.0s (pods)",
+            // etcd health and objects.
+            "db size 100.0 MiB",
+            "4.9 % used",
+            // APF against etcd errors.
+            "Flow control (APF)",
+            "APF rejected 1.5/s",
+            "workload-low",
+        ],
+    );
+    assert!(!text.contains("NaN"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn apiserver_80x24_shows_one_section_with_a_strip() {
+    let mut a = apiserver_app(av::v134());
+    let text = render(&mut a, 80, 24);
+    assert_shows(
+        &text,
+        &[
+            " Latency ",
+            " Window !",
+            " Watch cache ",
+            " etcd !",
+            " APF !",
+            "Request latency",
+            "≥ 60s",
+        ],
+    );
+    assert!(!text.contains("Compaction window vs lag"), "{text}");
+    insta::assert_snapshot!(text);
+    // Focus moves with l / h and wraps; the strip follows.
+    keys(&mut a, "l");
+    assert_eq!(a.apiserver_focus(), (Section::Window, false));
+    let text = render(&mut a, 80, 24);
+    assert_shows(
+        &text,
+        &[
+            "Compaction window vs lag",
+            "✖ informer pods lags 1,204 revs of a 1,000-rev window: a reconnect gets 410",
+        ],
+    );
+    insta::assert_snapshot!("apiserver_80x24_window", text);
+    keys(&mut a, "hh");
+    assert_eq!(a.apiserver_focus(), (Section::Apf, false));
+}
+
+#[test]
+fn apiserver_zoomed_latency_120x40_has_every_column() {
+    let mut a = apiserver_app(av::v134());
+    keys(&mut a, "z");
+    assert_eq!(a.apiserver_focus(), (Section::Latency, true));
+    let text = render(&mut a, 120, 40);
+    assert_shows(
+        &text,
+        &[
+            "zoomed",
+            "p50",
+            "p90",
+            "p99",
+            "req/s",
+            "err/s",
+            "count",
+            "p99 trend",
+            "45.0ms",
+            "2.4s",
+            "45,210",
+            "▁▁▁ ▁▁▂███",
+        ],
+    );
+    assert!(!text.contains("Compaction window vs lag"), "{text}");
+    insta::assert_snapshot!(text);
+    // esc leaves the zoom.
+    keys(&mut a, "\x1b");
+    assert_eq!(a.apiserver_focus(), (Section::Latency, false));
+}
+
+#[test]
+fn apiserver_zoomed_sections_120x40() {
+    for (moves, name, needles) in [
+        (
+            "lz",
+            "apiserver_zoomed_window_120x40",
+            &[
+                "⚠ informer events lags 812 revs of a 1,000-rev window: 410 Gone likely on reconnect",
+                "✖ informer pods lags 1,204 revs of a 1,000-rev window: a reconnect gets 410 Gone and relists",
+                "cache lag",
+                "informer state",
+                "relisting after 410",
+                "regscope's etcd watch lags 2 revs",
+                "warn: lag past half the window",
+            ][..],
+        ),
+        (
+            "llz",
+            "apiserver_zoomed_watch_cache_120x40",
+            &["capacity", "history", "16m40s", "idle", "+3/−1", "83s"][..],
+        ),
+        (
+            "lllz",
+            "apiserver_zoomed_etcd_120x40",
+            &[
+                "leader ✓",
+                "leader changes 1",
+                "apiserver sees 100.0 MiB",
+                "2 of 3 object counts disagree with the replica",
+            ][..],
+        ),
+        (
+            "hz",
+            "apiserver_zoomed_apf_120x40",
+            &[
+                "etcd request errors 0.0/s",
+                "→ failures come from flow control (APF), not from etcd",
+                "leader-election",
+                "245",
+                "340",
+            ][..],
+        ),
+    ] {
+        let mut a = apiserver_app(av::v134());
+        keys(&mut a, moves);
+        let text = render(&mut a, 120, 40);
+        assert_shows(&text, needles);
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+/// BR-10: quota use from the file size, what a defrag gives back, 0 % after a defrag is
+/// normal, a total of 0 is n/a.
+#[test]
+fn apiserver_br10_db_size_quota_and_defrag() {
+    const MIB: f64 = 1024.0 * 1024.0;
+    let mut v = av::v134();
+    v.objects.clear();
+    let base = av::health();
+    let mut defragged = base.clone();
+    defragged.db_size_bytes = Some(72.0 * MIB);
+    defragged.quota_used_percent = Some(72.0 / 2048.0 * 100.0);
+    defragged.not_in_use_percent = Some(0.0);
+    defragged.reclaimable_bytes = Some(0.0);
+    defragged.just_defragmented = true;
+    defragged.apiserver_db_size_bytes = regscope::metrics::view::Reading::Value(72.0 * MIB);
+    let mut zero = base.clone();
+    zero.db_size_bytes = Some(0.0);
+    zero.quota_used_percent = Some(0.0);
+    zero.not_in_use_percent = None;
+    zero.reclaimable_bytes = None;
+    for (h, name, needles, absent) in [
+        (
+            base,
+            "apiserver_br10_defrag_reclaims_28mib",
+            &[
+                "db size 100.0 MiB",
+                "quota 2.0 GiB, 4.9 % used",
+                "in use 72.0 MiB",
+                "not in use 28 %",
+                "28.0 MiB reclaimable by defrag",
+            ][..],
+            &["normal after a defrag"][..],
+        ),
+        (
+            defragged,
+            "apiserver_br10_after_defrag",
+            &[
+                "db size 72.0 MiB",
+                "3.5 % used",
+                "0 % not in use — normal after a defrag",
+            ][..],
+            &["reclaimable"][..],
+        ),
+        (
+            zero,
+            "apiserver_br10_total_zero",
+            &["db size 0 B", "not in use n/a"][..],
+            &["NaN", "inf", "reclaimable"][..],
+        ),
+    ] {
+        v.etcd_health = Some(h);
+        let mut a = apiserver_app(v.clone());
+        keys(&mut a, "lllz");
+        let text = render(&mut a, 100, 24);
+        assert_shows(&text, needles);
+        for n in absent {
+            assert!(!text.contains(n), "{n:?} on screen:\n{text}");
+        }
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+/// BR-09: −1 is "count unavailable", an apiserver count equal to the total key count is
+/// flagged, and the replica's counts stand beside the metric.
+#[test]
+fn apiserver_br09_object_counts_against_the_replica() {
+    let mut a = apiserver_app(av::v134());
+    keys(&mut a, "lllz");
+    let text = render(&mut a, 100, 30);
+    assert_shows(
+        &text,
+        &[
+            "count unavailable (apiserver reported −1)",
+            "≠ apiserver says 82, replica has 12: equals the total key count (82), the pattern",
+            "≠ apiserver says 82, replica has 30: equals the total key count (82), the pattern",
+            "regression (kubernetes#133604)",
+            "2 of 3 object counts disagree with the replica",
+        ],
+    );
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(name) && !l.contains("apiserver says"))
+            .unwrap_or_else(|| panic!("no {name} row:\n{text}"))
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert!(row("≠ pods").contains("≠ pods 82 12"), "{}", row("≠ pods"));
+    assert!(
+        row("≠ secrets").contains("≠ secrets 82 30"),
+        "{}",
+        row("≠ secrets")
+    );
+    assert!(
+        row("configmaps").contains("configmaps n/a 40"),
+        "{}",
+        row("configmaps")
+    );
+    assert!(!text.contains("-1 ") && !text.contains("−1 4"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
+/// BR-08: what a version does not expose says so (1.28: no watch-cache lag), no compaction
+/// yet reads as such, and a rate that needs a second scrape is not a 0.
+#[test]
+fn apiserver_not_exposed_readings_v128() {
+    let mut a = apiserver_app(av::v128());
+    keys(&mut a, "lz");
+    let text = render(&mut a, 120, 30);
+    assert_shows(
+        &text,
+        &[
+            "v1.28.3",
+            "no compaction yet: the window is all history",
+            "watch-cache lag: not exposed by this version",
+            "✓ every watcher is well inside the window",
+        ],
+    );
+    assert!(!text.contains("cache lag "), "column left out:\n{text}");
+    insta::assert_snapshot!(text);
+    keys(&mut a, "lz");
+    let text = render(&mut a, 120, 30);
+    assert_shows(
+        &text,
+        &[
+            "events dispatched: not exposed by this version",
+            "…: rate needs a second scrape",
+        ],
+    );
+    assert!(!text.contains("sent/s"), "{text}");
+    insta::assert_snapshot!("apiserver_not_exposed_watch_cache_v128", text);
+    keys(&mut a, "lz");
+    let text = render(&mut a, 120, 30);
+    assert_shows(
+        &text,
+        &[
+            "never compacted",
+            "apiserver's db size: not exposed by this version",
+        ],
+    );
+}
+
+#[test]
+fn apiserver_stale_targets_and_skipped_lines() {
+    let mut v = av::v134();
+    v.apiserver.stale_since = Some(at(20));
+    v.apiserver.last_error = Some("GET https://10.0.0.1:6443/metrics: timed out after 5s".into());
+    v.etcd.skipped_lines = 3;
+    v.etcd.first_skipped = Some("line 17: unexpected character '<' (body is HTML?)".into());
+    let mut a = apiserver_app(v);
+    let text = render(&mut a, 120, 40);
+    assert_shows(
+        &text,
+        &[
+            "⚠ stale since 22:13:40 (GET https://10.0.0.1:6443/metrics: timed out after 5s)",
+            "3 lines skipped: first line 17: unexpected character '<'",
+            "STALE Request latency",
+            "STALE Flow control (APF)",
+        ],
+    );
+    assert!(
+        !text.contains("STALE etcd health"),
+        "etcd is current:\n{text}"
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn apiserver_not_configured_120x40() {
+    let mut a = apiserver_app(Default::default());
+    let text = render(&mut a, 120, 40);
+    assert_shows(
+        &text,
+        &[
+            "apiserver  not configured — use --kubeconfig / --apiserver-metrics-url / --apiserver-metrics-file",
+            "etcd       not configured",
+            "apiserver metrics not configured (see above)",
+            "etcd metrics not configured (see above)",
+            "compaction window not known yet",
+        ],
+    );
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn apiserver_scrolls_the_focused_section() {
+    let mut v = av::v134();
+    v.watch_cache = (0..40)
+        .map(|i| {
+            let mut r = v.watch_cache[0].clone();
+            r.resource = format!("widgets{i:02}");
+            r
+        })
+        .collect();
+    let mut a = apiserver_app(v);
+    keys(&mut a, "ll");
+    let text = render(&mut a, 120, 40);
+    assert_shows(&text, &["rows 1–", "widgets00"]);
+    keys(&mut a, "jjj");
+    let text = render(&mut a, 120, 40);
+    assert_shows(&text, &["rows 4–", "widgets03"]);
+    assert!(!text.contains("widgets02"), "{text}");
+    keys(&mut a, "G");
+    let text = render(&mut a, 120, 40);
+    assert_shows(&text, &["of 40", "widgets39"]);
+    keys(&mut a, "g");
+    let text = render(&mut a, 120, 40);
+    assert_shows(&text, &["rows 1–", "widgets00"]);
+}
+
+#[test]
+fn apiserver_set_view_marks_dirty() {
+    let mut a = app();
+    a.mark_drawn();
+    assert!(!a.needs_draw());
+    a.set_apiserver_view(av::v134());
+    assert!(a.needs_draw());
+    assert_eq!(a.apiserver_view().latency.len(), 6);
+}
+
+/// Tiny terminals (and zero-sized ones) draw without panicking, in every focus and zoom.
+#[test]
+fn apiserver_tiny_terminals_do_not_panic() {
+    for (w, h) in [
+        (20, 5),
+        (1, 1),
+        (2, 3),
+        (10, 4),
+        (30, 6),
+        (40, 8),
+        (60, 12),
+        (99, 33),
+        (100, 33),
+        (0, 0),
+        (120, 0),
+        (0, 40),
+    ] {
+        for moves in ["", "l", "ll", "lll", "h", "z", "lz", "llz", "lllz", "hz"] {
+            for v in [av::v134(), av::v128(), Default::default()] {
+                let mut a = apiserver_app(v);
+                keys(&mut a, moves);
+                let text = render(&mut a, w, h);
+                assert_eq!(text.lines().count(), h as usize);
+                keys(&mut a, "jjG");
+                render(&mut a, w, h);
+            }
+        }
+    }
+    let mut a = apiserver_app(av::v134());
+    insta::assert_snapshot!(render(&mut a, 20, 5));
+}
+
+/// Every apiserver-panel key is in help, from the keymap.
+#[test]
+fn help_lists_the_apiserver_keys() {
+    let mut a = apiserver_app(av::v134());
+    keys(&mut a, "?G");
+    let text = render(&mut a, 160, 48);
+    assert_shows(
+        &text,
+        &[
+            "[apiserver] apiserver panel",
+            "→, l             next_section",
+            "←, h             prev_section",
+            "enter, z         zoom_section",
+            "esc              back",
+        ],
+    );
 }

@@ -14,7 +14,7 @@ pub enum Action {
     Quit,
     /// Open or close the help screen.
     ToggleHelp,
-    /// Switch to the next panel (Growth → Events → Keys).
+    /// Switch to the next panel (Growth → Events → Keys → Apiserver).
     NextPanel,
     /// Switch to the previous panel.
     PrevPanel,
@@ -24,6 +24,8 @@ pub enum Action {
     ShowEvents,
     /// Show the key browser.
     ShowKeys,
+    /// Show the apiserver panel (latency, watch cache, compaction window, etcd health, APF).
+    ShowApiserver,
     /// Clear the screen and draw everything again.
     Redraw,
     /// Move the selection (or scroll) up one row.
@@ -42,6 +44,12 @@ pub enum Action {
     FocusLeft,
     /// Focus the pane on the right (keys: the key list).
     FocusRight,
+    /// Focus the next section of the apiserver panel.
+    NextSection,
+    /// Focus the previous section of the apiserver panel.
+    PrevSection,
+    /// Show the focused section of the apiserver panel full screen, or all sections again.
+    ZoomSection,
     /// Open the selected item (a resource's keys, a key's value, an event's key).
     Open,
     /// Close the current view and go back.
@@ -86,6 +94,7 @@ impl Action {
         Action::ShowGrowth,
         Action::ShowEvents,
         Action::ShowKeys,
+        Action::ShowApiserver,
         Action::Redraw,
         Action::Up,
         Action::Down,
@@ -95,6 +104,9 @@ impl Action {
         Action::Bottom,
         Action::FocusLeft,
         Action::FocusRight,
+        Action::NextSection,
+        Action::PrevSection,
+        Action::ZoomSection,
         Action::Open,
         Action::Back,
         Action::Filter,
@@ -123,6 +135,7 @@ impl Action {
             Action::ShowGrowth => "show_growth",
             Action::ShowEvents => "show_events",
             Action::ShowKeys => "show_keys",
+            Action::ShowApiserver => "show_apiserver",
             Action::Redraw => "redraw",
             Action::Up => "up",
             Action::Down => "down",
@@ -132,6 +145,9 @@ impl Action {
             Action::Bottom => "bottom",
             Action::FocusLeft => "focus_left",
             Action::FocusRight => "focus_right",
+            Action::NextSection => "next_section",
+            Action::PrevSection => "prev_section",
+            Action::ZoomSection => "zoom_section",
             Action::Open => "open",
             Action::Back => "back",
             Action::Filter => "filter",
@@ -161,6 +177,7 @@ impl Action {
             Action::ShowGrowth => "revision growth panel",
             Action::ShowEvents => "event stream panel",
             Action::ShowKeys => "key browser panel",
+            Action::ShowApiserver => "apiserver panel: latency, watch cache, window, etcd, APF",
             Action::Redraw => "clear and redraw the screen",
             Action::Up => "move up",
             Action::Down => "move down",
@@ -170,6 +187,9 @@ impl Action {
             Action::Bottom => "last row",
             Action::FocusLeft => "focus the resource list",
             Action::FocusRight => "focus the key list",
+            Action::NextSection => "focus the next section",
+            Action::PrevSection => "focus the previous section",
+            Action::ZoomSection => "zoom the focused section to the whole panel (again: all)",
             Action::Open => "open the selection",
             Action::Back => "close and go back",
             Action::Filter => "filter the list by text",
@@ -199,6 +219,7 @@ impl Action {
             Action::ShowGrowth => "growth",
             Action::ShowEvents => "events",
             Action::ShowKeys => "keys",
+            Action::ShowApiserver => "apiserver",
             Action::Redraw => "redraw",
             Action::Up => "up",
             Action::Down => "down",
@@ -208,6 +229,9 @@ impl Action {
             Action::Bottom => "bottom",
             Action::FocusLeft => "resources",
             Action::FocusRight => "keys",
+            Action::NextSection => "section",
+            Action::PrevSection => "prev section",
+            Action::ZoomSection => "zoom",
             Action::Open => "open",
             Action::Back => "back",
             Action::Filter => "filter",

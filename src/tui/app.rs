@@ -20,6 +20,7 @@ pub(crate) use super::detail::DetailState;
 use super::keymap::{Keymap, Mode};
 use super::storage::StorageSummary;
 use super::theme::Theme;
+use crate::metrics::view::ApiserverView;
 use crate::model::{KeyPath, Revision, Stamped};
 use crate::store::{EventRecord, Replica};
 
@@ -56,7 +57,7 @@ impl Default for Settings {
     }
 }
 
-/// The main panels, switched with Tab or 1–3.
+/// The main panels, switched with Tab or 1–4.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Panel {
     /// Revision growth, top resources, compactions.
@@ -65,11 +66,14 @@ pub enum Panel {
     Events,
     /// The key browser.
     Keys,
+    /// The apiserver side: request latency, watch cache, compaction window vs lag, etcd
+    /// health and object counts, flow control (drawn from an [`ApiserverView`]).
+    Apiserver,
 }
 
 impl Panel {
     /// Every panel, in tab order.
-    pub const ALL: [Panel; 3] = [Panel::Growth, Panel::Events, Panel::Keys];
+    pub const ALL: [Panel; 4] = [Panel::Growth, Panel::Events, Panel::Keys, Panel::Apiserver];
 
     /// Tab label.
     pub fn label(self) -> &'static str {
@@ -77,8 +81,64 @@ impl Panel {
             Panel::Growth => "Growth",
             Panel::Events => "Events",
             Panel::Keys => "Keys",
+            Panel::Apiserver => "Apiserver",
         }
     }
+}
+
+/// The sections of the apiserver panel, in focus order (reading order of the full layout).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Section {
+    /// Request latency by operation (etcd and apiserver histograms).
+    #[default]
+    Latency,
+    /// Compaction window vs watch-cache and informer lag (risk of 410 Gone).
+    Window,
+    /// Watch-cache capacity, event rates and history span.
+    WatchCache,
+    /// etcd health (db size, quota, defrag) and object counts against the replica.
+    Etcd,
+    /// API Priority and Fairness per priority level.
+    Apf,
+}
+
+impl Section {
+    /// Every section, in focus order.
+    pub const ALL: [Section; 5] = [
+        Section::Latency,
+        Section::Window,
+        Section::WatchCache,
+        Section::Etcd,
+        Section::Apf,
+    ];
+
+    /// Short label for the section strip.
+    pub fn label(self) -> &'static str {
+        match self {
+            Section::Latency => "Latency",
+            Section::Window => "Window",
+            Section::WatchCache => "Watch cache",
+            Section::Etcd => "etcd",
+            Section::Apf => "APF",
+        }
+    }
+
+    /// Position in [`Section::ALL`].
+    pub fn index(self) -> usize {
+        Section::ALL.iter().position(|s| *s == self).unwrap_or(0)
+    }
+}
+
+/// The apiserver panel: the data shown (replaced whole by [`App::set_apiserver_view`]) and
+/// the panel's own UI state.
+#[derive(Default)]
+pub(crate) struct ApiserverState {
+    pub view: ApiserverView,
+    pub focus: Section,
+    /// The focused section fills the panel.
+    pub zoomed: bool,
+    /// First visible row of each section, by [`Section::index`].
+    pub scroll: [usize; 5],
 }
 
 /// Which list of the key browser has the focus.
@@ -134,6 +194,9 @@ pub(crate) struct Viewports {
     pub encryption: Cell<usize>,
     pub help: Cell<usize>,
     pub growth: Cell<usize>,
+    /// Inner (width, height) of each apiserver section's scrolling rows, by
+    /// [`Section::index`]; (0, 0) when not drawn in the last frame.
+    pub apiserver: [Cell<(u16, u16)>; 5],
 }
 
 /// The console: the replica it displays plus all UI state. See the module docs.
@@ -153,6 +216,8 @@ pub struct App {
     pub(crate) json_output: bool,
     /// The encryption summary, counted when its view is open (see [`App::refresh_storage`]).
     pub(crate) storage: Option<StorageSummary>,
+    /// The apiserver panel's data and state.
+    pub(crate) apiserver: ApiserverState,
     /// Clock second of the last count, to count at most once a second.
     storage_second: u64,
     pub(crate) view: Viewports,
@@ -197,6 +262,7 @@ impl App {
             detail: None,
             json_output: false,
             storage: None,
+            apiserver: ApiserverState::default(),
             storage_second: 0,
             view: Viewports::default(),
             debug_panic: false,
@@ -217,6 +283,23 @@ impl App {
     /// The panel shown.
     pub fn panel(&self) -> Panel {
         self.panel
+    }
+
+    /// What the apiserver panel shows (empty until the first [`App::set_apiserver_view`]).
+    pub fn apiserver_view(&self) -> &ApiserverView {
+        &self.apiserver.view
+    }
+
+    /// Replaces what the apiserver panel shows (computed from the metric store after a
+    /// batch) and marks the screen dirty. Scroll positions are kept; drawing clamps them.
+    pub fn set_apiserver_view(&mut self, v: ApiserverView) {
+        self.apiserver.view = v;
+        self.dirty = true;
+    }
+
+    /// The focused section of the apiserver panel and whether it is zoomed.
+    pub fn apiserver_focus(&self) -> (Section, bool) {
+        (self.apiserver.focus, self.apiserver.zoomed)
     }
 
     /// Whether the user asked to quit.
@@ -301,6 +384,7 @@ impl App {
                 Panel::Keys if self.detail.is_some() => Mode::Detail,
                 Panel::Keys if self.keys.encryption.is_some() => Mode::Encryption,
                 Panel::Keys => Mode::Keys,
+                Panel::Apiserver => Mode::Apiserver,
             }
         }
     }
@@ -352,6 +436,8 @@ impl App {
                     self.detail = None;
                 } else if self.keys.encryption.is_some() {
                     self.keys.encryption = None;
+                } else if mode == Mode::Apiserver {
+                    self.apiserver.zoomed = false;
                 }
             }
             Action::NextPanel | Action::PrevPanel => {
@@ -370,6 +456,24 @@ impl App {
             Action::ShowGrowth => self.switch(Panel::Growth),
             Action::ShowEvents => self.switch(Panel::Events),
             Action::ShowKeys => self.switch(Panel::Keys),
+            Action::ShowApiserver => self.switch(Panel::Apiserver),
+            Action::NextSection | Action::PrevSection => {
+                if mode == Mode::Apiserver {
+                    let n = Section::ALL.len();
+                    let i = self.apiserver.focus.index();
+                    let j = if action == Action::NextSection {
+                        (i + 1) % n
+                    } else {
+                        (i + n - 1) % n
+                    };
+                    self.apiserver.focus = Section::ALL[j];
+                }
+            }
+            Action::ZoomSection => {
+                if mode == Mode::Apiserver {
+                    self.apiserver.zoomed = !self.apiserver.zoomed;
+                }
+            }
             Action::Redraw => self.clear_requested = true,
             Action::Up => self.step(mode, -1),
             Action::Down => self.step(mode, 1),
@@ -400,7 +504,7 @@ impl App {
                 let text = match target {
                     Panel::Events => self.events.filter.clone(),
                     Panel::Keys => self.keys.filter.clone(),
-                    Panel::Growth => return,
+                    Panel::Growth | Panel::Apiserver => return,
                 };
                 if target == Panel::Keys {
                     self.detail = None;
@@ -455,7 +559,7 @@ impl App {
                     match input.target {
                         Panel::Events => self.set_events_filter(input.text),
                         Panel::Keys => self.set_keys_filter(input.text),
-                        Panel::Growth => {}
+                        Panel::Growth | Panel::Apiserver => {}
                     }
                 }
             }
@@ -489,6 +593,7 @@ impl App {
             Mode::Detail => self.view.detail.get(),
             Mode::Encryption => self.view.encryption.get(),
             Mode::Help => self.view.help.get(),
+            Mode::Apiserver => self.view.apiserver[self.apiserver.focus.index()].get().1 as usize,
             _ => self.view.growth.get(),
         };
         rows.max(2) - 1
@@ -544,6 +649,12 @@ impl App {
                 // Rows: every resource, then the total.
                 let n = self.storage.as_ref().map_or(0, |s| s.rows.len()) + 1;
                 self.keys.encryption = self.keys.encryption.map(|i| add(i, delta, n - 1));
+            }
+            Mode::Apiserver => {
+                let section = self.apiserver.focus;
+                let max = super::views::apiserver_max_scroll(self, section);
+                let s = &mut self.apiserver.scroll[section.index()];
+                *s = add(*s, delta, max);
             }
             Mode::Global | Mode::Filter => {}
         }

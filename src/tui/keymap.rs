@@ -30,6 +30,8 @@ pub enum Mode {
     Detail,
     /// The encryption-at-rest summary (opened from the key browser).
     Encryption,
+    /// The apiserver panel (latency, watch cache, compaction window, etcd health, APF).
+    Apiserver,
     /// The help screen.
     Help,
     /// Typing a filter.
@@ -45,6 +47,7 @@ impl Mode {
         Mode::Keys,
         Mode::Detail,
         Mode::Encryption,
+        Mode::Apiserver,
         Mode::Help,
         Mode::Filter,
     ];
@@ -58,6 +61,7 @@ impl Mode {
             Mode::Keys => "keys",
             Mode::Detail => "detail",
             Mode::Encryption => "encryption",
+            Mode::Apiserver => "apiserver",
             Mode::Help => "help",
             Mode::Filter => "filter",
         }

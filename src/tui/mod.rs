@@ -32,7 +32,7 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc::error::TryRecvError;
 
 pub use action::Action;
-pub use app::{App, Panel, Settings};
+pub use app::{App, Panel, Section, Settings};
 pub use keymap::{KeyChord, Keymap, Mode};
 pub use theme::{ColorDepth, Role, Theme};
 

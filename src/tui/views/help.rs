@@ -67,6 +67,7 @@ fn mode_note(mode: Mode) -> &'static str {
         Mode::Keys => " key browser",
         Mode::Detail => " an opened key",
         Mode::Encryption => " encryption at rest per resource",
+        Mode::Apiserver => " apiserver panel: ↑/↓ scroll the focused section",
         Mode::Help => " this screen",
         Mode::Filter => " typing a filter",
     }

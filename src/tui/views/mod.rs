@@ -5,6 +5,7 @@
 //! the hint bar on the last row. Help is drawn over the panel. Nothing here changes the app
 //! except the viewport sizes recorded for paging.
 
+mod apiserver;
 mod detail;
 mod encryption;
 mod events;
@@ -54,11 +55,17 @@ pub fn draw(app: &App, f: &mut Frame) {
             None if app.keys.encryption.is_some() => encryption::draw(app, f, main),
             None => keys::draw(app, f, main),
         },
+        Panel::Apiserver => apiserver::draw(app, f, main),
     }
     if let Some(scroll) = app.help {
         help::draw(app, scroll, f, main);
     }
     footer::draw(app, f, foot);
+}
+
+/// The largest scroll offset of an apiserver panel section (for clamping its scroll).
+pub(crate) fn apiserver_max_scroll(app: &App, section: super::app::Section) -> usize {
+    apiserver::max_scroll(app, section)
 }
 
 /// Lines of the help screen (for clamping its scroll).

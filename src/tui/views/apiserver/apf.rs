@@ -1,0 +1,133 @@
+//! API Priority and Fairness beside storage: requests queued, executing and rejected per
+//! priority level, and one line that sets APF's rejections against etcd's request errors
+//! in the same window, so that a failure from flow control (refused before storage, no
+//! etcd revision) is not mistaken for one from etcd, and the other way round.
+
+use ratatui::text::{Line, Span};
+
+use super::body::{flow, wrap, Body, Col, Table};
+use super::fmt::{self, Cell};
+use super::{empty_line, not_exposed_note};
+use crate::metrics::view::ApiserverView;
+use crate::tui::app::{App, Section};
+use crate::tui::theme::Role;
+use crate::tui::views::sp;
+
+/// Sum of the values present; `None` when there is none.
+fn sum(vals: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    vals.flatten()
+        .fold(None, |acc, x| Some(acc.unwrap_or(0.0) + x))
+}
+
+/// The "who refuses requests" line: APF rejections vs etcd request errors in the window.
+fn compare(app: &App, v: &ApiserverView, w: usize) -> Vec<Line<'static>> {
+    let apf = v
+        .apf
+        .as_ref()
+        .and_then(|rows| sum(rows.iter().map(|r| r.rejected_rate)));
+    let etcd = sum(v
+        .latency
+        .iter()
+        .filter(|r| r.metric.starts_with("etcd_"))
+        .map(|r| r.error_rate));
+    let val = |x: Option<f64>| match x {
+        Some(x) => sp(
+            app,
+            format!("{}/s", fmt::rate(x)),
+            if x > 0.0 {
+                Role::Delete
+            } else {
+                Role::HeaderValue
+            },
+        ),
+        None => sp(app, fmt::NOT_EXPOSED_TEXT, Role::Muted),
+    };
+    let (verdict, role) = match (apf, etcd) {
+        (Some(a), Some(e)) if a > 0.0 && e > 0.0 => (
+            "both flow control and etcd are failing requests",
+            Role::StatusError,
+        ),
+        (Some(a), _) if a > 0.0 => (
+            "failures come from flow control (APF), not from etcd",
+            Role::StatusWarn,
+        ),
+        (_, Some(e)) if e > 0.0 => (
+            "failures come from etcd, not from flow control",
+            Role::StatusWarn,
+        ),
+        (Some(_), Some(_)) => ("no rejections and no etcd errors", Role::StatusOk),
+        _ => ("", Role::Muted),
+    };
+    let segs = vec![
+        vec![
+            sp(app, "in the window: APF rejected ", Role::Text),
+            val(apf),
+        ],
+        vec![sp(app, "etcd request errors ", Role::Text), val(etcd)],
+    ];
+    let mut out = flow(app, segs, w);
+    if !verdict.is_empty() {
+        out.extend(wrap(app, &format!("→ {verdict}"), role, w));
+    }
+    out
+}
+
+pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+    let rows = v.apf.as_deref().unwrap_or(&[]);
+    let cols = vec![
+        Col::name("priority level", 14),
+        Col::num("queued", 8, 0),
+        Col::num("executing", 9, 0),
+        Col::num("seats", 6, 2),
+        Col::num("rej/s", 7, 0),
+        Col::num("rejected", 10, 1),
+    ];
+    let cells: Vec<Vec<Cell>> = rows
+        .iter()
+        .map(|r| {
+            let hot = |x: f64, role: Role| (fmt::count(x), if x > 0.0 { role } else { Role::Text });
+            vec![
+                (r.priority_level.clone(), Role::Text),
+                fmt::opt(r.in_queue, |x| hot(x, Role::Note)),
+                fmt::opt(r.executing, |x| (fmt::count(x), Role::Text)),
+                fmt::opt(r.nominal_seats, |x| (fmt::count(x), Role::Muted)),
+                fmt::opt(r.rejected_rate, |x| {
+                    (
+                        fmt::rate(x),
+                        if x > 0.0 { Role::Delete } else { Role::Text },
+                    )
+                }),
+                fmt::opt(r.rejected_total, |x| hot(x, Role::Note)),
+            ]
+        })
+        .collect();
+    let table = Table::fit(cols, &cells, w);
+    let top = if v.apf.is_some() || !v.latency.is_empty() {
+        compare(app, v, w)
+    } else {
+        Vec::new()
+    };
+    let empty = if v.apf.is_none() && v.apiserver.good_scrapes > 0 {
+        Line::from(sp(
+            app,
+            format!(
+                "APF: {} (no apiserver_flowcontrol_* metrics)",
+                fmt::NOT_EXPOSED_TEXT
+            ),
+            Role::Muted,
+        ))
+    } else {
+        empty_line(app, v, "flow-control metrics")
+    };
+    let legend = not_exposed_note(app, v, Section::Apf, w);
+    let title = super::count_title(app, rows.len(), "levels");
+    let body = Body {
+        top,
+        header: Some(table.header(app)),
+        rows: cells.into_iter().map(|c| vec![table.row(app, c)]).collect(),
+        empty: Some(empty),
+        legend,
+        notes: Vec::new(),
+    };
+    (title, body)
+}

@@ -1,0 +1,220 @@
+//! etcd's health beside the apiserver (BR-10) and the object counts (BR-09).
+//!
+//! Quota use is the physical file size against the quota, because that is what etcd's space
+//! alarm compares; "not in use" is the share of the file a defrag would give back, and 0 %
+//! right after a defrag is normal, not a problem. The apiserver's object count per resource
+//! stands next to the replica's own count; disagreements are flagged with the reason the
+//! view gives, and a count the apiserver could not read (its −1) is said to be unavailable,
+//! never shown as −1 or 0.
+
+use ratatui::text::{Line, Span};
+
+use super::body::{flow, wrap, Body, Col, Table};
+use super::fmt::{self, Cell};
+use super::not_exposed_note;
+use crate::metrics::view::{ApiserverView, EtcdHealth, Reading};
+use crate::tui::app::{App, Section};
+use crate::tui::format::{thousands, thousands_i};
+use crate::tui::theme::Role;
+use crate::tui::views::sp;
+
+fn health_lines(app: &App, h: &EtcdHealth, w: usize) -> Vec<Line<'static>> {
+    let val = |s: String| sp(app, s, Role::HeaderValue);
+    let txt = |s: &'static str| sp(app, s, Role::Text);
+    let na = || sp(app, "n/a", Role::Muted);
+    let mut out = Vec::new();
+
+    // Size against quota.
+    let mut segs: Vec<Vec<Span<'static>>> = Vec::new();
+    segs.push(vec![
+        txt("db size "),
+        h.db_size_bytes.map_or_else(na, |b| val(fmt::bytes(b))),
+    ]);
+    let mut quota = vec![
+        txt("quota "),
+        h.quota_bytes.map_or_else(na, |b| val(fmt::bytes(b))),
+    ];
+    if let Some(p) = h.quota_used_percent {
+        let role = if p >= 80.0 {
+            Role::StatusError
+        } else if p >= 50.0 {
+            Role::StatusWarn
+        } else {
+            Role::HeaderValue
+        };
+        quota.push(txt(", "));
+        quota.push(sp(app, format!("{} used", fmt::pct(p)), role));
+    }
+    segs.push(quota);
+    out.extend(flow(app, std::mem::take(&mut segs), w));
+
+    // In use vs allocated.
+    segs.push(vec![
+        txt("in use "),
+        h.db_in_use_bytes.map_or_else(na, |b| val(fmt::bytes(b))),
+    ]);
+    if h.just_defragmented || h.not_in_use_percent == Some(0.0) {
+        segs.push(vec![sp(
+            app,
+            "0 % not in use — normal after a defrag",
+            Role::StatusOk,
+        )]);
+    } else {
+        match h.not_in_use_percent {
+            Some(p) => {
+                segs.push(vec![txt("not in use "), val(fmt::pct(p))]);
+                if let Some(r) = h.reclaimable_bytes {
+                    segs.push(vec![val(fmt::bytes(r)), txt(" reclaimable by defrag")]);
+                }
+            }
+            None => segs.push(vec![txt("not in use "), na()]),
+        }
+    }
+
+    out.extend(flow(app, std::mem::take(&mut segs), w));
+
+    // Cluster.
+    match h.has_leader {
+        Some(true) => segs.push(vec![sp(app, "leader ✓", Role::StatusOk)]),
+        Some(false) => segs.push(vec![sp(app, "NO LEADER", Role::StatusError)]),
+        None => {}
+    }
+    let counter = |label: &'static str, v: Option<f64>, bad: bool| -> Option<Vec<Span<'static>>> {
+        let v = v?;
+        let role = if bad && v > 0.0 {
+            Role::StatusWarn
+        } else {
+            Role::HeaderValue
+        };
+        Some(vec![txt(label), sp(app, fmt::count(v), role)])
+    };
+    segs.extend(counter("leader changes ", h.leader_changes, false));
+    segs.extend(counter("slow watchers ", h.slow_watchers, true));
+    segs.extend(counter("failed proposals ", h.proposals_failed, true));
+
+    out.extend(flow(app, std::mem::take(&mut segs), w));
+
+    // Revisions and the apiserver's view of the size.
+    if let Some(r) = h.revision {
+        segs.push(vec![txt("rev "), val(thousands_i(r))]);
+    }
+    segs.push(match h.compact_revision {
+        Some(c) => vec![txt("compacted "), val(thousands_i(c))],
+        None => vec![sp(app, "never compacted", Role::Muted)],
+    });
+    segs.push(match &h.apiserver_db_size_bytes {
+        Reading::Value(b) => vec![txt("apiserver sees "), val(fmt::bytes(*b))],
+        Reading::NotExposed => vec![sp(
+            app,
+            format!("apiserver's db size: {}", fmt::NOT_EXPOSED_TEXT),
+            Role::Muted,
+        )],
+        Reading::Unavailable => vec![sp(
+            app,
+            format!("apiserver's db size: {}", fmt::UNAVAILABLE_TEXT),
+            Role::Note,
+        )],
+        Reading::Pending => vec![sp(app, "apiserver's db size: …", Role::Muted)],
+    });
+    out.extend(flow(app, segs, w));
+    out
+}
+
+pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+    let mut top = match &v.etcd_health {
+        Some(h) => health_lines(app, h, w),
+        None => vec![Line::from(sp(
+            app,
+            if v.etcd.configured {
+                "no etcd health metrics yet"
+            } else {
+                "etcd metrics not configured (see above)"
+            },
+            Role::Muted,
+        ))],
+    };
+
+    let cols = vec![
+        Col::name("objects", 12),
+        Col::num("apiserver", 10, 0),
+        Col::num("replica", 10, 0),
+    ];
+    let cells: Vec<Vec<Cell>> = v
+        .objects
+        .iter()
+        .map(|o| {
+            let flagged = o.flag.is_some();
+            let res_role = if flagged { Role::Note } else { Role::Text };
+            vec![
+                (
+                    format!(
+                        "{}{}",
+                        if flagged { "≠ " } else { "" },
+                        fmt::resource(&o.group, &o.resource)
+                    ),
+                    res_role,
+                ),
+                match &o.apiserver {
+                    Reading::Value(n) => (thousands_i(*n), res_role),
+                    Reading::NotExposed => (fmt::NOT_EXPOSED.into(), Role::Muted),
+                    Reading::Unavailable => ("n/a".into(), Role::Note),
+                    Reading::Pending => (fmt::PENDING.into(), Role::Muted),
+                },
+                fmt::opt(o.replica, |n| (thousands(n), Role::Text)),
+            ]
+        })
+        .collect();
+    let table = Table::fit(cols, &cells, w);
+    let legend = table.legends(app, &cells);
+    let rows: Vec<Vec<Line<'static>>> = v
+        .objects
+        .iter()
+        .zip(cells)
+        .map(|(o, c)| {
+            let mut lines = vec![table.row(app, c)];
+            if o.apiserver == Reading::Unavailable {
+                lines.extend(wrap(
+                    app,
+                    &format!("  count {}", fmt::UNAVAILABLE_TEXT),
+                    Role::Note,
+                    w,
+                ));
+            }
+            if let Some(flag) = &o.flag {
+                lines.extend(wrap(app, &format!("  ≠ {flag}"), Role::Note, w));
+            }
+            lines
+        })
+        .collect();
+    let flagged = v.objects.iter().filter(|o| o.flag.is_some()).count();
+    if flagged > 0 {
+        top.push(Line::from(sp(
+            app,
+            format!(
+                "{flagged} of {} object counts disagree with the replica",
+                v.objects.len()
+            ),
+            Role::StatusWarn,
+        )));
+    }
+
+    let mut legend = legend;
+    legend.extend(not_exposed_note(app, v, Section::Etcd, w));
+    let mut title = Vec::new();
+    if let Some(ver) = &v.etcd.version {
+        title.push(sp(app, format!(" etcd {ver}"), Role::Muted));
+    }
+    let body = Body {
+        top,
+        header: Some(table.header(app)),
+        rows,
+        empty: Some(Line::from(sp(
+            app,
+            "no object counts from the apiserver",
+            Role::Muted,
+        ))),
+        legend,
+        notes: Vec::new(),
+    };
+    (title, body)
+}

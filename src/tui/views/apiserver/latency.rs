@@ -1,0 +1,95 @@
+//! Request latency by operation: the apiserver's storage calls
+//! (`etcd_request_duration_seconds`, by operation and resource) and whole requests
+//! (`apiserver_request_duration_seconds`, by verb and resource), worst p99 first as the view
+//! orders them, with rates, error rates and a p99 sparkline over the scrapes.
+
+use ratatui::text::Span;
+
+use super::body::{wrap, Body, Col, Table};
+use super::fmt::{self, Cell};
+use super::{empty_line, not_exposed_note};
+use crate::metrics::view::{ApiserverView, LatencyRow};
+use crate::tui::app::{App, Section};
+use crate::tui::theme::Role;
+use crate::tui::views::sp;
+
+/// Points in the p99 sparkline.
+const TREND: usize = 12;
+
+/// `etcd` for the storage-call histogram, `api` for whole requests.
+fn layer(r: &LatencyRow) -> &'static str {
+    if r.metric.starts_with("etcd_") {
+        "etcd"
+    } else {
+        "api"
+    }
+}
+
+pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+    let cols = vec![
+        Col::text("src", 4, 0),
+        Col::text("op", 14, 0),
+        Col::name("resource", 12),
+        Col::num("p50", 7, 3),
+        Col::num("p90", 7, 3),
+        Col::num("p99", 7, 0),
+        Col::num("req/s", 7, 0),
+        Col::num("err/s", 7, 1),
+        Col::num("count", 11, 5),
+        Col::text("p99 trend", TREND, 2),
+    ];
+    let cells: Vec<Vec<Cell>> = v
+        .latency
+        .iter()
+        .map(|r| {
+            vec![
+                (layer(r).to_string(), Role::Muted),
+                (r.operation.clone(), Role::Text),
+                (fmt::resource(&r.group, &r.resource), Role::Text),
+                fmt::quantile(r.p50),
+                fmt::quantile(r.p90),
+                fmt::quantile(r.p99),
+                fmt::opt(r.rate, |x| (fmt::rate(x), Role::Text)),
+                fmt::opt(r.error_rate, |x| {
+                    (
+                        fmt::rate(x),
+                        if x > 0.0 { Role::Delete } else { Role::Text },
+                    )
+                }),
+                (fmt::count(r.count), Role::Muted),
+                (fmt::sparkline(&r.p99_history, TREND), Role::SeriesRate),
+            ]
+        })
+        .collect();
+    let table = Table::fit(cols, &cells, w);
+    let etcd = v.latency.iter().filter(|r| layer(r) == "etcd").count();
+    let title = if v.latency.is_empty() {
+        Vec::new()
+    } else {
+        vec![sp(
+            app,
+            format!(
+                " worst p99 first · {} etcd, {} api",
+                etcd,
+                v.latency.len() - etcd
+            ),
+            Role::Muted,
+        )]
+    };
+    let notes = wrap(
+        app,
+        "src etcd: the apiserver's calls to etcd; api: whole requests. ≥: past the last bucket",
+        Role::Muted,
+        w,
+    );
+    let legend = not_exposed_note(app, v, Section::Latency, w);
+    let body = Body {
+        top: Vec::new(),
+        header: Some(table.header(app)),
+        rows: cells.into_iter().map(|c| vec![table.row(app, c)]).collect(),
+        empty: Some(empty_line(app, v, "request-latency histograms")),
+        legend,
+        notes,
+    };
+    (title, body)
+}

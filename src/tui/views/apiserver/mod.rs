@@ -1,0 +1,340 @@
+//! The apiserver panel: draws the [`ApiserverView`] the app holds (set from outside by
+//! [`App::set_apiserver_view`]; nothing here computes metrics).
+//!
+//! Layout, top to bottom: one status line per scrape target (apiserver, etcd), then the five
+//! sections. With room (100x30 and more for the panel) all five are shown in three rows:
+//! request latency across the top; the compaction window beside the watch cache; etcd
+//! health with object counts beside flow control; row heights follow what each row has to
+//! show. Smaller, or with the focused section zoomed, a strip
+//! names the sections (marking those that need attention) and the focused one fills the
+//! panel. Each section scrolls its rows on its own; the focused one takes up/down.
+//!
+//! The sections live in their own files ([`latency`], [`window`], [`cache`], [`etcd`],
+//! [`apf`]) and each builds a [`body::Body`] for a width; this file places and scrolls them.
+
+mod apf;
+mod body;
+mod cache;
+mod etcd;
+mod fmt;
+mod latency;
+mod status;
+mod window;
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+
+use super::{pane, sp};
+use crate::metrics::view::ApiserverView;
+use crate::tui::app::{App, Section};
+use crate::tui::theme::Role;
+use body::Body;
+
+/// The panel is split into all five sections only from this size on (columns, rows).
+const FULL_MIN: (u16, u16) = (100, 30);
+
+/// Draws the panel into `area`.
+pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
+    for c in &app.view.apiserver {
+        c.set((0, 0));
+    }
+    let st = &app.apiserver;
+    let status_h = if area.height >= 6 { 2 } else { 0 };
+    let full = area.width >= FULL_MIN.0 && area.height >= FULL_MIN.1;
+    let single = st.zoomed || !full;
+    let strip_h = u16::from(single && area.height >= 4);
+    let [status_area, strip_area, rest] = Layout::vertical([
+        Constraint::Length(status_h),
+        Constraint::Length(strip_h),
+        Constraint::Min(0),
+    ])
+    .areas(area);
+    if status_h > 0 {
+        status::draw(app, f, status_area);
+    }
+    if single {
+        if strip_h > 0 {
+            draw_strip(app, f, strip_area);
+        }
+        draw_section(app, f, rest, st.focus, true);
+        return;
+    }
+    // Latency across the top (it has the most columns); the window beside the watch cache;
+    // etcd beside flow control. Rows get heights by what their sections want to show.
+    let grid: [&[(Section, u16)]; 3] = [
+        &[(Section::Latency, 100)],
+        &[(Section::Window, 58), (Section::WatchCache, 42)],
+        &[(Section::Etcd, 58), (Section::Apf, 42)],
+    ];
+    let split = |row: Rect, parts: &[(Section, u16)]| -> Vec<Rect> {
+        Layout::horizontal(parts.iter().map(|(_, p)| Constraint::Percentage(*p)))
+            .split(row)
+            .to_vec()
+    };
+    let wants: Vec<u16> = grid
+        .iter()
+        .map(|parts| {
+            let probe = Rect::new(rest.x, rest.y, rest.width, 1);
+            split(probe, parts)
+                .iter()
+                .zip(parts.iter())
+                .map(|(r, (s, _))| {
+                    let (_, b) = build(app, *s, r.width.saturating_sub(2) as usize);
+                    (b.wanted() + 2).min(u16::MAX as usize) as u16
+                })
+                .max()
+                .unwrap_or(3)
+        })
+        .collect();
+    let heights = share(rest.height, &wants);
+    let rows = Layout::vertical(heights.iter().map(|h| Constraint::Length(*h))).split(rest);
+    for (row, parts) in rows.iter().zip(grid) {
+        for (r, (section, _)) in split(*row, parts).into_iter().zip(parts.iter()) {
+            draw_section(app, f, r, *section, *section == st.focus);
+        }
+    }
+}
+
+/// Splits `total` rows among parts that want `wants` rows: everyone gets what they want
+/// when it all fits (the rest spread evenly); otherwise parts wanting less than an equal
+/// share get what they want and the others share the remainder equally.
+fn share(total: u16, wants: &[u16]) -> Vec<u16> {
+    let n = wants.len();
+    let mut out = vec![0u16; n];
+    if n == 0 {
+        return out;
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|i| wants[*i]);
+    let mut left = total;
+    for (k, &i) in order.iter().enumerate() {
+        let fair = left / (n - k) as u16;
+        let give = wants[i].min(fair);
+        out[i] = give;
+        left -= give;
+    }
+    let each = left / n as u16;
+    for o in out.iter_mut() {
+        *o += each;
+    }
+    out[n - 1] += left - each * n as u16;
+    out
+}
+
+/// The largest useful scroll offset of `section` for the size it was last drawn at.
+pub(crate) fn max_scroll(app: &App, section: Section) -> usize {
+    let (w, h) = app.view.apiserver[section.index()].get();
+    let (_, body) = build(app, section, w as usize);
+    if w == 0 {
+        return body.rows.len().saturating_sub(1);
+    }
+    body.max_start(h as usize)
+}
+
+/// Title spans (after the name) and body of a section at inner width `w`.
+fn build(app: &App, section: Section, w: usize) -> (Vec<Span<'static>>, Body) {
+    let v = &app.apiserver.view;
+    match section {
+        Section::Latency => latency::body(app, v, w),
+        Section::Window => window::body(app, v, w),
+        Section::WatchCache => cache::body(app, v, w),
+        Section::Etcd => etcd::body(app, v, w),
+        Section::Apf => apf::body(app, v, w),
+    }
+}
+
+fn title(section: Section) -> &'static str {
+    match section {
+        Section::Latency => "Request latency",
+        Section::Window => "Compaction window vs lag",
+        Section::WatchCache => "Watch cache",
+        Section::Etcd => "etcd health & objects",
+        Section::Apf => "Flow control (APF)",
+    }
+}
+
+/// Whether the section's data comes from a stale target (its last scrape failed).
+fn target_stale(v: &ApiserverView, section: Section) -> bool {
+    match section {
+        Section::Etcd => v.etcd.stale_since.is_some(),
+        Section::Window => v.etcd.stale_since.is_some() || v.apiserver.stale_since.is_some(),
+        _ => v.apiserver.stale_since.is_some(),
+    }
+}
+
+fn draw_section(app: &App, f: &mut Frame, area: Rect, section: Section, focused: bool) {
+    if area.width < 3 || area.height < 3 {
+        return;
+    }
+    let inner_w = area.width.saturating_sub(2);
+    let inner_h = area.height.saturating_sub(2);
+    let (extra, body) = build(app, section, inner_w as usize);
+    let placed = body.place(inner_h as usize);
+    app.view.apiserver[section.index()].set((inner_w, placed.rows_h as u16));
+    let total = body.rows.len();
+    let start = app.apiserver.scroll[section.index()].min(body.max_start(placed.rows_h));
+    let (lines, shown) = body.lines(placed, start);
+    let stale = target_stale(&app.apiserver.view, section);
+    let mut t = Vec::new();
+    if stale && !app.stale() {
+        t.push(sp(app, "STALE", Role::StatusError));
+        t.push(Span::raw(" "));
+    }
+    t.push(sp(app, title(section), Role::PanelTitle));
+    t.extend(extra);
+    if total > shown {
+        t.push(sp(
+            app,
+            format!(" rows {}–{} of {}", start + 1, start + shown, total),
+            Role::Filter,
+        ));
+    }
+    let mut block = pane(app, t, focused);
+    if stale {
+        block = block.border_style(app.s.theme.get(Role::BorderStale));
+    }
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// The role marking a section that needs a look, for the strip.
+fn attention(v: &ApiserverView, section: Section) -> Option<Role> {
+    use crate::metrics::view::{Quantile, Risk};
+    match section {
+        Section::Latency => v
+            .latency
+            .iter()
+            .any(|r| match r.p99 {
+                Quantile::AtLeast(_) => true,
+                Quantile::Value(s) => s >= 1.0,
+                Quantile::NoData => false,
+            })
+            .then_some(Role::StatusWarn),
+        Section::Window => match v.window.rows.iter().map(|r| r.risk).max() {
+            Some(Risk::Danger) => Some(Role::StatusError),
+            Some(Risk::Warn) => Some(Role::StatusWarn),
+            _ => None,
+        },
+        Section::WatchCache => None,
+        Section::Etcd => {
+            let h = v.etcd_health.as_ref();
+            if h.is_some_and(|h| h.has_leader == Some(false))
+                || h.and_then(|h| h.quota_used_percent)
+                    .is_some_and(|p| p >= 80.0)
+            {
+                Some(Role::StatusError)
+            } else if v.objects.iter().any(|o| o.flag.is_some()) {
+                Some(Role::StatusWarn)
+            } else {
+                None
+            }
+        }
+        Section::Apf => v
+            .apf
+            .iter()
+            .flatten()
+            .any(|r| r.rejected_rate.is_some_and(|x| x > 0.0))
+            .then_some(Role::StatusWarn),
+    }
+}
+
+/// The section strip: every section, the focused one highlighted, `!` on those needing a look.
+fn draw_strip(app: &App, f: &mut Frame, area: Rect) {
+    let v = &app.apiserver.view;
+    let mut spans = vec![Span::raw(" ")];
+    for s in Section::ALL {
+        let role = if s == app.apiserver.focus {
+            Role::TabActive
+        } else {
+            Role::TabInactive
+        };
+        spans.push(sp(app, format!(" {} ", s.label()), role));
+        match attention(v, s) {
+            Some(r) => spans.push(sp(app, "!", r)),
+            None => spans.push(Span::raw(" ")),
+        }
+    }
+    if app.apiserver.zoomed {
+        spans.push(sp(app, "  zoomed", Role::Muted));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The concepts of `section` that the apiserver's version does not expose, as a note.
+fn not_exposed_note(
+    app: &App,
+    v: &ApiserverView,
+    section: Section,
+    w: usize,
+) -> Vec<Line<'static>> {
+    let ids: Vec<&str> = v
+        .not_exposed
+        .iter()
+        .map(String::as_str)
+        .filter(|id| concept_section(id) == Some(section))
+        .collect();
+    if ids.is_empty() {
+        return Vec::new();
+    }
+    body::wrap(
+        app,
+        &format!("{}: {}", fmt::NOT_EXPOSED_TEXT, ids.join(", ")),
+        Role::Muted,
+        w,
+    )
+}
+
+/// Which section shows a metric concept (ids from `metrics/concepts.toml`).
+fn concept_section(id: &str) -> Option<Section> {
+    if id == "watch_cache_resource_version" {
+        Some(Section::Window)
+    } else if id.starts_with("watch_cache") || id == "terminated_watchers" {
+        Some(Section::WatchCache)
+    } else if id.starts_with("etcd_request") || id.starts_with("request") {
+        Some(Section::Latency)
+    } else if id.starts_with("apf") {
+        Some(Section::Apf)
+    } else if id == "objects" || id == "storage_size" {
+        Some(Section::Etcd)
+    } else {
+        None
+    }
+}
+
+/// `" 5 resources"`, or nothing for none (the section says why it is empty).
+fn count_title(app: &App, n: usize, what: &str) -> Vec<Span<'static>> {
+    if n == 0 {
+        Vec::new()
+    } else {
+        vec![sp(app, format!(" {n} {what}"), Role::Muted)]
+    }
+}
+
+/// The line shown in a section without rows: why there is nothing yet.
+fn empty_line(app: &App, v: &ApiserverView, what: &str) -> Line<'static> {
+    let text = if !v.apiserver.configured {
+        "apiserver metrics not configured (see above)".to_string()
+    } else if v.apiserver.good_scrapes == 0 {
+        format!("no {what} yet: waiting for the first apiserver scrape")
+    } else {
+        format!("no {what} in the apiserver's metrics")
+    };
+    Line::from(sp(app, text, Role::Muted))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share;
+
+    #[test]
+    fn rows_share_the_height_by_what_they_want() {
+        assert_eq!(share(35, &[11, 15, 14]), vec![11, 12, 12]);
+        assert_eq!(share(40, &[5, 10, 10]), vec![10, 15, 15]);
+        assert_eq!(share(3, &[11, 15, 14]), vec![1, 1, 1]);
+        assert_eq!(share(0, &[4, 4]), vec![0, 0]);
+        let s = share(37, &[8, 30, 9]);
+        assert_eq!(s.iter().sum::<u16>(), 37);
+        assert_eq!(s, vec![8, 20, 9]);
+    }
+}
