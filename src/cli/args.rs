@@ -342,6 +342,18 @@ pub struct DemoArgs {
     /// Seconds between compactions through compact_rev_key (kube-apiserver: 300).
     #[arg(long, default_value_t = 60)]
     pub compact_interval: u64,
+    /// Events the simulated apiserver's watch cache keeps per resource (kube-apiserver's
+    /// old default was 100).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..100_000))]
+    pub watch_cache_capacity: u64,
+    /// Make the simulated apiserver deliver events late to the first watcher of this
+    /// resource (e.g. `events`): regscope's own informer then falls behind for real, is
+    /// terminated when it drops out of the watch cache, and gets 410 Gone on resume.
+    #[arg(long, value_name = "RESOURCE")]
+    pub slow_watcher: Option<String>,
+    /// Delay per event for --slow-watcher (e.g. 200ms, 1s).
+    #[arg(long, default_value = "200ms", value_parser = parse_duration)]
+    pub slow_watcher_delay: std::time::Duration,
 }
 
 #[derive(Debug, Args, Clone)]

@@ -503,6 +503,7 @@ fn window(
             relists: 0,
             informer_state: None,
             risk: Risk::Ok,
+            risk_reason: None,
         }
     };
     if let Some(m) = api {
@@ -531,7 +532,7 @@ fn window(
         w.informer_state = Some(s.state.clone());
     }
     for w in rows.values_mut() {
-        w.risk = risk(w, window_revisions, cache);
+        (w.risk, w.risk_reason) = risk(w, window_revisions, cache);
     }
     let mut rows: Vec<WindowRow> = rows.into_values().collect();
     rows.sort_by(|a, b| {
@@ -555,11 +556,11 @@ fn window(
 }
 
 /// Danger when a lag reaches the compaction window (a resume would be below the compacted
-/// revision) or the informer is behind by more than the watch cache's history span (the
-/// cache no longer holds its position: 410 from the cache, not from etcd); Warn from half
-/// of either, or when 410s were already seen.
-fn risk(w: &WindowRow, window: Option<i64>, cache: &[WatchCacheRow]) -> Risk {
-    let mut risk = if w.gone_410 > 0 { Risk::Warn } else { Risk::Ok };
+/// revision: 410 from etcd compaction) or the informer is behind by more than the watch
+/// cache's history span (the cache no longer holds its position: 410 from the cache while
+/// etcd still has the revisions); Warn from half of either, or when 410s were already seen.
+/// With the reason, one line.
+fn risk(w: &WindowRow, window: Option<i64>, cache: &[WatchCacheRow]) -> (Risk, Option<String>) {
     let lag = w
         .informer_lag_revisions
         .into_iter()
@@ -567,10 +568,12 @@ fn risk(w: &WindowRow, window: Option<i64>, cache: &[WatchCacheRow]) -> Risk {
         .max();
     if let (Some(lag), Some(win)) = (lag, window) {
         if win > 0 && lag >= win {
-            return Risk::Danger;
-        }
-        if win > 0 && lag * 2 >= win {
-            risk = Risk::Warn;
+            return (
+                Risk::Danger,
+                Some(format!(
+                    "lags {lag} revisions, the whole {win}-revision compaction window: a resume is below the compacted revision, 410 Gone from etcd compaction"
+                )),
+            );
         }
     }
     let span = cache
@@ -579,11 +582,41 @@ fn risk(w: &WindowRow, window: Option<i64>, cache: &[WatchCacheRow]) -> Risk {
         .and_then(|c| c.history_span_seconds);
     if let (Some(lag_s), Some(span)) = (w.informer_lag_seconds, span) {
         if lag_s >= span {
-            return Risk::Danger;
+            return (
+                Risk::Danger,
+                Some(format!(
+                    "{lag_s:.1}s behind, the watch cache holds {span:.1}s of events: a resume gets 410 Gone from the watch cache (etcd still has the revisions)"
+                )),
+            );
         }
         if lag_s * 2.0 >= span {
-            risk = risk.max(Risk::Warn);
+            return (
+                Risk::Warn,
+                Some(format!(
+                    "{lag_s:.1}s behind, past half of the watch cache's {span:.1}s history"
+                )),
+            );
         }
     }
-    risk
+    if let (Some(lag), Some(win)) = (lag, window) {
+        if win > 0 && lag * 2 >= win {
+            return (
+                Risk::Warn,
+                Some(format!(
+                    "lags {lag} revisions, past half of the {win}-revision compaction window"
+                )),
+            );
+        }
+    }
+    if w.gone_410 > 0 {
+        return (
+            Risk::Warn,
+            Some(format!(
+                "410 Gone seen {} time{} (relisted); caught up now",
+                w.gone_410,
+                if w.gone_410 == 1 { "" } else { "s" }
+            )),
+        );
+    }
+    (Risk::Ok, None)
 }

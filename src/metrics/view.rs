@@ -165,6 +165,10 @@ pub struct WindowRow {
     /// Informer state, one line ("watching", "relisting after 410", the last error).
     pub informer_state: Option<String>,
     pub risk: Risk,
+    /// Why the risk is not Ok, one line, naming the cause: etcd compaction (the lag reaches
+    /// the compaction window) or the watch cache (the lag in seconds exceeds the cache's
+    /// history span while etcd still holds the revisions), or 410s already seen.
+    pub risk_reason: Option<String>,
 }
 
 /// The compaction window panel.

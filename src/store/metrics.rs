@@ -146,6 +146,11 @@ impl MetricStore {
         }
     }
 
+    /// Whether any target is configured or has been scraped.
+    pub fn any_configured(&self) -> bool {
+        self.apiserver.status.configured || self.etcd.status.configured
+    }
+
     pub fn target(&self, t: ScrapeTarget) -> &TargetSeries {
         match t {
             ScrapeTarget::Apiserver => &self.apiserver,

@@ -60,6 +60,9 @@ pub struct UiOptions {
     pub warnings: Vec<String>,
     /// Encryption keys for values encrypted at rest (`--encryption-config`).
     pub keyring: Option<std::sync::Arc<crate::decrypt::Keyring>>,
+    /// Scrape targets with a source (URL, kubeconfig, endpoint or files), shown as
+    /// configured before their first scrape arrives.
+    pub scrape_targets: Vec<(crate::model::ScrapeTarget, String)>,
 }
 
 /// Builds the app settings from `opts`: loads keymap and theme (defaults plus overrides),
@@ -108,6 +111,9 @@ pub async fn run(
     opts: UiOptions,
 ) -> anyhow::Result<Exit> {
     let mut app = App::new(replica, settings(&opts));
+    for (t, src) in &opts.scrape_targets {
+        app.set_scrape_configured(*t, src);
+    }
     app.set_debug_panic(std::env::var("REGSCOPE_DEBUG_PANIC").is_ok_and(|v| v == "1"));
 
     let mut sigterm = signal(SignalKind::terminate())?;

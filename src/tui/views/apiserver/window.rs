@@ -39,8 +39,11 @@ fn risk_cell(r: Risk) -> Cell {
 
 /// "informer events lags 812 revs of a 1,000-rev window: 410 Gone likely on reconnect".
 fn verdict(r: &WindowRow, window: Option<i64>) -> Option<String> {
-    let (who, lag) = worst_lag(r)?;
     let res = fmt::resource(&r.group, &r.resource);
+    if let (Some(reason), true) = (&r.risk_reason, r.risk != Risk::Ok) {
+        return Some(format!("{res}: {reason}"));
+    }
+    let (who, lag) = worst_lag(r)?;
     let of = match window {
         Some(w) => format!(" of a {}-rev window", thousands_i(w)),
         None => String::new(),
