@@ -46,7 +46,14 @@ pub fn derive(
             .map(|(_, c)| c.id.clone())
             .collect();
     }
-    view.objects = objects(t, api.latest(), replica);
+    // Counts move while the scrape ages: allow what the resource's write rate explains
+    // since the scrape (plus one scrape interval of refresh delay in the apiserver).
+    let age = api
+        .status
+        .last_good
+        .and_then(|g| now.duration_since(g).ok())
+        .map_or(0.0, |d| d.as_secs_f64());
+    view.objects = objects(t, api.latest(), replica, &replica_rates, age + 5.0);
     view.etcd_health = etcd_health(t, etcd.latest(), api.latest());
     view.window = window(
         t,
@@ -315,7 +322,13 @@ fn apf(t: &Table, ts: &TargetSeries, m: &Mapped) -> Option<Vec<ApfRow>> {
     )
 }
 
-fn objects(t: &Table, m: Option<&Mapped>, replica: Option<&Replica>) -> Vec<ObjectsRow> {
+fn objects(
+    t: &Table,
+    m: Option<&Mapped>,
+    replica: Option<&Replica>,
+    rates: &BTreeMap<(String, String), f64>,
+    drift_seconds: f64,
+) -> Vec<ObjectsRow> {
     let ci = t.idx("objects");
     let sentinel = |m: &Mapped| {
         m.names[ci as usize]
@@ -368,13 +381,21 @@ fn objects(t: &Table, m: Option<&Mapped>, replica: Option<&Replica>) -> Vec<Obje
                 .unwrap_or(Reading::NotExposed);
             let replica_n = replica.map(|_| rep.get(&(g.clone(), r.clone())).copied().unwrap_or(0));
             let flag = match (&a, replica_n) {
-                (Reading::Value(v), Some(n)) if disagree(*v, n) => Some(if same_as_total(*v) {
+                (Reading::Value(v), Some(n))
+                    if disagree(
+                        *v,
+                        n,
+                        rates.get(&(g.clone(), r.clone())).copied().unwrap_or(0.0) * drift_seconds,
+                    ) =>
+                {
+                    Some(if same_as_total(*v) {
                     format!(
                         "apiserver says {v}, replica has {n}: equals the total key count ({total_keys}), the pattern of the 1.34-rc regression (kubernetes#133604)"
                     )
                 } else {
                     format!("apiserver says {v}, replica has {n}")
-                }),
+                })
+                }
                 _ => None,
             };
             ObjectsRow {
@@ -390,11 +411,12 @@ fn objects(t: &Table, m: Option<&Mapped>, replica: Option<&Replica>) -> Vec<Obje
     rows
 }
 
-/// Counts disagree when they differ by more than 2 and by more than 10 % (the apiserver
-/// refreshes its counts periodically, so small transient differences are normal).
-fn disagree(api: i64, replica: u64) -> bool {
+/// Counts disagree when they differ by more than 2, by more than 10 % and by more than
+/// `drift` (the writes the resource's rate explains since the scrape): the apiserver
+/// refreshes its counts periodically, so small transient differences are normal.
+fn disagree(api: i64, replica: u64, drift: f64) -> bool {
     let diff = (api - replica as i64).unsigned_abs();
-    diff > 2 && diff as f64 > 0.1 * replica as f64
+    diff > 2 && diff as f64 > 0.1 * replica as f64 && diff as f64 > drift
 }
 
 fn etcd_health(t: &Table, m: Option<&Mapped>, api: Option<&Mapped>) -> Option<EtcdHealth> {
