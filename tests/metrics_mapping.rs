@@ -602,6 +602,8 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
     assert_eq!(v.window.head, Some(101));
     assert_eq!(v.window.compact_revision, Some(61));
     assert_eq!(v.window.window_revisions, Some(40));
+    // Revision 61 was seen at t=61 and the head (101) at t=101.
+    assert_eq!(v.window.window_seconds, Some(40.0));
     let row = &v.window.rows[0];
     assert_eq!(row.gone_410, 1);
     // 30 of a 40-revision window: more than half.

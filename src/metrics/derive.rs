@@ -497,14 +497,11 @@ fn window(
         (Some(h), Some(c)) => Some((h - c).max(0)),
         _ => None,
     };
+    // Seconds only when the replica saw the compacted revision as it was written (a revision
+    // that came in through a list has only an "at or before" time).
     let window_seconds = match (replica, compact_revision) {
-        (Some(r), Some(c)) => match (
-            r.time_of(c.max(r.oldest_queryable())),
-            r.time_of(r.revision()),
-        ) {
-            (Some(a), Some(b)) if c >= r.oldest_queryable() => {
-                b.duration_since(a).ok().map(|d| d.as_secs_f64())
-            }
+        (Some(r), Some(c)) if r.seen_live(c) => match (r.time_of(c), r.time_of(r.revision())) {
+            (Some(a), Some(b)) => b.duration_since(a).ok().map(|d| d.as_secs_f64()),
             _ => None,
         },
         _ => None,
