@@ -268,18 +268,34 @@ fn not_exposed_note(
     section: Section,
     w: usize,
 ) -> Vec<Line<'static>> {
-    let ids: Vec<&str> = v
+    // Shown by metric name (the newest name of the concept, with its first release), as an
+    // operator would search for it.
+    let t = crate::metrics::concepts::table();
+    let names: Vec<String> = v
         .not_exposed
         .iter()
         .map(String::as_str)
         .filter(|id| concept_section(id) == Some(section))
+        .map(|id| {
+            t.concepts
+                .iter()
+                .find(|c| c.id == id)
+                .and_then(|c| c.names.first())
+                .map_or(id.to_string(), |n| {
+                    if n.since.is_empty() {
+                        n.name.clone()
+                    } else {
+                        format!("{} ({}+)", n.name, n.since)
+                    }
+                })
+        })
         .collect();
-    if ids.is_empty() {
+    if names.is_empty() {
         return Vec::new();
     }
     body::wrap(
         app,
-        &format!("{}: {}", fmt::NOT_EXPOSED_TEXT, ids.join(", ")),
+        &format!("{}: {}", fmt::NOT_EXPOSED_TEXT, names.join(", ")),
         Role::Muted,
         w,
     )
