@@ -490,10 +490,12 @@ etcd_server_quota_backend_bytes 2.147483648e+09\n"
     let h = health(page("7.5497472e+07", "7.5497472e+07"));
     assert_eq!(h.not_in_use_percent, Some(0.0));
     assert!(h.just_defragmented);
+    // A total of 0 is "not measured": n/a everywhere, no 0 B, no 0 %, no NaN.
     let h = health(page("0", "0"));
+    assert_eq!(h.db_size_bytes, None);
     assert_eq!(h.not_in_use_percent, None);
     assert_eq!(h.reclaimable_bytes, None);
-    assert_eq!(h.quota_used_percent, Some(0.0));
+    assert_eq!(h.quota_used_percent, None);
 }
 
 /// BR-08 through the store: three successive scrapes across a rename all show 40
@@ -608,4 +610,26 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
     assert_eq!(row.gone_410, 1);
     // 30 of a 40-revision window: more than half.
     assert_eq!(row.risk, Risk::Warn);
+    assert!(row
+        .risk_reason
+        .as_deref()
+        .unwrap()
+        .contains("past half of the 40-revision compaction window"));
+    // An informer that fails is never "ok": its error is the reason.
+    inf.apply(
+        &ev(InformerWhat::Error {
+            message: "list: HTTP 404: the server could not find the requested resource".into(),
+        }),
+        &replica,
+    );
+    let v = regscope::metrics::derive(&MetricStore::default(), Some(&replica), &inf, at(102));
+    let row = &v.window.rows[0];
+    assert_eq!(row.risk, Risk::Warn);
+    assert!(
+        row.risk_reason
+            .as_deref()
+            .unwrap()
+            .contains("informer failing, retrying: list: HTTP 404"),
+        "{row:?}"
+    );
 }

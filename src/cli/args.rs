@@ -244,8 +244,13 @@ impl MetricsArgs {
     ) -> Result<crate::source::ScrapeConfig, String> {
         use crate::source::kubeconfig::{discover_kubeconfig, Probe};
         use crate::source::scrape::{default_timeout, EtcdMetricsFrom};
-        if self.scrape_interval.is_zero() {
-            return Err("--scrape-interval must be more than 0".into());
+        // Below a second an apiserver's /metrics (megabytes, rendered per request) would be
+        // hammered, and `1ms` is more likely a typo for `1m` than a wish.
+        if self.scrape_interval < std::time::Duration::from_secs(1) {
+            return Err(format!(
+                "--scrape-interval must be at least 1s (got {})",
+                humantime::format_duration(self.scrape_interval)
+            ));
         }
         if self.scrape_timeout.is_some_and(|t| t.is_zero()) {
             return Err("--scrape-timeout must be more than 0".into());

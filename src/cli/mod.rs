@@ -264,10 +264,19 @@ pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
                 "has_leader": h.has_leader,
             })
         });
+    // The apiserver's own view of the database size (apiserver_storage_size_bytes and its
+    // older names), next to etcd's.
+    let apiserver_db = view
+        .etcd_health
+        .as_ref()
+        .map_or(serde_json::Value::Null, |h| {
+            reading_json(&h.apiserver_db_size_bytes).0
+        });
     json!({
         "latency": latency,
         "watch_cache": watch_cache,
         "objects": objects,
+        "apiserver_storage_size_bytes": apiserver_db,
         "etcd": etcd,
         "compaction_window": view.window,
         "apf": view.apf,

@@ -179,7 +179,12 @@ fn latency(t: &Table, ts: &TargetSeries) -> Vec<LatencyRow> {
                 metric,
                 operation: k.op.clone(),
                 group: k.group.clone(),
-                resource: k.resource.clone(),
+                // Requests without a resource: /healthz, /readyz, /openapi, discovery.
+                resource: if k.resource.is_empty() {
+                    "(non-resource URLs)".to_string()
+                } else {
+                    k.resource.clone()
+                },
                 count: cur.count,
                 p50,
                 p90,
@@ -439,7 +444,9 @@ fn etcd_health(t: &Table, m: Option<&Mapped>, api: Option<&Mapped>) -> Option<Et
         None => return None,
     };
     let get = |id: &str| m.get(&key(t.idx(id), "", "", "")).and_then(scalar);
-    let size = get("etcd_db_size");
+    // etcd never reports a real database as 0 bytes: 0 means "not measured", shown as n/a
+    // rather than as a size and a 0 % quota use (BR-10).
+    let size = get("etcd_db_size").filter(|s| *s > 0.0);
     let in_use = get("etcd_db_in_use");
     let quota = get("etcd_quota");
     let quota_used_percent = match (size, quota) {
@@ -608,6 +615,19 @@ fn risk(w: &WindowRow, window: Option<i64>, cache: &[WatchCacheRow]) -> (Risk, O
                 )),
             );
         }
+    }
+    // A failing informer measures nothing: say so before any "ok" or "past half".
+    if let Some(err) = w
+        .informer_state
+        .as_deref()
+        .and_then(|s| s.strip_prefix("retrying: "))
+    {
+        return (
+            Risk::Warn,
+            Some(format!("informer failing, retrying: {err}")),
+        );
+    }
+    if let (Some(lag_s), Some(span)) = (w.informer_lag_seconds, span) {
         if lag_s * 2.0 >= span {
             return (
                 Risk::Warn,

@@ -24,6 +24,19 @@ pub const ACCEPT: &str = "text/plain;version=0.0.4;q=1,*/*;q=0.1";
 /// Bytes of a non-200 body quoted in the error.
 const ERROR_BODY_PREVIEW: usize = 80;
 
+/// Largest `/metrics` body accepted (bytes). Real kube-apiservers serve 2–30 MB (the 1.34
+/// capture in testdata: 3.4 MB); the store parses a body on the console's loop at about
+/// 70–150 MB/s, so a runaway body must be refused, not parsed.
+pub const MAX_BODY_BYTES: usize = 64 << 20;
+
+fn too_large(n: u64) -> String {
+    format!(
+        "body of {} MiB is larger than the {} MiB accepted for /metrics",
+        n >> 20,
+        MAX_BODY_BYTES >> 20
+    )
+}
+
 /// The default timeout of one scrape for an interval: `min(interval, 10 s)`.
 pub fn default_timeout(interval: Duration) -> Duration {
     interval.min(MAX_DEFAULT_TIMEOUT)
@@ -269,16 +282,31 @@ async fn fetch_http(
             .filter(|t| !t.is_empty());
         req = req.bearer_auth(fresh.as_deref().unwrap_or(cached));
     }
-    let resp = req.send().await.map_err(|e| error_detail(&e))?;
+    let mut resp = req.send().await.map_err(|e| error_detail(&e))?;
     let status = resp.status();
-    let body = resp.bytes().await.map_err(|e| {
-        format!(
-            "HTTP {}: reading the body failed: {}",
-            status.as_u16(),
-            error_detail(&e)
-        )
-    })?;
-    check_status(status, body)
+    if let Some(n) = resp.content_length().filter(|n| *n > MAX_BODY_BYTES as u64) {
+        return Err(too_large(n));
+    }
+    let mut body = bytes::BytesMut::new();
+    loop {
+        match resp.chunk().await {
+            Ok(Some(c)) => {
+                if body.len() + c.len() > MAX_BODY_BYTES {
+                    return Err(too_large((body.len() + c.len()) as u64));
+                }
+                body.extend_from_slice(&c);
+            }
+            Ok(None) => break,
+            Err(e) => {
+                return Err(format!(
+                    "HTTP {}: reading the body failed: {}",
+                    status.as_u16(),
+                    error_detail(&e)
+                ))
+            }
+        }
+    }
+    check_status(status, body.freeze())
 }
 
 async fn fetch_kube(client: &kube::Client) -> Result<Bytes, String> {
@@ -295,6 +323,9 @@ async fn fetch_kube(client: &kube::Client) -> Result<Bytes, String> {
             error_detail(&e)
         )
     })?;
+    if body.len() > MAX_BODY_BYTES {
+        return Err(too_large(body.len() as u64));
+    }
     check_status(status, body)
 }
 
@@ -426,6 +457,11 @@ pub fn file_scrapes_spaced(
     let n = paths.len() as u32;
     let mut out = Vec::with_capacity(paths.len());
     for (i, p) in paths.iter().enumerate() {
+        if let Ok(m) = std::fs::metadata(p) {
+            if m.len() > MAX_BODY_BYTES as u64 {
+                return Err(format!("{flag} {}: {}", p.display(), too_large(m.len())));
+            }
+        }
         let body =
             std::fs::read(p).map_err(|e| format!("cannot read {flag} {}: {e}", p.display()))?;
         let back = spacing * (n - 1 - i as u32);

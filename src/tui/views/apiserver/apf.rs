@@ -40,6 +40,8 @@ fn compare(app: &App, v: &ApiserverView, w: usize) -> Vec<Line<'static>> {
                 Role::HeaderValue
             },
         ),
+        // A rate needs two scrapes; only after that does "none" mean not exposed.
+        None if v.apiserver.good_scrapes < 2 => sp(app, "… (needs a second scrape)", Role::Muted),
         None => sp(app, fmt::NOT_EXPOSED_TEXT, Role::Muted),
     };
     let (verdict, role) = match (apf, etcd) {

@@ -74,9 +74,10 @@ pub(super) fn line(app: &App, label: &str, st: &TargetStatus, howto: &str) -> Li
         spans.push(sp(
             app,
             format!(
-                "  last good {} ({} scrapes)",
+                "  last good {} ({} scrape{})",
                 clock(t, off),
-                thousands(st.good_scrapes)
+                thousands(st.good_scrapes),
+                if st.good_scrapes == 1 { "" } else { "s" }
             ),
             Role::Muted,
         ));
