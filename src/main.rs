@@ -15,6 +15,23 @@ use regscope::source::{EtcdOptions, EtcdSource};
 use regscope::store::Replica;
 use regscope::tui::{Exit, UiOptions};
 
+/// Writes to stdout; a closed pipe (`regscope snapshot --json | head`) ends the output
+/// quietly instead of panicking like `print!` does.
+fn out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_fmt(args).and_then(|()| o.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("regscope: writing to stdout: {e}");
+        }
+    }
+}
+
+/// `println!` through [`out`].
+macro_rules! outln {
+    ($($t:tt)*) => { out(format_args!("{}\n", format_args!($($t)*))) };
+}
+
 fn main() -> ExitCode {
     // One rustls crypto provider for every TLS user (etcd-client via tonic, later kube and
     // reqwest): ring, installed before anything builds a TLS config.
@@ -50,9 +67,11 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
         Some(Command::PrintConfig { which }) => {
             use regscope::cli::args::ConfigFile;
             match which {
-                Some(ConfigFile::Keymap) => print!("{}", regscope::config::DEFAULT_KEYMAP),
-                Some(ConfigFile::Theme) => print!("{}", regscope::config::DEFAULT_THEME),
-                None => print!("{}", regscope::config::print_defaults()),
+                Some(ConfigFile::Keymap) => {
+                    out(format_args!("{}", regscope::config::DEFAULT_KEYMAP))
+                }
+                Some(ConfigFile::Theme) => out(format_args!("{}", regscope::config::DEFAULT_THEME)),
+                None => out(format_args!("{}", regscope::config::print_defaults())),
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -329,7 +348,10 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
             eprintln!("regscope: {target} metrics from {}: {e}", status.source);
         }
     }
-    println!("{}", snapshot_json(replica.as_ref(), s.keys, Some(&view))?);
+    out(format_args!(
+        "{}\n",
+        snapshot_json(replica.as_ref(), s.keys, Some(&view))?
+    ));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -343,7 +365,7 @@ async fn verify(conn: &ConnArgs) -> Result<ExitCode> {
     .await?;
     let diffs = verify_replica(&source, &replica).await?;
     if diffs.is_empty() {
-        println!(
+        outln!(
             "OK: {} keys under {} match etcd at revision {}",
             replica.live_keys(),
             conn.prefix,
@@ -352,9 +374,9 @@ async fn verify(conn: &ConnArgs) -> Result<ExitCode> {
         Ok(ExitCode::SUCCESS)
     } else {
         for d in &diffs {
-            println!("{}: {}", d.key, d.what);
+            outln!("{}: {}", d.key, d.what);
         }
-        println!(
+        outln!(
             "{} difference(s) at revision {}",
             diffs.len(),
             replica.revision()

@@ -156,6 +156,11 @@ async fn console_shows_live_etcd_and_quits_cleanly() {
         s.to_lowercase().contains("help") && s.contains("quit")
     });
     t.keys(&["Escape"]);
+    // Two keys in one read arrive as Alt+q under load: wait for the help to close first.
+    t.wait_for("help closed", Duration::from_secs(5), |s| {
+        !s.to_lowercase().contains("help ·") || !s.contains("quit")
+    });
+    std::thread::sleep(Duration::from_millis(150));
     t.keys(&["q"]);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !t.pane_dead() {
@@ -423,4 +428,122 @@ fn demo_key_view_decodes_yaml_and_diffs_revisions() {
         "0",
         "the alternate screen is left"
     );
+}
+
+/// The Apiserver screen (`4`) on `regscope demo` with a slow events watcher: the latency
+/// section fills with `etcd` rows measured in ms, the slow watcher on events is terminated
+/// by the simulated apiserver and its resume gets 410 Gone, shown on screen; `q` quits,
+/// the terminal is restored and the private etcd is gone.
+#[test]
+fn demo_apiserver_screen_shows_latency_and_410() {
+    if !have("tmux") || !have("etcd") {
+        eprintln!("tmux or etcd not installed; skipped");
+        return;
+    }
+    let started = Instant::now();
+    let t = Tmux::start(
+        160,
+        50,
+        // Through a shell that reports the exit status and the tty modes: tmux here
+        // sometimes leaves an exited pane process unreaped, so `#{pane_dead_status}`
+        // cannot be relied on.
+        &format!(
+            "{BIN} demo --slow-watcher events --slow-watcher-delay 50ms --rate 100; \
+             echo \"regscope-exit=$?\"; stty -a; sleep 60"
+        ),
+    );
+    let screen = t.wait_for("demo watching", Duration::from_secs(30), |s| {
+        s.contains("watching")
+    });
+    // The private etcd's address, from the header's etcd line (`etcd 3.4.23  rev …
+    // http://127.0.0.1:PORT`), to check it is gone after quitting.
+    let etcd_addr: std::net::SocketAddr = screen
+        .lines()
+        .filter(|l| l.trim_start().starts_with("etcd ") && l.contains(" rev "))
+        .flat_map(|l| l.split_whitespace())
+        .find_map(|w| w.strip_prefix("http://"))
+        .and_then(|a| a.trim_end_matches('/').parse().ok())
+        .unwrap_or_else(|| panic!("the private etcd's URL in the header:\n{screen}"));
+    t.keys(&["4"]);
+    // Latency: at least one etcd row with a ms value (p50/p90/p99).
+    let etcd_row_in_ms = |s: &str| {
+        s.lines().any(|l| {
+            let l = l.trim_start_matches(['│', '┃', ' ']);
+            l.starts_with("etcd ")
+                && l.split_whitespace().any(|w| {
+                    w.strip_suffix("ms")
+                        .is_some_and(|n| n.parse::<f64>().is_ok_and(|n| n > 0.0))
+                })
+        })
+    };
+    let screen = t.wait_for(
+        "the latency section with an etcd row in ms",
+        Duration::from_secs(20),
+        |s| s.contains("Request latency") && etcd_row_in_ms(s),
+    );
+    assert!(screen.contains("Watch cache"), "{screen}");
+    assert!(screen.contains("Compaction window"), "{screen}");
+    // The slow events watcher falls out of the ring, is terminated and resumes into 410.
+    let gone = |s: &str| -> u64 {
+        s.split("410 Gone seen ")
+            .skip(1)
+            .filter_map(|r| r.split_whitespace().next())
+            .filter_map(|n| n.replace(',', "").parse::<u64>().ok())
+            .max()
+            .unwrap_or(0)
+    };
+    let screen = t.wait_for(
+        "410 Gone seen on the slow events watcher",
+        Duration::from_secs(45),
+        |s| gone(s) >= 1 && s.contains("(events "),
+    );
+    println!("410 seen after {:?}:\n{screen}", started.elapsed());
+    // The apiserver's side of it: the watcher it terminated, on its next scrape.
+    let terminated = |s: &str| -> u64 {
+        s.split("terminated watchers ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .and_then(|n| n.replace(',', "").parse().ok())
+            .unwrap_or(0)
+    };
+    t.wait_for(
+        "the apiserver's terminated watchers count",
+        Duration::from_secs(15),
+        |s| terminated(s) >= 1,
+    );
+    t.keys(&["q"]);
+    let screen = t.wait_for("regscope demo to quit on q", Duration::from_secs(15), |s| {
+        s.contains("regscope-exit=")
+    });
+    assert!(screen.contains("regscope-exit=0"), "{screen}");
+    assert!(!screen.contains("panicked"), "{screen}");
+    // The terminal is restored: main screen, cooked mode, echo.
+    let out = tmux_cmd(&t.socket)
+        .args(["display-message", "-p", "-t", &t.session, "#{alternate_on}"])
+        .output()
+        .expect("display-message");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "0",
+        "the alternate screen is left"
+    );
+    let screen = t.wait_for("stty -a", Duration::from_secs(5), |s| s.contains("icanon"));
+    let modes: Vec<&str> = screen.split_whitespace().collect();
+    for m in ["icanon", "echo", "isig"] {
+        assert!(
+            modes.contains(&m) && !modes.contains(&format!("-{m}").as_str()),
+            "{m} restored:\n{screen}"
+        );
+    }
+    // The demo removes its private etcd on exit.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect_timeout(&etcd_addr, Duration::from_millis(200)).is_ok() {
+        assert!(
+            Instant::now() < deadline,
+            "the demo's private etcd at {etcd_addr} still listens after quitting"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(60), "took {took:?}");
 }

@@ -192,8 +192,12 @@ pub async fn load_kube_config(
 ) -> Result<kube::Config, String> {
     let mut merged: Option<Kubeconfig> = None;
     for p in &choice.paths {
-        let kc = Kubeconfig::read_from(p)
-            .map_err(|e| format!("cannot read kubeconfig {}: {}", p.display(), innermost(&e)))?;
+        let kc = Kubeconfig::read_from(p).map_err(|e| {
+            // YAML errors carry a source snippet on further lines: one line only.
+            let msg = innermost(&e);
+            let first = msg.lines().next().unwrap_or("").trim();
+            format!("cannot read kubeconfig {}: {first}", p.display())
+        })?;
         merged = Some(match merged {
             None => kc,
             Some(m) => m
