@@ -687,6 +687,10 @@ fn metrics_flags_anywhere_on_the_command_line() {
     ]);
     assert_eq!(c.metrics.scrape_interval, Duration::from_millis(500));
     assert_eq!(c.metrics.etcd_metrics_file, [PathBuf::from("e.prom")]);
+    // It parses, but a sub-second interval is refused (a `1ms` typo for `1m` would hammer
+    // the apiserver's /metrics).
+    let e = c.metrics.scrape_config().unwrap_err();
+    assert!(e.contains("--scrape-interval must be at least 1s"), "{e}");
     let c = parse(&["--scrape-interval", "10"]);
     assert_eq!(c.metrics.scrape_interval, Duration::from_secs(10));
     assert!(Cli::try_parse_merged_from(["regscope", "--scrape-interval", "soon"]).is_err());
@@ -1097,7 +1101,7 @@ async fn scrape_config_start_runs_the_apiserver_side() {
         let args = MetricsArgs {
             kubeconfig: Some(kc),
             informers: vec!["nodes".into()],
-            scrape_interval: Duration::from_millis(200),
+            scrape_interval: Duration::from_secs(1),
             ..Default::default()
         };
         let cfg = args.scrape_config().expect("config");

@@ -174,7 +174,7 @@ pub struct MetricsArgs {
     /// etcd connection's certificates.
     #[arg(long, global = true, value_name = "URL")]
     pub etcd_metrics_url: Option<String>,
-    /// Time between scrapes of each /metrics endpoint (e.g. 5s, 500ms, 1m).
+    /// Time between scrapes of each /metrics endpoint, at least 1s (e.g. 5s, 30s, 1m).
     #[arg(long, global = true, default_value = "5s", value_parser = parse_duration, value_name = "DURATION")]
     pub scrape_interval: std::time::Duration,
     /// Timeout of one scrape (default: the interval, at most 10s).
