@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 use etcd_client::{Txn, TxnOp};
 use regscope::demo::PrivateEtcd;
 use regscope::source::{EtcdOptions, EtcdSource, SyncOptions};
-use regscope::store::ReplicaConfig;
 
 const KEYS: usize = 100_000;
 const VALUE: usize = 2048;
@@ -82,11 +81,12 @@ fn main() {
                 SyncOptions::default(),
             );
             let t = Instant::now();
-            let replica = regscope::cli::snapshot_replica(&source, ReplicaConfig::default())
+            let mut session = regscope::store::Session::new(Default::default());
+            regscope::cli::snapshot_replica(&source, &mut session)
                 .await
                 .expect("sync");
             ours.push(t.elapsed());
-            assert_eq!(replica.live_keys(), KEYS as u64);
+            assert_eq!(session.replica.live_keys(), KEYS as u64);
         }
         let (e, o) = (median(etcdctl), median(ours));
         println!(

@@ -1,7 +1,9 @@
 //! regscope: a terminal console for the Kubernetes storage layer (kube-apiserver on etcd).
 //!
-//! Data flows one way: [`source`]s turn etcd responses into [`model::Observation`]s, the
-//! [`store`] applies them to an MVCC replica, and the [`tui`] and [`cli`] read the store.
+//! Data flows one way: [`source`]s turn etcd responses and scrapes into
+//! [`model::Observation`]s, the [`store`]'s [`store::Session`] applies them (the MVCC
+//! replica, the metric series, informer lag), and the [`tui`] and [`cli`] read it.
+//! [`record`] taps the stream into a file and plays a file back in place of the sources.
 //! [`demo`] runs a private etcd with a simulated control plane; it is the only code that
 //! writes to etcd, and only to an etcd it started itself.
 
@@ -12,6 +14,7 @@ pub mod decrypt;
 pub mod demo;
 pub mod metrics;
 pub mod model;
+pub mod record;
 pub mod source;
 pub mod store;
 pub mod tui;

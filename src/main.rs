@@ -1,4 +1,5 @@
-//! The `regscope` binary: parses flags and runs the console, the demo or a CLI subcommand.
+//! The `regscope` binary: parses flags and runs the console, the demo, the recorder, a
+//! replay or a CLI subcommand.
 
 use std::process::ExitCode;
 
@@ -8,24 +9,12 @@ use tokio::sync::mpsc;
 use regscope::cli::args::{
     Cli, Command, ConnArgs, DemoArgs, MetricsArgs, SnapshotArgs, UiArgs, VerifyArgs,
 };
-use regscope::cli::{snapshot_json, snapshot_replica, sync_until_caught_up, verify_replica};
-use regscope::model::{ScrapeTarget, Stamped};
-use regscope::source::scrape::{EtcdMetricsFrom, ScrapeConfig};
-use regscope::source::{EtcdOptions, EtcdSource};
-use regscope::store::Replica;
-use regscope::tui::{Exit, UiOptions};
-
-/// Writes to stdout; a closed pipe (`regscope snapshot --json | head`) ends the output
-/// quietly instead of panicking like `print!` does.
-fn out(args: std::fmt::Arguments<'_>) {
-    use std::io::Write;
-    let mut o = std::io::stdout().lock();
-    if let Err(e) = o.write_fmt(args).and_then(|()| o.flush()) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("regscope: writing to stdout: {e}");
-        }
-    }
-}
+use regscope::cli::{out, snapshot_json, snapshot_replica, sync_until_caught_up, verify_replica};
+use regscope::model::{ScrapeTarget, SessionInfo, Stamped};
+use regscope::source::scrape::ScrapeFrom;
+use regscope::source::{live, EtcdMetricsFrom, EtcdOptions, EtcdSource, ScrapeConfig};
+use regscope::store::Session;
+use regscope::tui::{Exit, Feed, UiOptions};
 
 /// `println!` through [`out`].
 macro_rules! outln {
@@ -33,7 +22,7 @@ macro_rules! outln {
 }
 
 fn main() -> ExitCode {
-    // One rustls crypto provider for every TLS user (etcd-client via tonic, later kube and
+    // One rustls crypto provider for every TLS user (etcd-client via tonic, kube and
     // reqwest): ring, installed before anything builds a TLS config.
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse_merged();
@@ -61,8 +50,19 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         None => console(&cli.conn, &cli.ui, &cli.metrics).await,
         Some(Command::Demo(d)) => demo(&cli.conn, &cli.ui, &d, &cli.metrics).await,
+        Some(Command::Snapshot(s)) if s.from.is_some() => regscope::cli::record::snapshot_from(&s),
         Some(Command::Snapshot(s)) => snapshot(&s.conn, &s, &cli.metrics).await,
         Some(Command::Verify(VerifyArgs { conn })) => verify(&conn).await,
+        Some(Command::Record(r)) => {
+            let scfg = match scrape_config(&cli.metrics) {
+                Ok(c) => c,
+                Err(code) => return Ok(code),
+            };
+            regscope::cli::record::record(&r, &scfg, cli.ui.show_secrets).await
+        }
+        Some(Command::Replay(r)) if r.check => regscope::cli::record::check(&r.file),
+        Some(Command::Replay(r)) => regscope::cli::record::replay(&r, ui_options(&cli.ui)?).await,
+        Some(Command::Export(e)) => regscope::cli::record::export(&e, &cli.ui),
         Some(Command::Decode(d)) => regscope::cli::decode::run(&d, &cli.ui),
         Some(Command::PrintConfig { which }) => {
             use regscope::cli::args::ConfigFile;
@@ -80,16 +80,14 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
 
 /// Console options from the flags. Fails only when `--encryption-config` names a file that
 /// cannot be used; a kubeadm-discovered config that cannot be used becomes a warning.
-fn ui_options(ui: &UiArgs, title: String) -> Result<UiOptions> {
+fn ui_options(ui: &UiArgs) -> Result<UiOptions> {
     let (keyring, note) = regscope::cli::load_keyring(ui.encryption_config.as_deref())?;
     Ok(UiOptions {
         keymap_path: ui.keymap.clone(),
         theme_path: ui.theme.clone(),
-        title,
         show_secrets: ui.show_secrets,
         warnings: note.into_iter().collect(),
         keyring: keyring.map(std::sync::Arc::new),
-        scrape_targets: Vec::new(),
     })
 }
 
@@ -106,82 +104,51 @@ async fn console(conn: &ConnArgs, ui: &UiArgs, m: &MetricsArgs) -> Result<ExitCo
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
     // Fail fast, before taking over the terminal, when the endpoint is wrong.
-    if let Err(e) = source.etcd.connect(source.sync.request_timeout).await {
-        eprintln!("regscope: {e}");
-        return Ok(ExitCode::from(2));
-    }
-    let title = format!(
-        "{} {}/",
-        source.etcd.endpoint_label(),
-        conn.prefix.trim_end_matches('/')
-    );
-    run_console(source, conn, ui_options(ui, title)?, scfg).await
+    let (source, cluster_id, info) = match regscope::cli::connect_session(conn).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    run_console(source, info, ui_options(ui)?, &scfg, cluster_id).await
 }
 
-/// Runs the source, the scrapers and the informers into the console until the user quits.
-/// Metric files are fed first (a postmortem: successive files are successive scrapes) and
-/// replace the live scrape of their target.
+/// Runs the live sources into the console until the user quits.
 async fn run_console(
     source: EtcdSource,
-    conn: &ConnArgs,
-    mut opts: UiOptions,
-    mut scfg: ScrapeConfig,
+    mut info: SessionInfo,
+    opts: UiOptions,
+    scfg: &ScrapeConfig,
+    cluster_id: u64,
 ) -> Result<ExitCode> {
     // Build the merged Kubernetes schemas (~0.1 s) while the initial list runs, so opening
     // the first key does not pause.
     std::thread::spawn(|| regscope::decode::schema::plan().is_some());
     let (tx, rx) = mpsc::channel(1024);
-    let files = match scfg.file_observations() {
-        Ok(f) => f,
+    // Before the terminal is taken: an explicit --kubeconfig or URL that cannot be used, or
+    // an unreadable metrics file, is an error the user must see.
+    let sources = match live::start(Some(source), scfg, tx).await {
+        Ok(s) => s,
         Err(e) => {
             eprintln!("regscope: {e}");
             return Ok(ExitCode::from(2));
         }
     };
-    if !scfg.etcd_files.is_empty() {
-        scfg.etcd = EtcdMetricsFrom::Off;
-    }
-    for (t, paths) in [
-        (ScrapeTarget::Apiserver, &scfg.apiserver_files),
-        (ScrapeTarget::Etcd, &scfg.etcd_files),
-    ] {
-        if let Some(p) = paths.last() {
-            opts.scrape_targets.push((t, p.display().to_string()));
-        }
-    }
-    // Before the terminal is taken: an explicit --kubeconfig or URL that cannot be used is
-    // an error the user must see.
-    let scrapes = match scfg.start(&source.etcd, tx.clone()).await {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("regscope: {e}");
-            return Ok(ExitCode::from(2));
-        }
+    info.scrape_targets = sources.configured().to_vec();
+    let feed = Feed::Live {
+        rx,
+        record_dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),
+        cluster_id,
     };
-    opts.scrape_targets
-        .extend(scrapes.configured.iter().cloned());
-    let file_tx = tx.clone();
-    tokio::spawn(async move {
-        for st in files {
-            if file_tx.send(st).await.is_err() {
-                break;
-            }
-        }
-    });
-    let metrics = regscope::source::etcd_metrics::spawn(
-        source.etcd.clone(),
-        std::time::Duration::from_secs(15),
-        tx.clone(),
-    );
-    let task = source.spawn(tx);
-    let replica = Replica::new(conn.replica_config());
-    let res = regscope::tui::run(rx, replica, opts).await;
-    task.abort();
-    metrics.abort();
-    drop(scrapes);
-    Ok(match res? {
+    let res = regscope::tui::run(feed, Session::new(info), opts).await;
+    drop(sources);
+    exit_code(res?)
+}
+
+fn exit_code(e: Exit) -> Result<ExitCode> {
+    Ok(match e {
         Exit::Quit => ExitCode::SUCCESS,
         // The shell convention for "ended by signal N".
         Exit::Signal(n) => ExitCode::from(u8::try_from(128 + n).unwrap_or(1)),
@@ -255,19 +222,26 @@ async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs, m: &MetricsArgs) -> Re
         .with_defaults(),
         conn.sync_options(),
     );
+    let cluster_id = source
+        .etcd
+        .connect_info(source.sync.request_timeout)
+        .await
+        .map_or(0, |c| c.cluster_id);
     // Short, so the screen tabs fit at 120 columns; the apiserver's URL is on screen 4.
     let title = format!(
         "demo · etcd {}",
         etcd.endpoint().trim_start_matches("http://")
     );
-    let mut opts = ui_options(ui, title)?;
+    let mut info = conn.session_info(title);
+    info.endpoints = vec![etcd.endpoint()];
+    let mut opts = ui_options(ui)?;
     if !conn.endpoints.is_empty() {
         opts.warnings.push(format!(
             "--endpoints/ETCDCTL_ENDPOINTS ignored: the demo watches its own private etcd at {}",
             etcd.endpoint()
         ));
     }
-    let res = run_console(source, conn, opts, scfg).await;
+    let res = run_console(source, info, opts, &scfg, cluster_id).await;
     sim.stop().await;
     api.stop().await;
     drop(etcd);
@@ -278,8 +252,7 @@ async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs, m: &MetricsArgs) -> Re
 /// `--endpoints`), then one scrape of each configured target (or the metric files), derived
 /// into the apiserver panels' data.
 async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<ExitCode> {
-    use regscope::source::scrape::{scrape_once, ScrapeFrom};
-    use regscope::store::{InformerLag, MetricStore};
+    use regscope::source::scrape::scrape_once;
     let scfg = match scrape_config(m) {
         Ok(c) => c,
         Err(code) => return Ok(code),
@@ -293,14 +266,12 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
     };
     let files_only = scfg.has_files() && conn.endpoints.is_empty();
     let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
-    let replica = if files_only {
-        None
-    } else {
-        Some(snapshot_replica(&source, conn.replica_config()).await?)
-    };
-    let mut store = MetricStore::default();
+    let mut session = Session::new(conn.session_info(String::new()));
+    if !files_only {
+        snapshot_replica(&source, &mut session).await?;
+    }
     for st in &files {
-        store.apply(st);
+        session.apply(st);
     }
     if !files_only {
         let mut live: Vec<(ScrapeTarget, ScrapeFrom)> = Vec::new();
@@ -329,17 +300,19 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
         }
         for (target, how) in live {
             let outcome = scrape_once(&how, scfg.timeout).await;
-            store.apply(&Stamped::now(regscope::model::Observation::Scrape {
+            session.apply(&Stamped::now(regscope::model::Observation::Scrape {
                 target,
                 outcome,
             }));
         }
     }
+    // The session's clock is the newest stamp, as in the console; a snapshot is taken now.
+    session.apply(&Stamped::now(regscope::model::Observation::Tick));
     let view = regscope::metrics::derive(
-        &store,
-        replica.as_ref(),
-        &InformerLag::default(),
-        std::time::SystemTime::now(),
+        &session.metrics,
+        (!files_only).then_some(&session.replica),
+        &session.informers,
+        session.now(),
     );
     // Every unusable source gets one line on stderr (down, HTML, garbage, empty); the JSON
     // carries the same under `scrape`.
@@ -350,20 +323,21 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
     }
     out(format_args!(
         "{}\n",
-        snapshot_json(replica.as_ref(), s.keys, Some(&view))?
+        snapshot_json(
+            (!files_only).then_some(&session.replica),
+            s.keys,
+            Some(&view)
+        )?
     ));
     Ok(ExitCode::SUCCESS)
 }
 
 async fn verify(conn: &ConnArgs) -> Result<ExitCode> {
     let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
-    let replica = sync_until_caught_up(
-        &source,
-        conn.replica_config(),
-        std::time::Duration::from_secs(120),
-    )
-    .await?;
-    let diffs = verify_replica(&source, &replica).await?;
+    let mut session = Session::new(conn.session_info(String::new()));
+    sync_until_caught_up(&source, &mut session, std::time::Duration::from_secs(120)).await?;
+    let replica = &session.replica;
+    let diffs = verify_replica(&source, replica).await?;
     if diffs.is_empty() {
         outln!(
             "OK: {} keys under {} match etcd at revision {}",

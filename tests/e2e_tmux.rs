@@ -547,3 +547,103 @@ fn demo_apiserver_screen_shows_latency_and_410() {
     let took = started.elapsed();
     assert!(took < Duration::from_secs(60), "took {took:?}");
 }
+
+/// Waits for the pane's command to exit.
+fn wait_dead(t: &Tmux, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while !t.pane_dead() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `R` in the live console records to a file named in the header; `R` again closes it,
+/// and `regscope replay` of that file opens the console with a timeline that plays, seeks
+/// to a revision and quits cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_in_the_console_then_replay_it() {
+    if !have("tmux") {
+        eprintln!("tmux not installed; scripts/setup.sh installs it");
+        return;
+    }
+    let e = seeded_etcd().await;
+    let mut c = e.client().await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cmd = format!(
+        "cd {} && HOME=/nonexistent {BIN} --endpoints {}",
+        dir.path().display(),
+        e.endpoint()
+    );
+    let t = Tmux::start(120, 40, &cmd);
+    t.wait_for("the console", Duration::from_secs(20), |s| s.contains("31"));
+    t.keys(&["R"]);
+    t.wait_for("the recording indicator", Duration::from_secs(10), |s| {
+        s.contains("● REC regscope-")
+    });
+    let mut last = 0;
+    for i in 0..30 {
+        let r = c
+            .put(format!("/registry/pods/default/p{i}"), "x", None)
+            .await
+            .unwrap();
+        last = r.header().unwrap().revision();
+    }
+    let rev = last.to_string();
+    t.wait_for("the writes", Duration::from_secs(10), |s| s.contains(&rev));
+    std::thread::sleep(Duration::from_millis(1500));
+    t.keys(&["R"]);
+    let screen = t.wait_for("recording saved", Duration::from_secs(10), |s| {
+        s.contains("recording saved")
+    });
+    assert!(!screen.contains("● REC"), "{screen}");
+    t.keys(&["q"]);
+    wait_dead(&t, "the console did not quit");
+    let file = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "rgs"))
+        .expect("a recording in the working directory");
+
+    let t = Tmux::start(120, 40, &format!("{BIN} replay {}", file.display()));
+    let screen = t.wait_for("the timeline", Duration::from_secs(20), |s| {
+        s.contains("REPLAY") && s.contains('⏸')
+    });
+    assert!(
+        screen.contains("31"),
+        "the recording starts with the listed keys:\n{screen}"
+    );
+    // Seek to the last revision written.
+    t.keys(&[":"]);
+    t.wait_for("the seek prompt", Duration::from_secs(5), |s| {
+        s.contains("seek to")
+    });
+    t.keys(&[&format!("r{last}"), "Enter"]);
+    t.wait_for(
+        "the replica at the revision",
+        Duration::from_secs(10),
+        |s| s.contains(&format!("rev {rev}")) || s.contains(&format!("rev {}", thousands(last))),
+    );
+    // Play at the fastest speed to the end, then quit.
+    for _ in 0..7 {
+        t.keys(&["+"]);
+    }
+    t.keys(&["space"]);
+    t.wait_for("the end", Duration::from_secs(20), |s| {
+        s.contains("end of the recording")
+    });
+    t.keys(&["q"]);
+    wait_dead(&t, "replay did not quit on q");
+}
+
+fn thousands(n: i64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}

@@ -570,7 +570,7 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
         at: at(102),
         obs: Observation::Compacted {
             revision: 61,
-            source: "test",
+            source: regscope::model::CompactionSource::Watch,
         },
     });
     let mut inf = InformerLag::default();

@@ -16,10 +16,9 @@ use regscope::source::kubeconfig::{
     discover_kubeconfig, probe_file, DiscoveryEnv, KubeconfigOrigin,
 };
 use regscope::source::scrape::{
-    file_scrapes, file_scrapes_spaced, scrape_once, spawn_scraper, EtcdMetricsFrom, HttpAuth,
-    ScrapeFrom,
+    file_scrapes, file_scrapes_spaced, scrape_once, spawn_scraper, HttpAuth, ScrapeFrom,
 };
-use regscope::source::{ApiserverAccess, EtcdOptions};
+use regscope::source::{ApiserverAccess, EtcdMetricsFrom, EtcdOptions};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;

@@ -481,7 +481,7 @@ async fn compact_rev_key_updates_are_seen() {
         .await;
     assert_eq!(
         h.replica.compactions().back().unwrap().source,
-        "compact_rev_key"
+        regscope::model::CompactionSource::CompactRevKey
     );
 }
 

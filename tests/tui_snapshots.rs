@@ -50,6 +50,7 @@ fn fixture() -> Replica {
         Observation::Server {
             endpoint: "http://127.0.0.1:2379".into(),
             version: "3.4.30".into(),
+            cluster_id: 0,
         },
     );
     apply(&mut r, 0, Observation::Conn(ConnState::Listing { keys: 0 }));
@@ -100,7 +101,7 @@ fn fixture() -> Replica {
         at: at(20),
         obs: Observation::Compacted {
             revision: 110,
-            source: "compact_rev_key",
+            source: regscope::model::CompactionSource::CompactRevKey,
         },
     });
     // Watch lost, compacted meanwhile: relist with a gap.
@@ -222,8 +223,11 @@ fn step(r: &mut Replica, s: u64, rev: &mut i64, cm_versions: &mut [i64; 5]) {
 }
 
 fn app() -> App {
-    let mut app = App::new(fixture(), Settings::default());
-    app.set_now(at(30));
+    let mut app = App::new(
+        regscope::store::Session::from_replica(fixture(), "demo"),
+        Settings::default(),
+    );
+    app.tick(at(30));
     app
 }
 
@@ -416,8 +420,11 @@ fn not_responding() -> App {
         at: at(40),
         obs: Observation::Conn(ConnState::NotResponding { since: at(31) }),
     });
-    let mut a = App::new(r, Settings::default());
-    a.set_now(at(52));
+    let mut a = App::new(
+        regscope::store::Session::from_replica(r, "demo"),
+        Settings::default(),
+    );
+    a.tick(at(52));
     a
 }
 
@@ -447,8 +454,11 @@ fn source_ended_and_config_warning_80x24() {
         ],
         ..Settings::default()
     };
-    let mut a = App::new(fixture(), settings);
-    a.set_now(at(30));
+    let mut a = App::new(
+        regscope::store::Session::from_replica(fixture(), "demo"),
+        settings,
+    );
+    a.tick(at(30));
     a.set_source_ended();
     let text = render(&mut a, 80, 24);
     assert!(text.contains("source ended"), "{text}");
@@ -637,6 +647,7 @@ mod storage_fixtures {
             Observation::Server {
                 endpoint: "http://127.0.0.1:2379".into(),
                 version: "3.4.30".into(),
+                cluster_id: 0,
             },
             Observation::ListBegin { revision: rev },
             Observation::ListPage { kvs },
@@ -678,8 +689,8 @@ mod storage_fixtures {
     }
 
     pub fn app(r: Replica, settings: Settings) -> App {
-        let mut a = App::new(r, settings);
-        a.set_now(at(30));
+        let mut a = App::new(regscope::store::Session::from_replica(r, "demo"), settings);
+        a.tick(at(30));
         a
     }
 

@@ -38,6 +38,8 @@ const EXAMPLES: &str = "Examples:
   regscope --apiserver-metrics-url https://127.0.0.1:6443/metrics \
       --apiserver-token-file token --apiserver-cacert /etc/kubernetes/pki/ca.crt
   regscope snapshot --json --apiserver-metrics-file m1.prom --apiserver-metrics-file m2.prom
+  regscope record -o incident.rgs --duration 30m   record headless (R in the console)
+  regscope replay incident.rgs                     scrub through a recording
   etcdctl get /registry/pods/default/p1 -w json | regscope decode   one stored object
 Keys inside the console: press ? for help.";
 
@@ -52,6 +54,16 @@ pub enum Command {
     /// revision and compare every key, value, create/mod revision and version. Exit 1 on
     /// any difference.
     Verify(VerifyArgs),
+    /// Record the session headless (no terminal: under nohup, systemd or timeout) to a file
+    /// that `regscope replay` opens: the same connection and scrape flags as the console.
+    #[command(after_help = RECORD_EXAMPLES)]
+    Record(RecordArgs),
+    /// Open a recording in the console with a timeline: play, pause, speed, step, seek to
+    /// a time or a revision, jump between markers. `--check` only verifies the file.
+    #[command(after_help = REPLAY_EXAMPLES)]
+    Replay(ReplayArgs),
+    /// Write a recording's observations as JSON lines (one object per observation).
+    Export(ExportArgs),
     /// Decode stored values offline: `etcdctl get -w json` output, a hex string or the raw
     /// value bytes, from FILE or stdin. Prints the object on stdout, a header on stderr.
     #[command(long_about = DECODE_ABOUT, after_help = DECODE_EXAMPLES)]
@@ -243,7 +255,8 @@ impl MetricsArgs {
         probe: &dyn Fn(&std::path::Path) -> crate::source::kubeconfig::Probe,
     ) -> Result<crate::source::ScrapeConfig, String> {
         use crate::source::kubeconfig::{discover_kubeconfig, Probe};
-        use crate::source::scrape::{default_timeout, EtcdMetricsFrom};
+        use crate::source::scrape::default_timeout;
+        use crate::source::EtcdMetricsFrom;
         // Below a second an apiserver's /metrics (megabytes, rendered per request) would be
         // hammered, and `1ms` is more likely a typo for `1m` than a wish.
         if self.scrape_interval < std::time::Duration::from_secs(1) {
@@ -369,9 +382,107 @@ pub struct SnapshotArgs {
     /// Add every key with its revisions, version, lease and size.
     #[arg(long)]
     pub keys: bool,
+    /// Read the session from a recording instead of etcd (see `regscope record`).
+    #[arg(long, value_name = "FILE")]
+    pub from: Option<PathBuf>,
+    /// With --from: the moment to print — a time (RFC 3339, or HH:MM:SS UTC on the
+    /// recording's first day), an offset from the recording's start (+90s) or end (-5m),
+    /// or a revision (r1234). Default: the end of the recording.
+    #[arg(long, value_name = "TIME|REV", requires = "from")]
+    pub at: Option<String>,
     #[command(flatten)]
     pub conn: ConnArgs,
 }
+
+#[derive(Debug, Args, Clone)]
+pub struct RecordArgs {
+    /// The recording to write (created mode 0600; an existing file is refused unless
+    /// --force). With --keep-last: the base name of a rolling set, BASE.000001.rgs, ….
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Stop after this long (e.g. 10m, 1h), closing the file cleanly.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Stop when the file reaches this size (e.g. 512MiB); with --keep-last, the most the
+    /// whole set may hold (oldest files dropped first).
+    #[arg(long, value_parser = parse_size)]
+    pub max_size: Option<usize>,
+    /// A flight recorder: keep a rolling set of files that always holds at least the last
+    /// D (e.g. 30m), deleting older files, until stopped.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub keep_last: Option<std::time::Duration>,
+    /// Replace an existing file.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ReplayArgs {
+    /// The recording (a file, or the base name of a --keep-last set).
+    pub file: PathBuf,
+    /// Do not open the console: read the whole file, verify every checksum and print its
+    /// span, counts and any damage (exit 1 when damaged).
+    #[arg(long)]
+    pub check: bool,
+    /// Open at this moment (as `snapshot --at`) instead of the start.
+    #[arg(long, value_name = "TIME|REV")]
+    pub at: Option<String>,
+    /// Marker: etcd request p99 latency above this many seconds.
+    #[arg(long, default_value_t = 1.0)]
+    pub p99_threshold: f64,
+    /// Marker: informer lag above this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub lag_threshold: f64,
+}
+
+/// Output formats of `export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One JSON object per line.
+    Jsonl,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ExportArgs {
+    /// The recording (a file, or the base name of a --keep-last set).
+    pub file: PathBuf,
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: ExportFormat,
+    /// Only observations stamped at or after this (as `snapshot --at`; revisions allowed).
+    #[arg(long, value_name = "TIME|REV")]
+    pub from: Option<String>,
+    /// Only observations stamped at or before this.
+    #[arg(long, value_name = "TIME|REV")]
+    pub to: Option<String>,
+    /// Only keys under this prefix (events and list items; other observations are kept
+    /// unless --only-keys).
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// Only observations about keys (list pages and watch events).
+    #[arg(long)]
+    pub only_keys: bool,
+    /// Add each written value decoded (as `regscope decode -o json`; Secret data redacted
+    /// unless --show-secrets and the recording holds it).
+    #[arg(long)]
+    pub decode: bool,
+}
+
+const RECORD_EXAMPLES: &str = "Examples:
+  regscope record -o incident.rgs --duration 30m          a half-hour session
+  nohup regscope record -o /var/lib/regscope/fr --keep-last 30m --max-size 2GiB &
+                                                          a flight recorder: always the last 30 min
+  timeout 10m regscope record -o s.rgs                    SIGTERM/SIGINT close the file cleanly
+Secret values are redacted in the file (lengths kept) unless --show-secrets.";
+
+const REPLAY_EXAMPLES: &str = "Examples:
+  regscope replay incident.rgs                            the console, paused at the start
+  regscope replay incident.rgs --at 14:32:10              open at a moment
+  regscope replay --check incident.rgs                    span, counts and damage
+  regscope snapshot --json --from incident.rgs --at r1234 the summary at a revision
+  regscope export incident.rgs --decode --prefix /registry/pods | jq .
+Keys in replay: space play/pause, + - speed, . step, < > 10 s, : seek, n N markers, ? help.";
 
 #[derive(Debug, Args, Clone)]
 pub struct VerifyArgs {
@@ -542,6 +653,20 @@ impl ConnArgs {
             p.as_bytes().to_vec()
         } else {
             format!("/{p}").into_bytes()
+        }
+    }
+
+    /// The session's header for these flags: `title` for the console's header, the
+    /// endpoints, prefix and history budget; scrape targets and the start time are the
+    /// caller's to fill.
+    pub fn session_info(&self, title: String) -> crate::model::SessionInfo {
+        crate::model::SessionInfo {
+            title,
+            endpoints: self.etcd_options().endpoints,
+            prefix: String::from_utf8_lossy(&self.prefix_bytes()).into_owned(),
+            history_budget: self.history_budget as u64,
+            started_at: std::time::SystemTime::now(),
+            ..Default::default()
         }
     }
 

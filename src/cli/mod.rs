@@ -1,8 +1,22 @@
-//! Subcommands that print instead of draw: `snapshot` and `verify`. They drive the same
-//! source and store as the console, so what they print is what the console shows.
+//! Subcommands that print instead of draw: `snapshot`, `verify`, `record`, `export` and
+//! `replay --check`. They drive the same sources and the same [`Session`] as the console,
+//! so what they print is what the console shows.
 
 pub mod args;
 pub mod decode;
+pub mod record;
+
+/// Writes to stdout; a closed pipe (`regscope snapshot --json | head`) ends the output
+/// quietly instead of panicking like `print!` does.
+pub fn out(args: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    if let Err(e) = o.write_fmt(args).and_then(|()| o.flush()) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            eprintln!("regscope: writing to stdout: {e}");
+        }
+    }
+}
 
 use std::time::{Duration, Instant};
 
@@ -17,7 +31,31 @@ use crate::model::{escape_bytes, ConnState, Observation, Revision, Stamped};
 use crate::source::connect::classify;
 use crate::source::etcd::{list_once, ListError};
 use crate::source::EtcdSource;
-use crate::store::{Difference, Replica, ReplicaConfig, Summary};
+use crate::store::{Difference, Replica, ReplicaConfig, Session, Summary};
+
+/// The etcd source for `conn`, connected once to fail fast (before a terminal is taken or
+/// a file created), with etcd's cluster id and the session's header for it (the endpoint
+/// and prefix as the console's title).
+///
+/// Errors: the one-line connection error (unreachable, TLS, authentication), for stderr.
+pub async fn connect_session(
+    conn: &args::ConnArgs,
+) -> Result<(EtcdSource, u64, crate::model::SessionInfo), String> {
+    let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
+    let cluster_id = source
+        .etcd
+        .connect_info(source.sync.request_timeout)
+        .await
+        .map_err(|e| e.to_string())?
+        .cluster_id;
+    let title = format!(
+        "{} {}/",
+        source.etcd.endpoint_label(),
+        conn.prefix.trim_end_matches('/')
+    );
+    let info = conn.session_info(title);
+    Ok((source, cluster_id, info))
+}
 
 /// Connects and lists the prefix once at revision `at` (0: now), handing every observation
 /// to `each`. Errors name the endpoint.
@@ -45,18 +83,16 @@ async fn list_with(source: &EtcdSource, at: Revision, mut each: impl FnMut(Stamp
     }
 }
 
-/// Lists the prefix once into a fresh replica (no watch). Notes (e.g. "no keys under the
+/// Lists the prefix once into `session` (no watch). Notes (e.g. "no keys under the
 /// prefix") are printed to stderr.
-pub async fn snapshot_replica(source: &EtcdSource, cfg: ReplicaConfig) -> Result<Replica> {
-    let mut replica = Replica::new(cfg);
+pub async fn snapshot_replica(source: &EtcdSource, session: &mut Session) -> Result<()> {
     list_with(source, 0, |st| {
         if let Observation::Note(n) = &st.obs {
             eprintln!("regscope: {n}");
         }
-        replica.apply(&st);
+        session.apply(&st);
     })
-    .await?;
-    Ok(replica)
+    .await
 }
 
 /// One key in `snapshot --json --keys`.
@@ -289,9 +325,9 @@ pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
 /// at the start (bounded by `timeout`), then returns the replica.
 pub async fn sync_until_caught_up(
     source: &EtcdSource,
-    cfg: ReplicaConfig,
+    session: &mut Session,
     timeout: Duration,
-) -> Result<Replica> {
+) -> Result<()> {
     let (mut client, _) = source
         .etcd
         .connect(source.sync.request_timeout)
@@ -308,23 +344,22 @@ pub async fn sync_until_caught_up(
         .map_or(0, |h| h.revision());
     let (tx, mut rx) = mpsc::channel::<Stamped>(1024);
     let task = source.clone().spawn(tx);
-    let mut replica = Replica::new(cfg);
     let deadline = Instant::now() + timeout;
     let result = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             break Err(anyhow::anyhow!(
                 "replica did not catch up with etcd revision {head} within {timeout:?} (at {})",
-                replica.revision()
+                session.revision()
             ));
         }
         match tokio::time::timeout(left, rx.recv()).await {
             Ok(Some(st)) => {
-                replica.apply(&st);
-                if let ConnState::Failed { error } = replica.conn() {
+                session.apply(&st);
+                if let ConnState::Failed { error } = session.replica.conn() {
                     break Err(anyhow::anyhow!("{error}"));
                 }
-                if replica.revision() >= head && replica.listing().is_none() {
+                if session.revision() >= head && session.replica.listing().is_none() {
                     break Ok(());
                 }
             }
@@ -333,7 +368,7 @@ pub async fn sync_until_caught_up(
         }
     };
     task.abort();
-    result.map(|_| replica)
+    result
 }
 
 /// Reads the prefix from etcd at the replica's revision and returns every difference.

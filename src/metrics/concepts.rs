@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::exposition::{Exposition, Sample};
 use crate::model::ScrapeTarget;
@@ -185,7 +185,7 @@ pub fn table() -> &'static Table {
 }
 
 /// Identity of one mapped series.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SeriesKey {
     pub concept: ConceptIdx,
     /// API group, `""` for core or for concepts without resources.
@@ -197,7 +197,7 @@ pub struct SeriesKey {
 }
 
 /// A histogram: cumulative counts per upper bound, as exposed.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Hist {
     /// Finite upper bounds, ascending (the `le` values without `+Inf`), shared by every
     /// point of a series.
@@ -209,7 +209,7 @@ pub struct Hist {
 }
 
 /// One mapped value.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Value {
     Scalar(f64),
     /// Boxed: most values are scalars, and points are kept by the hundred thousand.
@@ -217,7 +217,7 @@ pub enum Value {
 }
 
 /// One scrape after mapping.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Mapped {
     /// Server version: `kubernetes_build_info`'s `git_version` (`v1.34.0`) or
     /// `etcd_server_version`'s `server_version` (`3.6.4`).

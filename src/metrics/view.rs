@@ -40,7 +40,7 @@ impl<T> Reading<T> {
 
 /// A quantile estimated from histogram buckets the way Prometheus' `histogram_quantile`
 /// does (linear interpolation inside the bucket, the first bucket starting at 0).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
 #[serde(tag = "kind", content = "seconds", rename_all = "snake_case")]
 pub enum Quantile {
     /// No observations in the window.
@@ -53,7 +53,7 @@ pub enum Quantile {
 }
 
 /// Health of one scrape target (apiserver or etcd).
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct TargetStatus {
     /// A source is configured for this target (URL, kubeconfig, etcd endpoint or files).
     pub configured: bool,
@@ -65,11 +65,11 @@ pub struct TargetStatus {
     /// Scrapes that produced samples.
     pub good_scrapes: u64,
     /// Wall clock of the last scrape that produced samples.
-    #[serde(serialize_with = "opt_time")]
+    #[serde(with = "humantime_serde_compat::opt")]
     pub last_good: Option<SystemTime>,
     /// Set while the newest attempt failed or returned nothing readable: the time of the
     /// first failure since the last good scrape. Panels show "stale since …".
-    #[serde(serialize_with = "opt_time")]
+    #[serde(with = "humantime_serde_compat::opt")]
     pub stale_since: Option<SystemTime>,
     /// The newest error, one line (e.g. "timed out after 5s", "body is HTML, not metrics").
     pub last_error: Option<String>,
@@ -273,11 +273,4 @@ pub struct ApiserverView {
     /// Concepts the apiserver's version does not expose, by concept id (e.g.
     /// `watch_cache_resource_version` before 1.31), for "not exposed by this version".
     pub not_exposed: Vec<String>,
-}
-
-fn opt_time<S: serde::Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
-    match t {
-        Some(t) => humantime_serde_compat::serialize(t, s),
-        None => s.serialize_none(),
-    }
 }

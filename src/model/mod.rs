@@ -18,7 +18,7 @@ pub type Revision = i64;
 
 /// One version of one key, exactly as etcd reports it in a range or watch response
 /// (`mvccpb.KeyValue`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct KeyValue {
     /// The key bytes (not necessarily UTF-8).
     pub key: Bytes,
@@ -35,7 +35,7 @@ pub struct KeyValue {
 }
 
 /// PUT or DELETE, as in etcd's `mvccpb.Event.EventType`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum EventKind {
     Put,
@@ -44,7 +44,7 @@ pub enum EventKind {
 
 /// One watch event. For a DELETE, `kv` carries the key and the deleting revision in
 /// `mod_revision` (etcd sends an empty value and zero create_revision/version).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WatchEvent {
     pub kind: EventKind,
     pub kv: KeyValue,
@@ -53,7 +53,7 @@ pub struct WatchEvent {
 }
 
 /// Connection state of a source, shown in the header.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum ConnState {
     Connecting,
     /// Initial or recovery list in progress: keys received so far.
@@ -77,7 +77,7 @@ pub enum ConnState {
 }
 
 /// Why the replica skipped a range of revisions it could not observe one by one.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Gap {
     /// First revision whose events were not seen individually.
     pub from: Revision,
@@ -93,17 +93,52 @@ pub struct Gap {
 /// One compaction seen through the `compact_rev_key` the apiserver writes
 /// (k8s.io/apiserver storage/etcd3/compact.go: the key's `version` counts compactions and
 /// the compaction revision is the revision at which the previous compaction wrote the key).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CompactionSeen {
     pub revision: Revision,
     #[serde(with = "humantime_serde_compat")]
     pub at: SystemTime,
-    /// Where the fact came from: "compact_rev_key", "watch", "metrics", "list".
-    pub source: &'static str,
+    /// Where the fact came from.
+    pub source: CompactionSource,
 }
 
-/// Everything a source can tell the store, in the order it happened.
-#[derive(Clone, Debug)]
+/// How regscope learned of a compaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionSource {
+    /// The `compact_rev_key` the apiserver's compactor writes (k8s.io/apiserver
+    /// storage/etcd3/compact.go).
+    CompactRevKey,
+    /// etcd cancelled a watch with its compacted revision (etcd's watch API,
+    /// `WatchResponse.compact_revision`).
+    Watch,
+    /// etcd's `/metrics` (`etcd_debugging_mvcc_compact_revision`).
+    Metrics,
+    /// A list or range refused with "required revision has been compacted".
+    List,
+}
+
+impl CompactionSource {
+    /// Short label for screens and JSON: `compact_rev_key`, `watch`, `metrics`, `list`.
+    pub fn label(self) -> &'static str {
+        match self {
+            CompactionSource::CompactRevKey => "compact_rev_key",
+            CompactionSource::Watch => "watch",
+            CompactionSource::Metrics => "metrics",
+            CompactionSource::List => "list",
+        }
+    }
+}
+
+impl std::fmt::Display for CompactionSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// Everything a source can tell the store, in the order it happened. Serialisable: a
+/// recording is a sequence of these (see `crate::record`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Observation {
     /// Start of a (re)list pinned at `revision`. Pages follow; `ListDone` ends it.
     ListBegin { revision: Revision },
@@ -125,12 +160,18 @@ pub enum Observation {
     /// etcd told us its compacted revision (watch cancellation, metrics or compact_rev_key).
     Compacted {
         revision: Revision,
-        source: &'static str,
+        source: CompactionSource,
     },
     /// Connection state changed.
     Conn(ConnState),
-    /// Facts about the server, learned once per connection.
-    Server { endpoint: String, version: String },
+    /// Facts about the server, learned once per connection. `cluster_id` is etcd's
+    /// (`ResponseHeader.cluster_id`), 0 when unknown.
+    Server {
+        endpoint: String,
+        version: String,
+        #[serde(default)]
+        cluster_id: u64,
+    },
     /// A note for the event log (one line, for humans).
     Note(String),
     /// etcd's history was replaced under us (restored from a snapshot, wiped data dir): the
@@ -146,6 +187,31 @@ pub enum Observation {
     /// What one of regscope's own informers (a list + watch with bookmarks through the
     /// apiserver) saw.
     Informer(InformerObs),
+    /// The clock moved: the live sources stamp one every second, so that time on screen
+    /// (rates over the last minute, "stale since", ages) comes from the stream even when
+    /// nothing else arrives, and a replay sees the same seconds go by.
+    Tick,
+}
+
+impl Observation {
+    /// Short name of the variant, for statistics and `export`.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Observation::ListBegin { .. } => "list_begin",
+            Observation::ListPage { .. } => "list_page",
+            Observation::ListDone { .. } => "list_done",
+            Observation::Events { .. } => "events",
+            Observation::Progress { .. } => "progress",
+            Observation::Compacted { .. } => "compacted",
+            Observation::Conn(_) => "conn",
+            Observation::Server { .. } => "server",
+            Observation::Note(_) => "note",
+            Observation::Reset { .. } => "reset",
+            Observation::Scrape { .. } => "scrape",
+            Observation::Informer(_) => "informer",
+            Observation::Tick => "tick",
+        }
+    }
 }
 
 /// Which `/metrics` endpoint a scrape came from.
@@ -170,7 +236,7 @@ impl ScrapeTarget {
 }
 
 /// The result of one scrape.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum ScrapeOutcome {
     /// HTTP 200 (or a file's contents): the body, not yet parsed. `source` is the URL or
     /// file path, for display. A body that is not Prometheus text (HTML, garbage) still
@@ -184,7 +250,7 @@ pub enum ScrapeOutcome {
 
 /// One thing an informer saw for one resource. `resource` is `group/resource` style
 /// identity split in two: `group` is `""` for the core group.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct InformerObs {
     pub group: String,
     pub resource: String,
@@ -192,7 +258,7 @@ pub struct InformerObs {
 }
 
 /// What an informer saw.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum InformerWhat {
     /// A list finished; the list's `metadata.resourceVersion` (an etcd revision for
     /// etcd3-backed resources). `relist` is false for the first list of the session.
@@ -217,7 +283,7 @@ pub enum InformerWhat {
 }
 
 /// An observation with the wall-clock time the source received it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Stamped {
     pub at: SystemTime,
     pub obs: Observation,
@@ -232,11 +298,102 @@ impl Stamped {
     }
 }
 
-/// Serialize a `SystemTime` as RFC 3339 text.
+/// A `SystemTime` as RFC 3339 text (milliseconds) for human-readable formats (JSON), and
+/// exactly (seconds and nanoseconds since the epoch) for binary ones (recordings and
+/// checkpoints), so that a checkpoint restores the same instant it saved.
 pub mod humantime_serde_compat {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
     use std::time::SystemTime;
 
-    pub fn serialize<S: serde::Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_rfc3339_millis(*t).to_string())
+    pub fn serialize<S: Serializer>(t: &SystemTime, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.serialize_str(&humantime::format_rfc3339_millis(*t).to_string())
+        } else {
+            t.serialize(s)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SystemTime, D::Error> {
+        if d.is_human_readable() {
+            let s = String::deserialize(d)?;
+            humantime::parse_rfc3339_weak(&s).map_err(serde::de::Error::custom)
+        } else {
+            SystemTime::deserialize(d)
+        }
+    }
+
+    /// The same for `Option<SystemTime>` (`null` when absent).
+    pub mod opt {
+        use super::*;
+
+        pub fn serialize<S: Serializer>(t: &Option<SystemTime>, s: S) -> Result<S::Ok, S::Error> {
+            if s.is_human_readable() {
+                match t {
+                    Some(t) => s.serialize_some(&humantime::format_rfc3339_millis(*t).to_string()),
+                    None => s.serialize_none(),
+                }
+            } else {
+                t.serialize(s)
+            }
+        }
+
+        pub fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<SystemTime>, D::Error> {
+            if d.is_human_readable() {
+                match Option::<String>::deserialize(d)? {
+                    Some(s) => humantime::parse_rfc3339_weak(&s)
+                        .map(Some)
+                        .map_err(serde::de::Error::custom),
+                    None => Ok(None),
+                }
+            } else {
+                Option::<SystemTime>::deserialize(d)
+            }
+        }
+    }
+}
+
+/// What a session is about, fixed for its whole life: where it came from and how the
+/// store keeps it. Live, the console, `snapshot`, `verify` and `record` build one from
+/// their flags; a recording starts with it (its header), so a replay builds exactly the
+/// same store and shows the same header.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SessionInfo {
+    /// Shown in the console's header: the endpoint and prefix, or `demo · etcd …`.
+    pub title: String,
+    /// The etcd endpoints given (or discovered), in order.
+    pub endpoints: Vec<String>,
+    /// The watched prefix without trailing slash (kube-apiserver's `--etcd-prefix`).
+    pub prefix: String,
+    /// Bytes of revision history the replica keeps besides every live key's newest value.
+    pub history_budget: u64,
+    /// Events kept for the event stream.
+    pub event_log_cap: u64,
+    /// Seconds of growth samples kept.
+    pub growth_cap: u64,
+    /// Scrapes kept per `/metrics` target.
+    pub metric_retention: u64,
+    /// `/metrics` targets with a source (URL, kubeconfig, etcd endpoint or files), shown
+    /// as configured before their first scrape.
+    pub scrape_targets: Vec<(ScrapeTarget, String)>,
+    /// Wall clock when the session (or the recording) started.
+    #[serde(with = "humantime_serde_compat")]
+    pub started_at: SystemTime,
+}
+
+impl Default for SessionInfo {
+    fn default() -> Self {
+        SessionInfo {
+            title: String::new(),
+            endpoints: Vec::new(),
+            prefix: "/registry".into(),
+            history_budget: 256 << 20,
+            event_log_cap: 10_000,
+            growth_cap: 3_600,
+            metric_retention: 720,
+            scrape_targets: Vec::new(),
+            started_at: SystemTime::UNIX_EPOCH,
+        }
     }
 }

@@ -22,7 +22,8 @@ use tokio::task::JoinHandle;
 
 use super::connect::{classify, error_chain, prefix_end, top_level_prefixes, EtcdOptions};
 use crate::model::{
-    Bytes, ConnState, EventKind, KeyValue, Observation, Revision, Stamped, WatchEvent,
+    Bytes, CompactionSource, ConnState, EventKind, KeyValue, Observation, Revision, Stamped,
+    WatchEvent,
 };
 
 /// The key kube-apiserver's compactor writes at the etcd root (not under the prefix):
@@ -226,6 +227,7 @@ impl EtcdSource {
                 .send(Observation::Server {
                     endpoint: conn.endpoint.clone(),
                     version: conn.version,
+                    cluster_id: conn.cluster_id,
                 })
                 .await
             {
@@ -343,7 +345,7 @@ impl EtcdSource {
                 WatchEnd::Compacted(c) => {
                     out.send(Observation::Compacted {
                         revision: c,
-                        source: "watch",
+                        source: CompactionSource::Watch,
                     })
                     .await;
                     out.send(Observation::Note(format!(
@@ -493,7 +495,7 @@ impl EtcdSource {
                 out_tx
                     .send(Observation::Compacted {
                         revision: c,
-                        source: "compact_rev_key",
+                        source: CompactionSource::CompactRevKey,
                     })
                     .await;
             }
@@ -660,7 +662,7 @@ impl EtcdSource {
                         for ev in resp.events() {
                             if ev.event_type() == EventType::Put {
                                 if let Some(c) = ev.kv().and_then(|kv| parse_rev(kv.value())) {
-                                    if !out.send(Observation::Compacted { revision: c, source: "compact_rev_key" }).await {
+                                    if !out.send(Observation::Compacted { revision: c, source: CompactionSource::CompactRevKey }).await {
                                         return WatchEnd::Closed;
                                     }
                                 }

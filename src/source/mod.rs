@@ -1,16 +1,18 @@
 //! Live inputs. Each source runs as its own tokio task and hands owned batches of
 //! [`crate::model::Stamped`] observations to the store's owner through a channel; no source
-//! shares state with the UI.
+//! shares state with the UI. [`live::start`] starts all of them at once; a replay
+//! (`crate::record::Player`) takes the place of that one call.
 
 pub mod connect;
 pub mod etcd;
-pub mod etcd_metrics;
 pub mod informer;
 pub mod kubeconfig;
+pub mod live;
 pub mod scrape;
 
 pub use connect::{ConnectError, Connected, EtcdOptions};
 pub use etcd::{EtcdSource, SyncOptions};
 pub use informer::{spawn_informers, InformerResource};
 pub use kubeconfig::{ApiserverAccess, KubeconfigChoice, KubeconfigOrigin};
-pub use scrape::{file_scrapes, spawn_scraper, HttpAuth, ScrapeConfig, ScrapeFrom};
+pub use live::{EtcdMetricsFrom, LiveSources, ScrapeConfig};
+pub use scrape::{file_scrapes, spawn_scraper, HttpAuth, ScrapeFrom};

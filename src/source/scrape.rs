@@ -11,7 +11,6 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::connect::EtcdOptions;
-use super::kubeconfig::ApiserverAccess;
 use crate::model::{Bytes, Observation, ScrapeOutcome, ScrapeTarget, Stamped};
 
 /// `--scrape-interval` default.
@@ -161,7 +160,7 @@ impl ScrapeFrom {
     }
 
     /// etcd's `/metrics` on its first client endpoint (etcd 3.4+ serves it there), with the
-    /// etcd connection's CA and client certificate, like [`super::etcd_metrics`].
+    /// etcd connection's CA and client certificate, as etcd serves them on its client URL (etcd 3.4+).
     pub fn etcd(opts: &EtcdOptions) -> Result<Self, String> {
         let endpoint = opts
             .endpoints
@@ -477,176 +476,6 @@ pub fn file_scrapes_spaced(
         });
     }
     Ok(out)
-}
-
-/// Where etcd's `/metrics` is scraped from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum EtcdMetricsFrom {
-    /// `<first etcd endpoint>/metrics` with the etcd connection's certificates (default).
-    Endpoint,
-    /// `--etcd-metrics-url`.
-    Url(String),
-    /// Not scraped live (`--etcd-metrics-file` given: files replace the live scrape).
-    Off,
-}
-
-/// The metrics and apiserver side of a session, resolved from the flags
-/// ([`crate::cli::args::MetricsArgs::scrape_config`]).
-#[derive(Clone, Debug)]
-pub struct ScrapeConfig {
-    pub apiserver: ApiserverAccess,
-    pub etcd: EtcdMetricsFrom,
-    /// `--scrape-interval`.
-    pub interval: Duration,
-    /// `--scrape-timeout`, default `min(interval, 10 s)`.
-    pub timeout: Duration,
-    /// `--apiserver-metrics-file`, in order; non-empty replaces the live apiserver scrape.
-    pub apiserver_files: Vec<PathBuf>,
-    /// `--etcd-metrics-file`, in order; non-empty replaces the live etcd scrape.
-    pub etcd_files: Vec<PathBuf>,
-    /// `--informers`: resource names or `group/version/resource`; empty = no informers.
-    pub informers: Vec<String>,
-    /// What discovery noticed (unreadable candidates), for the event log.
-    pub notes: Vec<String>,
-}
-
-impl Default for ScrapeConfig {
-    fn default() -> Self {
-        Self {
-            apiserver: ApiserverAccess::default(),
-            etcd: EtcdMetricsFrom::Endpoint,
-            interval: DEFAULT_SCRAPE_INTERVAL,
-            timeout: default_timeout(DEFAULT_SCRAPE_INTERVAL),
-            apiserver_files: Vec::new(),
-            etcd_files: Vec::new(),
-            informers: super::informer::DEFAULT_INFORMERS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            notes: Vec::new(),
-        }
-    }
-}
-
-/// The live tasks started by [`ScrapeConfig::start`]; dropping this aborts them.
-#[derive(Debug, Default)]
-pub struct ScrapeTasks {
-    pub handles: Vec<JoinHandle<()>>,
-    /// The apiserver's URL when the apiserver side is live.
-    pub apiserver: Option<String>,
-    /// The targets scraped live and from where (for `MetricStore::set_configured`).
-    pub configured: Vec<(ScrapeTarget, String)>,
-    /// Everything worth telling the user (also sent as `Observation::Note`s).
-    pub notes: Vec<String>,
-}
-
-impl ScrapeTasks {
-    pub fn abort_all(&self) {
-        for h in &self.handles {
-            h.abort();
-        }
-    }
-}
-
-impl Drop for ScrapeTasks {
-    fn drop(&mut self) {
-        self.abort_all();
-    }
-}
-
-impl ScrapeConfig {
-    /// True when any metrics file was given (a postmortem or a test).
-    pub fn has_files(&self) -> bool {
-        !self.apiserver_files.is_empty() || !self.etcd_files.is_empty()
-    }
-
-    /// The observations of every metrics file, apiserver's then etcd's, each target's files
-    /// spaced by `interval` and ending now (see [`file_scrapes_spaced`]), sorted by time.
-    pub fn file_observations(&self) -> Result<Vec<Stamped>, String> {
-        let end = SystemTime::now();
-        let mut out = file_scrapes_spaced(
-            ScrapeTarget::Apiserver,
-            &self.apiserver_files,
-            self.interval,
-            end,
-        )?;
-        out.extend(file_scrapes_spaced(
-            ScrapeTarget::Etcd,
-            &self.etcd_files,
-            self.interval,
-            end,
-        )?);
-        out.sort_by_key(|s| s.at);
-        Ok(out)
-    }
-
-    /// Starts the live side: the apiserver scraper and informers (when the apiserver is
-    /// configured and its metrics are not replaced by files) and the etcd scraper (unless
-    /// replaced by files or off). `etcd` is the etcd connection in use (its first endpoint
-    /// and certificates). Fails only when the apiserver was named explicitly
-    /// (`--kubeconfig`, `--apiserver-metrics-url`) and cannot be used; anything else
-    /// becomes a note, sent on `tx` as `Observation::Note` and returned.
-    pub async fn start(
-        &self,
-        etcd: &EtcdOptions,
-        tx: mpsc::Sender<Stamped>,
-    ) -> Result<ScrapeTasks, String> {
-        let mut tasks = ScrapeTasks::default();
-        tasks.notes.clone_from(&self.notes);
-        match self.apiserver.connect().await {
-            Ok(Some(clients)) => {
-                tasks.apiserver = Some(clients.server.clone());
-                if self.apiserver_files.is_empty() {
-                    tasks.configured.push((
-                        ScrapeTarget::Apiserver,
-                        clients.metrics.source().to_string(),
-                    ));
-                    tasks.handles.push(spawn_scraper(
-                        ScrapeTarget::Apiserver,
-                        clients.metrics,
-                        self.interval,
-                        self.timeout,
-                        tx.clone(),
-                    ));
-                }
-                if !self.informers.is_empty() {
-                    tasks.handles.push(super::informer::spawn_informers_for(
-                        clients.kube,
-                        self.informers.clone(),
-                        tx.clone(),
-                    ));
-                }
-            }
-            Ok(None) => {}
-            Err(e) if self.apiserver.is_explicit() => return Err(e),
-            Err(e) => tasks.notes.push(format!("apiserver side off: {e}")),
-        }
-        let etcd_from = match &self.etcd {
-            EtcdMetricsFrom::Off => None,
-            EtcdMetricsFrom::Endpoint => Some(ScrapeFrom::etcd(etcd)),
-            EtcdMetricsFrom::Url(u) => Some(ScrapeFrom::etcd_url(u, etcd)),
-        };
-        match etcd_from {
-            Some(Ok(how)) => {
-                tasks
-                    .configured
-                    .push((ScrapeTarget::Etcd, how.source().to_string()));
-                tasks.handles.push(spawn_scraper(
-                    ScrapeTarget::Etcd,
-                    how,
-                    self.interval,
-                    self.timeout,
-                    tx.clone(),
-                ));
-            }
-            Some(Err(e)) => tasks.notes.push(format!("etcd metrics not scraped: {e}")),
-            None => {}
-        }
-        for n in &tasks.notes {
-            let _ = tx.try_send(Stamped::now(Observation::Note(n.clone())));
-        }
-        Ok(tasks)
-    }
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::model::{InformerWhat, Observation, Revision, Stamped};
 use crate::store::Replica;
 
 /// One resource's informer.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct InformerState {
     /// resourceVersion of the newest event or bookmark (or list).
     pub resource_version: Option<Revision>,
@@ -39,7 +39,7 @@ pub struct InformerState {
 }
 
 /// Every informer, keyed by `(group, resource)`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct InformerLag {
     by_resource: BTreeMap<(String, String), InformerState>,
 }

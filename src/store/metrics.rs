@@ -18,6 +18,8 @@ use crate::model::{Observation, ScrapeOutcome, ScrapeTarget, Stamped};
 /// Scrapes kept per target by default: one hour at the default 5 s interval.
 pub const DEFAULT_RETENTION: usize = 720;
 
+use serde::{Deserialize, Serialize};
+
 /// A point with the wall clock of its scrape.
 pub type TimedPoint<'a> = (&'a Point, SystemTime);
 
@@ -27,7 +29,7 @@ pub type TimedPoint<'a> = (&'a Point, SystemTime);
 /// (what rates and window quantiles need); older points keep the count as a scalar and the
 /// p99 of the interval they closed, for the sparkline. This keeps an hour of a histogram
 /// series at the size of an hour of a gauge.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Point {
     pub seq: u32,
     pub value: Value,
@@ -41,7 +43,7 @@ pub struct Point {
 pub const RAW_HISTOGRAM_POINTS: usize = 2;
 
 /// Everything known about one scrape target.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, Deserialize)]
 pub struct TargetSeries {
     pub status: TargetStatus,
     /// Wall clock of each good scrape still held, oldest first; `times[i]` has sequence
@@ -122,7 +124,7 @@ impl TargetSeries {
 }
 
 /// The metric store: one [`TargetSeries`] per target.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub struct MetricStore {
     apiserver: TargetSeries,
     etcd: TargetSeries,
@@ -171,6 +173,23 @@ impl MetricStore {
         let s = &mut self.target_mut(t).status;
         s.configured = true;
         s.source = source.to_string();
+    }
+
+    /// etcd's compacted revision from the newest good etcd scrape
+    /// (`etcd_debugging_mvcc_compact_revision`; `None` while etcd reports -1, before the
+    /// first compaction).
+    pub fn etcd_compact_revision(&self) -> Option<crate::model::Revision> {
+        let t = concepts::table();
+        let key = SeriesKey {
+            concept: t.idx("etcd_compact_revision"),
+            group: String::new(),
+            resource: String::new(),
+            op: String::new(),
+        };
+        match self.etcd.latest()?.get(&key)? {
+            Value::Scalar(v) if *v > 0.0 => Some(*v as crate::model::Revision),
+            _ => None,
+        }
     }
 
     /// Applies one observation; anything but a scrape is ignored. Returns true when

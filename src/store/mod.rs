@@ -7,6 +7,7 @@
 mod informer;
 pub mod metrics;
 mod replica;
+mod session;
 mod stats;
 
 pub use informer::{InformerLag, InformerState};
@@ -15,4 +16,5 @@ pub use replica::{
     Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig, Summary, VersionView,
     DEFAULT_HISTORY_BUDGET,
 };
+pub use session::{Applied, Session};
 pub use stats::{GrowthSample, ResourceStats, ResourceSummary};

@@ -15,12 +15,12 @@ use std::ops::Bound;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::stats::{Growth, GrowthSample, ResourceStats, ResourceSummary};
 use crate::model::{
-    escape_bytes, CompactionSeen, ConnState, EventKind, Gap, KeyPath, KeyValue, Observation,
-    Revision, Stamped, WatchEvent,
+    escape_bytes, CompactionSeen, CompactionSource, ConnState, EventKind, Gap, KeyPath, KeyValue,
+    Observation, Revision, Stamped, WatchEvent,
 };
 
 /// Default history budget: 256 MiB of superseded values and tombstones.
@@ -34,7 +34,7 @@ const REV_TIMES_CAP: usize = 1_000_000;
 const VERSION_OVERHEAD: usize = 64;
 
 /// Settings for a [`Replica`].
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReplicaConfig {
     /// The watched prefix without trailing slash, e.g. `/registry`.
     pub prefix: Bytes,
@@ -58,7 +58,7 @@ impl Default for ReplicaConfig {
 }
 
 /// One stored version. `value == None` is a tombstone (the key was deleted at mod_revision).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Version {
     create_revision: Revision,
     mod_revision: Revision,
@@ -73,7 +73,7 @@ impl Version {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct KeyEntry {
     resource: u32,
     /// Oldest first; the last is the newest (possibly a tombstone).
@@ -127,7 +127,7 @@ pub struct KeyMeta {
 }
 
 /// One applied watch event as kept for the live event stream.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct EventRecord {
     pub at: SystemTime,
     pub revision: Revision,
@@ -189,7 +189,9 @@ pub struct Summary {
     pub compactions: Vec<CompactionSeen>,
 }
 
-/// The replica. See the module docs.
+/// The replica. See the module docs. Serialisable whole: a recording's checkpoint is the
+/// replica as it was, so that a replay resumed from it equals one played from the start.
+#[derive(Serialize, Deserialize)]
 pub struct Replica {
     cfg: ReplicaConfig,
     keys: BTreeMap<Bytes, KeyEntry>,
@@ -226,7 +228,7 @@ pub struct Replica {
     last_observed: Option<SystemTime>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 struct ListState {
     revision: Revision,
     keys: u64,
@@ -319,16 +321,16 @@ impl Replica {
                 self.growth.record(unix_second(st.at), self.applied, 0);
             }
             Observation::Compacted { revision, source } => {
-                self.set_compacted(*revision, source, st.at)
+                self.set_compacted(*revision, *source, st.at)
             }
             Observation::Conn(c) => self.conn = c.clone(),
-            Observation::Server { endpoint, version } => {
-                self.server = Some((endpoint.clone(), version.clone()))
-            }
+            Observation::Server {
+                endpoint, version, ..
+            } => self.server = Some((endpoint.clone(), version.clone())),
             Observation::Note(n) => self.note(st.at, n.clone()),
             Observation::Reset { reason } => self.reset(st.at, reason),
             // The apiserver side lives in `store::metrics` and `store::informer`.
-            Observation::Scrape { .. } | Observation::Informer(_) => {}
+            Observation::Scrape { .. } | Observation::Informer(_) | Observation::Tick => {}
         }
     }
 
@@ -546,7 +548,7 @@ impl Replica {
         resource as u32
     }
 
-    fn set_compacted(&mut self, rev: Revision, source: &'static str, at: SystemTime) {
+    fn set_compacted(&mut self, rev: Revision, source: CompactionSource, at: SystemTime) {
         if rev <= 0 {
             return;
         }
@@ -607,6 +609,33 @@ impl Replica {
             };
             self.history_floor = self.history_floor.max(r);
             self.drop_key_history(&key, r);
+        }
+    }
+
+    /// Replaces every value held for keys starting with `key_prefix` (every version and
+    /// the event log's copies) by `f(value)`. Recordings use it to redact Secret values in
+    /// a checkpoint; `f` must keep lengths for the size accounting to stay true.
+    pub fn map_values(&mut self, key_prefix: &[u8], f: impl Fn(&Bytes) -> Bytes) {
+        let end = crate::model::prefix_end(key_prefix);
+        let range = (
+            Bound::Included(Bytes::copy_from_slice(key_prefix)),
+            if end.is_empty() {
+                Bound::Unbounded
+            } else {
+                Bound::Excluded(Bytes::from(end))
+            },
+        );
+        for (_, e) in self.keys.range_mut(range) {
+            for v in e.versions.iter_mut() {
+                if let Some(val) = v.value.as_mut() {
+                    *val = f(val);
+                }
+            }
+        }
+        for ev in self.events.iter_mut() {
+            if ev.key.starts_with(key_prefix) && !ev.value.is_empty() {
+                ev.value = f(&ev.value);
+            }
         }
     }
 
@@ -1130,7 +1159,7 @@ mod tests {
             2,
             Observation::Compacted {
                 revision: 5,
-                source: "test",
+                source: CompactionSource::Watch,
             },
         );
         assert_eq!(r.history(b"/registry/cm/a/x").len(), 1);

@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::model::Revision;
 
@@ -13,7 +13,7 @@ use crate::model::Revision;
 const RATE_WINDOW: usize = 64;
 
 /// Counters for one resource (as named by [`crate::model::KeyPath::resource`]).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ResourceStats {
     pub resource: String,
     /// Live keys now.
@@ -25,6 +25,7 @@ pub struct ResourceStats {
     /// DELETE events applied since the replica started.
     pub deletes: u64,
     /// Ring of (unix second, puts, deletes).
+    #[serde(with = "ring")]
     buckets: [(u64, u32, u32); RATE_WINDOW],
 }
 
@@ -82,7 +83,7 @@ pub struct ResourceSummary {
 }
 
 /// Revision growth during one wall-clock second.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GrowthSample {
     /// Unix seconds.
     pub second: u64,
@@ -93,7 +94,7 @@ pub struct GrowthSample {
 }
 
 /// Per-second growth samples, newest last, at most `cap` of them.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Growth {
     pub samples: VecDeque<GrowthSample>,
     cap: usize,
@@ -164,5 +165,25 @@ mod tests {
             events: 1,
         };
         assert_eq!(g.samples[0], first);
+    }
+}
+
+/// serde for the fixed rate ring (serde derives arrays up to 32 elements only).
+mod ring {
+    use super::RATE_WINDOW;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    type Ring = [(u64, u32, u32); RATE_WINDOW];
+
+    pub fn serialize<S: Serializer>(r: &Ring, s: S) -> Result<S::Ok, S::Error> {
+        r.as_slice().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Ring, D::Error> {
+        let v = Vec::<(u64, u32, u32)>::deserialize(d)?;
+        let n = v.len();
+        v.try_into().map_err(|_| {
+            serde::de::Error::custom(format!("rate ring of {n} buckets, expected {RATE_WINDOW}"))
+        })
     }
 }

@@ -58,10 +58,29 @@ pub enum Action {
     Filter,
     /// Remove the current list's filter.
     ClearFilter,
-    /// Freeze the event list (ingestion continues) or resume it.
+    /// Freeze the whole view at the cursor (live: observations queue and are still
+    /// recorded; replay: stop playing) or resume.
     TogglePause,
     /// Keep the newest event selected, or stop following.
     ToggleFollow,
+    /// Start recording the session to a file (named in the header), or stop.
+    ToggleRecording,
+    /// Replay: play faster.
+    SpeedUp,
+    /// Replay: play slower.
+    SlowDown,
+    /// Replay: pause and apply one more observation.
+    StepEvent,
+    /// Replay: seek 10 seconds back.
+    SeekBack,
+    /// Replay: seek 10 seconds forward.
+    SeekForward,
+    /// Replay: jump to the next marker.
+    NextMarker,
+    /// Replay: jump to the previous marker.
+    PrevMarker,
+    /// Replay: type where to seek (a time, an offset or a revision).
+    SeekPrompt,
     /// Show the previous (older) version of the open key.
     OlderVersion,
     /// Show the next (newer) version of the open key.
@@ -113,6 +132,15 @@ impl Action {
         Action::ClearFilter,
         Action::TogglePause,
         Action::ToggleFollow,
+        Action::ToggleRecording,
+        Action::SpeedUp,
+        Action::SlowDown,
+        Action::StepEvent,
+        Action::SeekBack,
+        Action::SeekForward,
+        Action::NextMarker,
+        Action::PrevMarker,
+        Action::SeekPrompt,
         Action::OlderVersion,
         Action::NewerVersion,
         Action::ToggleJson,
@@ -154,6 +182,15 @@ impl Action {
             Action::ClearFilter => "clear_filter",
             Action::TogglePause => "toggle_pause",
             Action::ToggleFollow => "toggle_follow",
+            Action::ToggleRecording => "toggle_recording",
+            Action::SpeedUp => "speed_up",
+            Action::SlowDown => "slow_down",
+            Action::StepEvent => "step_event",
+            Action::SeekBack => "seek_back",
+            Action::SeekForward => "seek_forward",
+            Action::NextMarker => "next_marker",
+            Action::PrevMarker => "prev_marker",
+            Action::SeekPrompt => "seek_prompt",
             Action::OlderVersion => "older_version",
             Action::NewerVersion => "newer_version",
             Action::ToggleJson => "toggle_json",
@@ -194,8 +231,17 @@ impl Action {
             Action::Back => "close and go back",
             Action::Filter => "filter the list by text",
             Action::ClearFilter => "clear the filter",
-            Action::TogglePause => "pause / resume the display (ingestion continues)",
+            Action::TogglePause => "pause / resume: freeze every panel (live: the stream queues and is still recorded; replay: play)",
             Action::ToggleFollow => "follow the newest event / stop following",
+            Action::ToggleRecording => "start recording the session to a file / stop (shown in the header)",
+            Action::SpeedUp => "replay: play faster (1× 2× 5× 10× 100× 1000× max)",
+            Action::SlowDown => "replay: play slower",
+            Action::StepEvent => "replay: pause and apply exactly one more observation",
+            Action::SeekBack => "replay: seek 10 s back (from the nearest checkpoint)",
+            Action::SeekForward => "replay: seek 10 s forward",
+            Action::NextMarker => "replay: jump to the next marker (compaction, relist, 410, connection, failed scrape, p99 or lag threshold)",
+            Action::PrevMarker => "replay: jump to the previous marker",
+            Action::SeekPrompt => "replay: seek to a time (14:32:10, -5m) or a revision (r1234)",
             Action::OlderVersion => "show the older version",
             Action::NewerVersion => "show the newer version",
             Action::ToggleJson => "show the value as YAML / as JSON",
@@ -238,6 +284,15 @@ impl Action {
             Action::ClearFilter => "clear filter",
             Action::TogglePause => "pause",
             Action::ToggleFollow => "follow",
+            Action::ToggleRecording => "record",
+            Action::SpeedUp => "faster",
+            Action::SlowDown => "slower",
+            Action::StepEvent => "step",
+            Action::SeekBack => "-10s",
+            Action::SeekForward => "+10s",
+            Action::NextMarker => "next mark",
+            Action::PrevMarker => "prev mark",
+            Action::SeekPrompt => "seek",
             Action::OlderVersion => "older",
             Action::NewerVersion => "newer",
             Action::ToggleJson => "yaml/json",

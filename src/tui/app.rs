@@ -21,14 +21,12 @@ use super::keymap::{Keymap, Mode};
 use super::storage::StorageSummary;
 use super::theme::Theme;
 use crate::metrics::view::ApiserverView;
-use crate::model::{KeyPath, Revision, ScrapeTarget, Stamped};
-use crate::store::{EventRecord, InformerLag, MetricStore, Replica};
+use crate::model::{KeyPath, Revision, Stamped};
+use crate::store::{EventRecord, Replica, Session};
 
-/// Everything the app needs besides the replica.
-#[derive(Clone, Debug)]
+/// Everything the app needs besides the session.
+#[derive(Clone, Debug, Default)]
 pub struct Settings {
-    /// Endpoint or `demo`, shown in the header.
-    pub title: String,
     /// Show Secret data in decoded values (`--show-secrets`).
     pub show_secrets: bool,
     /// Encryption keys for values encrypted at rest (`--encryption-config`).
@@ -41,20 +39,6 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// Seconds east of UTC for clock times (0 shows UTC, as the snapshot tests do).
     pub utc_offset: i64,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            title: "demo".into(),
-            show_secrets: false,
-            keyring: None,
-            keymap: Keymap::default(),
-            theme: Theme::default(),
-            warnings: Vec::new(),
-            utc_offset: 0,
-        }
-    }
 }
 
 /// The main panels, switched with Tab or 1–4.
@@ -150,8 +134,6 @@ pub(crate) enum KeysFocus {
 
 pub(crate) struct EventsState {
     pub filter: String,
-    /// The frozen event list while paused (oldest first, like the replica's ring).
-    pub frozen: Option<Vec<EventRecord>>,
     pub follow: bool,
     /// Index of the selected row in the filtered, newest-first list.
     pub selected: usize,
@@ -179,8 +161,135 @@ pub(crate) struct KeysState {
 }
 
 pub(crate) struct Input {
-    pub target: Panel,
+    pub target: InputTarget,
     pub text: String,
+}
+
+/// What a typed line is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum InputTarget {
+    /// The event stream's filter.
+    Events,
+    /// The key browser's filter.
+    Keys,
+    /// A replay seek: a time (`14:32:10`, RFC 3339), a relative time (`-5m`, `+30s`) or a
+    /// revision (`r1234`, or a plain number).
+    Seek,
+}
+
+/// Live, paused and replay as one cursor over one session: live, the cursor follows the
+/// newest observation; paused, it stays where it was while observations queue behind it
+/// (the recorder still writes them); in replay the player moves it (play, speed, seek).
+#[derive(Debug, Default)]
+pub struct Cursor {
+    /// The view is frozen at the cursor.
+    pub paused: bool,
+    /// Live observations that arrived while paused, applied on resume.
+    pub(crate) backlog: std::collections::VecDeque<Stamped>,
+    /// `Some` in replay: the timeline.
+    pub replay: Option<ReplayStatus>,
+}
+
+impl Cursor {
+    /// Most observations held back while paused live (about a minute of the heaviest
+    /// write rate measured); past it the pause ends by itself, with a warning.
+    pub const BACKLOG_LIMIT: usize = 2_000_000;
+
+    /// Observations waiting behind a live pause.
+    pub fn backlog(&self) -> usize {
+        self.backlog.len()
+    }
+}
+
+/// Replay speed: a multiple of real time, or as fast as the machine can apply.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Speed {
+    /// Times real time (1 to 1000).
+    Times(u32),
+    /// No waiting between observations.
+    Max,
+}
+
+impl Speed {
+    /// The speeds `+` and `-` step through.
+    pub const STEPS: [Speed; 7] = [
+        Speed::Times(1),
+        Speed::Times(2),
+        Speed::Times(5),
+        Speed::Times(10),
+        Speed::Times(100),
+        Speed::Times(1000),
+        Speed::Max,
+    ];
+
+    /// The next faster (`up`) or slower speed, staying at the ends.
+    pub fn step(self, up: bool) -> Speed {
+        let i = Self::STEPS.iter().position(|s| *s == self).unwrap_or(0);
+        let j = if up {
+            (i + 1).min(Self::STEPS.len() - 1)
+        } else {
+            i.saturating_sub(1)
+        };
+        Self::STEPS[j]
+    }
+
+    /// `1×`, `1000×`, `max`.
+    pub fn label(self) -> String {
+        match self {
+            Speed::Times(n) => format!("{n}×"),
+            Speed::Max => "max".into(),
+        }
+    }
+}
+
+/// The replay's timeline, as the header shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayStatus {
+    /// The recording's path, for the header.
+    pub file: String,
+    /// First and last observation time in the recording.
+    pub start: SystemTime,
+    pub end: SystemTime,
+    /// Observations in the recording, and the cursor's position among them.
+    pub total: u64,
+    pub position: u64,
+    pub speed: Speed,
+    /// The recording was made with `--show-secrets`: Secret data is in it.
+    pub secrets_shown: bool,
+    /// What was lost to damage, one line (empty when the file is whole).
+    pub damage: String,
+    /// The marker the cursor last passed or jumped to, one line.
+    pub marker: Option<String>,
+}
+
+/// The recording indicator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordingStatus {
+    pub path: String,
+    pub bytes: u64,
+}
+
+/// Where to seek in a replay.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SeekTo {
+    /// Seconds from the cursor (negative: back).
+    Relative(i64),
+    /// A wall-clock time.
+    Time(SystemTime),
+    /// The first point at which the replica's revision reaches this.
+    Revision(crate::model::Revision),
+}
+
+/// Something the app asks of the loop that owns the sources, the recorder or the player.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Request {
+    StartRecording,
+    StopRecording,
+    Seek(SeekTo),
+    /// Apply exactly one more observation (replay).
+    Step,
+    /// Jump to the next (`true`) or previous marker.
+    Marker(bool),
 }
 
 /// Rows available to scrollable lists in the last frame, so that paging moves by what the
@@ -201,9 +310,16 @@ pub(crate) struct Viewports {
 
 /// The console: the replica it displays plus all UI state. See the module docs.
 pub struct App {
-    pub(crate) replica: Replica,
+    /// The session shown: replica, metric series, informer lag and the clock. Live, it
+    /// follows the sources (unless paused); in replay the player replaces it on a seek.
+    pub(crate) session: Session,
     pub(crate) s: Settings,
-    pub(crate) now: SystemTime,
+    /// Live, paused and replay as one cursor over the session's stream.
+    pub(crate) cursor: Cursor,
+    /// The recording in progress (the header's indicator), set by the loop.
+    pub(crate) recording: Option<RecordingStatus>,
+    /// What the loop must do for the app (start or stop a recording, seek the replay).
+    requests: Vec<Request>,
     pub(crate) panel: Panel,
     pub(crate) help: Option<usize>,
     pub(crate) input: Option<Input>,
@@ -218,10 +334,6 @@ pub struct App {
     pub(crate) storage: Option<StorageSummary>,
     /// The apiserver panel's data and state.
     pub(crate) apiserver: ApiserverState,
-    /// Scrapes of the apiserver's and etcd's `/metrics` (the panel's data is derived from
-    /// them, the informers and the replica).
-    pub(crate) metrics: MetricStore,
-    pub(crate) informers: InformerLag,
     /// A scrape or informer observation arrived since the last derive.
     apiserver_changed: bool,
     /// Clock second of the last derive.
@@ -237,13 +349,15 @@ pub struct App {
 }
 
 impl App {
-    /// A new app over `replica`, showing the Growth panel.
-    pub fn new(replica: Replica, settings: Settings) -> App {
-        let seen_rev = replica.events().back().map_or(0, |e| e.revision);
+    /// A new app over `session`, showing the Growth panel, following the stream live.
+    pub fn new(session: Session, settings: Settings) -> App {
+        let seen_rev = session.replica.events().back().map_or(0, |e| e.revision);
         let mut app = App {
-            replica,
+            session,
             s: settings,
-            now: SystemTime::now(),
+            cursor: Cursor::default(),
+            recording: None,
+            requests: Vec::new(),
             panel: Panel::Growth,
             help: None,
             input: None,
@@ -251,7 +365,6 @@ impl App {
             growth_scroll: 0,
             events: EventsState {
                 filter: String::new(),
-                frozen: None,
                 follow: true,
                 selected: 0,
                 scroll: 0,
@@ -271,8 +384,6 @@ impl App {
             json_output: false,
             storage: None,
             apiserver: ApiserverState::default(),
-            metrics: MetricStore::default(),
-            informers: InformerLag::default(),
             apiserver_changed: false,
             apiserver_second: 0,
             storage_second: 0,
@@ -289,7 +400,7 @@ impl App {
 
     /// The replica shown.
     pub fn replica(&self) -> &Replica {
-        &self.replica
+        &self.session.replica
     }
 
     /// The panel shown.
@@ -324,20 +435,118 @@ impl App {
         self.debug_panic = on;
     }
 
-    /// Applies one observation to the replica. Call [`App::after_batch`] after a batch.
+    /// Takes one observation from the live stream: applied to the session, or held back
+    /// while paused (the whole view stays as it was; the backlog is applied on resume, or
+    /// when it grows past [`Cursor::BACKLOG_LIMIT`]). Call [`App::after_batch`] after a
+    /// batch.
     pub fn ingest(&mut self, st: &Stamped) {
-        self.replica.apply(st);
-        if self.metrics.apply(st) || self.informers.apply(st, &self.replica) {
+        if self.cursor.paused && self.cursor.replay.is_none() {
+            self.cursor.backlog.push_back(st.clone());
+            if self.cursor.backlog.len() >= Cursor::BACKLOG_LIMIT {
+                self.s.warnings.push(format!(
+                    "pause ended: {} observations arrived while paused (the most held back)",
+                    self.cursor.backlog.len()
+                ));
+                self.resume();
+            }
+            return;
+        }
+        self.apply(st);
+    }
+
+    /// Applies one observation to the session. A clock tick marks the screen dirty only
+    /// when rates can still change (something was observed in the last minute), so an idle
+    /// console never redraws.
+    pub fn apply(&mut self, st: &Stamped) {
+        let before = self.now_second();
+        if self.session.apply(st).apiserver {
             self.apiserver_changed = true;
+        }
+        let sec = self.now_second();
+        if sec != before {
+            let recent = self
+                .session
+                .replica
+                .growth()
+                .next_back()
+                .is_some_and(|g| g.second + 62 >= sec);
+            if recent {
+                self.dirty = true;
+            }
         }
     }
 
-    /// Marks a scrape target as configured before its first scrape (the panel then says
-    /// "waiting for the first scrape" instead of "not configured").
-    pub fn set_scrape_configured(&mut self, target: ScrapeTarget, source: &str) {
-        self.metrics.set_configured(target, source);
+    /// Advances the clock with a [`crate::model::Observation::Tick`] stamped `at`, as the
+    /// live sources do every second (tests use it to set the time shown).
+    pub fn tick(&mut self, at: SystemTime) {
+        self.ingest_all(&[Stamped {
+            at,
+            obs: crate::model::Observation::Tick,
+        }]);
+    }
+
+    /// Replaces the session (a replay's seek) and keeps the UI state; selections that no
+    /// longer exist are normalised on the next batch.
+    pub fn replace_session(&mut self, session: Session) {
+        self.session = session;
         self.apiserver_changed = true;
-        self.refresh_apiserver();
+        self.events.seen_rev = self.newest_event_rev();
+        self.storage = None;
+        self.dirty = true;
+        self.drawn_seq = u64::MAX;
+        self.after_batch();
+    }
+
+    /// The session was changed outside [`App::ingest`] (a replay applied observations to
+    /// it directly): derive again and do the batch bookkeeping.
+    pub fn after_external_apply(&mut self) {
+        self.apiserver_changed = true;
+        self.after_batch();
+    }
+
+    /// The session shown.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn resume(&mut self) {
+        self.cursor.paused = false;
+        let backlog = std::mem::take(&mut self.cursor.backlog);
+        for st in &backlog {
+            self.apply(st);
+        }
+        self.dirty = true;
+    }
+
+    /// Requests for the loop, in order (and clears them).
+    pub fn take_requests(&mut self) -> Vec<Request> {
+        std::mem::take(&mut self.requests)
+    }
+
+    /// Live, paused or replay, with the replay's timeline.
+    pub fn cursor(&self) -> &Cursor {
+        &self.cursor
+    }
+
+    /// Sets the timeline shown in replay (the driver updates it as it plays).
+    pub fn set_replay(&mut self, r: Option<ReplayStatus>) {
+        if self.cursor.replay != r {
+            self.cursor.replay = r;
+            self.dirty = true;
+        }
+    }
+
+    /// Sets the recording indicator (path and bytes written) or clears it.
+    pub fn set_recording(&mut self, r: Option<RecordingStatus>) {
+        if self.recording != r {
+            self.recording = r;
+            self.dirty = true;
+        }
+    }
+
+    /// Whether the view is paused (live: the stream is held back; replay: not playing).
+    pub fn paused(&self) -> bool {
+        self.cursor.paused
     }
 
     /// Derives the apiserver panel's data: when a scrape or informer observation arrived,
@@ -345,23 +554,24 @@ impl App {
     /// time). Costs about 2 ms for a 1.34 apiserver's series (`cargo bench --bench
     /// metrics_parse`).
     fn refresh_apiserver(&mut self) {
-        let sec = super::format::unix_second(self.now);
+        let sec = super::format::unix_second(self.session.now());
         let tick = self.panel == Panel::Apiserver && sec != self.apiserver_second;
         if !(self.apiserver_changed || tick) {
             return;
         }
         // Nothing to derive from (no scrape configured, no informer): the view stays as
         // set (tests set literal views).
-        if !self.metrics.any_configured() && self.informers.iter().next().is_none() {
+        if !self.session.metrics.any_configured() && self.session.informers.iter().next().is_none()
+        {
             return;
         }
         self.apiserver_changed = false;
         self.apiserver_second = sec;
         let v = crate::metrics::derive(
-            &self.metrics,
-            Some(&self.replica),
-            &self.informers,
-            self.now,
+            &self.session.metrics,
+            Some(&self.session.replica),
+            &self.session.informers,
+            self.session.now(),
         );
         if v != self.apiserver.view {
             self.set_apiserver_view(v);
@@ -382,35 +592,15 @@ impl App {
         self.dirty = true;
     }
 
-    /// Sets the clock used for rates. Marks the screen dirty only when rates can still
-    /// change (something was observed in the last minute), so an idle console never redraws.
-    pub fn set_now(&mut self, now: SystemTime) {
-        let before = super::format::unix_second(self.now);
-        self.now = now;
-        let sec = super::format::unix_second(now);
-        self.refresh_storage(false);
-        self.refresh_apiserver();
-        if sec != before {
-            let recent = self
-                .replica
-                .growth()
-                .next_back()
-                .is_some_and(|g| g.second + 62 >= sec);
-            if recent {
-                self.dirty = true;
-            }
-        }
-    }
-
     /// Whether a frame is due: UI state changed or the replica changed since the last draw.
     pub fn needs_draw(&self) -> bool {
-        self.dirty || self.drawn_seq != self.replica.change_seq()
+        self.dirty || self.drawn_seq != self.session.replica.change_seq()
     }
 
     /// Records that a frame was drawn.
     pub fn mark_drawn(&mut self) {
         self.dirty = false;
-        self.drawn_seq = self.replica.change_seq();
+        self.drawn_seq = self.session.replica.change_seq();
     }
 
     /// Forces the next frame (e.g. after a resize).
@@ -552,13 +742,12 @@ impl App {
             }
             Action::Open => self.open(mode),
             Action::Filter => {
-                let target = self.panel;
-                let text = match target {
-                    Panel::Events => self.events.filter.clone(),
-                    Panel::Keys => self.keys.filter.clone(),
+                let (target, text) = match self.panel {
+                    Panel::Events => (InputTarget::Events, self.events.filter.clone()),
+                    Panel::Keys => (InputTarget::Keys, self.keys.filter.clone()),
                     Panel::Growth | Panel::Apiserver => return,
                 };
-                if target == Panel::Keys {
+                if target == InputTarget::Keys {
                     self.detail = None;
                     self.keys.focus = KeysFocus::Keys;
                 }
@@ -576,11 +765,56 @@ impl App {
                 _ => {}
             },
             Action::TogglePause => {
-                if self.events.frozen.is_some() {
-                    self.events.frozen = None;
-                    self.events.seen_rev = self.newest_event_rev();
+                if self.cursor.paused {
+                    if self.cursor.replay.is_some() {
+                        self.cursor.paused = false;
+                    } else {
+                        self.resume();
+                    }
                 } else {
-                    self.events.frozen = Some(self.replica.events().iter().cloned().collect());
+                    self.cursor.paused = true;
+                }
+            }
+            Action::ToggleRecording => {
+                if self.cursor.replay.is_some() {
+                    self.s
+                        .warnings
+                        .push("recording is for live sessions; this one is a replay".into());
+                } else if self.recording.is_some() {
+                    self.requests.push(Request::StopRecording);
+                } else {
+                    self.requests.push(Request::StartRecording);
+                }
+            }
+            Action::SpeedUp | Action::SlowDown => {
+                if let Some(r) = self.cursor.replay.as_mut() {
+                    r.speed = r.speed.step(action == Action::SpeedUp);
+                }
+            }
+            Action::StepEvent => {
+                if self.cursor.replay.is_some() {
+                    self.cursor.paused = true;
+                    self.requests.push(Request::Step);
+                }
+            }
+            Action::SeekBack | Action::SeekForward => {
+                if self.cursor.replay.is_some() {
+                    let secs = if action == Action::SeekBack { -10 } else { 10 };
+                    self.requests.push(Request::Seek(SeekTo::Relative(secs)));
+                }
+            }
+            Action::NextMarker | Action::PrevMarker => {
+                if self.cursor.replay.is_some() {
+                    self.requests
+                        .push(Request::Marker(action == Action::NextMarker));
+                }
+            }
+            Action::SeekPrompt => {
+                if self.cursor.replay.is_some() {
+                    self.input = Some(Input {
+                        target: InputTarget::Seek,
+                        text: String::new(),
+                    });
                 }
             }
             Action::ToggleFollow => {
@@ -609,9 +843,12 @@ impl App {
             Action::Submit => {
                 if let Some(input) = self.input.take() {
                     match input.target {
-                        Panel::Events => self.set_events_filter(input.text),
-                        Panel::Keys => self.set_keys_filter(input.text),
-                        Panel::Growth | Panel::Apiserver => {}
+                        InputTarget::Events => self.set_events_filter(input.text),
+                        InputTarget::Keys => self.set_keys_filter(input.text),
+                        InputTarget::Seek => match parse_seek(&input.text, self.session.now()) {
+                            Ok(to) => self.requests.push(Request::Seek(to)),
+                            Err(e) => self.s.warnings.push(e),
+                        },
                     }
                 }
             }
@@ -659,7 +896,7 @@ impl App {
                 self.help = self.help.map(|s| add(s, delta, max));
             }
             Mode::Growth => {
-                let n = self.replica.resources().len();
+                let n = self.session.replica.resources().len();
                 self.growth_scroll = add(self.growth_scroll, delta, n.saturating_sub(1));
             }
             Mode::Events => {
@@ -719,7 +956,7 @@ impl App {
                     return;
                 };
                 let key = ev.key.clone();
-                let resource = KeyPath::parse(self.replica.prefix(), &key)
+                let resource = KeyPath::parse(self.session.replica.prefix(), &key)
                     .resource
                     .into_owned();
                 self.panel = Panel::Keys;
@@ -771,19 +1008,20 @@ impl App {
     pub fn after_batch(&mut self) {
         // Events: new arrivals insert rows above the selection.
         let newest = self.newest_event_rev();
-        if self.events.frozen.is_none() && newest > self.events.seen_rev {
+        if newest > self.events.seen_rev {
             if self.events.follow {
                 self.events.selected = 0;
                 self.events.scroll = 0;
             } else {
                 let f = self.events.filter.to_lowercase();
                 let added = self
+                    .session
                     .replica
                     .events()
                     .iter()
                     .rev()
                     .take_while(|e| e.revision > self.events.seen_rev)
-                    .filter(|e| event_matches(&self.replica, e, &f))
+                    .filter(|e| event_matches(&self.session.replica, e, &f))
                     .count();
                 self.events.selected += added;
                 self.events.scroll += added;
@@ -809,9 +1047,9 @@ impl App {
         let stale = self
             .storage
             .as_ref()
-            .is_none_or(|s| s.seq != self.replica.change_seq());
+            .is_none_or(|s| s.seq != self.session.replica.change_seq());
         if force || (stale && sec != self.storage_second) || self.storage.is_none() {
-            self.storage = Some(StorageSummary::compute(&self.replica));
+            self.storage = Some(StorageSummary::compute(&self.session.replica));
             self.storage_second = sec;
             self.dirty = true;
         }
@@ -820,7 +1058,11 @@ impl App {
     }
 
     fn newest_event_rev(&self) -> Revision {
-        self.replica.events().back().map_or(0, |e| e.revision)
+        self.session
+            .replica
+            .events()
+            .back()
+            .map_or(0, |e| e.revision)
     }
 
     fn set_events_filter(&mut self, f: String) {
@@ -836,12 +1078,10 @@ impl App {
         self.normalize_keys();
     }
 
-    /// The event list shown: the frozen copy while paused, else the replica's ring.
-    pub(crate) fn event_source(&self) -> Box<dyn DoubleEndedIterator<Item = &EventRecord> + '_> {
-        match &self.events.frozen {
-            Some(v) => Box::new(v.iter()),
-            None => Box::new(self.replica.events().iter()),
-        }
+    /// The event list shown: the session's event ring (frozen with the rest of the view
+    /// while paused).
+    pub(crate) fn event_source(&self) -> impl DoubleEndedIterator<Item = &EventRecord> + '_ {
+        self.session.replica.events().iter()
     }
 
     /// Filtered events, newest first.
@@ -849,15 +1089,12 @@ impl App {
         let f = self.events.filter.to_lowercase();
         self.event_source()
             .rev()
-            .filter(move |e| event_matches(&self.replica, e, &f))
+            .filter(move |e| event_matches(&self.session.replica, e, &f))
     }
 
     pub(crate) fn events_len(&self) -> usize {
         if self.events.filter.is_empty() {
-            match &self.events.frozen {
-                Some(v) => v.len(),
-                None => self.replica.events().len(),
-            }
+            self.session.replica.events().len()
         } else {
             self.events_filtered().count()
         }
@@ -880,6 +1117,7 @@ impl App {
     /// Resource names for the browser, sorted.
     pub(crate) fn resource_names(&self) -> Vec<String> {
         let mut v: Vec<String> = self
+            .session
             .replica
             .resources()
             .iter()
@@ -905,11 +1143,17 @@ impl App {
             return Scan::default();
         };
         let f = &self.keys.filter;
-        let mut scan = browse::after(&self.replica, p, self.keys.view_after.as_deref(), rows, f);
+        let mut scan = browse::after(
+            &self.session.replica,
+            p,
+            self.keys.view_after.as_deref(),
+            rows,
+            f,
+        );
         if scan.keys.len() < rows && self.keys.view_after.is_some() {
             let bound = scan.keys.first().cloned();
             let more = browse::before(
-                &self.replica,
+                &self.session.replica,
                 p,
                 bound.as_deref(),
                 rows - scan.keys.len(),
@@ -928,6 +1172,7 @@ impl App {
     fn normalize_keys(&mut self) {
         if self.keys.resource.is_none() {
             let mut with_keys: Vec<&str> = self
+                .session
                 .replica
                 .resources()
                 .iter()
@@ -940,16 +1185,20 @@ impl App {
         let Some(res) = self.keys.resource.clone() else {
             return;
         };
-        let state = (self.replica.resources().len(), self.replica.live_keys());
+        let state = (
+            self.session.replica.resources().len(),
+            self.session.replica.live_keys(),
+        );
         if !self.keys.prefixes.contains_key(&res)
             && self.keys.discovered_at != state
             && self
+                .session
                 .replica
                 .resources()
                 .iter()
                 .any(|r| r.resource == res && r.keys > 0)
         {
-            self.keys.prefixes = browse::discover_prefixes(&self.replica);
+            self.keys.prefixes = browse::discover_prefixes(&self.session.replica);
             self.keys.discovered_at = state;
         }
         let Some(prefix) = self.keys.prefixes.get(&res).cloned() else {
@@ -957,18 +1206,18 @@ impl App {
         };
         let f = self.keys.filter.clone();
         let ok = self.keys.selected.as_ref().is_some_and(|k| {
-            self.replica.get(k).is_some()
+            self.session.replica.get(k).is_some()
                 && k.starts_with(&prefix)
                 && browse::matches(&prefix, k, &f)
         });
         if !ok {
             let after = self.keys.selected.clone().or(self.keys.view_after.clone());
-            let next = browse::after(&self.replica, &prefix, after.as_deref(), 1, &f)
+            let next = browse::after(&self.session.replica, &prefix, after.as_deref(), 1, &f)
                 .keys
                 .into_iter()
                 .next();
             self.keys.selected = next.or_else(|| {
-                browse::before(&self.replica, &prefix, after.as_deref(), 1, &f)
+                browse::before(&self.session.replica, &prefix, after.as_deref(), 1, &f)
                     .keys
                     .into_iter()
                     .next()
@@ -991,15 +1240,16 @@ impl App {
         if let Some(a) = &self.keys.view_after {
             if sel <= *a {
                 // Selection above the view: it becomes the first row.
-                self.keys.view_after = browse::before(&self.replica, prefix, Some(&sel), 1, &f)
-                    .keys
-                    .into_iter()
-                    .next();
+                self.keys.view_after =
+                    browse::before(&self.session.replica, prefix, Some(&sel), 1, &f)
+                        .keys
+                        .into_iter()
+                        .next();
                 return;
             }
         }
         let visible = browse::after(
-            &self.replica,
+            &self.session.replica,
             prefix,
             self.keys.view_after.as_deref(),
             rows,
@@ -1007,7 +1257,7 @@ impl App {
         );
         if !visible.keys.contains(&sel) {
             // Selection below the view: it becomes the last row.
-            let above = browse::before(&self.replica, prefix, Some(&sel), rows, &f);
+            let above = browse::before(&self.session.replica, prefix, Some(&sel), rows, &f);
             self.keys.view_after = if above.keys.len() >= rows {
                 above.keys.last().cloned()
             } else {
@@ -1024,19 +1274,19 @@ impl App {
         let sel = self.keys.selected.clone();
         let n = delta.unsigned_abs().min(1 << 20) as usize;
         let target = if delta >= i64::MAX / 4 {
-            browse::before(&self.replica, &prefix, None, 1, &f)
+            browse::before(&self.session.replica, &prefix, None, 1, &f)
                 .keys
                 .pop()
         } else if delta <= i64::MIN / 4 {
-            browse::after(&self.replica, &prefix, None, 1, &f)
+            browse::after(&self.session.replica, &prefix, None, 1, &f)
                 .keys
                 .pop()
         } else if delta > 0 {
-            browse::after(&self.replica, &prefix, sel.as_deref(), n, &f)
+            browse::after(&self.session.replica, &prefix, sel.as_deref(), n, &f)
                 .keys
                 .pop()
         } else {
-            browse::before(&self.replica, &prefix, sel.as_deref(), n, &f)
+            browse::before(&self.session.replica, &prefix, sel.as_deref(), n, &f)
                 .keys
                 .pop()
         };
@@ -1049,26 +1299,85 @@ impl App {
         }
     }
 
-    /// Clock used for rates and relative times.
+    /// The session's clock (the newest observation's stamp), for rates and relative times.
+    pub(crate) fn now(&self) -> SystemTime {
+        self.session.now()
+    }
+
+    /// [`App::now`] in unix seconds.
     pub(crate) fn now_second(&self) -> u64 {
-        super::format::unix_second(self.now)
+        super::format::unix_second(self.session.now())
     }
 
     /// Whether the data shown is stale (etcd not answering or the connection lost).
     pub(crate) fn stale(&self) -> bool {
         use crate::model::ConnState;
         matches!(
-            self.replica.conn(),
+            self.session.replica.conn(),
             ConnState::NotResponding { .. }
                 | ConnState::Reconnecting { .. }
                 | ConnState::Failed { .. }
         )
     }
 
+    /// The line being typed is a replay seek (the prompt says so).
+    pub(crate) fn typing_seek(&self) -> bool {
+        self.input
+            .as_ref()
+            .is_some_and(|i| i.target == InputTarget::Seek)
+    }
+
     /// The typed filter, if the user is typing one.
     pub(crate) fn input_text(&self) -> Option<&str> {
         self.input.as_ref().map(|i| i.text.as_str())
     }
+}
+
+/// Parses what the seek prompt takes: `-5m`/`+30s` (from `now`), `r1234` or a plain
+/// number (a revision), an RFC 3339 time, or a clock time `HH:MM[:SS]` (UTC, on the day of
+/// `now`).
+///
+/// Errors: one line saying what is accepted.
+pub fn parse_seek(text: &str, now: SystemTime) -> Result<SeekTo, String> {
+    let t = text.trim();
+    let bad = || {
+        format!("seek: '{t}' is not a time (14:32:10, 2026-12-01T14:32:10Z), an offset (-5m, +30s) or a revision (r1234)")
+    };
+    if let Some(rest) = t.strip_prefix('-').or_else(|| t.strip_prefix('+')) {
+        let d = humantime::parse_duration(rest.trim()).map_err(|_| bad())?;
+        let secs = i64::try_from(d.as_secs()).map_err(|_| bad())?;
+        return Ok(SeekTo::Relative(if t.starts_with('-') {
+            -secs
+        } else {
+            secs
+        }));
+    }
+    if let Some(r) = t.strip_prefix('r').or_else(|| t.strip_prefix('R')) {
+        return r.trim().parse().map(SeekTo::Revision).map_err(|_| bad());
+    }
+    if let Ok(r) = t.parse::<i64>() {
+        return Ok(SeekTo::Revision(r));
+    }
+    if let Ok(at) = humantime::parse_rfc3339_weak(t) {
+        return Ok(SeekTo::Time(at));
+    }
+    let parts: Vec<&str> = t.split(':').collect();
+    if (2..=3).contains(&parts.len()) {
+        let n: Vec<u64> = parts
+            .iter()
+            .map(|p| p.parse::<u64>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| bad())?;
+        let (h, m, sec) = (n[0], n[1], n.get(2).copied().unwrap_or(0));
+        if h < 24 && m < 60 && sec < 60 {
+            let day = super::format::unix_second(now) / 86_400 * 86_400;
+            return Ok(SeekTo::Time(
+                SystemTime::UNIX_EPOCH
+                    + std::time::Duration::from_secs(day + h * 3600 + m * 60 + sec),
+            ));
+        }
+    }
+    Err(bad())
 }
 
 /// Whether an event matches a lower-case filter: substring of the escaped key, the
@@ -1160,21 +1469,75 @@ mod tests {
     }
 
     #[test]
-    fn pause_freezes_the_event_list_while_ingestion_continues() {
-        let mut app = App::new(listed(3), Settings::default());
+    fn pause_freezes_every_panel_and_queues_the_stream() {
+        let mut app = App::new(
+            Session::from_replica(listed(3), "demo"),
+            Settings::default(),
+        );
         put(&mut app, 1, "/registry/configmaps/ns/a", 3);
         press(&mut app, '2');
         press(&mut app, ' ');
+        assert!(app.paused());
         put(&mut app, 2, "/registry/configmaps/ns/b", 4);
-        assert_eq!(app.events_len(), 1, "frozen");
-        assert_eq!(app.replica().revision(), 4, "ingestion continued");
+        app.tick(at(50));
+        assert_eq!(app.events_len(), 1, "event list frozen");
+        assert_eq!(app.replica().revision(), 3, "replica frozen at the cursor");
+        assert_eq!(app.now(), at(1), "clock frozen");
+        assert_eq!(
+            app.cursor().backlog(),
+            2,
+            "the stream queues behind the cursor"
+        );
+        press(&mut app, '1');
         press(&mut app, ' ');
+        assert!(!app.paused());
+        assert_eq!(app.cursor().backlog(), 0);
+        assert_eq!(app.replica().revision(), 4);
         assert_eq!(app.events_len(), 2);
+        assert_eq!(app.now(), at(50));
+    }
+
+    #[test]
+    fn seek_prompt_parses_times_offsets_and_revisions() {
+        let now = at(0);
+        assert_eq!(parse_seek("-5m", now), Ok(SeekTo::Relative(-300)));
+        assert_eq!(parse_seek("+30s", now), Ok(SeekTo::Relative(30)));
+        assert_eq!(parse_seek("r1234", now), Ok(SeekTo::Revision(1234)));
+        assert_eq!(parse_seek("77", now), Ok(SeekTo::Revision(77)));
+        assert_eq!(
+            parse_seek("2026-12-01T14:32:10Z", now),
+            Ok(SeekTo::Time(
+                humantime::parse_rfc3339("2026-12-01T14:32:10Z").unwrap()
+            ))
+        );
+        let day = super::super::format::unix_second(now) / 86_400 * 86_400;
+        assert_eq!(
+            parse_seek("14:32:10", now),
+            Ok(SeekTo::Time(
+                SystemTime::UNIX_EPOCH
+                    + std::time::Duration::from_secs(day + 14 * 3600 + 32 * 60 + 10)
+            ))
+        );
+        for bad in ["", "soon", "25:00", "r", "-x"] {
+            assert!(parse_seek(bad, now).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn speed_steps_stop_at_the_ends() {
+        assert_eq!(Speed::Times(1).step(false), Speed::Times(1));
+        assert_eq!(Speed::Times(1).step(true), Speed::Times(2));
+        assert_eq!(Speed::Times(1000).step(true), Speed::Max);
+        assert_eq!(Speed::Max.step(true), Speed::Max);
+        assert_eq!(Speed::Max.step(false), Speed::Times(1000));
     }
 
     #[test]
     fn selection_stays_on_its_event_when_not_following() {
-        let mut app = App::new(listed(1), Settings::default());
+        let mut app = App::new(
+            Session::from_replica(listed(1), "demo"),
+            Settings::default(),
+        );
         app.view.events.set(10);
         for r in 3..6 {
             put(&mut app, 1, &format!("/registry/configmaps/ns/k{r}"), r);
@@ -1193,7 +1556,10 @@ mod tests {
 
     #[test]
     fn filter_is_typed_in_filter_mode() {
-        let mut app = App::new(listed(1), Settings::default());
+        let mut app = App::new(
+            Session::from_replica(listed(1), "demo"),
+            Settings::default(),
+        );
         put(&mut app, 1, "/registry/configmaps/ns/alpha", 3);
         put(&mut app, 1, "/registry/configmaps/ns/beta", 4);
         press(&mut app, '2');
@@ -1214,7 +1580,10 @@ mod tests {
 
     #[test]
     fn key_browser_pages_through_many_keys_without_collecting_them() {
-        let mut app = App::new(listed(100_000), Settings::default());
+        let mut app = App::new(
+            Session::from_replica(listed(100_000), "demo"),
+            Settings::default(),
+        );
         app.view.keys.set(20);
         press(&mut app, '3');
         code(&mut app, KeyCode::Enter);
@@ -1255,7 +1624,10 @@ mod tests {
 
     #[test]
     fn detail_follows_new_versions_and_shows_older_ones() {
-        let mut app = App::new(listed(2), Settings::default());
+        let mut app = App::new(
+            Session::from_replica(listed(2), "demo"),
+            Settings::default(),
+        );
         press(&mut app, '3');
         code(&mut app, KeyCode::Enter);
         code(&mut app, KeyCode::Enter);
@@ -1276,8 +1648,11 @@ mod tests {
 
     #[test]
     fn encryption_summary_counts_on_open_and_at_most_once_a_second() {
-        let mut app = App::new(listed(3), Settings::default());
-        app.set_now(at(0));
+        let mut app = App::new(
+            Session::from_replica(listed(3), "demo"),
+            Settings::default(),
+        );
+        app.tick(at(0));
         press(&mut app, '3');
         press(&mut app, 'E');
         assert_eq!(app.mode(), Mode::Encryption);
@@ -1289,14 +1664,14 @@ mod tests {
             Some(3),
             "same clock second: not counted again"
         );
-        app.set_now(at(1));
+        app.tick(at(1));
         assert_eq!(values(&app), Some(4));
         // Enter opens the selected resource's keys; the counts are dropped.
         code(&mut app, KeyCode::Enter);
         assert_eq!(app.mode(), Mode::Keys);
         assert_eq!(app.keys.resource.as_deref(), Some("configmaps"));
         assert_eq!(app.keys.focus, KeysFocus::Keys);
-        app.set_now(at(2));
+        app.tick(at(2));
         assert!(app.storage.is_none());
         press(&mut app, 'E');
         code(&mut app, KeyCode::Esc);
@@ -1305,7 +1680,10 @@ mod tests {
 
     #[test]
     fn diff_mark_and_json_toggles_on_the_open_key() {
-        let mut app = App::new(listed(1), Settings::default());
+        let mut app = App::new(
+            Session::from_replica(listed(1), "demo"),
+            Settings::default(),
+        );
         let key = "/registry/configmaps/ns/cm000000";
         put(&mut app, 1, key, 3);
         put(&mut app, 2, key, 4);
@@ -1361,19 +1739,22 @@ mod tests {
 
     #[test]
     fn idle_means_no_redraw() {
-        let mut app = App::new(listed(2), Settings::default());
-        app.set_now(at(0));
+        let mut app = App::new(
+            Session::from_replica(listed(2), "demo"),
+            Settings::default(),
+        );
+        app.tick(at(0));
         app.mark_drawn();
         assert!(!app.needs_draw());
         put(&mut app, 1, "/registry/configmaps/ns/x", 3);
         assert!(app.needs_draw(), "data changed");
         app.mark_drawn();
-        app.set_now(at(2));
+        app.tick(at(2));
         assert!(app.needs_draw(), "rates still moving");
         app.mark_drawn();
-        app.set_now(at(600));
+        app.tick(at(600));
         app.mark_drawn();
-        app.set_now(at(601));
+        app.tick(at(601));
         assert!(!app.needs_draw(), "nothing observed for minutes: no redraw");
         press(&mut app, '?');
         assert!(app.needs_draw());

@@ -62,7 +62,7 @@ impl DetailState {
 
 impl App {
     pub(crate) fn open_detail(&mut self, key: Bytes) {
-        let history = self.replica.history(&key);
+        let history = self.session.replica.history(&key);
         let index = history.len().saturating_sub(1);
         let mut d = DetailState {
             key,
@@ -122,7 +122,8 @@ impl App {
             value,
             &RenderOptions {
                 show_secrets: self.s.show_secrets,
-                secret_key: KeyPath::parse(self.replica.prefix(), &d.key).resource == "secrets",
+                secret_key: KeyPath::parse(self.session.replica.prefix(), &d.key).resource
+                    == "secrets",
                 etcd_key: &d.key,
                 mod_revision: Some(v.mod_revision),
                 keyring: self.s.keyring.as_deref(),
@@ -151,20 +152,24 @@ impl App {
         else {
             return;
         };
-        let Some(rp) = super::browse::resource_prefix(self.replica.prefix(), key) else {
+        let Some(rp) = super::browse::resource_prefix(self.session.replica.prefix(), key) else {
             return;
         };
         let mut same: Vec<Bytes> = Vec::new();
         let mut after: Option<Bytes> = None;
         let mut scanned = 0;
         while scanned < super::browse::SCAN_LIMIT {
-            let chunk = self.replica.live_keys_after(&rp, after.as_deref(), 512);
+            let chunk = self
+                .session
+                .replica
+                .live_keys_after(&rp, after.as_deref(), 512);
             scanned += chunk.len();
             let done = chunk.len() < 512;
             after = chunk.last().cloned();
             same.extend(chunk.into_iter().filter(|k| {
                 k.as_ref() != key
                     && self
+                        .session
                         .replica
                         .get(k)
                         .and_then(|v| v.value)
@@ -374,7 +379,7 @@ impl App {
         let Some(mut d) = self.detail.take() else {
             return;
         };
-        let newest = self.replica.key_meta(&d.key);
+        let newest = self.session.replica.key_meta(&d.key);
         let changed = match (&newest, d.history.last()) {
             (Some(m), Some(h)) => {
                 m.newest.mod_revision != h.mod_revision || m.history_len != d.history.len()
@@ -385,7 +390,7 @@ impl App {
         if changed {
             let was_newest = d.index + 1 >= d.history.len();
             let shown = d.shown().map(|v| v.mod_revision);
-            d.history = self.replica.history(&d.key);
+            d.history = self.session.replica.history(&d.key);
             d.index = if was_newest {
                 d.history.len().saturating_sub(1)
             } else {

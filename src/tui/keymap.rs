@@ -462,6 +462,17 @@ mod tests {
         assert_eq!(b[0].action, Action::Quit);
         assert_eq!(b[0].keys.len(), 2);
         let events = km.bindings(Mode::Events);
-        assert!(events.iter().any(|b| b.action == Action::TogglePause));
+        assert!(events.iter().any(|b| b.action == Action::ToggleFollow));
+        // Pause, recording and the replay's timeline work on every panel.
+        for a in [
+            Action::TogglePause,
+            Action::ToggleRecording,
+            Action::SpeedUp,
+            Action::StepEvent,
+            Action::SeekPrompt,
+            Action::NextMarker,
+        ] {
+            assert!(b.iter().any(|x| x.action == a), "{a} bound globally");
+        }
     }
 }

@@ -18,6 +18,7 @@ mod detail;
 pub mod diff;
 mod format;
 pub mod keymap;
+mod replay;
 pub mod storage;
 mod syntax;
 mod terminal;
@@ -32,12 +33,16 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc::error::TryRecvError;
 
 pub use action::Action;
-pub use app::{App, Panel, Section, Settings};
+pub use app::{
+    parse_seek, App, Cursor, Panel, RecordingStatus, ReplayStatus, Request, Section, SeekTo,
+    Settings, Speed,
+};
 pub use keymap::{KeyChord, Keymap, Mode};
 pub use theme::{ColorDepth, Role, Theme};
 
 use crate::model::Stamped;
-use crate::store::Replica;
+use crate::record::{Player, RecordOptions, Recorder};
+use crate::store::Session;
 
 /// Minimum time between two frames (at most 20 frames per second).
 pub const FRAME_BUDGET: Duration = Duration::from_millis(50);
@@ -52,17 +57,12 @@ pub struct UiOptions {
     pub keymap_path: Option<PathBuf>,
     /// A theme file overriding `themes/default.toml` (`--theme`).
     pub theme_path: Option<PathBuf>,
-    /// Shown in the header: the endpoint, or `demo`.
-    pub title: String,
     /// Show Secret data in decoded values instead of redacting it.
     pub show_secrets: bool,
     /// Warnings found by the caller (flags, discovery), shown with the config warnings.
     pub warnings: Vec<String>,
     /// Encryption keys for values encrypted at rest (`--encryption-config`).
     pub keyring: Option<std::sync::Arc<crate::decrypt::Keyring>>,
-    /// Scrape targets with a source (URL, kubeconfig, endpoint or files), shown as
-    /// configured before their first scrape arrives.
-    pub scrape_targets: Vec<(crate::model::ScrapeTarget, String)>,
 }
 
 /// Builds the app settings from `opts`: loads keymap and theme (defaults plus overrides),
@@ -74,7 +74,6 @@ pub fn settings(opts: &UiOptions) -> Settings {
     let mut all = opts.warnings.clone();
     all.extend(warnings);
     Settings {
-        title: opts.title.clone(),
         show_secrets: opts.show_secrets,
         keyring: opts.keyring.clone(),
         keymap,
@@ -84,15 +83,6 @@ pub fn settings(opts: &UiOptions) -> Settings {
     }
 }
 
-/// Runs the console until the user quits or SIGTERM/SIGHUP/SIGINT arrives.
-///
-/// Sets up the terminal (raw mode, alternate screen) and restores it exactly once on every
-/// way out: quit, a signal, an error returned from here (drop guard) or a panic (chained
-/// hook; the panic message then prints on the main screen, BR-12). With
-/// `REGSCOPE_DEBUG_PANIC=1` the first draw panics, to test exactly that. When `rx` closes
-/// the header says "source ended" and the console stays usable.
-///
-/// Errors: terminal I/O failures (e.g. stdout closed) and signal registration failures.
 /// How the console ended, for the process exit code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Exit {
@@ -105,15 +95,40 @@ pub enum Exit {
     SourceFailed(String),
 }
 
-pub async fn run(
-    mut rx: tokio::sync::mpsc::Receiver<Stamped>,
-    replica: Replica,
-    opts: UiOptions,
-) -> anyhow::Result<Exit> {
-    let mut app = App::new(replica, settings(&opts));
-    for (t, src) in &opts.scrape_targets {
-        app.set_scrape_configured(*t, src);
-    }
+/// Where the console's observations come from: the live sources (one channel, fed by
+/// [`crate::source::live::start`]) or a recording. Everything after this is the same.
+pub enum Feed {
+    Live {
+        rx: tokio::sync::mpsc::Receiver<Stamped>,
+        /// Where `R` writes recordings (a new `regscope-YYYYMMDD-HHMMSS.rgs` each time).
+        record_dir: PathBuf,
+        /// etcd's cluster id for recording headers (0 when unknown).
+        cluster_id: u64,
+    },
+    Replay {
+        player: Box<Player>,
+        /// The recording's path as given, for the timeline.
+        file: String,
+        /// Where to open (the start when `None`).
+        at: Option<crate::record::Target>,
+        /// Thresholds for the "latency or lag crossed" markers, in seconds.
+        p99_threshold: f64,
+        lag_threshold: f64,
+    },
+}
+
+/// Runs the console until the user quits or SIGTERM/SIGHUP/SIGINT arrives.
+///
+/// Sets up the terminal (raw mode, alternate screen) and restores it exactly once on every
+/// way out: quit, a signal, an error returned from here (drop guard) or a panic (chained
+/// hook; the panic message then prints on the main screen). With
+/// `REGSCOPE_DEBUG_PANIC=1` the first draw panics, to test exactly that. When the live
+/// channel closes the header says "source ended" and the console stays usable; a replay
+/// pauses at its end.
+///
+/// Errors: terminal I/O failures (e.g. stdout closed) and signal registration failures.
+pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Result<Exit> {
+    let mut app = App::new(session, settings(&opts));
     app.set_debug_panic(std::env::var("REGSCOPE_DEBUG_PANIC").is_ok_and(|v| v == "1"));
 
     let mut sigterm = signal(SignalKind::terminate())?;
@@ -125,12 +140,44 @@ pub async fn run(
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_draw: Option<Instant> = None;
-    let mut source_open = true;
     let mut exit = Exit::Quit;
+
+    let mut live = match feed {
+        Feed::Live {
+            rx,
+            record_dir,
+            cluster_id,
+        } => Driver::Live(Box::new(LiveDriver {
+            rx,
+            open: true,
+            recorder: None,
+            record_dir,
+            cluster_id,
+        })),
+        Feed::Replay {
+            player,
+            file,
+            at,
+            p99_threshold,
+            lag_threshold,
+        } => Driver::Replay(Box::new(replay::ReplayDriver::start(
+            player,
+            file,
+            at,
+            (p99_threshold, lag_threshold),
+            &mut app,
+        ))),
+    };
 
     loop {
         if app.should_quit() {
             break;
+        }
+        for req in app.take_requests() {
+            match &mut live {
+                Driver::Live(l) => l.request(&mut app, req),
+                Driver::Replay(r) => r.request(&mut app, req),
+            }
         }
         let due = last_draw.map_or(Instant::now(), |t| t + FRAME_BUDGET);
         if app.needs_draw() && Instant::now() >= due {
@@ -146,6 +193,14 @@ pub async fn run(
             continue;
         }
         let wait_frame = app.needs_draw();
+        let (live_open, replay_wake) = match &live {
+            Driver::Live(l) => (l.open, None),
+            Driver::Replay(r) => (false, r.wake(&app)),
+        };
+        let rx = match &mut live {
+            Driver::Live(l) => Some(&mut l.rx),
+            Driver::Replay(_) => None,
+        };
         tokio::select! {
             biased;
             _ = sigterm.recv() => { exit = Exit::Signal(libc::SIGTERM); break }
@@ -160,41 +215,161 @@ pub async fn run(
                 Some(Err(e)) => return Err(e.into()),
                 None => break,
             },
-            msg = rx.recv(), if source_open => match msg {
-                Some(first) => {
-                    app.ingest(&first);
-                    let mut n = 1;
-                    while n < MAX_BATCH {
-                        match rx.try_recv() {
-                            Ok(st) => {
-                                app.ingest(&st);
-                                n += 1;
-                            }
-                            Err(TryRecvError::Empty) => break,
-                            Err(TryRecvError::Disconnected) => {
-                                source_open = false;
-                                app.set_source_ended();
-                                break;
-                            }
-                        }
-                    }
-                    app.after_batch();
-                    app.set_now(SystemTime::now());
-                }
-                None => {
-                    source_open = false;
-                    app.set_source_ended();
+            msg = recv(rx), if live_open => {
+                if let Driver::Live(l) = &mut live {
+                    l.batch(&mut app, msg);
                 }
             },
-            _ = tick.tick() => app.set_now(SystemTime::now()),
+            _ = tokio::time::sleep(replay_wake.unwrap_or(Duration::from_secs(3600))), if replay_wake.is_some() => {
+                if let Driver::Replay(r) = &mut live {
+                    r.play(&mut app);
+                }
+            },
+            _ = tick.tick() => {
+                match &mut live {
+                    Driver::Live(l) => l.maintain(&mut app),
+                    Driver::Replay(r) => r.poll_markers(&mut app),
+                }
+            },
             _ = tokio::time::sleep_until(due.into()), if wait_frame => {}
         }
     }
     drop(guard);
+    if let Driver::Live(l) = &mut live {
+        l.stop_recording(&mut app);
+    }
     if exit == Exit::Quit {
-        if let crate::model::ConnState::Failed { error } = app.replica.conn() {
+        if let crate::model::ConnState::Failed { error } = app.session.replica.conn() {
             exit = Exit::SourceFailed(error.clone());
         }
     }
     Ok(exit)
+}
+
+async fn recv(rx: Option<&mut tokio::sync::mpsc::Receiver<Stamped>>) -> Option<Stamped> {
+    match rx {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
+enum Driver {
+    Live(Box<LiveDriver>),
+    Replay(Box<replay::ReplayDriver>),
+}
+
+/// The live side of the loop: drains the channel in batches, taps the recorder.
+struct LiveDriver {
+    rx: tokio::sync::mpsc::Receiver<Stamped>,
+    open: bool,
+    recorder: Option<Recorder>,
+    record_dir: PathBuf,
+    cluster_id: u64,
+}
+
+impl LiveDriver {
+    fn take(&mut self, app: &mut App, st: &Stamped) {
+        if let crate::model::Observation::Server { cluster_id, .. } = &st.obs {
+            if *cluster_id != 0 {
+                self.cluster_id = *cluster_id;
+            }
+        }
+        if let Some(r) = self.recorder.as_mut() {
+            r.record(st);
+        }
+        app.ingest(st);
+    }
+
+    fn batch(&mut self, app: &mut App, first: Option<Stamped>) {
+        let Some(first) = first else {
+            self.open = false;
+            app.set_source_ended();
+            return;
+        };
+        self.take(app, &first);
+        let mut n = 1;
+        while n < MAX_BATCH {
+            match self.rx.try_recv() {
+                Ok(st) => {
+                    self.take(app, &st);
+                    n += 1;
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    self.open = false;
+                    app.set_source_ended();
+                    break;
+                }
+            }
+        }
+        app.after_batch();
+        self.maintain(app);
+    }
+
+    fn maintain(&mut self, app: &mut App) {
+        let Some(r) = self.recorder.as_mut() else {
+            return;
+        };
+        r.maintain((!app.paused()).then_some(&app.session));
+        if let Some(why) = r.stopped().map(str::to_string) {
+            let path = r.path();
+            if let Some(r) = self.recorder.take() {
+                let _ = r.finish();
+            }
+            app.s
+                .warnings
+                .push(format!("recording to {} ended: {why}", path.display()));
+            app.set_recording(None);
+            return;
+        }
+        app.set_recording(Some(RecordingStatus {
+            path: r.path().display().to_string(),
+            bytes: r.bytes_written(),
+        }));
+    }
+
+    fn request(&mut self, app: &mut App, req: Request) {
+        match req {
+            Request::StartRecording if self.recorder.is_none() => {
+                let name = format!(
+                    "regscope-{}.rgs",
+                    humantime::format_rfc3339_seconds(SystemTime::now())
+                        .to_string()
+                        .replace(['-', ':'], "")
+                        .trim_end_matches('Z')
+                        .replace('T', "-")
+                );
+                let opts = RecordOptions::new(self.record_dir.join(name));
+                match Recorder::create(opts, &app.session, self.cluster_id) {
+                    Ok(mut r) => {
+                        // Paused: the session is behind the stream by the backlog, which
+                        // the checkpoint does not hold; it follows as observations.
+                        for st in app.cursor.backlog.iter() {
+                            r.record(st);
+                        }
+                        self.recorder = Some(r);
+                        self.maintain(app);
+                    }
+                    Err(e) => app.s.warnings.push(format!("cannot record: {e}")),
+                }
+            }
+            Request::StopRecording => self.stop_recording(app),
+            _ => {}
+        }
+    }
+
+    fn stop_recording(&mut self, app: &mut App) {
+        if let Some(r) = self.recorder.take() {
+            let path = r.path();
+            match r.finish() {
+                Ok(n) => app.s.warnings.push(format!(
+                    "recording saved: {} ({}) — regscope replay {0}",
+                    path.display(),
+                    format::bytes(n)
+                )),
+                Err(e) => app.s.warnings.push(format!("recording ended: {e}")),
+            }
+            app.set_recording(None);
+        }
+    }
 }

@@ -88,7 +88,9 @@ impl Harness {
         match &st.obs {
             Observation::ListBegin { .. } => self.seen.list_begins += 1,
             Observation::ListPage { .. } => self.seen.list_pages += 1,
-            Observation::Compacted { revision, source } if *source == "watch" => {
+            Observation::Compacted { revision, source }
+                if *source == regscope::model::CompactionSource::Watch =>
+            {
                 self.seen.watch_compactions.push(*revision)
             }
             Observation::Conn(ConnState::NotResponding { .. }) => self.seen.not_responding += 1,

@@ -138,7 +138,7 @@ fn kv<'a>(app: &App, k: &'a str, v: String) -> Vec<Span<'a>> {
 }
 
 fn meta_title<'a>(app: &App, d: &DetailState) -> Vec<Span<'a>> {
-    let live = app.replica.get(&d.key).is_some();
+    let live = app.session.replica.get(&d.key).is_some();
     let n = d.history.len();
     let mut t = vec![
         sp(app, "Key", Role::PanelTitle),
@@ -183,7 +183,7 @@ fn format_text(r: &Rendered) -> (String, Option<String>) {
 }
 
 fn meta_lines<'a>(app: &App, d: &'a DetailState) -> Vec<Line<'a>> {
-    let path = KeyPath::parse(app.replica.prefix(), &d.key);
+    let path = KeyPath::parse(app.session.replica.prefix(), &d.key);
     let mut lines = vec![Line::from(vec![
         sp(app, "key ", Role::Muted),
         Span::raw(escape_bytes(&d.key).into_owned()),
@@ -290,12 +290,13 @@ fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
         .take(rows_h)
         .map(|v| {
             // A revision that arrived through a list was written at or before the list.
-            let mark = if app.replica.seen_live(v.mod_revision) {
+            let mark = if app.session.replica.seen_live(v.mod_revision) {
                 ""
             } else {
                 "≤"
             };
             let when = app
+                .session
                 .replica
                 .time_of(v.mod_revision)
                 .map(|t| format!("{mark}{}", clock(t, off)))

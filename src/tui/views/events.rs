@@ -15,7 +15,7 @@ use crate::tui::theme::Role;
 
 /// Draws the panel into `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
-    let notes = app.replica.notes();
+    let notes = app.session.replica.notes();
     let notes_h = if notes.is_empty() {
         0
     } else {
@@ -44,7 +44,7 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
     // Below this the table cannot hold every column at full width, and ratatui would cut
     // numbers from the left (`,546` for 4,546): drop kind and size instead.
     let narrow = area.width < 64;
-    let prefix = app.replica.prefix();
+    let prefix = app.session.replica.prefix();
     let off = app.s.utc_offset;
     let rows: Vec<Row> = app
         .events_filtered()
@@ -83,7 +83,7 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             ];
             if wide {
                 cells.push(Cell::from(
-                    app.replica.resource_name(ev.resource).to_string(),
+                    app.session.replica.resource_name(ev.resource).to_string(),
                 ));
             }
             if !narrow {
@@ -135,7 +135,7 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             Role::Muted,
         ),
     ];
-    if e.frozen.is_some() {
+    if app.cursor.paused && app.cursor.replay.is_none() {
         title.push(Span::raw(" "));
         title.push(sp(app, " PAUSED ", Role::StatusWarn));
     } else if e.follow {
@@ -172,6 +172,7 @@ fn draw_notes(app: &App, f: &mut Frame, area: Rect) {
     let n = area.height.saturating_sub(2) as usize;
     let off = app.s.utc_offset;
     let lines: Vec<Line> = app
+        .session
         .replica
         .notes()
         .iter()
@@ -189,7 +190,7 @@ fn draw_notes(app: &App, f: &mut Frame, area: Rect) {
         sp(app, "Notes", Role::PanelTitle),
         sp(
             app,
-            format!(" {} (newest first)", app.replica.notes().len()),
+            format!(" {} (newest first)", app.session.replica.notes().len()),
             Role::Muted,
         ),
     ];

@@ -16,11 +16,26 @@ use crate::tui::theme::Role;
 /// Global actions worth a hint in every mode, after the mode's own.
 const GLOBAL_HINTS: &[Action] = &[Action::NextPanel, Action::Quit];
 
+/// The replay's timeline keys, first in the hint bar of a replay.
+const REPLAY_HINTS: [Action; 6] = [
+    Action::TogglePause,
+    Action::SpeedUp,
+    Action::SlowDown,
+    Action::StepEvent,
+    Action::SeekPrompt,
+    Action::NextMarker,
+];
+
 /// Draws the hint bar (or the filter prompt) into the one-row `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     if let Some(text) = app.input_text() {
+        let prompt = if app.typing_seek() {
+            " seek to (14:32:10, -5m, +30s, r1234): "
+        } else {
+            " filter: "
+        };
         let mut spans = vec![
-            sp(app, " filter: ", Role::Filter),
+            sp(app, prompt, Role::Filter),
             Span::raw(text.to_string()),
             sp(app, "▏", Role::Filter),
             Span::raw("  "),
@@ -35,9 +50,26 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         first = vec![Action::Back];
     }
     let mut actions: Vec<Action> = first;
-    for b in app.s.keymap.bindings(mode) {
-        if !actions.contains(&b.action) && !is_movement(b.action) {
-            actions.push(b.action);
+    if app.cursor().replay.is_some() && mode != Mode::Help {
+        // The timeline's keys come first in a replay.
+        actions.extend(REPLAY_HINTS);
+    }
+    let mut own: Vec<Action> = app
+        .s
+        .keymap
+        .bindings(mode)
+        .into_iter()
+        .map(|b| b.action)
+        .filter(|a| !is_movement(*a))
+        .collect();
+    if mode == Mode::Events {
+        // Pause is global (it freezes every panel) but belongs with the event list's hints.
+        own.push(Action::TogglePause);
+        own.sort();
+    }
+    for a in own {
+        if !actions.contains(&a) {
+            actions.push(a);
         }
     }
     for a in GLOBAL_HINTS {

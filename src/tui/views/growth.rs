@@ -25,7 +25,7 @@ pub(crate) fn per_second(app: &App, n: usize) -> (Vec<u64>, Vec<Option<i64>>) {
     let mut heads = vec![None; n];
     let mut prev: Option<i64> = None;
     let mut last_head: Option<i64> = None;
-    for g in app.replica.growth() {
+    for g in app.session.replica.growth() {
         let grew = match prev {
             Some(p) => (g.head - p).max(0) as u64,
             None => g.events as u64,
@@ -112,7 +112,7 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect) {
         .enumerate()
         .filter_map(|(i, h)| h.map(|h| (now - n as f64 + i as f64, h as f64)))
         .collect();
-    let head = app.replica.revision();
+    let head = app.session.replica.revision();
     let title = vec![
         sp(app, "Head revision", Role::PanelTitle),
         sp(app, format!(" {}", thousands_i(head)), Role::Muted),
@@ -158,6 +158,7 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect) {
 fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
     let now = app.now_second();
     let mut rows: Vec<(&crate::store::ResourceStats, f64, f64)> = app
+        .session
         .replica
         .resources()
         .iter()
@@ -242,7 +243,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
 }
 
 fn draw_compactions(app: &App, f: &mut Frame, area: Rect) {
-    let r = &app.replica;
+    let r = &app.session.replica;
     let off = app.s.utc_offset;
     let mut lines: Vec<Line> = Vec::new();
     match r.compact_revision() {

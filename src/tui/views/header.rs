@@ -18,6 +18,7 @@ pub(crate) fn events_per_second(app: &App, window: u64) -> f64 {
     let now = app.now_second();
     let from = now.saturating_sub(window);
     let n: u64 = app
+        .session
         .replica
         .growth()
         .rev()
@@ -32,10 +33,11 @@ fn conn_label(app: &App) -> (String, Role) {
     if app.source_ended {
         return ("source ended".into(), Role::StatusWarn);
     }
-    match app.replica.conn() {
+    match app.session.replica.conn() {
         ConnState::Connecting => ("connecting…".into(), Role::StatusWarn),
         ConnState::Listing { keys } => {
             let rev = app
+                .session
                 .replica
                 .listing()
                 .map(|(r, _)| format!(" @rev {}", thousands_i(r)))
@@ -61,7 +63,7 @@ fn conn_label(app: &App) -> (String, Role) {
 /// The alert row, when there is something the user must not miss.
 pub(crate) fn alert(app: &App) -> Option<Line<'static>> {
     let t = &app.s.theme;
-    let text = match app.replica.conn() {
+    let text = match app.session.replica.conn() {
         ConnState::NotResponding { since } => format!(
             " ⚠ etcd not responding since {} — data shown is stale",
             clock(*since, app.s.utc_offset)
@@ -88,13 +90,19 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.s.theme;
     let [row0, row1] = Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(area);
 
-    let (conn, role) = conn_label(app);
+    let (mut conn, mut role) = conn_label(app);
+    if let Some(r) = &app.recording {
+        conn = format!("● REC {} {}  {conn}", short_path(&r.path), bytes(r.bytes));
+        role = Role::StatusError;
+    } else if app.cursor.replay.is_some() {
+        conn = format!("REPLAY · {conn}");
+    }
     let conn_w = (conn.chars().count() as u16 + 2).min(row0.width / 2);
     let [left, right] =
         Layout::horizontal([Constraint::Min(0), Constraint::Length(conn_w)]).areas(row0);
     let mut spans = vec![
         sp(app, " regscope ", Role::Title),
-        sp(app, app.s.title.clone(), Role::Header),
+        sp(app, app.session.info().title.clone(), Role::Header),
         Span::raw("  "),
     ];
     for (i, p) in Panel::ALL.iter().enumerate() {
@@ -115,7 +123,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         right,
     );
 
-    let r = &app.replica;
+    let r = &app.session.replica;
     let (version, endpoint) = match r.server() {
         Some((ep, v)) => (v.to_string(), ep.to_string()),
         None => ("?".into(), String::new()),
@@ -139,11 +147,108 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     ];
     let used: usize = stats.iter().map(|s| s.width()).sum();
     if !endpoint.is_empty()
-        && endpoint != app.s.title
+        && endpoint != app.session.info().title
         && used + 2 + endpoint.chars().count() <= row1.width as usize
     {
         stats.push(l("  "));
         stats.push(sp(app, endpoint, Role::Muted));
     }
     f.render_widget(Paragraph::new(Line::from(stats)), row1);
+}
+
+/// The file name of a path (the header has no room for directories).
+fn short_path(p: &str) -> &str {
+    p.rsplit('/').next().unwrap_or(p)
+}
+
+/// The timeline row: in replay, play state, speed, the cursor's time on a bar from the
+/// recording's start to its end, the position and the last marker; paused live, how much
+/// is queued behind the cursor. `None` when live and following.
+pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
+    let t = &app.s.theme;
+    let c = &app.cursor;
+    let Some(r) = &c.replay else {
+        if !c.paused {
+            return None;
+        }
+        return Some(Line::from(vec![
+            Span::styled(" ⏸ PAUSED ", t.get(Role::StatusWarn)),
+            Span::styled(
+                format!(
+                    " every panel frozen at {} · {} observations queued · p resumes",
+                    clock(app.now(), app.s.utc_offset),
+                    thousands(c.backlog() as u64)
+                ),
+                t.get(Role::Muted),
+            ),
+        ]));
+    };
+    let state = if c.paused { " ⏸ " } else { " ▶ " };
+    let now = app.now();
+    let off = app.s.utc_offset;
+    let total = r
+        .end
+        .duration_since(r.start)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let done = now
+        .duration_since(r.start)
+        .unwrap_or_default()
+        .as_secs_f64();
+    let frac = if total > 0.0 {
+        (done / total).clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    let left = format!("{state}{} ", r.speed.label());
+    let times = format!(" {} ", clock(now, off));
+    let tail = format!(
+        " {} · {}/{}",
+        clock(r.end, off),
+        thousands(r.position),
+        thousands(r.total)
+    );
+    let fixed = left.chars().count() + times.chars().count() + tail.chars().count() + 2;
+    let bar_w = (width as usize).saturating_sub(fixed).clamp(0, 60);
+    let pos = ((bar_w as f64) * frac).round() as usize;
+    let bar: String = (0..bar_w)
+        .map(|i| {
+            if i == pos.min(bar_w.saturating_sub(1)) {
+                '●'
+            } else if i < pos {
+                '━'
+            } else {
+                '─'
+            }
+        })
+        .collect();
+    let mut spans = vec![
+        Span::styled(
+            left,
+            t.get(if c.paused {
+                Role::StatusWarn
+            } else {
+                Role::StatusOk
+            }),
+        ),
+        Span::styled(times, t.get(Role::HeaderValue)),
+        Span::styled(bar, t.get(Role::SeriesHead)),
+        Span::styled(tail, t.get(Role::Muted)),
+    ];
+    if let Some(m) = &r.marker {
+        spans.push(Span::styled(format!("  ◆ {m}"), t.get(Role::Note)));
+    }
+    if r.secrets_shown {
+        spans.push(Span::styled(
+            "  ⚠ Secret data in this recording",
+            t.get(Role::Alert),
+        ));
+    }
+    if !r.damage.is_empty() {
+        spans.push(Span::styled(
+            format!("  ✖ {}", r.damage),
+            t.get(Role::Alert),
+        ));
+    }
+    Some(Line::from(spans))
 }

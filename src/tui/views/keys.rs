@@ -28,7 +28,8 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
 fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.s.theme;
     let focused = app.keys.focus == KeysFocus::Resources;
-    let mut res: Vec<&crate::store::ResourceStats> = app.replica.resources().iter().collect();
+    let mut res: Vec<&crate::store::ResourceStats> =
+        app.session.replica.resources().iter().collect();
     res.sort_by(|a, b| a.resource.cmp(&b.resource));
     let rows_h = area.height.saturating_sub(3) as usize;
     app.view.resources.set(rows_h);
@@ -110,7 +111,7 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
             } else {
                 escape_bytes(rel)
             };
-            let v = app.replica.get(k);
+            let v = app.session.replica.get(k);
             let (rev, ver, size, storage) = match v {
                 Some(v) => (
                     thousands_i(v.mod_revision),
@@ -157,7 +158,13 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
         .keys
         .resource
         .as_ref()
-        .and_then(|r| app.replica.resources().iter().find(|s| &s.resource == r))
+        .and_then(|r| {
+            app.session
+                .replica
+                .resources()
+                .iter()
+                .find(|s| &s.resource == r)
+        })
         .map_or(0, |s| s.keys);
     let mut title = vec![
         sp(
@@ -197,6 +204,7 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
     if scan.keys.is_empty() {
         // An empty prefix: say which prefixes do hold keys (the source's note).
         let empty_note = app
+            .session
             .replica
             .notes()
             .iter()
@@ -206,7 +214,7 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
         let msg: String = if !app.keys.filter.is_empty() {
             "no key matches the filter".into()
         } else if app.keys.resource.is_none() {
-            match (&empty_note, app.replica.live_keys()) {
+            match (&empty_note, app.session.replica.live_keys()) {
                 (Some(n), 0) => n.clone(),
                 _ => "no keys yet".into(),
             }

@@ -1,7 +1,7 @@
 //! Drawing: pure functions from `&App` to a ratatui frame.
 //!
-//! Layout, top to bottom: the header (two rows), an alert row when the data is stale or the
-//! source ended, a warning row when configuration warnings exist, the selected panel, and
+//! Layout, top to bottom: the header (two rows), the timeline row in replay or while
+//! paused, an alert row when the data is stale or the source ended, a warning row when configuration warnings exist, the selected panel, and
 //! the hint bar on the last row. Help is drawn over the panel. Nothing here changes the app
 //! except the viewport sizes recorded for paging.
 
@@ -31,9 +31,11 @@ pub fn draw(app: &App, f: &mut Frame) {
     }
     let area = f.area();
     let alert = header::alert(app);
+    let timeline = header::timeline(app, area.width);
     let warn = !app.s.warnings.is_empty();
-    let [head, alert_row, warn_row, main, foot] = Layout::vertical([
+    let [head, timeline_row, alert_row, warn_row, main, foot] = Layout::vertical([
         Constraint::Length(2),
+        Constraint::Length(u16::from(timeline.is_some())),
         Constraint::Length(u16::from(alert.is_some())),
         Constraint::Length(u16::from(warn)),
         Constraint::Min(0),
@@ -41,6 +43,9 @@ pub fn draw(app: &App, f: &mut Frame) {
     ])
     .areas(area);
     header::draw(app, f, head);
+    if let Some(line) = timeline {
+        f.render_widget(Paragraph::new(line), timeline_row);
+    }
     if let Some(line) = alert {
         f.render_widget(Paragraph::new(line), alert_row);
     }

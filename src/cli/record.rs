@@ -1,0 +1,540 @@
+//! `record` (headless), `replay` (the console over a recording), `replay --check`,
+//! `export` and `snapshot --from`: the subcommands of recordings. They use the same
+//! [`Session`] and derivation as the live console; only the source differs.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Result;
+use serde_json::{json, Value};
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::mpsc;
+
+use super::args::{ExportArgs, RecordArgs, ReplayArgs, SnapshotArgs, UiArgs};
+use super::out;
+use crate::model::{escape_bytes, KeyPath, KeyValue, Observation, ScrapeOutcome, Stamped};
+use crate::record::{Player, RecordOptions, Recorder, Target};
+use crate::source::{live, ScrapeConfig};
+use crate::store::Session;
+use crate::tui::{parse_seek, SeekTo};
+
+/// Parses `--at`/`--from`/`--to` against a recording: `+D` from its start, `-D` from its
+/// end, `rN` (or a number) a revision, otherwise a time (RFC 3339, or `HH:MM[:SS]` UTC on
+/// the recording's first day).
+///
+/// Errors: one line naming the flag and what it accepts.
+pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, String> {
+    let (start, end) = player.span();
+    let t = text.trim();
+    let anchor = if t.starts_with('+') { start } else { end };
+    match parse_seek(t, if t.contains(':') { start } else { anchor }) {
+        Ok(SeekTo::Relative(s)) => {
+            let d = Duration::from_secs(s.unsigned_abs());
+            Ok(Target::Time(if s < 0 {
+                end.checked_sub(d).unwrap_or(start)
+            } else {
+                start + d
+            }))
+        }
+        Ok(SeekTo::Time(at)) => Ok(Target::Time(at)),
+        Ok(SeekTo::Revision(r)) => Ok(Target::Revision(r)),
+        Err(e) => Err(format!("{flag}: {}", e.trim_start_matches("seek: "))),
+    }
+}
+
+fn open(path: &Path) -> Result<Player, ExitCode> {
+    Player::open(path).map_err(|e| {
+        eprintln!("regscope: {e}");
+        ExitCode::from(2)
+    })
+}
+
+/// `regscope record -o FILE`: the live sources into a file until `--duration`, SIGTERM,
+/// SIGINT, SIGHUP or `--max-size`; no terminal needed. Exit 0 when the file was closed
+/// cleanly, 2 when the sources or the file could not be set up.
+pub async fn record(r: &RecordArgs, scfg: &ScrapeConfig, show_secrets: bool) -> Result<ExitCode> {
+    let (source, cluster_id, mut info) = match super::connect_session(&r.conn).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let (tx, mut rx) = mpsc::channel::<Stamped>(4096);
+    let sources = match live::start(Some(source), scfg, tx).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    info.scrape_targets = sources.configured().to_vec();
+    let mut session = Session::new(info);
+    let opts = RecordOptions {
+        show_secrets,
+        max_size: r.max_size.map(|n| n as u64),
+        keep_last: r.keep_last,
+        overwrite: r.force,
+        ..RecordOptions::new(&r.output)
+    };
+    let mut rec = match Recorder::create(opts, &session, cluster_id) {
+        Ok(rec) => rec,
+        Err(e) => {
+            eprintln!("regscope: cannot record: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    eprintln!(
+        "regscope record: recording to {}{}{} (SIGTERM or Ctrl-C stops)",
+        rec.path().display(),
+        if show_secrets {
+            ", Secret values INCLUDED"
+        } else {
+            ", Secret values redacted"
+        },
+        r.duration
+            .map(|d| format!(", for {}", humantime::format_duration(d)))
+            .unwrap_or_default()
+    );
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut sighup = signal(SignalKind::hangup())?;
+    let deadline = r.duration.map(|d| tokio::time::Instant::now() + d);
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let started = Instant::now();
+    let mut last_report = Instant::now();
+    let why = loop {
+        tokio::select! {
+            biased;
+            _ = sigterm.recv() => break "SIGTERM",
+            _ = sigint.recv() => break "SIGINT",
+            _ = sighup.recv() => break "SIGHUP",
+            _ = sleep_until(deadline) => break "--duration reached",
+            st = rx.recv() => {
+                let Some(st) = st else { break "the sources ended" };
+                rec.record(&st);
+                session.apply(&st);
+                let mut n = 1;
+                while n < 10_000 {
+                    match rx.try_recv() {
+                        Ok(st) => {
+                            rec.record(&st);
+                            session.apply(&st);
+                            n += 1;
+                        }
+                        Err(_) => break,
+                    }
+                }
+                rec.maintain(Some(&session));
+            }
+            _ = tick.tick() => {
+                rec.maintain(Some(&session));
+                if last_report.elapsed() >= Duration::from_secs(60) {
+                    last_report = Instant::now();
+                    eprintln!(
+                        "regscope record: {} observations, {} bytes, revision {}, {} s",
+                        rec.records(),
+                        rec.bytes_written(),
+                        session.revision(),
+                        started.elapsed().as_secs()
+                    );
+                }
+            }
+        }
+        if let Some(s) = rec.stopped() {
+            if !s.starts_with("stopped at") {
+                eprintln!("regscope record: {s}");
+                drop(sources);
+                let _ = rec.finish();
+                return Ok(ExitCode::from(2));
+            }
+            break "--max-size reached";
+        }
+    };
+    drop(sources);
+    // What the sources sent before they stopped is part of the session.
+    while let Ok(st) = rx.try_recv() {
+        rec.record(&st);
+        session.apply(&st);
+    }
+    let path = rec.path();
+    let records = rec.records();
+    match rec.finish() {
+        Ok(bytes) => {
+            eprintln!(
+                "regscope record: {why}: wrote {records} observations ({bytes} bytes) to {}, revision {}",
+                path.display(),
+                session.revision()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("regscope record: {e}");
+            Ok(ExitCode::from(2))
+        }
+    }
+}
+
+async fn sleep_until(t: Option<tokio::time::Instant>) {
+    match t {
+        Some(t) => tokio::time::sleep_until(t).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `regscope replay FILE`: the console over a recording, paused at its start (or at
+/// `--at`).
+pub async fn replay(r: &ReplayArgs, opts: crate::tui::UiOptions) -> Result<ExitCode> {
+    let mut player = match open(&r.file) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let at = match r.at.as_deref().map(|a| parse_at("--at", a, &player)) {
+        Some(Ok(t)) => Some(t),
+        Some(Err(e)) => {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        None => None,
+    };
+    let mut opts = opts;
+    if !player.header().secrets_redacted {
+        opts.warnings.push(
+            "this recording was made with --show-secrets: it holds Secret data in the clear".into(),
+        );
+    }
+    let session = player.seek(Target::Position(0));
+    let feed = crate::tui::Feed::Replay {
+        player: Box::new(player),
+        file: r.file.display().to_string(),
+        at,
+        p99_threshold: r.p99_threshold,
+        lag_threshold: r.lag_threshold,
+    };
+    match crate::tui::run(feed, session, opts).await? {
+        crate::tui::Exit::Signal(n) => Ok(ExitCode::from(u8::try_from(128 + n).unwrap_or(1))),
+        _ => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// `regscope replay --check FILE`: reads every frame, verifies checksums, prints the span,
+/// counts and damage. Exit 0 when whole, 1 when damaged, 2 when not a recording.
+pub fn check(path: &Path) -> Result<ExitCode> {
+    let player = match open(path) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let report = crate::record::check(player);
+    let ts = |t: Option<SystemTime>| {
+        t.map_or("-".to_string(), |t| {
+            humantime::format_rfc3339_millis(t).to_string()
+        })
+    };
+    out(format_args!(
+        "{}\n  span       {} .. {}\n  revisions  {} .. {}\n  observations {} ({} scrapes) in {} segments, {} checkpoints, {} bytes\n  secrets    {}\n",
+        report.files.join(", "),
+        ts(report.start),
+        ts(report.end),
+        report.first_revision.map_or("-".into(), |r| r.to_string()),
+        report.last_revision.map_or("-".into(), |r| r.to_string()),
+        report.observations,
+        report.scrapes,
+        report.segments,
+        report.checkpoints,
+        report.bytes,
+        if report.secrets_redacted { "redacted" } else { "INCLUDED (recorded with --show-secrets)" },
+    ));
+    if report.index_rebuilt {
+        out(format_args!(
+            "  index      missing (not closed cleanly): rebuilt by scanning\n"
+        ));
+    }
+    if report.damage.is_empty() {
+        out(format_args!("  damage     none\n"));
+        Ok(ExitCode::SUCCESS)
+    } else {
+        for d in &report.damage {
+            out(format_args!("  damage     {d}\n"));
+        }
+        Ok(ExitCode::from(1))
+    }
+}
+
+/// `regscope snapshot --json --from FILE [--at T]`: the summary `snapshot --json` prints
+/// live, for that moment of the recording.
+pub fn snapshot_from(s: &SnapshotArgs) -> Result<ExitCode> {
+    let Some(path) = s.from.as_deref() else {
+        return Ok(ExitCode::from(2));
+    };
+    let mut player = match open(path) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let target = match s.at.as_deref().map(|a| parse_at("--at", a, &player)) {
+        Some(Ok(t)) => t,
+        Some(Err(e)) => {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        None => Target::End,
+    };
+    let session = player.seek(target);
+    for d in player.damage() {
+        eprintln!("regscope: {}: {d}", path.display());
+    }
+    out(format_args!("{}\n", snapshot_of(&session, s.keys)?));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `snapshot --json` text of a session (the replica and the apiserver side derived at
+/// the session's clock).
+pub fn snapshot_of(session: &Session, keys: bool) -> Result<String> {
+    let view = crate::metrics::derive(
+        &session.metrics,
+        Some(&session.replica),
+        &session.informers,
+        session.now(),
+    );
+    super::snapshot_json(Some(&session.replica), keys, Some(&view))
+}
+
+fn time_text(t: SystemTime) -> String {
+    humantime::format_rfc3339_nanos(t).to_string()
+}
+
+/// `regscope export FILE --format jsonl`: one JSON object per observation (list items and
+/// watch events one per key), in recorded order.
+pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
+    let mut player = match open(&e.file) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let parse = |flag: &str, v: &Option<String>, player: &Player| match v.as_deref() {
+        Some(t) => parse_at(flag, t, player).map(Some),
+        None => Ok(None),
+    };
+    let (from, to) = match (
+        parse("--from", &e.from, &player),
+        parse("--to", &e.to, &player),
+    ) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(m), _) | (_, Err(m)) => {
+            eprintln!("regscope: {m}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let keyring = match crate::cli::load_keyring(ui.encryption_config.as_deref()) {
+        Ok((k, _)) => k,
+        Err(err) => {
+            eprintln!("regscope: {err:#}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let show_secrets = ui.show_secrets && !player.header().secrets_redacted;
+    let prefix = player.header().info.prefix.clone();
+    let mut session = player.seek(match from {
+        Some(t @ Target::Time(_)) | Some(t @ Target::Revision(_)) => t,
+        _ => Target::Position(0),
+    });
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut broken = false;
+    let key_filter = e.prefix.clone();
+    player.advance(&mut session, Target::End, u64::MAX, |s, st| {
+        if broken {
+            return;
+        }
+        if let Some(Target::Time(t)) = to {
+            if st.at > t {
+                return;
+            }
+        }
+        if let Some(Target::Revision(r)) = to {
+            if s.revision() > r {
+                return;
+            }
+        }
+        let lines = export_lines(
+            st,
+            s,
+            &prefix,
+            key_filter.as_deref(),
+            e,
+            keyring.as_ref(),
+            show_secrets,
+        );
+        use std::io::Write;
+        for l in lines {
+            if writeln!(stdout, "{l}").is_err() {
+                broken = true;
+                return;
+            }
+        }
+    });
+    use std::io::Write;
+    let _ = stdout.flush();
+    for d in player.damage() {
+        eprintln!("regscope: {}: {d}", e.file.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn kv_json(
+    kind: &str,
+    op: Option<&str>,
+    kv: &KeyValue,
+    prefix: &str,
+    e: &ExportArgs,
+    keyring: Option<&crate::decrypt::Keyring>,
+    show_secrets: bool,
+) -> Value {
+    let path = KeyPath::parse(prefix.as_bytes(), &kv.key);
+    let mut v = json!({
+        "type": kind,
+        "key": escape_bytes(&kv.key),
+        "resource": path.resource,
+        "create_revision": kv.create_revision,
+        "mod_revision": kv.mod_revision,
+        "version": kv.version,
+        "lease": kv.lease,
+        "size": kv.value.len(),
+    });
+    if let Some(op) = op {
+        v["op"] = json!(op);
+    }
+    if e.decode && !kv.value.is_empty() {
+        let d = crate::decode::decode(
+            &kv.value,
+            &crate::decode::DecodeOptions {
+                show_secrets,
+                etcd_key: &kv.key,
+                mod_revision: Some(kv.mod_revision),
+                keyring,
+                candidates: &[],
+            },
+        );
+        let secret = path.resource == "secrets";
+        v["object"] = match d.value() {
+            Some(obj) if !(secret && !show_secrets && !d.summary.is_secret()) => obj,
+            _ => Value::Null,
+        };
+        if let Some(err) = &d.error {
+            v["decode_error"] = json!(err);
+        }
+    }
+    v
+}
+
+fn export_lines(
+    st: &Stamped,
+    _s: &Session,
+    prefix: &str,
+    key_filter: Option<&str>,
+    e: &ExportArgs,
+    keyring: Option<&crate::decrypt::Keyring>,
+    show_secrets: bool,
+) -> Vec<String> {
+    let at = time_text(st.at);
+    let keep = |kv: &KeyValue| key_filter.is_none_or(|p| kv.key.starts_with(p.as_bytes()));
+    let with_at = |mut v: Value| {
+        v["at"] = json!(at);
+        v.to_string()
+    };
+    match &st.obs {
+        Observation::ListPage { kvs } => kvs
+            .iter()
+            .filter(|kv| keep(kv))
+            .map(|kv| {
+                with_at(kv_json(
+                    "list_item",
+                    None,
+                    kv,
+                    prefix,
+                    e,
+                    keyring,
+                    show_secrets,
+                ))
+            })
+            .collect(),
+        Observation::Events { events, .. } => events
+            .iter()
+            .filter(|ev| keep(&ev.kv))
+            .map(|ev| {
+                let op = match ev.kind {
+                    crate::model::EventKind::Put => "PUT",
+                    crate::model::EventKind::Delete => "DELETE",
+                };
+                with_at(kv_json(
+                    "event",
+                    Some(op),
+                    &ev.kv,
+                    prefix,
+                    e,
+                    keyring,
+                    show_secrets,
+                ))
+            })
+            .collect(),
+        _ if e.only_keys => Vec::new(),
+        Observation::Tick => Vec::new(),
+        Observation::Scrape { target, outcome } => {
+            let mut v = json!({"type": "scrape", "target": target.label()});
+            match outcome {
+                ScrapeOutcome::Body { source, body } => {
+                    let expo = crate::metrics::exposition::parse(body);
+                    v["source"] = json!(source);
+                    v["bytes"] = json!(body.len());
+                    v["skipped_lines"] = json!(expo.skipped.len());
+                    v["samples"] = Value::Array(
+                        expo.samples
+                            .iter()
+                            .map(|s| {
+                                let labels: serde_json::Map<String, Value> = s
+                                    .labels
+                                    .iter()
+                                    .map(|(k, v)| (k.clone(), json!(v)))
+                                    .collect();
+                                json!({"name": s.name, "labels": labels, "value": sample_value(s.value)})
+                            })
+                            .collect(),
+                    );
+                }
+                ScrapeOutcome::Failed { source, error } => {
+                    v["source"] = json!(source);
+                    v["error"] = json!(error);
+                }
+            }
+            vec![with_at(v)]
+        }
+        obs => {
+            let mut v = serde_json::to_value(obs).unwrap_or(Value::Null);
+            // Externally tagged enums: {"Variant": {...}} or "Variant".
+            let body = match &mut v {
+                Value::Object(m) if m.len() == 1 => {
+                    m.values().next().cloned().unwrap_or(Value::Null)
+                }
+                _ => Value::Null,
+            };
+            let mut line = match body {
+                Value::Object(m) => Value::Object(m),
+                Value::Null => json!({}),
+                other => json!({"value": other}),
+            };
+            line["type"] = json!(obs.kind_name());
+            vec![with_at(line)]
+        }
+    }
+}
+
+/// A sample value as JSON: a number, or `"NaN"`, `"+Inf"`, `"-Inf"` (not JSON numbers).
+fn sample_value(v: f64) -> Value {
+    if v.is_nan() {
+        json!("NaN")
+    } else if v == f64::INFINITY {
+        json!("+Inf")
+    } else if v == f64::NEG_INFINITY {
+        json!("-Inf")
+    } else {
+        json!(v)
+    }
+}

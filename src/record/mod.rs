@@ -1,0 +1,165 @@
+//! Recordings: the session's observation stream written to a file, and read back in place
+//! of the live sources.
+//!
+//! The recorder ([`Recorder`]) taps the stream the live sources hand to the session (etcd
+//! list pages, watch events, progress, connection state, compactions, scrapes, informer
+//! observations, clock ticks) and writes the observations themselves, not what the store
+//! derives from them: a replay runs the same store and the same derivation as live. The
+//! player ([`Player`]) is a source with a cursor: it rebuilds the [`Session`] at any
+//! position from the nearest checkpoint before it and the observations after.
+//!
+//! # File format (version 1)
+//!
+//! A file is [`format`]'s container: the magic `RGSCOPE\0`, a version, then frames, each
+//! with a magic, a kind, a length and a CRC-32 of its payload, so a damaged frame is
+//! skipped and reading resyncs at the next good one. The frames:
+//!
+//! - **header** (first): [`RecordingHeader`] as `postcard` — format version, regscope
+//!   version, the session's [`SessionInfo`] (title, endpoints, prefix, budgets, scrape
+//!   targets, start time), etcd's cluster id and whether Secrets are redacted;
+//! - **checkpoint**: the whole [`Session`] as `postcard`, zstd-compressed. A file starts
+//!   with one (a recording begun mid-session stands alone), and more follow by
+//!   [`CheckpointPolicy`], so that a seek reads one checkpoint and at most a few seconds
+//!   of observations;
+//! - **segment**: up to a second (or 1 MiB) of observations, zstd-compressed together;
+//!   each record is `kind`, the stamp (unix ns), the stream's revision and `postcard` of
+//!   the [`Observation`]. SIGKILL or power loss loses at most the pending second;
+//! - **scrape**: one `/metrics` body, zstd-compressed with the previous body of the same
+//!   target as dictionary (consecutive scrapes differ in a few numbers, so a 3.4 MB body
+//!   costs tens of kB), a self-contained key frame at least every 60 scrapes and after
+//!   every checkpoint. Bodies come back byte for byte, so every sample value does too;
+//! - **index** and trailer (at a clean close): every frame's offset, kind, time and
+//!   revision span. When missing (the process was killed) it is rebuilt by scanning.
+//!
+//! Files are created mode 0600. Secret values are redacted before they are written
+//! ([`redact`]) unless the recording is made with `--show-secrets`; values encrypted at
+//! rest are written as the ciphertext etcd holds; no key material is ever written.
+
+pub mod format;
+mod player;
+mod recorder;
+pub mod redact;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+pub use player::{Marker, Player, ReplayReport, Target};
+pub use recorder::{CheckpointPolicy, RecordOptions, Recorder};
+
+use crate::model::{Observation, SessionInfo, Stamped};
+use crate::store::Session;
+
+/// Version of what the frames hold (the [`RecordingHeader`], the records and the
+/// checkpoints); [`format`] has its own container version.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Record kind of an observation in a segment.
+pub(crate) const RECORD_OBSERVATION: u8 = 1;
+
+/// What a recording starts with.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RecordingHeader {
+    /// [`FORMAT_VERSION`] of the writer.
+    pub format_version: u32,
+    /// `CARGO_PKG_VERSION` of the regscope that wrote it.
+    pub regscope_version: String,
+    /// The session recorded.
+    pub info: SessionInfo,
+    /// etcd's cluster id when known at the start (0 when not).
+    pub cluster_id: u64,
+    /// When this file was started (a recording begun mid-session starts later than
+    /// `info.started_at`).
+    pub recording_started: SystemTime,
+    /// Secret values are redacted in this file (false only with `--show-secrets`).
+    pub secrets_redacted: bool,
+}
+
+/// A stamp as unix nanoseconds (0 for times before 1970; `i64` reaches 2262).
+pub(crate) fn time_ns(t: SystemTime) -> i64 {
+    t.duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// Unix nanoseconds back to a stamp.
+pub(crate) fn from_ns(ns: i64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_nanos(u64::try_from(ns).unwrap_or(0))
+}
+
+/// Errors of recordings: I/O, a file that is not a recording, or content that cannot be
+/// read (with what and where).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {what}")]
+    Format { path: String, what: String },
+}
+
+/// Encodes one observation for a segment record.
+pub(crate) fn encode_observation(obs: &Observation) -> Vec<u8> {
+    // The model's types serialise without failure; an empty payload would read back as
+    // damage, never as a wrong observation.
+    postcard::to_stdvec(obs).unwrap_or_default()
+}
+
+/// Decodes a segment record's payload.
+pub(crate) fn decode_observation(at_ns: i64, payload: &[u8]) -> Result<Stamped, String> {
+    postcard::from_bytes::<Observation>(payload)
+        .map(|obs| Stamped {
+            at: from_ns(at_ns),
+            obs,
+        })
+        .map_err(|e| format!("undecodable observation: {e}"))
+}
+
+/// The session restored from a checkpoint's bytes, or why not.
+pub(crate) fn restore(state: &[u8]) -> Result<Session, String> {
+    Session::from_checkpoint(state).map_err(|e| format!("undecodable checkpoint: {e}"))
+}
+
+/// Reads every frame of a recording (all files of a set), verifying checksums and
+/// decoding every observation, scrape and checkpoint: the report of `replay --check`.
+pub fn check(mut player: Player) -> ReplayReport {
+    let mut r = ReplayReport {
+        files: player
+            .paths()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        secrets_redacted: player.header().secrets_redacted,
+        ..Default::default()
+    };
+    for p in player.paths() {
+        r.bytes += std::fs::metadata(p).map_or(0, |m| m.len());
+    }
+    let (counts, rebuilt) = player.frame_counts();
+    r.segments = counts.0;
+    r.scrapes = counts.1;
+    r.checkpoints = counts.2;
+    r.index_rebuilt = rebuilt;
+    let mut session = player.seek(Target::Position(0));
+    let mut first_rev = None;
+    let mut n = 0u64;
+    let (mut start, mut end) = (None::<SystemTime>, None::<SystemTime>);
+    player.advance(&mut session, Target::End, u64::MAX, |s, st| {
+        n += 1;
+        start = Some(start.map_or(st.at, |t: SystemTime| t.min(st.at)));
+        end = Some(end.map_or(st.at, |t: SystemTime| t.max(st.at)));
+        if first_rev.is_none() && s.revision() > 0 {
+            first_rev = Some(s.revision());
+        }
+    });
+    r.observations = n;
+    r.start = start;
+    r.end = end;
+    r.first_revision = first_rev;
+    r.last_revision = (session.revision() > 0).then(|| session.revision());
+    r.damage = player.damage().to_vec();
+    r
+}

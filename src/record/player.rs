@@ -1,0 +1,622 @@
+//! The player: a recording as a source with a cursor.
+//!
+//! It reads a file (or a rolling set of files, in order) frame by frame and hands out the
+//! observations in recorded order. The cursor is a position in that stream: the number of
+//! observations after the first checkpoint. [`Player::seek`] rebuilds the [`Session`] at a
+//! position, a time or a revision from the nearest checkpoint before it plus the
+//! observations after it; playing forward applies the same observations in the same order,
+//! so both reach identical sessions (the replay tests assert it).
+
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::format::{FrameKind, Item, Reader};
+use super::{
+    decode_observation, from_ns, restore, RecordError, RecordingHeader, FORMAT_VERSION,
+    RECORD_OBSERVATION,
+};
+use crate::model::{
+    ConnState, InformerWhat, Observation, Revision, ScrapeOutcome, ScrapeTarget, Stamped,
+};
+use crate::store::Session;
+
+/// Where to seek.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Target {
+    /// Just after `n` observations (0: the first checkpoint).
+    Position(u64),
+    /// Just after the last observation stamped at or before this time.
+    Time(SystemTime),
+    /// Just after the first observation at which the replica's revision reaches this.
+    Revision(Revision),
+    /// After the last observation.
+    End,
+}
+
+/// Something worth jumping to in a recording.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Marker {
+    /// The position just after the observation that made it.
+    pub position: u64,
+    pub at: SystemTime,
+    /// One line: "compaction at revision 1,200", "410 Gone: events", …
+    pub label: String,
+}
+
+/// What `replay --check` prints: the span, counts and damage of a recording.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct ReplayReport {
+    pub files: Vec<String>,
+    #[serde(with = "crate::model::humantime_serde_compat::opt")]
+    pub start: Option<SystemTime>,
+    #[serde(with = "crate::model::humantime_serde_compat::opt")]
+    pub end: Option<SystemTime>,
+    pub first_revision: Option<Revision>,
+    pub last_revision: Option<Revision>,
+    pub observations: u64,
+    pub scrapes: u64,
+    pub checkpoints: u64,
+    pub segments: u64,
+    pub bytes: u64,
+    pub secrets_redacted: bool,
+    pub index_rebuilt: bool,
+    /// Each damaged or lost stretch, one line (from which time/revision to which).
+    pub damage: Vec<String>,
+}
+
+/// One frame of the whole set, with the position of its first observation.
+#[derive(Clone, Copy, Debug)]
+struct FrameRef {
+    file: usize,
+    frame: usize,
+    kind: FrameKind,
+    position: u64,
+    records: u64,
+    first_ns: i64,
+    last_ns: i64,
+    rev: i64,
+}
+
+/// See the module docs.
+pub struct Player {
+    paths: Vec<PathBuf>,
+    readers: Vec<Reader>,
+    header: RecordingHeader,
+    frames: Vec<FrameRef>,
+    total: u64,
+    /// Index into `frames` of the next frame to read.
+    next_frame: usize,
+    pending: VecDeque<Stamped>,
+    position: u64,
+    damage: Vec<String>,
+}
+
+fn io_err(path: &Path, e: impl std::fmt::Display) -> RecordError {
+    RecordError::Format {
+        path: path.display().to_string(),
+        what: e.to_string(),
+    }
+}
+
+/// The files of a recording named `path`: the file itself, or the rolling set
+/// `BASE.NNNNNN.rgs` of a `--keep-last` recording (oldest first).
+pub fn recording_files(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let s = path.display().to_string();
+    let stem = s.strip_suffix(".rgs").unwrap_or(&s).to_string();
+    let stem_path = PathBuf::from(&stem);
+    let dir = stem_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let base = stem_path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let mut set: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| RecordError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.strip_prefix(&base)
+                    .and_then(|r| r.strip_prefix('.'))
+                    .and_then(|r| r.strip_suffix(".rgs"))
+                    .is_some_and(|num| num.len() == 6 && num.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+        .collect();
+    set.sort();
+    if set.is_empty() {
+        return Err(RecordError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such recording (neither a file nor a --keep-last set BASE.NNNNNN.rgs)",
+            ),
+        });
+    }
+    Ok(set)
+}
+
+impl Player {
+    /// Opens a recording (see [`recording_files`]): reads each file's header and index
+    /// (rebuilt by scanning when the file was not closed cleanly), and positions the
+    /// cursor before the first checkpoint.
+    ///
+    /// Errors: not a recording, an unsupported version, or a header that cannot be read.
+    pub fn open(path: &Path) -> Result<Player, RecordError> {
+        let paths = recording_files(path)?;
+        let mut readers = Vec::new();
+        let mut header: Option<RecordingHeader> = None;
+        let mut frames = Vec::new();
+        let mut damage = Vec::new();
+        let mut position = 0u64;
+        for (fi, p) in paths.iter().enumerate() {
+            let r = Reader::open(p).map_err(|e| io_err(p, e))?;
+            let h: RecordingHeader = postcard::from_bytes(r.header())
+                .map_err(|e| io_err(p, format!("unreadable recording header: {e}")))?;
+            if h.format_version > FORMAT_VERSION {
+                return Err(io_err(
+                    p,
+                    format!(
+                        "recording format {} is newer than this regscope's {FORMAT_VERSION} (written by regscope {})",
+                        h.format_version, h.regscope_version
+                    ),
+                ));
+            }
+            for d in r.damage() {
+                damage.push(format!("{}: {}", p.display(), describe_damage(d)));
+            }
+            if r.index_rebuilt() {
+                damage.push(format!(
+                    "{}: not closed cleanly (no index); index rebuilt by scanning",
+                    p.display()
+                ));
+            }
+            for (i, f) in r.frames().iter().enumerate() {
+                // A later file of a set starts with a checkpoint of the state the previous
+                // file ended in: the stream goes on.
+                let records = match f.kind {
+                    FrameKind::Segment => u64::from(f.records),
+                    FrameKind::Scrape => 1,
+                    _ => 0,
+                };
+                if matches!(
+                    f.kind,
+                    FrameKind::Segment | FrameKind::Scrape | FrameKind::Checkpoint
+                ) {
+                    frames.push(FrameRef {
+                        file: fi,
+                        frame: i,
+                        kind: f.kind,
+                        position,
+                        records,
+                        first_ns: f.first_time_ns,
+                        last_ns: f.last_time_ns,
+                        rev: f.last_rev,
+                    });
+                    position += records;
+                }
+            }
+            if header.is_none() {
+                header = Some(h);
+            }
+            readers.push(r);
+        }
+        let header = header.ok_or_else(|| io_err(path, "empty recording set"))?;
+        // Positions count from the first checkpoint; anything before it cannot be applied.
+        let first_ck = frames.iter().position(|f| f.kind == FrameKind::Checkpoint);
+        let skip = first_ck.map_or(0, |i| frames[i].position);
+        if skip > 0 {
+            damage.push(format!(
+                "{skip} observation(s) before the first readable checkpoint cannot be replayed"
+            ));
+        }
+        if let Some(i) = first_ck {
+            frames.drain(..i);
+        }
+        for f in &mut frames {
+            f.position -= skip;
+        }
+        let total = position - skip;
+        Ok(Player {
+            paths,
+            readers,
+            header,
+            frames,
+            total,
+            next_frame: 0,
+            pending: VecDeque::new(),
+            position: 0,
+            damage,
+        })
+    }
+
+    /// The recording's header (of its first file).
+    pub fn header(&self) -> &RecordingHeader {
+        &self.header
+    }
+
+    /// The files read, oldest first.
+    pub fn paths(&self) -> &[PathBuf] {
+        &self.paths
+    }
+
+    /// Observations in the recording (after the first checkpoint).
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// The cursor: observations handed out since the first checkpoint.
+    pub fn position(&self) -> u64 {
+        self.position
+    }
+
+    /// Damage found so far, one line each.
+    pub fn damage(&self) -> &[String] {
+        &self.damage
+    }
+
+    /// Frames by kind (segments, scrapes, checkpoints) and whether any file's index had
+    /// to be rebuilt by scanning.
+    pub fn frame_counts(&self) -> ((u64, u64, u64), bool) {
+        let mut c = (0, 0, 0);
+        for f in &self.frames {
+            match f.kind {
+                FrameKind::Segment => c.0 += 1,
+                FrameKind::Scrape => c.1 += 1,
+                FrameKind::Checkpoint => c.2 += 1,
+                _ => {}
+            }
+        }
+        (c, self.readers.iter().any(|r| r.index_rebuilt()))
+    }
+
+    /// First and last stamp of the recording.
+    pub fn span(&self) -> (SystemTime, SystemTime) {
+        let first = self.frames.first().map_or(0, |f| f.first_ns);
+        let last = self.frames.iter().map(|f| f.last_ns).max().unwrap_or(first);
+        (from_ns(first), from_ns(last))
+    }
+
+    /// Reads frames until an observation is pending; `false` at the end.
+    fn fill(&mut self) -> bool {
+        while self.pending.is_empty() {
+            let Some(f) = self.frames.get(self.next_frame).copied() else {
+                return false;
+            };
+            self.next_frame += 1;
+            if f.kind == FrameKind::Checkpoint {
+                continue;
+            }
+            let items = match self.readers[f.file].read_frame(f.frame) {
+                Ok(items) => items,
+                Err(e) => {
+                    self.damage.push(format!(
+                        "{}: frame at {} lost ({} observation(s) from {}): {e}",
+                        self.paths[f.file].display(),
+                        f.position,
+                        f.records,
+                        humantime::format_rfc3339_seconds(from_ns(f.first_ns)),
+                    ));
+                    self.position += f.records;
+                    continue;
+                }
+            };
+            let mut got = 0u64;
+            for it in items {
+                match it {
+                    Item::Record {
+                        time_ns,
+                        kind: RECORD_OBSERVATION,
+                        payload,
+                        ..
+                    } => match decode_observation(time_ns, &payload) {
+                        Ok(st) => {
+                            self.pending.push_back(st);
+                            got += 1;
+                        }
+                        Err(e) => self.damage.push(e),
+                    },
+                    Item::Scrape {
+                        time_ns,
+                        target,
+                        source,
+                        body,
+                        ..
+                    } => {
+                        let target = if target == ScrapeTarget::Etcd as u8 {
+                            ScrapeTarget::Etcd
+                        } else {
+                            ScrapeTarget::Apiserver
+                        };
+                        self.pending.push_back(Stamped {
+                            at: from_ns(time_ns),
+                            obs: Observation::Scrape {
+                                target,
+                                outcome: ScrapeOutcome::Body {
+                                    source,
+                                    body: body.into(),
+                                },
+                            },
+                        });
+                        got += 1;
+                    }
+                    _ => {}
+                }
+            }
+            // Records that did not decode still count, so positions stay those of the
+            // file's index.
+            self.position += f.records.saturating_sub(got);
+        }
+        true
+    }
+
+    /// The next observation without taking it.
+    pub fn peek(&mut self) -> Option<&Stamped> {
+        if self.fill() {
+            self.pending.front()
+        } else {
+            None
+        }
+    }
+
+    /// Takes the next observation (the cursor moves past it).
+    pub fn next_observation(&mut self) -> Option<Stamped> {
+        if !self.fill() {
+            return None;
+        }
+        let st = self.pending.pop_front()?;
+        self.position += 1;
+        Some(st)
+    }
+
+    /// Rebuilds the session at `target`: restores the last checkpoint before it and
+    /// applies the observations after it. A checkpoint that cannot be read is passed over
+    /// for the one before (recorded as damage); with none left the session starts empty.
+    pub fn seek(&mut self, target: Target) -> Session {
+        let mut candidates: Vec<usize> = self
+            .frames
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.kind == FrameKind::Checkpoint)
+            .filter(|(_, f)| match target {
+                Target::Position(p) => f.position <= p,
+                // A checkpoint's time is its session's clock: every observation before it
+                // is stamped at or before it.
+                Target::Time(t) => from_ns(f.first_ns) <= t,
+                Target::Revision(r) => f.rev < r,
+                Target::End => true,
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if candidates.is_empty() {
+            candidates.push(0);
+        }
+        let mut session = None;
+        while let Some(i) = candidates.pop() {
+            let Some(f) = self.frames.get(i).copied() else {
+                continue;
+            };
+            if f.kind != FrameKind::Checkpoint {
+                continue;
+            }
+            let restored = self.readers[f.file]
+                .read_frame(f.frame)
+                .map_err(|e| e.to_string())
+                .and_then(|items| {
+                    items
+                        .into_iter()
+                        .find_map(|it| match it {
+                            Item::Checkpoint { state, .. } => Some(restore(&state)),
+                            _ => None,
+                        })
+                        .unwrap_or_else(|| Err("checkpoint frame without a checkpoint".into()))
+                });
+            match restored {
+                Ok(s) => {
+                    session = Some(s);
+                    self.next_frame = i + 1;
+                    self.position = f.position;
+                    break;
+                }
+                Err(e) => self.damage.push(format!(
+                    "{}: checkpoint at position {} unreadable: {e}",
+                    self.paths[f.file].display(),
+                    f.position
+                )),
+            }
+        }
+        let mut session = session.unwrap_or_else(|| {
+            self.next_frame = 0;
+            self.position = 0;
+            Session::new(self.header.info.clone())
+        });
+        self.pending.clear();
+        self.advance(&mut session, target, u64::MAX, |_, _| {});
+        session
+    }
+
+    /// Applies observations to `session` until `target` is reached or `budget`
+    /// observations were applied; `each` sees every observation applied, after it was.
+    /// Returns how many were applied.
+    pub fn advance(
+        &mut self,
+        session: &mut Session,
+        target: Target,
+        budget: u64,
+        mut each: impl FnMut(&Session, &Stamped),
+    ) -> u64 {
+        let mut n = 0;
+        while n < budget {
+            let Some(next) = self.peek() else { break };
+            let stop = match target {
+                Target::Position(p) => self.position >= p,
+                Target::Time(t) => next.at > t,
+                Target::Revision(r) => session.revision() >= r,
+                Target::End => false,
+            };
+            if stop {
+                break;
+            }
+            let Some(st) = self.next_observation() else {
+                break;
+            };
+            session.apply(&st);
+            each(session, &st);
+            n += 1;
+        }
+        n
+    }
+
+    /// Reads the whole recording once into a fresh session (from the first checkpoint)
+    /// and collects the markers: compactions, relists and gaps, resets, connection lost
+    /// and restored, 410 Gone, failed scrapes, and etcd p99 latency over `p99_threshold`
+    /// seconds or informer lag over `lag_threshold` seconds (each crossing upwards).
+    /// Leaves the cursor at the end.
+    pub fn markers(&mut self, p99_threshold: f64, lag_threshold: f64) -> Vec<Marker> {
+        let mut session = self.seek(Target::Position(0));
+        let mut out = Vec::new();
+        let mut conn_bad = false;
+        let mut scrape_bad = [false, false];
+        let mut p99_high = false;
+        let mut lag_high = false;
+        let pos0 = self.position;
+        let mut pos = pos0;
+        let mut compacted = session.replica.compact_revision();
+        self.advance(&mut session, Target::End, u64::MAX, |s, st| {
+            pos += 1;
+            let mut mark = |label: String| {
+                out.push(Marker {
+                    position: pos,
+                    at: st.at,
+                    label,
+                })
+            };
+            // Compactions however learned (compact_rev_key, a cancelled watch, etcd's
+            // metrics derived in the session).
+            let c = s.replica.compact_revision();
+            if c > compacted {
+                if let (Some(rev), Some(seen)) = (c, s.replica.compactions().back()) {
+                    mark(format!("compaction at revision {rev} ({})", seen.source));
+                }
+                compacted = c;
+            }
+            match &st.obs {
+                Observation::ListDone {
+                    revision,
+                    compacted: Some(c),
+                } => mark(format!(
+                    "relist at revision {revision} after compaction at {c} (gap)"
+                )),
+                Observation::Reset { reason } => mark(format!("history reset: {reason}")),
+                Observation::Conn(c) => {
+                    let bad = matches!(
+                        c,
+                        ConnState::NotResponding { .. }
+                            | ConnState::Reconnecting { .. }
+                            | ConnState::Failed { .. }
+                    );
+                    if bad && !conn_bad {
+                        mark(match c {
+                            ConnState::NotResponding { .. } => "etcd not responding".into(),
+                            ConnState::Reconnecting { error, .. } => {
+                                format!("connection lost: {error}")
+                            }
+                            ConnState::Failed { error } => format!("source failed: {error}"),
+                            _ => String::new(),
+                        });
+                    } else if !bad && conn_bad && *c == ConnState::Watching {
+                        mark("connection restored".into());
+                    }
+                    if bad || *c == ConnState::Watching {
+                        conn_bad = bad;
+                    }
+                }
+                Observation::Informer(i) => {
+                    if let InformerWhat::Gone { .. } = i.what {
+                        mark(format!("410 Gone: informer {}", i.resource));
+                    }
+                    if let Some(lag) = s
+                        .informers
+                        .get(&i.group, &i.resource)
+                        .and_then(|x| x.lag_seconds)
+                    {
+                        let high = lag > lag_threshold;
+                        if high && !lag_high {
+                            mark(format!(
+                                "informer lag over {lag_threshold}s: {} {:.1}s",
+                                i.resource, lag
+                            ));
+                        }
+                        lag_high = high;
+                    }
+                }
+                Observation::Scrape { target, outcome } => {
+                    let bad = matches!(outcome, ScrapeOutcome::Failed { .. });
+                    let slot = &mut scrape_bad[*target as usize];
+                    if bad && !*slot {
+                        if let ScrapeOutcome::Failed { error, .. } = outcome {
+                            mark(format!("{} scrape failed: {error}", target.label()));
+                        }
+                    }
+                    *slot = bad;
+                    if *target == ScrapeTarget::Apiserver && !bad {
+                        if let Some((row, p99)) = worst_etcd_p99(s) {
+                            let high = p99 > p99_threshold;
+                            if high && !p99_high {
+                                mark(format!("etcd p99 over {p99_threshold}s: {row} {p99:.3}s"));
+                            }
+                            p99_high = high;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        });
+        out
+    }
+}
+
+/// The worst `etcd_request_duration_seconds` p99 over the last scrape interval, with its
+/// operation and resource.
+fn worst_etcd_p99(s: &Session) -> Option<(String, f64)> {
+    let view = crate::metrics::derive(&s.metrics, Some(&s.replica), &s.informers, s.now());
+    view.latency
+        .iter()
+        .filter(|r| r.metric.starts_with("etcd_request"))
+        .filter_map(|r| match r.p99 {
+            crate::metrics::view::Quantile::Value(v)
+            | crate::metrics::view::Quantile::AtLeast(v) => {
+                Some((format!("{} {}", r.operation, r.resource), v))
+            }
+            crate::metrics::view::Quantile::NoData => None,
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+fn describe_damage(d: &super::format::Damage) -> String {
+    let t = |ns: Option<i64>| {
+        ns.map_or("?".to_string(), |n| {
+            humantime::format_rfc3339_seconds(from_ns(n)).to_string()
+        })
+    };
+    let r = |r: Option<i64>| r.map_or("?".to_string(), |r| r.to_string());
+    format!(
+        "{} bytes at offset {} lost ({}): between {} (revision {}) and {} (revision {})",
+        d.len,
+        d.offset,
+        d.what,
+        t(d.after_time_ns),
+        r(d.after_rev),
+        t(d.before_time_ns),
+        r(d.before_rev)
+    )
+}

@@ -1,0 +1,516 @@
+//! The recorder: writes a session's observation stream to a file (or a rolling set of
+//! files), with checkpoints of the session so that a replay can seek.
+//!
+//! The owner of the stream calls [`Recorder::record`] for every observation, in stream
+//! order, before or after applying it to its session, and [`Recorder::maintain`] after
+//! each batch with the session when the session has applied everything recorded (a
+//! paused console passes `None`): that is when a checkpoint can be taken, a pending
+//! segment flushed (every second) and a rolling set moved on.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+use super::format::Writer;
+use super::{
+    encode_observation, redact, time_ns, RecordError, RecordingHeader, FORMAT_VERSION,
+    RECORD_OBSERVATION,
+};
+use crate::model::{KeyValue, Observation, Revision, ScrapeOutcome, SessionInfo, Stamped};
+use crate::store::Session;
+
+/// When to write a checkpoint: after `records` observations or `interval` of session time
+/// (whichever first), but only once the observations written since the last checkpoint
+/// add up to `min_ratio` of its size, so that a large replica (a checkpoint of hundreds of
+/// MB) is not written again every minute.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CheckpointPolicy {
+    pub records: u64,
+    pub interval: Duration,
+    pub min_ratio: f64,
+}
+
+impl Default for CheckpointPolicy {
+    fn default() -> Self {
+        // 100,000 observations replay in about 0.1 s (`cargo bench --bench record`),
+        // which keeps any seek well under the 200 ms a scrub bar needs.
+        CheckpointPolicy {
+            records: 100_000,
+            interval: Duration::from_secs(300),
+            min_ratio: 0.25,
+        }
+    }
+}
+
+/// What and where to record.
+#[derive(Clone, Debug)]
+pub struct RecordOptions {
+    /// The file; with `keep_last`, the base name of the set (`BASE.000001.rgs`, …).
+    pub path: PathBuf,
+    /// Write Secret values as etcd holds them (the header says so and replay warns).
+    pub show_secrets: bool,
+    /// Stop (close the file cleanly) when it reaches this many bytes; with `keep_last`,
+    /// the most the whole set may hold (oldest files dropped first).
+    pub max_size: Option<u64>,
+    /// A flight recorder: a rolling set of files that always holds at least this much of
+    /// the newest session time, older files deleted.
+    pub keep_last: Option<Duration>,
+    /// Replace an existing file instead of refusing.
+    pub overwrite: bool,
+    pub policy: CheckpointPolicy,
+}
+
+impl RecordOptions {
+    /// Recording to `path` with the defaults (Secrets redacted, no limits).
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        RecordOptions {
+            path: path.into(),
+            show_secrets: false,
+            max_size: None,
+            keep_last: None,
+            overwrite: false,
+            policy: CheckpointPolicy::default(),
+        }
+    }
+}
+
+/// A file of a rolling set: its path and the session time it starts at.
+#[derive(Clone, Debug)]
+struct SetFile {
+    path: PathBuf,
+    start: SystemTime,
+    bytes: u64,
+}
+
+/// See the module docs.
+pub struct Recorder {
+    opts: RecordOptions,
+    info: SessionInfo,
+    cluster_id: u64,
+    writer: Option<Writer>,
+    /// Files of the set, oldest first (one file without `keep_last`).
+    files: Vec<SetFile>,
+    /// Bytes of the files already closed and still on disk.
+    closed_bytes: u64,
+    /// Highest revision seen in the stream, stamped on every record for the index.
+    stream_rev: Revision,
+    /// Newest stamp recorded.
+    stream_time: SystemTime,
+    since_checkpoint: u64,
+    bytes_at_checkpoint: u64,
+    last_checkpoint_size: u64,
+    last_checkpoint_time: SystemTime,
+    last_flush: Instant,
+    /// Observations written.
+    records: u64,
+    /// Why recording stopped by itself (max size reached, a write failed).
+    stopped: Option<String>,
+    /// Files of the set already deleted (for numbering).
+    dropped: usize,
+}
+
+/// Frames are flushed to the OS at least this often: a SIGKILL or a power loss loses at
+/// most the observations of the last interval.
+const FLUSH_EVERY: Duration = Duration::from_secs(1);
+
+/// A pending segment is compressed and written when it holds this much, even within the
+/// second (bounds the recorder's memory at high write rates).
+const SEGMENT_BYTES: usize = 1 << 20;
+
+impl Recorder {
+    /// Creates the file (mode 0600; an existing file is refused unless `overwrite`) and
+    /// writes the header and a checkpoint of `session`, so the recording stands alone.
+    /// `session` must have applied every observation that will not be passed to
+    /// [`Recorder::record`] (a paused console records its backlog after this).
+    ///
+    /// Errors: the file cannot be created or written.
+    pub fn create(
+        opts: RecordOptions,
+        session: &Session,
+        cluster_id: u64,
+    ) -> Result<Recorder, RecordError> {
+        let mut r = Recorder {
+            info: session.info().clone(),
+            cluster_id,
+            writer: None,
+            files: Vec::new(),
+            closed_bytes: 0,
+            stream_rev: session.revision(),
+            stream_time: session.now(),
+            since_checkpoint: 0,
+            bytes_at_checkpoint: 0,
+            last_checkpoint_size: 0,
+            last_checkpoint_time: session.now(),
+            last_flush: Instant::now(),
+            records: 0,
+            stopped: None,
+            dropped: 0,
+            opts,
+        };
+        r.open_file(session)?;
+        Ok(r)
+    }
+
+    fn file_path(&self, n: usize) -> PathBuf {
+        if self.opts.keep_last.is_none() {
+            return self.opts.path.clone();
+        }
+        set_file_path(&self.opts.path, n)
+    }
+
+    fn open_file(&mut self, session: &Session) -> Result<(), RecordError> {
+        let n = self.files.len() + 1 + self.dropped;
+        let path = self.file_path(n);
+        let header = RecordingHeader {
+            format_version: FORMAT_VERSION,
+            regscope_version: env!("CARGO_PKG_VERSION").to_string(),
+            info: self.info.clone(),
+            cluster_id: self.cluster_id,
+            recording_started: session.now(),
+            secrets_redacted: !self.opts.show_secrets,
+        };
+        let header = postcard::to_stdvec(&header).map_err(|e| RecordError::Format {
+            path: path.display().to_string(),
+            what: e.to_string(),
+        })?;
+        if self.opts.overwrite {
+            let _ = std::fs::remove_file(&path);
+        }
+        let io = |source| RecordError::Io {
+            path: path.display().to_string(),
+            source,
+        };
+        let w = Writer::create(&path, &header).map_err(io)?;
+        self.writer = Some(w);
+        self.files.push(SetFile {
+            path: path.clone(),
+            start: session.now(),
+            bytes: 0,
+        });
+        self.checkpoint(session).map_err(io)?;
+        Ok(())
+    }
+
+    /// Writes one observation (Secret values redacted unless `show_secrets`).
+    pub fn record(&mut self, st: &Stamped) {
+        if self.stopped.is_some() {
+            return;
+        }
+        self.stream_rev = self.stream_rev.max(revision_of(&st.obs));
+        if st.at > self.stream_time {
+            self.stream_time = st.at;
+        }
+        let Some(w) = self.writer.as_mut() else {
+            return;
+        };
+        let t = time_ns(st.at);
+        let res = match &st.obs {
+            Observation::Scrape {
+                target,
+                outcome: ScrapeOutcome::Body { source, body },
+            } => w.append_scrape(t, self.stream_rev, *target as u8, source, body),
+            obs => {
+                let redacted;
+                let obs = if self.opts.show_secrets {
+                    obs
+                } else {
+                    match redact_observation(self.info.prefix.as_bytes(), obs) {
+                        Some(r) => {
+                            redacted = r;
+                            &redacted
+                        }
+                        None => obs,
+                    }
+                };
+                w.append(
+                    t,
+                    self.stream_rev,
+                    RECORD_OBSERVATION,
+                    &encode_observation(obs),
+                )
+            }
+        };
+        self.records += 1;
+        self.since_checkpoint += 1;
+        if let Err(e) = res {
+            self.fail(format!("writing {}: {e}", self.current_path()));
+            return;
+        }
+        if w.pending_bytes() >= SEGMENT_BYTES {
+            if let Err(e) = w.flush_segment() {
+                self.fail(format!("writing {}: {e}", self.current_path()));
+            }
+        }
+    }
+
+    /// Flushes the pending segment when a second has passed, and — when `session` is
+    /// given (it has applied everything recorded) — writes a checkpoint when the policy
+    /// says so and moves a rolling set on. Call after every batch.
+    pub fn maintain(&mut self, session: Option<&Session>) {
+        if self.stopped.is_some() {
+            return;
+        }
+        if self.last_flush.elapsed() >= FLUSH_EVERY {
+            self.last_flush = Instant::now();
+            if let Some(w) = self.writer.as_mut() {
+                if let Err(e) = w.flush_segment() {
+                    self.fail(format!("writing {}: {e}", self.current_path()));
+                    return;
+                }
+            }
+        }
+        if let Some(s) = session {
+            if let Some(keep) = self.opts.keep_last {
+                let span = keep.div_f64(4.0).max(Duration::from_secs(10));
+                let start = self.files.last().map_or(s.now(), |f| f.start);
+                if s.now().duration_since(start).unwrap_or_default() >= span {
+                    self.roll(s, keep);
+                    return;
+                }
+            }
+            if self.checkpoint_due(s.now()) {
+                if let Err(e) = self.checkpoint(s) {
+                    self.fail(format!("writing {}: {e}", self.current_path()));
+                    return;
+                }
+            }
+        }
+        if let Some(max) = self.opts.max_size {
+            if self.opts.keep_last.is_none() && self.bytes_written() >= max {
+                self.stopped = Some(format!(
+                    "stopped at --max-size ({} bytes written)",
+                    self.bytes_written()
+                ));
+                self.close();
+            }
+        }
+    }
+
+    fn checkpoint_due(&self, now: SystemTime) -> bool {
+        let p = &self.opts.policy;
+        if self.since_checkpoint == 0 {
+            return false;
+        }
+        let elapsed = now
+            .duration_since(self.last_checkpoint_time)
+            .unwrap_or_default();
+        let bytes_since = self
+            .current_bytes()
+            .saturating_sub(self.bytes_at_checkpoint);
+        (self.since_checkpoint >= p.records || elapsed >= p.interval)
+            && bytes_since as f64 >= self.last_checkpoint_size as f64 * p.min_ratio
+    }
+
+    fn checkpoint(&mut self, session: &Session) -> std::io::Result<()> {
+        let Some(w) = self.writer.as_mut() else {
+            return Ok(());
+        };
+        let state = checkpoint_bytes(session, self.opts.show_secrets)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        let before = w.bytes_written();
+        w.checkpoint(time_ns(session.now()), session.revision(), &state)?;
+        w.flush_segment()?;
+        self.last_checkpoint_size = w.bytes_written().saturating_sub(before);
+        self.bytes_at_checkpoint = w.bytes_written();
+        self.last_checkpoint_time = session.now();
+        self.since_checkpoint = 0;
+        Ok(())
+    }
+
+    /// Closes the current file of the set, starts the next with a checkpoint, and deletes
+    /// the oldest files no longer needed to hold `keep` (or over `max_size`).
+    fn roll(&mut self, session: &Session, keep: Duration) {
+        let closed = self.close_current();
+        self.closed_bytes += closed;
+        if let Some(f) = self.files.last_mut() {
+            f.bytes = closed;
+        }
+        if let Err(e) = self.open_file(session) {
+            self.fail(e.to_string());
+            return;
+        }
+        let now = session.now();
+        // The oldest file may go when the next one already starts at or before now - keep.
+        while self.files.len() > 2 {
+            let next_start = self.files[1].start;
+            let old_enough = now.duration_since(next_start).unwrap_or_default() >= keep;
+            let over = self
+                .opts
+                .max_size
+                .is_some_and(|m| self.closed_bytes + self.current_bytes() > m);
+            if !(old_enough || over) {
+                break;
+            }
+            let f = self.files.remove(0);
+            self.closed_bytes = self.closed_bytes.saturating_sub(f.bytes);
+            self.dropped += 1;
+            let _ = std::fs::remove_file(&f.path);
+        }
+    }
+
+    fn close_current(&mut self) -> u64 {
+        match self.writer.take() {
+            Some(w) => match w.finish() {
+                Ok(n) => n,
+                Err(e) => {
+                    self.stopped = Some(format!("closing {}: {e}", self.current_path()));
+                    0
+                }
+            },
+            None => 0,
+        }
+    }
+
+    fn close(&mut self) {
+        let n = self.close_current();
+        if let Some(f) = self.files.last_mut() {
+            f.bytes = n;
+        }
+    }
+
+    fn fail(&mut self, why: String) {
+        self.stopped = Some(why);
+        self.writer = None;
+    }
+
+    fn current_bytes(&self) -> u64 {
+        self.writer.as_ref().map_or(0, |w| w.bytes_written())
+    }
+
+    fn current_path(&self) -> String {
+        self.files
+            .last()
+            .map_or_else(String::new, |f| f.path.display().to_string())
+    }
+
+    /// Bytes written to the file (or the whole set) so far.
+    pub fn bytes_written(&self) -> u64 {
+        self.closed_bytes + self.current_bytes()
+    }
+
+    /// Observations written.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// The file being written (the newest of a set).
+    pub fn path(&self) -> PathBuf {
+        self.files
+            .last()
+            .map_or_else(|| self.opts.path.clone(), |f| f.path.clone())
+    }
+
+    /// Why recording stopped by itself (`--max-size` reached, a write failed).
+    pub fn stopped(&self) -> Option<&str> {
+        self.stopped.as_deref()
+    }
+
+    /// Flushes, writes the index and closes the file. Returns the bytes written in all.
+    ///
+    /// Errors: the last write or the close failed (what was flushed before stays
+    /// readable).
+    pub fn finish(mut self) -> Result<u64, String> {
+        self.close();
+        match self.stopped.take() {
+            Some(e) if !e.starts_with("stopped at") => Err(e),
+            _ => Ok(self.closed_bytes + self.files.last().map_or(0, |f| f.bytes)),
+        }
+    }
+}
+
+/// File `n` (from 1) of a rolling set based at `base`: `BASE.000001.rgs`, with a `.rgs` on
+/// the base removed first.
+pub fn set_file_path(base: &Path, n: usize) -> PathBuf {
+    let s = base.display().to_string();
+    let stem = s.strip_suffix(".rgs").unwrap_or(&s);
+    PathBuf::from(format!("{stem}.{n:06}.rgs"))
+}
+
+/// The session as a checkpoint, with every Secret value under `<prefix>/secrets/` redacted
+/// as the records are (unless `show_secrets`): the session owner applied the observations
+/// as received, so its replica holds them in the clear.
+fn checkpoint_bytes(session: &Session, show_secrets: bool) -> Result<Vec<u8>, postcard::Error> {
+    let bytes = session.to_checkpoint()?;
+    let mut secrets = session.info().prefix.as_bytes().to_vec();
+    secrets.extend_from_slice(b"/secrets/");
+    let has_secrets = session
+        .replica
+        .resources()
+        .iter()
+        .any(|r| r.resource == "secrets")
+        || session
+            .replica
+            .events()
+            .iter()
+            .any(|e| e.key.starts_with(&secrets));
+    if show_secrets || !has_secrets {
+        return Ok(bytes);
+    }
+    let mut copy = Session::from_checkpoint(&bytes)?;
+    copy.replica
+        .map_values(&secrets, |v| match redact::redact_secret_value(v) {
+            redact::Redacted::Unchanged(_) => v.clone(),
+            redact::Redacted::Rewritten(_, b) => b.into(),
+        });
+    copy.to_checkpoint()
+}
+
+/// The highest revision an observation speaks for (0 for those without one).
+fn revision_of(obs: &Observation) -> Revision {
+    match obs {
+        Observation::ListBegin { revision }
+        | Observation::ListDone { revision, .. }
+        | Observation::Progress { revision } => *revision,
+        Observation::Events { revision, events } => events
+            .last()
+            .map_or(*revision, |e| e.kv.mod_revision.max(*revision)),
+        _ => 0,
+    }
+}
+
+/// The observation with every Secret value under `<prefix>/secrets/` redacted, or `None`
+/// when it holds none.
+fn redact_observation(prefix: &[u8], obs: &Observation) -> Option<Observation> {
+    let mut secret_prefix = prefix.to_vec();
+    secret_prefix.extend_from_slice(b"/secrets/");
+    let is_secret = |kv: &KeyValue| kv.key.starts_with(&secret_prefix) && !kv.value.is_empty();
+    let fix = |kv: &KeyValue| -> KeyValue {
+        match redact::redact_secret_value(&kv.value) {
+            redact::Redacted::Unchanged(_) => kv.clone(),
+            redact::Redacted::Rewritten(_, v) => KeyValue {
+                value: v.into(),
+                ..kv.clone()
+            },
+        }
+    };
+    match obs {
+        Observation::ListPage { kvs } if kvs.iter().any(is_secret) => Some(Observation::ListPage {
+            kvs: kvs
+                .iter()
+                .map(|kv| if is_secret(kv) { fix(kv) } else { kv.clone() })
+                .collect(),
+        }),
+        Observation::Events { revision, events }
+            if events
+                .iter()
+                .any(|e| is_secret(&e.kv) || e.prev_kv.as_ref().is_some_and(is_secret)) =>
+        {
+            Some(Observation::Events {
+                revision: *revision,
+                events: events
+                    .iter()
+                    .map(|e| {
+                        let mut e = e.clone();
+                        if is_secret(&e.kv) {
+                            e.kv = fix(&e.kv);
+                        }
+                        if let Some(p) = e.prev_kv.as_ref().filter(|p| is_secret(p)) {
+                            e.prev_kv = Some(fix(p));
+                        }
+                        e
+                    })
+                    .collect(),
+            })
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,261 @@
+//! One session: everything the store holds for one stream of observations — the MVCC
+//! replica, the metric series and the informer lag — and the session's clock.
+//!
+//! In: [`Session::apply`] with [`Stamped`] observations in stream order, live or replayed
+//! (the same code). Out: `&Session` for the views, `snapshot --json`, `verify` and the
+//! recorder's checkpoints. Time is data: [`Session::now`] is the newest stamp applied, never
+//! the system clock, so a replayed frame equals the live frame at the same point.
+//!
+//! The whole session serialises (serde; a recording's checkpoint is `postcard` of it), so a
+//! replay that resumes from a checkpoint holds exactly what one played from the start holds.
+
+use std::time::SystemTime;
+
+use serde::{Deserialize, Serialize};
+
+use super::{InformerLag, MetricStore, Replica, ReplicaConfig};
+use crate::model::{
+    Bytes, CompactionSource, Observation, Revision, ScrapeOutcome, ScrapeTarget, SessionInfo,
+    Stamped,
+};
+
+/// What one [`Session::apply`] changed, so the console knows what to refresh.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// A scrape or informer observation arrived: the apiserver panels' data must be
+    /// derived again.
+    pub apiserver: bool,
+}
+
+/// See the module docs.
+#[derive(Serialize, Deserialize)]
+pub struct Session {
+    info: SessionInfo,
+    pub replica: Replica,
+    pub metrics: MetricStore,
+    pub informers: InformerLag,
+    /// Newest stamp applied (`None` before the first observation).
+    now: Option<SystemTime>,
+    /// Observations applied since the session started: the position of the session in its
+    /// stream (a replay's cursor is this count).
+    applied: u64,
+}
+
+impl Session {
+    /// An empty session for `info` (scrape targets it names are marked configured).
+    pub fn new(info: SessionInfo) -> Session {
+        let replica = Replica::new(ReplicaConfig {
+            prefix: Bytes::from(info.prefix.clone().into_bytes()),
+            history_budget: usize::try_from(info.history_budget).unwrap_or(usize::MAX),
+            event_log_cap: usize::try_from(info.event_log_cap).unwrap_or(10_000),
+            growth_cap: usize::try_from(info.growth_cap).unwrap_or(3_600),
+        });
+        let mut metrics = MetricStore::new(usize::try_from(info.metric_retention).unwrap_or(720));
+        for (t, src) in &info.scrape_targets {
+            metrics.set_configured(*t, src);
+        }
+        Session {
+            info,
+            replica,
+            metrics,
+            informers: InformerLag::default(),
+            now: None,
+            applied: 0,
+        }
+    }
+
+    /// A session around a replica built elsewhere (tests and benchmarks build replicas
+    /// from literal observations); `title` as the header shows it. The clock starts at
+    /// the replica's newest observation.
+    pub fn from_replica(replica: Replica, title: &str) -> Session {
+        let info = SessionInfo {
+            title: title.to_string(),
+            prefix: String::from_utf8_lossy(replica.prefix()).into_owned(),
+            ..SessionInfo::default()
+        };
+        let now = replica.last_observed();
+        let mut s = Session::new(info);
+        s.replica = replica;
+        s.now = now;
+        s
+    }
+
+    /// What the session is about (its recorded header).
+    pub fn info(&self) -> &SessionInfo {
+        &self.info
+    }
+
+    /// Applies one observation to the replica, the metric series and the informer lag.
+    ///
+    /// An etcd scrape also tells the replica etcd's compacted revision
+    /// (`etcd_debugging_mvcc_compact_revision`, mapped by the concept table), derived here
+    /// from the recorded body rather than scraped twice.
+    pub fn apply(&mut self, st: &Stamped) -> Applied {
+        self.applied += 1;
+        if self.now.is_none_or(|n| st.at > n) {
+            self.now = Some(st.at);
+        }
+        if matches!(st.obs, Observation::Tick) {
+            // Time only: the store holds nothing new (and views need not redraw for it).
+            return Applied::default();
+        }
+        self.replica.apply(st);
+        let mut out = Applied::default();
+        if self.metrics.apply(st) {
+            out.apiserver = true;
+            if let Observation::Scrape {
+                target: ScrapeTarget::Etcd,
+                outcome: ScrapeOutcome::Body { .. },
+            } = &st.obs
+            {
+                if let Some(c) = self.metrics.etcd_compact_revision() {
+                    if self.replica.compact_revision().is_none_or(|r| r < c) {
+                        self.replica.apply(&Stamped {
+                            at: st.at,
+                            obs: Observation::Compacted {
+                                revision: c,
+                                source: CompactionSource::Metrics,
+                            },
+                        });
+                    }
+                }
+            }
+        }
+        if self.informers.apply(st, &self.replica) {
+            out.apiserver = true;
+        }
+        out
+    }
+
+    /// The session's clock: the newest observation's stamp (live) or the replay cursor's;
+    /// the session's start before anything arrived.
+    pub fn now(&self) -> SystemTime {
+        self.now.unwrap_or(self.info.started_at)
+    }
+
+    /// Observations applied so far.
+    pub fn applied(&self) -> u64 {
+        self.applied
+    }
+
+    /// The replica's applied revision.
+    pub fn revision(&self) -> Revision {
+        self.replica.revision()
+    }
+
+    /// The session serialised for a checkpoint (`postcard`; values stay as they are, so a
+    /// checkpoint is about the size of the keys and values held).
+    ///
+    /// Errors: only if serde fails, which the types here cannot make it do.
+    pub fn to_checkpoint(&self) -> Result<Vec<u8>, postcard::Error> {
+        postcard::to_stdvec(self)
+    }
+
+    /// A session restored from [`Session::to_checkpoint`]'s bytes.
+    ///
+    /// Errors: bytes that are not a checkpoint of this format version.
+    pub fn from_checkpoint(bytes: &[u8]) -> Result<Session, postcard::Error> {
+        postcard::from_bytes(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EventKind, KeyValue, WatchEvent};
+    use std::time::Duration;
+
+    fn at(s: u64) -> SystemTime {
+        SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
+    }
+
+    fn kv(k: &str, rev: i64, v: &str) -> KeyValue {
+        KeyValue {
+            key: Bytes::from(k.to_string()),
+            create_revision: 2,
+            mod_revision: rev,
+            version: rev - 1,
+            lease: 0,
+            value: Bytes::from(v.to_string()),
+        }
+    }
+
+    fn stream() -> Vec<Stamped> {
+        let mut v = vec![
+            Stamped {
+                at: at(0),
+                obs: Observation::ListBegin { revision: 2 },
+            },
+            Stamped {
+                at: at(0),
+                obs: Observation::ListPage {
+                    kvs: vec![kv("/registry/pods/a/p", 2, "x")],
+                },
+            },
+            Stamped {
+                at: at(0),
+                obs: Observation::ListDone {
+                    revision: 2,
+                    compacted: None,
+                },
+            },
+        ];
+        for r in 3..40 {
+            v.push(Stamped {
+                at: at(r as u64),
+                obs: Observation::Events {
+                    revision: r,
+                    events: vec![WatchEvent {
+                        kind: EventKind::Put,
+                        kv: kv("/registry/pods/a/p", r, &format!("v{r}")),
+                        prev_kv: None,
+                    }],
+                },
+            });
+        }
+        v
+    }
+
+    #[test]
+    fn clock_is_the_newest_stamp() {
+        let mut s = Session::new(SessionInfo {
+            started_at: at(0),
+            ..Default::default()
+        });
+        assert_eq!(s.now(), at(0));
+        for st in stream() {
+            s.apply(&st);
+        }
+        assert_eq!(s.now(), at(39));
+        // A stamp from the past (a metrics file) does not move the clock back.
+        s.apply(&Stamped {
+            at: at(5),
+            obs: Observation::Tick,
+        });
+        assert_eq!(s.now(), at(39));
+        assert_eq!(s.applied(), 41);
+    }
+
+    #[test]
+    fn checkpoint_then_the_rest_equals_the_whole_stream() {
+        let all = stream();
+        let mut whole = Session::new(SessionInfo::default());
+        for st in &all {
+            whole.apply(st);
+        }
+        let mut half = Session::new(SessionInfo::default());
+        for st in &all[..20] {
+            half.apply(st);
+        }
+        let mut resumed = Session::from_checkpoint(&half.to_checkpoint().unwrap()).unwrap();
+        for st in &all[20..] {
+            resumed.apply(st);
+        }
+        assert_eq!(
+            whole.to_checkpoint().unwrap(),
+            resumed.to_checkpoint().unwrap()
+        );
+        assert_eq!(resumed.revision(), 39);
+        assert_eq!(resumed.now(), whole.now());
+    }
+}

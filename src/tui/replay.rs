@@ -1,0 +1,234 @@
+//! The replay side of the console's loop: moves the player's cursor (play at a speed,
+//! step, seek, markers) and applies what it passes to the app's session. The app and the
+//! views are the same as live; only the source of observations differs.
+
+use std::time::{Duration, Instant, SystemTime};
+
+use super::app::{App, ReplayStatus, Request, SeekTo, Speed};
+use crate::record::{Marker, Player, Target};
+
+/// Most observations applied between two looks at input and the frame budget.
+const BUDGET: u64 = 100_000;
+
+/// How often a playing replay moves its cursor (at most a frame's worth).
+const PLAY_STEP: Duration = Duration::from_millis(50);
+
+pub(crate) struct ReplayDriver {
+    player: Box<Player>,
+    /// (wall clock, recording time) when play last (re)started, to map elapsed wall time
+    /// to recording time at the current speed.
+    anchor: Option<(Instant, SystemTime, Speed)>,
+    markers: Option<Vec<Marker>>,
+    markers_rx: Option<std::sync::mpsc::Receiver<Vec<Marker>>>,
+    /// The marker asked for before the markers were read.
+    pending_marker: Option<bool>,
+    status: ReplayStatus,
+}
+
+impl ReplayDriver {
+    /// Restores the recording's first checkpoint into the app, paused at the start, and
+    /// starts reading the markers on a thread of their own.
+    pub(crate) fn start(
+        mut player: Box<Player>,
+        file: String,
+        at: Option<Target>,
+        (p99_threshold, lag_threshold): (f64, f64),
+        app: &mut App,
+    ) -> ReplayDriver {
+        let session = player.seek(at.unwrap_or(Target::Position(0)));
+        app.replace_session(session);
+        let (start, end) = player.span();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let paths = player.paths().to_vec();
+        std::thread::spawn(move || {
+            if let Some(first) = paths.first() {
+                if let Ok(mut p) = Player::open(first) {
+                    let _ = tx.send(p.markers(p99_threshold, lag_threshold));
+                }
+            }
+        });
+        let status = ReplayStatus {
+            file,
+            start,
+            end,
+            total: player.total(),
+            position: player.position(),
+            speed: Speed::Times(1),
+            secrets_shown: !player.header().secrets_redacted,
+            damage: player.damage().first().cloned().unwrap_or_default(),
+            marker: None,
+        };
+        app.cursor.paused = true;
+        app.set_replay(Some(status.clone()));
+        ReplayDriver {
+            player,
+            anchor: None,
+            markers: None,
+            markers_rx: Some(rx),
+            pending_marker: None,
+            status,
+        }
+    }
+
+    /// When the loop should call [`ReplayDriver::play`] next (`None` while paused).
+    pub(crate) fn wake(&self, app: &App) -> Option<Duration> {
+        if app.paused() {
+            None
+        } else {
+            Some(PLAY_STEP)
+        }
+    }
+
+    fn speed(app: &App) -> Speed {
+        app.cursor
+            .replay
+            .as_ref()
+            .map_or(Speed::Times(1), |r| r.speed)
+    }
+
+    /// Moves the cursor by the wall time elapsed at the current speed (or by a budget of
+    /// observations at `max`), and pauses at the end of the recording.
+    pub(crate) fn play(&mut self, app: &mut App) {
+        let speed = Self::speed(app);
+        let target = match speed {
+            Speed::Max => Target::End,
+            Speed::Times(k) => {
+                let now = Instant::now();
+                let (w0, t0, s0) = *self.anchor.get_or_insert((now, app.session.now(), speed));
+                if s0 != speed {
+                    self.anchor = Some((now, app.session.now(), speed));
+                    return;
+                }
+                Target::Time(t0 + now.duration_since(w0) * k)
+            }
+        };
+        let n = self
+            .player
+            .advance(&mut app.session, target, BUDGET, |_, _| {});
+        if n > 0 {
+            app.after_external_apply();
+        }
+        if self.player.peek().is_none() {
+            app.cursor.paused = true;
+            self.anchor = None;
+            self.status.marker = Some("end of the recording".into());
+        }
+        self.update(app);
+    }
+
+    /// Reads the markers once the thread has them.
+    pub(crate) fn poll_markers(&mut self, app: &mut App) {
+        if let Some(rx) = &self.markers_rx {
+            if let Ok(m) = rx.try_recv() {
+                self.markers = Some(m);
+                self.markers_rx = None;
+                if let Some(next) = self.pending_marker.take() {
+                    self.jump_marker(app, next);
+                }
+            }
+        }
+        self.update(app);
+    }
+
+    fn update(&mut self, app: &mut App) {
+        let mut s = self.status.clone();
+        s.position = self.player.position();
+        s.speed = Self::speed(app);
+        s.damage = match self.player.damage() {
+            [] => String::new(),
+            [one] => one.clone(),
+            [first, rest @ ..] => {
+                format!("{first} (+{} more; replay --check lists all)", rest.len())
+            }
+        };
+        self.status = s.clone();
+        app.set_replay(Some(s));
+    }
+
+    fn seek(&mut self, app: &mut App, target: Target) {
+        let session = self.player.seek(target);
+        app.replace_session(session);
+        self.anchor = None;
+        self.update(app);
+    }
+
+    fn jump_marker(&mut self, app: &mut App, next: bool) {
+        let Some(markers) = &self.markers else {
+            self.pending_marker = Some(next);
+            self.status.marker = Some("reading markers…".into());
+            self.update(app);
+            return;
+        };
+        let pos = self.player.position();
+        let m = if next {
+            markers.iter().find(|m| m.position > pos)
+        } else {
+            markers.iter().rev().find(|m| m.position < pos)
+        }
+        .cloned();
+        match m {
+            Some(m) => {
+                self.status.marker = Some(format!(
+                    "{} at {}",
+                    m.label,
+                    super::format::clock(m.at, app.s.utc_offset)
+                ));
+                app.cursor.paused = true;
+                self.seek(app, Target::Position(m.position));
+            }
+            None => {
+                self.status.marker = Some(if next {
+                    "no marker after the cursor".into()
+                } else {
+                    "no marker before the cursor".into()
+                });
+                self.update(app);
+            }
+        }
+    }
+
+    pub(crate) fn request(&mut self, app: &mut App, req: Request) {
+        match req {
+            Request::Seek(to) => {
+                let target = match to {
+                    SeekTo::Relative(secs) => {
+                        let now = app.session.now();
+                        let d = Duration::from_secs(secs.unsigned_abs());
+                        Target::Time(if secs < 0 {
+                            now.checked_sub(d).unwrap_or(now)
+                        } else {
+                            now + d
+                        })
+                    }
+                    SeekTo::Time(t) => Target::Time(t),
+                    SeekTo::Revision(r) => Target::Revision(r),
+                };
+                self.status.marker = None;
+                self.seek(app, target);
+            }
+            Request::Step => {
+                // One observation that shows: clock ticks alone are passed over.
+                loop {
+                    let pos = self.player.position();
+                    let n = self.player.advance(
+                        &mut app.session,
+                        Target::Position(pos + 1),
+                        1,
+                        |_, _| {},
+                    );
+                    let tick = matches!(
+                        self.player.peek().map(|s| &s.obs),
+                        Some(crate::model::Observation::Tick)
+                    );
+                    if n == 0 || !tick {
+                        break;
+                    }
+                }
+                app.after_external_apply();
+                self.update(app);
+            }
+            Request::Marker(next) => self.jump_marker(app, next),
+            Request::StartRecording | Request::StopRecording => {}
+        }
+    }
+}

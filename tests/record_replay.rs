@@ -1,0 +1,838 @@
+//! Record → replay round trips: the headless recorder against real etcd under a mixed
+//! workload (with a compaction, an etcd restart and its metrics endpoint going down), the
+//! replayed replica checked against etcd as `verify` does, seeking by every route to the
+//! same cursor, every truncation and random damage of a recording, Secret redaction and
+//! the file mode.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use regscope::demo::objects::encode_object;
+use regscope::demo::PrivateEtcd;
+use regscope::model::{
+    Bytes, EventKind, KeyValue, Observation, ScrapeOutcome, ScrapeTarget, SessionInfo, Stamped,
+    WatchEvent,
+};
+use regscope::record::{CheckpointPolicy, Player, RecordOptions, Recorder, Target};
+use regscope::store::Session;
+use regscope::tui::{App, Settings};
+
+const BIN: &str = env!("CARGO_BIN_EXE_regscope");
+
+/// The plaintext of the test Secret: must never appear in a redacted recording.
+const PLAINTEXT: &str = "s3cr3t-plaintext-that-must-not-leak-42";
+
+fn secret_value(name: &str) -> Vec<u8> {
+    let mut data = std::collections::BTreeMap::new();
+    data.insert("password".to_string(), PLAINTEXT.as_bytes().to_vec());
+    encode_object(&k8s_pb::api::core::v1::Secret {
+        metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        }),
+        data,
+        r#type: Some("Opaque".into()),
+        ..Default::default()
+    })
+}
+
+fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn snapshot_live(endpoint: &str) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .args(["snapshot", "--json", "--endpoints", endpoint])
+        .env("HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn snapshot_from(file: &Path, at: Option<&str>) -> serde_json::Value {
+    let mut args = vec!["snapshot".to_string(), "--json".into(), "--from".into()];
+    args.push(file.display().to_string());
+    if let Some(a) = at {
+        args.push(format!("--at={a}"));
+    }
+    let out = Command::new(BIN).args(&args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The replica's state in a snapshot: what a fresh list of etcd also reports (the event
+/// counters, gaps and compactions seen are the session's history, not etcd's state).
+fn state(v: &serde_json::Value) -> serde_json::Value {
+    let resources: Vec<serde_json::Value> = v["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["keys"].as_u64().unwrap_or(0) > 0)
+        .map(|r| serde_json::json!([r["resource"], r["keys"], r["bytes"]]))
+        .collect();
+    serde_json::json!({
+        "revision": v["revision"],
+        "keys": v["keys"],
+        "bytes": v["bytes"],
+        "resources": resources,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_recording_with_compaction_restart_and_scrape_loss_replays_exactly() {
+    let mut etcd = PrivateEtcd::start().await.expect("etcd");
+    let ep = etcd.endpoint();
+    let mut c = etcd.client().await.unwrap();
+    for i in 0..40 {
+        c.put(
+            format!("/registry/configmaps/default/cm{i:02}"),
+            format!("v0-{i}"),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("session.rgs");
+    let mut rec = Command::new(BIN)
+        .args([
+            "record",
+            "-o",
+            file.to_str().unwrap(),
+            "--endpoints",
+            &ep,
+            "--show-secrets",
+            "--scrape-interval",
+            "1s",
+        ])
+        .env("HOME", "/nonexistent")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the recording to start", Duration::from_secs(20), || {
+        std::fs::metadata(&file).is_ok_and(|m| m.len() > 0)
+    });
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // A mixed workload: updates, creates, deletes, a Secret, a lease-attached key.
+    let lease = c.lease_grant(600, None).await.unwrap().id();
+    for round in 0..5 {
+        for i in 0..40 {
+            c.put(
+                format!("/registry/configmaps/default/cm{i:02}"),
+                format!("v{round}-{i}-{}", "x".repeat(i * 10)),
+                None,
+            )
+            .await
+            .unwrap();
+        }
+        c.put(
+            format!("/registry/events/default/e{round}"),
+            "event",
+            Some(etcd_client::PutOptions::new().with_lease(lease)),
+        )
+        .await
+        .unwrap();
+        c.put(
+            format!("/registry/secrets/default/s{round}"),
+            secret_value(&format!("s{round}")),
+            None,
+        )
+        .await
+        .unwrap();
+        c.delete(
+            format!("/registry/configmaps/default/cm{:02}", round * 3),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    // A compaction: etcd's metrics (scraped every second) tell the session.
+    let head = common::head_revision(&mut c).await;
+    c.compact(head - 20, None).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    // etcd restarts: the watch is lost and resumed, and the metrics endpoint is down.
+    etcd.kill().unwrap();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    etcd.restart().await.unwrap();
+    let mut c = etcd.client().await.unwrap();
+    for i in 0..20 {
+        c.put(
+            format!("/registry/pods/default/p{i}"),
+            format!("pod-{i}"),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    c.delete("/registry/configmaps/default/cm01", None)
+        .await
+        .unwrap();
+    let head = common::head_revision(&mut c).await;
+    // Let the recorder catch up (its own watch, plus a second of segment flushing).
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    unsafe_kill(rec.id(), libc::SIGTERM);
+    let status = rec.wait().unwrap();
+    let mut err = String::new();
+    use std::io::Read;
+    rec.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    assert!(status.success(), "record: {status}: {err}");
+    assert!(err.contains("SIGTERM"), "{err}");
+    let live = snapshot_live(&ep);
+
+    // Replay to the end: the replica is exactly etcd at that revision.
+    let mut player = Player::open(&file).unwrap();
+    assert!(player.damage().is_empty(), "{:?}", player.damage());
+    let session = player.seek(Target::End);
+    assert!(
+        session.revision() >= head,
+        "{} < {head}",
+        session.revision()
+    );
+    let source = common::source(&ep, common::fast_sync());
+    let diffs = regscope::cli::verify_replica(&source, &session.replica)
+        .await
+        .unwrap();
+    assert!(diffs.is_empty(), "{diffs:?}");
+    assert!(
+        session.replica.compact_revision().is_some(),
+        "the compaction was seen through etcd's metrics"
+    );
+    // What happened is in the recording, as markers.
+    let markers = player.markers(1.0, 10.0);
+    let labels: Vec<&str> = markers.iter().map(|m| m.label.as_str()).collect();
+    assert!(
+        labels.iter().any(|l| l.starts_with("compaction at")),
+        "{labels:?}"
+    );
+    assert!(
+        labels
+            .iter()
+            .any(|l| l.starts_with("connection lost") || l.starts_with("etcd not responding")),
+        "{labels:?}"
+    );
+    assert!(
+        labels.iter().any(|l| l.contains("connection restored")),
+        "{labels:?}"
+    );
+    assert!(
+        labels.iter().any(|l| l.starts_with("etcd scrape failed")),
+        "{labels:?}"
+    );
+    // snapshot --json --from at the end equals the live snapshot of the same etcd.
+    let replayed = snapshot_from(&file, None);
+    assert_eq!(state(&replayed), state(&live));
+    assert_eq!(replayed["revision"], live["revision"]);
+    // The check command agrees the file is whole.
+    let out = Command::new(BIN)
+        .args(["replay", "--check", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("damage     none"), "{text}");
+    // Recorded with --show-secrets: the header says so.
+    assert!(!player.header().secrets_redacted);
+}
+
+fn unsafe_kill(pid: u32, sig: i32) {
+    // SAFETY: kill(2) on a child we spawned.
+    let rc = unsafe { libc::kill(pid as i32, sig) };
+    assert_eq!(rc, 0);
+}
+
+// ---- recordings built in-process ------------------------------------------------------
+
+fn at(s: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
+}
+
+fn kv(key: &str, rev: i64, version: i64, value: Vec<u8>) -> KeyValue {
+    KeyValue {
+        key: Bytes::from(key.to_string()),
+        create_revision: rev - version + 1,
+        mod_revision: rev,
+        version,
+        lease: 0,
+        value: value.into(),
+    }
+}
+
+/// A synthetic session: a list, a minute of watch events (a Secret among them, with its
+/// previous version), clock ticks, scrapes of a real apiserver capture with NaN/±Inf/−0
+/// lines added, a failed scrape and a compaction.
+fn stream(seconds: u64) -> Vec<Stamped> {
+    let mut out = vec![
+        Stamped {
+            at: at(0),
+            obs: Observation::ListBegin { revision: 10 },
+        },
+        Stamped {
+            at: at(0),
+            obs: Observation::ListPage {
+                kvs: (2..10)
+                    .map(|r| {
+                        kv(
+                            &format!("/registry/configmaps/ns/c{r}"),
+                            r,
+                            1,
+                            b"x".to_vec(),
+                        )
+                    })
+                    .chain([kv("/registry/secrets/ns/s", 10, 1, secret_value("s"))])
+                    .collect(),
+            },
+        },
+        Stamped {
+            at: at(0),
+            obs: Observation::ListDone {
+                revision: 10,
+                compacted: None,
+            },
+        },
+    ];
+    let body = scrape_body();
+    let mut rev = 10;
+    for s in 1..=seconds {
+        for k in 0..5 {
+            rev += 1;
+            let key = format!("/registry/configmaps/ns/c{}", 2 + (rev + k) % 8);
+            let prev = kv(&key, rev - 1, 1, b"old".to_vec());
+            out.push(Stamped {
+                at: at(s),
+                obs: Observation::Events {
+                    revision: rev,
+                    events: vec![WatchEvent {
+                        kind: EventKind::Put,
+                        kv: kv(
+                            &key,
+                            rev,
+                            2,
+                            format!("value {rev} {}", "y".repeat(k as usize * 20)).into_bytes(),
+                        ),
+                        prev_kv: Some(prev),
+                    }],
+                },
+            });
+        }
+        if s % 7 == 0 {
+            rev += 1;
+            out.push(Stamped {
+                at: at(s),
+                obs: Observation::Events {
+                    revision: rev,
+                    events: vec![WatchEvent {
+                        kind: EventKind::Put,
+                        kv: kv("/registry/secrets/ns/s", rev, 2, secret_value("s")),
+                        prev_kv: Some(kv("/registry/secrets/ns/s", 10, 1, secret_value("s"))),
+                    }],
+                },
+            });
+        }
+        if s % 5 == 0 {
+            let outcome = if s == 15 {
+                ScrapeOutcome::Failed {
+                    source: "http://127.0.0.1:1/metrics".into(),
+                    error: "connection refused".into(),
+                }
+            } else {
+                ScrapeOutcome::Body {
+                    source: "capture".into(),
+                    body: Bytes::from(body.replace("SCRAPE_N", &s.to_string())),
+                }
+            };
+            out.push(Stamped {
+                at: at(s),
+                obs: Observation::Scrape {
+                    target: ScrapeTarget::Apiserver,
+                    outcome,
+                },
+            });
+        }
+        if s == seconds / 2 {
+            out.push(Stamped {
+                at: at(s),
+                obs: Observation::Compacted {
+                    revision: rev - 10,
+                    source: regscope::model::CompactionSource::CompactRevKey,
+                },
+            });
+        }
+        out.push(Stamped {
+            at: at(s),
+            obs: Observation::Tick,
+        });
+    }
+    out
+}
+
+/// A real kube-apiserver capture (when the shared test data is present) plus special
+/// values, so that bit-exactness of NaN, ±Inf and −0 is checked through the whole path.
+fn scrape_body() -> String {
+    let mut body = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/testdata/apiserver-metrics/kube-apiserver-v1.34.0.prom"),
+    )
+    .unwrap_or_default();
+    body.push_str("regscope_test_nan NaN\nregscope_test_inf +Inf\nregscope_test_ninf -Inf\nregscope_test_negzero -0\nregscope_test_seq SCRAPE_N\n");
+    body
+}
+
+fn record_stream(path: &Path, all: &[Stamped], policy: CheckpointPolicy, show_secrets: bool) {
+    let info = SessionInfo {
+        title: "synthetic".into(),
+        started_at: at(0),
+        ..Default::default()
+    };
+    let mut session = Session::new(info);
+    let mut rec = Recorder::create(
+        RecordOptions {
+            show_secrets,
+            policy,
+            ..RecordOptions::new(path)
+        },
+        &session,
+        7,
+    )
+    .unwrap();
+    for st in all {
+        rec.record(st);
+        session.apply(st);
+        rec.maintain(Some(&session));
+    }
+    rec.finish().unwrap();
+}
+
+fn small_policy() -> CheckpointPolicy {
+    CheckpointPolicy {
+        records: 40,
+        interval: Duration::from_secs(3600),
+        min_ratio: 0.0,
+    }
+}
+
+fn frame(session: Session) -> String {
+    let mut app = App::new(session, Settings::default());
+    let backend = ratatui::backend::TestBackend::new(120, 40);
+    let mut term = ratatui::Terminal::new(backend).unwrap();
+    let mut out = String::new();
+    for panel in ['1', '2', '3', '4'] {
+        app.handle_key(&crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char(panel),
+            crossterm::event::KeyModifiers::NONE,
+        ));
+        term.draw(|f| regscope::tui::views::draw(&app, f)).unwrap();
+        out.push_str(&format!("{:?}", term.backend().buffer()));
+    }
+    out
+}
+
+#[test]
+fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    let all = stream(60);
+    record_stream(&file, &all, small_policy(), false);
+    let mut p = Player::open(&file).unwrap();
+    let total = p.total();
+    assert_eq!(total, all.len() as u64);
+    for pos in [0, 1, 39, 40, 41, total / 2, total - 1, total] {
+        // Played forward from the start.
+        let mut fwd = p.seek(Target::Position(0));
+        p.advance(&mut fwd, Target::Position(pos), u64::MAX, |_, _| {});
+        assert_eq!(p.position(), pos);
+        let a = regscope::cli::record::snapshot_of(&fwd, true).unwrap();
+        let fa = frame(fwd);
+        // Seeking back from the end.
+        let _ = p.seek(Target::End);
+        let back = p.seek(Target::Position(pos));
+        let b = regscope::cli::record::snapshot_of(&back, true).unwrap();
+        let fb = frame(back);
+        // Seeking forward from a fresh open.
+        let mut q = Player::open(&file).unwrap();
+        let fresh = q.seek(Target::Position(pos));
+        let c = regscope::cli::record::snapshot_of(&fresh, true).unwrap();
+        let fc = frame(fresh);
+        assert_eq!(a, b, "position {pos}: forward vs back");
+        assert_eq!(a, c, "position {pos}: forward vs fresh seek");
+        assert!(fa == fb && fa == fc, "position {pos}: frames differ");
+    }
+    // By time and by revision as well.
+    let t = at(33);
+    let by_time = p.seek(Target::Time(t));
+    assert!(by_time.now() <= t);
+    let pos = p.position();
+    let mut fwd = p.seek(Target::Position(0));
+    p.advance(&mut fwd, Target::Time(t), u64::MAX, |_, _| {});
+    assert_eq!(p.position(), pos);
+    assert_eq!(
+        regscope::cli::record::snapshot_of(&by_time, false).unwrap(),
+        regscope::cli::record::snapshot_of(&fwd, false).unwrap()
+    );
+    let by_rev = p.seek(Target::Revision(200));
+    assert!(by_rev.revision() >= 200);
+}
+
+#[test]
+fn scrape_bodies_and_special_values_come_back_bit_for_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    let all = stream(30);
+    record_stream(&file, &all, small_policy(), false);
+    let mut p = Player::open(&file).unwrap();
+    let _ = p.seek(Target::Position(0));
+    let mut got = Vec::new();
+    while let Some(st) = p.next_observation() {
+        got.push(st);
+    }
+    let bodies = |v: &[Stamped]| -> Vec<Vec<u8>> {
+        v.iter()
+            .filter_map(|st| match &st.obs {
+                Observation::Scrape {
+                    outcome: ScrapeOutcome::Body { body, .. },
+                    ..
+                } => Some(body.to_vec()),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(bodies(&got), bodies(&all));
+    let last = bodies(&got).pop().unwrap();
+    let expo = regscope::metrics::exposition::parse(&last);
+    let value = |name: &str| {
+        expo.samples
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.value.to_bits())
+            .unwrap()
+    };
+    assert!(f64::from_bits(value("regscope_test_nan")).is_nan());
+    assert_eq!(value("regscope_test_inf"), f64::INFINITY.to_bits());
+    assert_eq!(value("regscope_test_ninf"), f64::NEG_INFINITY.to_bits());
+    assert_eq!(value("regscope_test_negzero"), (-0.0f64).to_bits());
+    // Every other observation is exactly what was recorded (Secrets aside: redacted).
+    assert_eq!(got.len(), all.len());
+    for (g, a) in got.iter().zip(&all) {
+        if format!("{:?}", a.obs).contains("secrets") {
+            continue;
+        }
+        assert_eq!(g, a);
+    }
+}
+
+#[test]
+fn secret_plaintext_never_reaches_the_file_and_the_file_is_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    record_stream(&file, &stream(30), small_policy(), false);
+    let bytes = std::fs::read(&file).unwrap();
+    // The file is compressed: look in what it decompresses to as well, by replaying.
+    assert!(!contains(&bytes, PLAINTEXT.as_bytes()));
+    let mut p = Player::open(&file).unwrap();
+    assert!(p.header().secrets_redacted);
+    let session = p.seek(Target::End);
+    let cp = session.to_checkpoint().unwrap();
+    assert!(
+        !contains(&cp, PLAINTEXT.as_bytes()),
+        "plaintext in the replayed state"
+    );
+    let _ = p.seek(Target::Position(0));
+    while let Some(st) = p.next_observation() {
+        assert!(!format!("{:?}", st.obs).contains(PLAINTEXT));
+    }
+    // Redaction keeps the length: the replayed Secret has the live size.
+    let live = secret_value("s");
+    let replayed = session.replica.get(b"/registry/secrets/ns/s").unwrap();
+    assert_eq!(replayed.value.as_ref().map(|v| v.len()), Some(live.len()));
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    // With --show-secrets the plaintext is there (and the header says so).
+    let shown = dir.path().join("shown.rgs");
+    record_stream(&shown, &stream(30), small_policy(), true);
+    let mut p = Player::open(&shown).unwrap();
+    assert!(!p.header().secrets_redacted);
+    let s = p.seek(Target::End);
+    assert!(contains(&s.to_checkpoint().unwrap(), PLAINTEXT.as_bytes()));
+    // An existing file is refused.
+    let e = Recorder::create(
+        RecordOptions::new(&file),
+        &Session::new(SessionInfo::default()),
+        0,
+    );
+    assert!(e.is_err());
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The observations a player yields from the first checkpoint to the end.
+fn replay_all(path: &Path) -> Result<(Vec<Stamped>, Vec<String>), String> {
+    let mut p = Player::open(path).map_err(|e| e.to_string())?;
+    let _ = p.seek(Target::Position(0));
+    let mut v = Vec::new();
+    while let Some(st) = p.next_observation() {
+        v.push(st);
+    }
+    Ok((v, p.damage().to_vec()))
+}
+
+#[test]
+fn every_truncation_replays_a_prefix_and_reports_the_loss() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    // Small: no scrapes, a few seconds.
+    let all: Vec<Stamped> = stream(12)
+        .into_iter()
+        .filter(|s| !matches!(s.obs, Observation::Scrape { .. }))
+        .collect();
+    record_stream(&file, &all, small_policy(), true);
+    let bytes = std::fs::read(&file).unwrap();
+    let (whole, damage) = replay_all(&file).unwrap();
+    assert!(damage.is_empty(), "{damage:?}");
+    let cut = dir.path().join("cut.rgs");
+    let mut opened = 0;
+    for len in 0..bytes.len() {
+        std::fs::write(&cut, &bytes[..len]).unwrap();
+        match replay_all(&cut) {
+            Err(_) => continue, // the header itself is cut: a clear error
+            Ok((got, damage)) => {
+                opened += 1;
+                assert!(got.len() <= whole.len(), "cut at {len}");
+                assert_eq!(got[..], whole[..got.len()], "cut at {len}: not a prefix");
+                assert!(
+                    !damage.is_empty(),
+                    "cut at {len} of {}: the loss must be reported",
+                    bytes.len()
+                );
+            }
+        }
+    }
+    assert!(opened > bytes.len() / 2, "most cuts still open ({opened})");
+}
+
+#[test]
+fn flipped_bytes_never_panic_and_lose_only_damaged_frames() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    let all: Vec<Stamped> = stream(20)
+        .into_iter()
+        .filter(|s| !matches!(s.obs, Observation::Scrape { .. }))
+        .collect();
+    record_stream(&file, &all, small_policy(), true);
+    let bytes = std::fs::read(&file).unwrap();
+    let (whole, _) = replay_all(&file).unwrap();
+    let bad = dir.path().join("bad.rgs");
+    let mut rng: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for _ in 0..300 {
+        let mut b = bytes.clone();
+        for _ in 0..(1 + next() % 4) {
+            let i = (next() as usize) % b.len();
+            b[i] ^= 1 << (next() % 8);
+        }
+        std::fs::write(&bad, &b).unwrap();
+        if let Ok((got, _damage)) = replay_all(&bad) {
+            // Whatever is returned is a subsequence of what was written.
+            let mut it = whole.iter();
+            for g in &got {
+                assert!(it.any(|w| w == g), "an observation that was never written");
+            }
+        }
+    }
+}
+
+#[test]
+fn headless_recorder_survives_sigkill_and_timeout() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let etcd = rt.block_on(PrivateEtcd::start()).expect("etcd");
+    let ep = etcd.endpoint();
+    let dir = tempfile::tempdir().unwrap();
+    // Under timeout(1): SIGTERM after 4 s closes the file cleanly.
+    let clean = dir.path().join("timeout.rgs");
+    let st = Command::new("timeout")
+        .args([
+            "--preserve-status",
+            "4",
+            BIN,
+            "record",
+            "-o",
+            clean.to_str().unwrap(),
+            "--endpoints",
+            &ep,
+        ])
+        .env("HOME", "/nonexistent")
+        .status()
+        .unwrap();
+    assert_eq!(st.code(), Some(0), "record closes cleanly on SIGTERM");
+    let p = Player::open(&clean).unwrap();
+    assert!(p.damage().is_empty(), "{:?}", p.damage());
+    // SIGKILL while writes are flowing: what was flushed (all but the last second) replays.
+    let killed = dir.path().join("killed.rgs");
+    let mut child = Command::new(BIN)
+        .args(["record", "-o", killed.to_str().unwrap(), "--endpoints", &ep])
+        .env("HOME", "/nonexistent")
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for("the recording to start", Duration::from_secs(20), || {
+        std::fs::metadata(&killed).is_ok_and(|m| m.len() > 0)
+    });
+    let head = rt.block_on(async {
+        let mut c = etcd.client().await.unwrap();
+        for i in 0..200 {
+            c.put(format!("/registry/configmaps/default/k{i}"), "v", None)
+                .await
+                .unwrap();
+        }
+        common::head_revision(&mut c).await
+    });
+    std::thread::sleep(Duration::from_millis(2500));
+    child.kill().unwrap();
+    let _ = child.wait();
+    let mut p = Player::open(&killed).unwrap();
+    assert!(
+        p.damage().iter().any(|d| d.contains("not closed cleanly")),
+        "{:?}",
+        p.damage()
+    );
+    let s = p.seek(Target::End);
+    assert_eq!(
+        s.revision(),
+        head,
+        "writes more than a second old were on disk"
+    );
+    assert_eq!(s.replica.live_keys(), 200);
+    let out = Command::new(BIN)
+        .args(["replay", "--check", killed.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("rebuilt by scanning"), "{text}");
+}
+
+#[test]
+fn export_writes_one_json_object_per_observation() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    record_stream(&file, &stream(20), small_policy(), false);
+    let out = Command::new(BIN)
+        .args([
+            "export",
+            file.to_str().unwrap(),
+            "--format",
+            "jsonl",
+            "--decode",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let events: Vec<_> = lines.iter().filter(|l| l["type"] == "event").collect();
+    assert_eq!(events.len(), 20 * 5 + 2);
+    assert!(events
+        .iter()
+        .all(|e| e["op"] == "PUT" && e["size"].as_u64().is_some()));
+    let secret = events
+        .iter()
+        .find(|e| e["resource"] == "secrets")
+        .expect("the Secret event");
+    assert_eq!(secret["object"]["kind"], "Secret");
+    assert!(!text.contains(PLAINTEXT));
+    let scrapes: Vec<_> = lines.iter().filter(|l| l["type"] == "scrape").collect();
+    assert!(!scrapes.is_empty());
+    let ok = scrapes.iter().find(|s| s["samples"].is_array()).unwrap();
+    let nan = ok["samples"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "regscope_test_nan")
+        .unwrap();
+    assert_eq!(nan["value"], "NaN");
+    assert!(lines.iter().any(|l| l["type"] == "compacted"));
+    // --prefix and --only-keys narrow it down.
+    let out = Command::new(BIN)
+        .args([
+            "export",
+            file.to_str().unwrap(),
+            "--only-keys",
+            "--prefix",
+            "/registry/secrets/",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().count() >= 3);
+    assert!(text.lines().all(|l| l.contains("/registry/secrets/")));
+}
+
+#[test]
+fn snapshot_from_a_recording_at_a_time_and_a_revision() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    record_stream(&file, &stream(40), small_policy(), false);
+    let end = snapshot_from(&file, None);
+    let by_rev = snapshot_from(&file, Some("r100"));
+    assert!(by_rev["revision"].as_i64().unwrap() >= 100);
+    assert!(by_rev["revision"].as_i64().unwrap() < end["revision"].as_i64().unwrap());
+    let from_start = snapshot_from(&file, Some("+10s"));
+    let back = snapshot_from(&file, Some("-30s"));
+    assert_eq!(from_start, back, "+10s from the start is -30s from the end");
+    let out = Command::new(BIN)
+        .args([
+            "snapshot",
+            "--json",
+            "--from",
+            file.to_str().unwrap(),
+            "--at",
+            "soon",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let missing = PathBuf::from("/nonexistent/recording.rgs");
+    let out = Command::new(BIN)
+        .args(["replay", "--check", missing.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim().lines().count(),
+        1
+    );
+}
