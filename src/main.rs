@@ -241,10 +241,43 @@ async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs, m: &MetricsArgs) -> Re
             etcd.endpoint()
         ));
     }
-    let res = run_console(source, info, opts, &scfg, cluster_id).await;
+    // The private etcd is restarted once when asked (same ports and data dir).
+    let restart_after = d.restart_etcd_after;
+    let etcd_task = tokio::spawn(async move {
+        let mut etcd = etcd;
+        if let Some(after) = restart_after {
+            tokio::time::sleep(after).await;
+            if let Err(e) = etcd.restart().await {
+                eprintln!("regscope demo: restarting etcd: {e}");
+            }
+        }
+        // Held until the demo ends (dropping it stops etcd and removes its data dir).
+        std::future::pending::<()>().await;
+        drop(etcd);
+    });
+    let res = match &d.record {
+        Some(path) => {
+            let ropts = regscope::record::RecordOptions {
+                show_secrets: ui.show_secrets,
+                overwrite: true,
+                ..regscope::record::RecordOptions::new(path)
+            };
+            regscope::cli::record::record_session(
+                source,
+                &scfg,
+                info,
+                cluster_id,
+                ropts,
+                Some(d.duration),
+            )
+            .await
+        }
+        None => run_console(source, info, opts, &scfg, cluster_id).await,
+    };
     sim.stop().await;
     api.stop().await;
-    drop(etcd);
+    etcd_task.abort();
+    let _ = etcd_task.await;
     res
 }
 

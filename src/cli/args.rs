@@ -372,6 +372,17 @@ pub struct DemoArgs {
     /// Delay per event for --slow-watcher (e.g. 200ms, 1s).
     #[arg(long, default_value = "200ms", value_parser = parse_duration)]
     pub slow_watcher_delay: std::time::Duration,
+    /// Record the demo headless to this file instead of opening the console (how
+    /// recordings/demo.rgs is made: scripts/record-demo.sh).
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// With --record: how long (default 60s).
+    #[arg(long, default_value = "60s", value_parser = parse_duration, requires = "record")]
+    pub duration: std::time::Duration,
+    /// Kill the private etcd after this long and start it again (same data dir), to see a
+    /// connection loss, the resumed watch and a failed scrape.
+    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    pub restart_etcd_after: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Args, Clone)]

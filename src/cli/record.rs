@@ -54,13 +54,35 @@ fn open(path: &Path) -> Result<Player, ExitCode> {
 /// SIGINT, SIGHUP or `--max-size`; no terminal needed. Exit 0 when the file was closed
 /// cleanly, 2 when the sources or the file could not be set up.
 pub async fn record(r: &RecordArgs, scfg: &ScrapeConfig, show_secrets: bool) -> Result<ExitCode> {
-    let (source, cluster_id, mut info) = match super::connect_session(&r.conn).await {
+    let (source, cluster_id, info) = match super::connect_session(&r.conn).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("regscope: {e}");
             return Ok(ExitCode::from(2));
         }
     };
+    let opts = RecordOptions {
+        show_secrets,
+        max_size: r.max_size.map(|n| n as u64),
+        keep_last: r.keep_last,
+        overwrite: r.force,
+        ..RecordOptions::new(&r.output)
+    };
+    record_session(source, scfg, info, cluster_id, opts, r.duration).await
+}
+
+/// Records the live sources of a session (`source` for etcd, `scfg` for the rest) into
+/// `opts.path` headless, until `duration`, a signal or `--max-size`, then closes the file
+/// cleanly. Progress goes to stderr once a minute. Exit codes as [`record`].
+pub async fn record_session(
+    source: crate::source::EtcdSource,
+    scfg: &ScrapeConfig,
+    mut info: crate::model::SessionInfo,
+    cluster_id: u64,
+    opts: RecordOptions,
+    duration: Option<Duration>,
+) -> Result<ExitCode> {
+    let show_secrets = opts.show_secrets;
     let (tx, mut rx) = mpsc::channel::<Stamped>(4096);
     let sources = match live::start(Some(source), scfg, tx).await {
         Ok(s) => s,
@@ -71,13 +93,6 @@ pub async fn record(r: &RecordArgs, scfg: &ScrapeConfig, show_secrets: bool) -> 
     };
     info.scrape_targets = sources.configured().to_vec();
     let mut session = Session::new(info);
-    let opts = RecordOptions {
-        show_secrets,
-        max_size: r.max_size.map(|n| n as u64),
-        keep_last: r.keep_last,
-        overwrite: r.force,
-        ..RecordOptions::new(&r.output)
-    };
     let mut rec = match Recorder::create(opts, &session, cluster_id) {
         Ok(rec) => rec,
         Err(e) => {
@@ -93,14 +108,14 @@ pub async fn record(r: &RecordArgs, scfg: &ScrapeConfig, show_secrets: bool) -> 
         } else {
             ", Secret values redacted"
         },
-        r.duration
+        duration
             .map(|d| format!(", for {}", humantime::format_duration(d)))
             .unwrap_or_default()
     );
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sighup = signal(SignalKind::hangup())?;
-    let deadline = r.duration.map(|d| tokio::time::Instant::now() + d);
+    let deadline = duration.map(|d| tokio::time::Instant::now() + d);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let started = Instant::now();
     let mut last_report = Instant::now();
@@ -113,14 +128,14 @@ pub async fn record(r: &RecordArgs, scfg: &ScrapeConfig, show_secrets: bool) -> 
             _ = sleep_until(deadline) => break "--duration reached",
             st = rx.recv() => {
                 let Some(st) = st else { break "the sources ended" };
-                rec.record(&st);
                 session.apply(&st);
+                rec.record_applied(&st, &mut session);
                 let mut n = 1;
                 while n < 10_000 {
                     match rx.try_recv() {
                         Ok(st) => {
-                            rec.record(&st);
                             session.apply(&st);
+                            rec.record_applied(&st, &mut session);
                             n += 1;
                         }
                         Err(_) => break,
@@ -155,8 +170,8 @@ pub async fn record(r: &RecordArgs, scfg: &ScrapeConfig, show_secrets: bool) -> 
     drop(sources);
     // What the sources sent before they stopped is part of the session.
     while let Ok(st) = rx.try_recv() {
-        rec.record(&st);
         session.apply(&st);
+        rec.record_applied(&st, &mut session);
     }
     let path = rec.path();
     let records = rec.records();
@@ -249,6 +264,9 @@ pub fn check(path: &Path) -> Result<ExitCode> {
         out(format_args!(
             "  index      missing (not closed cleanly): rebuilt by scanning\n"
         ));
+    }
+    for (at, label) in &report.markers {
+        out(format_args!("  marker     {at}  {label}\n"));
     }
     if report.damage.is_empty() {
         out(format_args!("  damage     none\n"));

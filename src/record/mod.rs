@@ -24,6 +24,10 @@
 //! - **segment**: up to a second (or 1 MiB) of observations, zstd-compressed together;
 //!   each record is `kind`, the stamp (unix ns), the stream's revision and `postcard` of
 //!   the [`Observation`]. SIGKILL or power loss loses at most the pending second;
+//! - **scrape digest** (a segment record just before a scrape): what the store derived from
+//!   that body (parsed and mapped samples), a cache that spares a seek from parsing each
+//!   3 MB body again; used only by the regscope version that wrote it, which otherwise
+//!   parses the body;
 //! - **scrape**: one `/metrics` body, zstd-compressed with the previous body of the same
 //!   target as dictionary (consecutive scrapes differ in a few numbers, so a 3.4 MB body
 //!   costs tens of kB), a self-contained key frame at least every 60 scrapes and after
@@ -56,6 +60,11 @@ pub const FORMAT_VERSION: u32 = 1;
 
 /// Record kind of an observation in a segment.
 pub(crate) const RECORD_OBSERVATION: u8 = 1;
+
+/// Record kind of a scrape digest (`postcard` of [`crate::store::metrics::ScrapeDigest`]):
+/// what the store derived from the scrape body that follows it in the file, so a seek does
+/// not parse every body again. Only read by the regscope version that wrote it.
+pub(crate) const RECORD_SCRAPE_DIGEST: u8 = 2;
 
 /// What a recording starts with.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -161,5 +170,10 @@ pub fn check(mut player: Player) -> ReplayReport {
     r.first_revision = first_rev;
     r.last_revision = (session.revision() > 0).then(|| session.revision());
     r.damage = player.damage().to_vec();
+    r.markers = player
+        .markers(1.0, 10.0)
+        .into_iter()
+        .map(|m| (humantime::format_rfc3339_millis(m.at).to_string(), m.label))
+        .collect();
     r
 }

@@ -9,16 +9,18 @@
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use super::format::{FrameKind, Item, Reader};
 use super::{
     decode_observation, from_ns, restore, RecordError, RecordingHeader, FORMAT_VERSION,
-    RECORD_OBSERVATION,
+    RECORD_OBSERVATION, RECORD_SCRAPE_DIGEST,
 };
 use crate::model::{
     ConnState, InformerWhat, Observation, Revision, ScrapeOutcome, ScrapeTarget, Stamped,
 };
+use crate::store::metrics::ScrapeDigest;
 use crate::store::Session;
 
 /// Where to seek.
@@ -63,6 +65,8 @@ pub struct ReplayReport {
     pub index_rebuilt: bool,
     /// Each damaged or lost stretch, one line (from which time/revision to which).
     pub damage: Vec<String>,
+    /// What a replay's `n`/`N` jump to: (time, one line), in recorded order.
+    pub markers: Vec<(String, String)>,
 }
 
 /// One frame of the whole set, with the position of its first observation.
@@ -87,7 +91,13 @@ pub struct Player {
     total: u64,
     /// Index into `frames` of the next frame to read.
     next_frame: usize,
-    pending: VecDeque<Stamped>,
+    /// Observations read and not yet handed out, each scrape body with its digest when the
+    /// file holds one.
+    pending: VecDeque<(Stamped, Option<Arc<ScrapeDigest>>)>,
+    /// A digest read just before its scrape: (target, body length, digest).
+    next_digest: Option<(u8, u64, Arc<ScrapeDigest>)>,
+    /// Digests were written by this very regscope version (else bodies are parsed).
+    use_digests: bool,
     position: u64,
     damage: Vec<String>,
 }
@@ -211,6 +221,7 @@ impl Player {
             readers.push(r);
         }
         let header = header.ok_or_else(|| io_err(path, "empty recording set"))?;
+        let use_digests = header.regscope_version == env!("CARGO_PKG_VERSION");
         // Positions count from the first checkpoint; anything before it cannot be applied.
         let first_ck = frames.iter().position(|f| f.kind == FrameKind::Checkpoint);
         let skip = first_ck.map_or(0, |i| frames[i].position);
@@ -234,6 +245,8 @@ impl Player {
             total,
             next_frame: 0,
             pending: VecDeque::new(),
+            next_digest: None,
+            use_digests,
             position: 0,
             damage,
         })
@@ -320,11 +333,21 @@ impl Player {
                         ..
                     } => match decode_observation(time_ns, &payload) {
                         Ok(st) => {
-                            self.pending.push_back(st);
+                            self.pending.push_back((st, None));
                             got += 1;
                         }
                         Err(e) => self.damage.push(e),
                     },
+                    Item::Record {
+                        kind: RECORD_SCRAPE_DIGEST,
+                        payload,
+                        ..
+                    } if self.use_digests => {
+                        self.next_digest =
+                            postcard::from_bytes::<(u8, u64, ScrapeDigest)>(&payload)
+                                .ok()
+                                .map(|(t, n, d)| (t, n, Arc::new(d)));
+                    }
                     Item::Scrape {
                         time_ns,
                         target,
@@ -332,21 +355,29 @@ impl Player {
                         body,
                         ..
                     } => {
+                        let digest = self
+                            .next_digest
+                            .take()
+                            .filter(|(t, n, _)| *t == target && *n == body.len() as u64)
+                            .map(|(_, _, d)| d);
                         let target = if target == ScrapeTarget::Etcd as u8 {
                             ScrapeTarget::Etcd
                         } else {
                             ScrapeTarget::Apiserver
                         };
-                        self.pending.push_back(Stamped {
-                            at: from_ns(time_ns),
-                            obs: Observation::Scrape {
-                                target,
-                                outcome: ScrapeOutcome::Body {
-                                    source,
-                                    body: body.into(),
+                        self.pending.push_back((
+                            Stamped {
+                                at: from_ns(time_ns),
+                                obs: Observation::Scrape {
+                                    target,
+                                    outcome: ScrapeOutcome::Body {
+                                        source,
+                                        body: body.into(),
+                                    },
                                 },
                             },
-                        });
+                            digest,
+                        ));
                         got += 1;
                     }
                     _ => {}
@@ -362,7 +393,7 @@ impl Player {
     /// The next observation without taking it.
     pub fn peek(&mut self) -> Option<&Stamped> {
         if self.fill() {
-            self.pending.front()
+            self.pending.front().map(|(st, _)| st)
         } else {
             None
         }
@@ -370,12 +401,17 @@ impl Player {
 
     /// Takes the next observation (the cursor moves past it).
     pub fn next_observation(&mut self) -> Option<Stamped> {
+        self.next_digested().map(|(st, _)| st)
+    }
+
+    /// Takes the next observation with the digest of its scrape body, when recorded.
+    fn next_digested(&mut self) -> Option<(Stamped, Option<Arc<ScrapeDigest>>)> {
         if !self.fill() {
             return None;
         }
-        let st = self.pending.pop_front()?;
+        let next = self.pending.pop_front()?;
         self.position += 1;
-        Some(st)
+        Some(next)
     }
 
     /// Rebuilds the session at `target`: restores the last checkpoint before it and
@@ -440,6 +476,7 @@ impl Player {
             Session::new(self.header.info.clone())
         });
         self.pending.clear();
+        self.next_digest = None;
         self.advance(&mut session, target, u64::MAX, |_, _| {});
         session
     }
@@ -466,10 +503,10 @@ impl Player {
             if stop {
                 break;
             }
-            let Some(st) = self.next_observation() else {
+            let Some((st, digest)) = self.next_digested() else {
                 break;
             };
-            session.apply(&st);
+            session.apply_digested(&st, digest.as_ref());
             each(session, &st);
             n += 1;
         }

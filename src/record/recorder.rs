@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use super::format::Writer;
 use super::{
     encode_observation, redact, time_ns, RecordError, RecordingHeader, FORMAT_VERSION,
-    RECORD_OBSERVATION,
+    RECORD_OBSERVATION, RECORD_SCRAPE_DIGEST,
 };
 use crate::model::{KeyValue, Observation, Revision, ScrapeOutcome, SessionInfo, Stamped};
 use crate::store::Session;
@@ -190,6 +190,22 @@ impl Recorder {
         Ok(())
     }
 
+    /// Writes one observation that the caller has already applied to `session`: a scrape
+    /// body goes with the digest the session derived from it (see
+    /// [`Recorder::record_digest`]).
+    pub fn record_applied(&mut self, st: &Stamped, session: &mut Session) {
+        if let Observation::Scrape {
+            target,
+            outcome: ScrapeOutcome::Body { body, .. },
+        } = &st.obs
+        {
+            if let Some(d) = session.metrics.take_digest() {
+                self.record_digest(st.at, *target, body.len(), &d);
+            }
+        }
+        self.record(st);
+    }
+
     /// Writes one observation (Secret values redacted unless `show_secrets`).
     pub fn record(&mut self, st: &Stamped) {
         if self.stopped.is_some() {
@@ -239,6 +255,29 @@ impl Recorder {
             if let Err(e) = w.flush_segment() {
                 self.fail(format!("writing {}: {e}", self.current_path()));
             }
+        }
+    }
+
+    /// Writes what the session derived from the scrape body about to be recorded (call
+    /// just before [`Recorder::record`] of that scrape; see `RECORD_SCRAPE_DIGEST`).
+    pub fn record_digest(
+        &mut self,
+        at: SystemTime,
+        target: crate::model::ScrapeTarget,
+        body_len: usize,
+        digest: &crate::store::metrics::ScrapeDigest,
+    ) {
+        if self.stopped.is_some() {
+            return;
+        }
+        let Some(w) = self.writer.as_mut() else {
+            return;
+        };
+        let Ok(payload) = postcard::to_stdvec(&(target as u8, body_len as u64, digest)) else {
+            return;
+        };
+        if let Err(e) = w.append(time_ns(at), self.stream_rev, RECORD_SCRAPE_DIGEST, &payload) {
+            self.fail(format!("writing {}: {e}", self.current_path()));
         }
     }
 

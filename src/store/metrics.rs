@@ -129,6 +129,9 @@ pub struct MetricStore {
     apiserver: TargetSeries,
     etcd: TargetSeries,
     retention: usize,
+    /// See [`MetricStore::take_digest`]; not part of the state.
+    #[serde(skip)]
+    last_digest: Option<std::sync::Arc<ScrapeDigest>>,
 }
 
 impl Default for MetricStore {
@@ -145,6 +148,7 @@ impl MetricStore {
             apiserver: TargetSeries::default(),
             etcd: TargetSeries::default(),
             retention: retention.max(2),
+            last_digest: None,
         }
     }
 
@@ -195,6 +199,16 @@ impl MetricStore {
     /// Applies one observation; anything but a scrape is ignored. Returns true when
     /// something changed.
     pub fn apply(&mut self, st: &Stamped) -> bool {
+        self.apply_digested(st, None)
+    }
+
+    /// As [`MetricStore::apply`], with the body's [`ScrapeDigest`] when already known (a
+    /// recording's cache) instead of parsing it.
+    pub fn apply_digested(
+        &mut self,
+        st: &Stamped,
+        digest: Option<&std::sync::Arc<ScrapeDigest>>,
+    ) -> bool {
         let Observation::Scrape { target, outcome } = &st.obs else {
             return false;
         };
@@ -209,29 +223,78 @@ impl MetricStore {
             }
             ScrapeOutcome::Body { source, body } => {
                 ts.status.source.clone_from(source);
-                let expo = exposition::parse(body);
-                ts.status.skipped_lines = expo.skipped.len();
-                ts.status.first_skipped = expo.skipped.first().map(|s| s.to_string());
-                if expo.samples.is_empty() {
-                    ts.status.last_error = Some(why_no_samples(body, expo.skipped.len()));
-                    ts.status.stale_since.get_or_insert(st.at);
-                    return true;
+                let d = match digest {
+                    Some(d) => d.clone(),
+                    None => std::sync::Arc::new(ScrapeDigest::of(body)),
+                };
+                ts.status.skipped_lines = d.skipped_lines;
+                ts.status.first_skipped.clone_from(&d.first_skipped);
+                match &d.mapped {
+                    None => {
+                        ts.status.last_error.clone_from(&d.no_samples);
+                        ts.status.stale_since.get_or_insert(st.at);
+                    }
+                    Some(mapped) => {
+                        ts.status.last_error = None;
+                        ts.status.stale_since = None;
+                        ts.status.last_good = Some(st.at);
+                        ts.status.good_scrapes += 1;
+                        ts.status.version.clone_from(&mapped.version);
+                        ts.push(st.at, mapped, retention);
+                    }
                 }
-                let mapped = concepts::map(concepts::table(), &expo);
-                ts.status.last_error = None;
-                ts.status.stale_since = None;
-                ts.status.last_good = Some(st.at);
-                ts.status.good_scrapes += 1;
-                ts.status.version.clone_from(&mapped.version);
-                ts.push(st.at, mapped, retention);
+                self.last_digest = Some(d);
             }
         }
         true
     }
+
+    /// The digest of the newest scrape body applied (parsed here or handed in), once: the
+    /// recorder stores it beside the raw body so that a replay seeking through an hour of
+    /// scrapes does not parse each 3 MB body again.
+    pub fn take_digest(&mut self) -> Option<std::sync::Arc<ScrapeDigest>> {
+        self.last_digest.take()
+    }
+}
+
+/// What the store derives from one scrape body: the parse's skipped lines, and the body
+/// mapped onto the concepts (`None` when no sample could be read, with why). A pure
+/// function of the body and this regscope's concept table; recordings keep it next to the
+/// raw body as a cache, used only by the same regscope version (else the body is parsed).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ScrapeDigest {
+    pub skipped_lines: usize,
+    pub first_skipped: Option<String>,
+    /// Why the body held no sample (HTML, garbage, empty), when `mapped` is `None`.
+    pub no_samples: Option<String>,
+    pub mapped: Option<Mapped>,
+}
+
+impl ScrapeDigest {
+    /// Parses and maps `body` (about 45 ms for a 3.4 MB kube-apiserver page).
+    pub fn of(body: &[u8]) -> ScrapeDigest {
+        let expo = exposition::parse(body);
+        let skipped_lines = expo.skipped.len();
+        let first_skipped = expo.skipped.first().map(|s| s.to_string());
+        if expo.samples.is_empty() {
+            return ScrapeDigest {
+                skipped_lines,
+                first_skipped,
+                no_samples: Some(why_no_samples(body, skipped_lines)),
+                mapped: None,
+            };
+        }
+        ScrapeDigest {
+            skipped_lines,
+            first_skipped,
+            no_samples: None,
+            mapped: Some(concepts::map(concepts::table(), &expo)),
+        }
+    }
 }
 
 impl TargetSeries {
-    fn push(&mut self, at: SystemTime, mapped: Mapped, retention: usize) {
+    fn push(&mut self, at: SystemTime, mapped: &Mapped, retention: usize) {
         let seq = self.first_seq + self.times.len() as u32;
         self.times.push_back(at);
         for (k, v) in &mapped.series {
@@ -284,7 +347,7 @@ impl TargetSeries {
             }
             !pts.is_empty()
         });
-        self.latest = Some(mapped);
+        self.latest = Some(mapped.clone());
     }
 }
 

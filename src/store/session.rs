@@ -13,6 +13,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use super::metrics::ScrapeDigest;
 use super::{InformerLag, MetricStore, Replica, ReplicaConfig};
 use crate::model::{
     Bytes, CompactionSource, Observation, Revision, ScrapeOutcome, ScrapeTarget, SessionInfo,
@@ -91,6 +92,16 @@ impl Session {
     /// (`etcd_debugging_mvcc_compact_revision`, mapped by the concept table), derived here
     /// from the recorded body rather than scraped twice.
     pub fn apply(&mut self, st: &Stamped) -> Applied {
+        self.apply_digested(st, None)
+    }
+
+    /// As [`Session::apply`], with a scrape body's [`ScrapeDigest`] when a recording holds
+    /// it (the body is then not parsed again).
+    pub fn apply_digested(
+        &mut self,
+        st: &Stamped,
+        digest: Option<&std::sync::Arc<ScrapeDigest>>,
+    ) -> Applied {
         self.applied += 1;
         if self.now.is_none_or(|n| st.at > n) {
             self.now = Some(st.at);
@@ -101,7 +112,7 @@ impl Session {
         }
         self.replica.apply(st);
         let mut out = Applied::default();
-        if self.metrics.apply(st) {
+        if self.metrics.apply_digested(st, digest) {
             out.apiserver = true;
             if let Observation::Scrape {
                 target: ScrapeTarget::Etcd,

@@ -274,10 +274,15 @@ impl LiveDriver {
                 self.cluster_id = *cluster_id;
             }
         }
-        if let Some(r) = self.recorder.as_mut() {
-            r.record(st);
-        }
+        let paused = app.paused();
         app.ingest(st);
+        if let Some(r) = self.recorder.as_mut() {
+            if paused {
+                r.record(st);
+            } else {
+                r.record_applied(st, &mut app.session);
+            }
+        }
     }
 
     fn batch(&mut self, app: &mut App, first: Option<Stamped>) {

@@ -1,0 +1,417 @@
+//! Recording and replay figures (`cargo bench --bench record`), on real Kubernetes
+//! encodings (the demo's protobuf Leases, Nodes, Events and ConfigMaps) and the real
+//! kube-apiserver v1.34 `/metrics` capture:
+//! - file bytes per event against the raw key + value bytes it holds (target ≤ 0.3×);
+//! - file bytes per scrape against the raw body (target ≤ 0.05×), keys frames included;
+//! - the recorder's CPU per event, and what that is at the demo's highest measured write
+//!   rate (5,183 revisions/s; target ≤ 10 % of one core);
+//! - a 1-hour, 1,000,000-event recording (with a scrape every 5 s, as live): seek to 20
+//!   points, worst and median (target ≤ 200 ms), and replay "as fast as possible" into
+//!   the session (target ≥ 1,000,000 events/s), with and without its scrapes.
+
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use rand::rngs::StdRng;
+use rand::SeedableRng;
+use regscope::demo::objects as o;
+use regscope::model::{
+    Bytes, EventKind, KeyValue, Observation, ScrapeOutcome, ScrapeTarget, SessionInfo, Stamped,
+    WatchEvent,
+};
+use regscope::record::{Player, RecordOptions, Recorder, Target};
+use regscope::store::Session;
+
+/// The demo's highest write rate measured into the console (revisions/s).
+const DEMO_MAX_RATE: f64 = 5_183.0;
+
+fn t0() -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)
+}
+
+/// A realistic write mix: node Lease renewals (most writes of an idle cluster), Node
+/// status heartbeats, new Events (fresh keys, later deleted by TTL) and ConfigMap updates.
+struct Workload {
+    rng: StdRng,
+    leases: Vec<(Bytes, k8s_pb::api::coordination::v1::Lease, i64, i64)>,
+    nodes: Vec<(Bytes, k8s_pb::api::core::v1::Node, i64, i64)>,
+    events: std::collections::VecDeque<Bytes>,
+    rev: i64,
+    n: u64,
+}
+
+impl Workload {
+    fn new(nodes: usize) -> Workload {
+        let mut rng = StdRng::seed_from_u64(42);
+        let leases = (0..nodes)
+            .map(|i| {
+                let name = format!("node-{i:04}");
+                let l = o::lease(
+                    &mut rng,
+                    "kube-node-lease",
+                    &name,
+                    &name,
+                    40,
+                    "kubelet",
+                    None,
+                );
+                (
+                    Bytes::from(format!("/registry/leases/kube-node-lease/{name}")),
+                    l,
+                    0,
+                    0,
+                )
+            })
+            .collect();
+        let nodes = (0..nodes)
+            .map(|i| {
+                let name = format!("node-{i:04}");
+                let n = o::node(&mut rng, &name, i);
+                (Bytes::from(format!("/registry/minions/{name}")), n, 0, 0)
+            })
+            .collect();
+        Workload {
+            rng,
+            leases,
+            nodes,
+            events: Default::default(),
+            rev: 1,
+            n: 0,
+        }
+    }
+
+    fn kv(key: &Bytes, value: Vec<u8>, rev: i64, create: &mut i64, version: &mut i64) -> KeyValue {
+        if *create == 0 {
+            *create = rev;
+        }
+        *version += 1;
+        KeyValue {
+            key: key.clone(),
+            create_revision: *create,
+            mod_revision: rev,
+            version: *version,
+            lease: 0,
+            value: value.into(),
+        }
+    }
+
+    /// The next watch event and its raw key + value bytes.
+    fn next(&mut self) -> (WatchEvent, usize) {
+        self.rev += 1;
+        self.n += 1;
+        let rev = self.rev;
+        let i = self.n as usize;
+        let ev = match i % 10 {
+            0..=5 => {
+                let k = i % self.leases.len();
+                let (key, l, c, v) = &mut self.leases[k];
+                o::renew_lease(l);
+                let kv = Self::kv(key, o::encode_object(l), rev, c, v);
+                WatchEvent {
+                    kind: EventKind::Put,
+                    kv,
+                    prev_kv: None,
+                }
+            }
+            6 => {
+                let k = i % self.nodes.len();
+                let (key, n, c, v) = &mut self.nodes[k];
+                o::heartbeat_node(n);
+                let kv = Self::kv(key, o::encode_object(n), rev, c, v);
+                WatchEvent {
+                    kind: EventKind::Put,
+                    kv,
+                    prev_kv: None,
+                }
+            }
+            7 | 8 => {
+                let e = o::event(
+                    &mut self.rng,
+                    "default",
+                    ("v1", "Pod", &format!("web-{}", i % 97), "uid-1"),
+                    "Pulled",
+                    "Container image \"registry.k8s.io/pause:3.9\" already present on machine",
+                    "kubelet",
+                    Some("node-0001"),
+                );
+                let name = e
+                    .metadata
+                    .as_ref()
+                    .and_then(|m| m.name.clone())
+                    .unwrap_or_default();
+                let key = Bytes::from(format!("/registry/events/default/{name}"));
+                self.events.push_back(key.clone());
+                let (mut c, mut v) = (0, 0);
+                let kv = Self::kv(&key, o::encode_object(&e), rev, &mut c, &mut v);
+                WatchEvent {
+                    kind: EventKind::Put,
+                    kv,
+                    prev_kv: None,
+                }
+            }
+            _ => match self.events.pop_front() {
+                Some(key) => WatchEvent {
+                    kind: EventKind::Delete,
+                    kv: KeyValue {
+                        key,
+                        create_revision: 0,
+                        mod_revision: rev,
+                        version: 0,
+                        lease: 0,
+                        value: Bytes::new(),
+                    },
+                    prev_kv: None,
+                },
+                None => {
+                    let c =
+                        o::config_map(&mut self.rng, "default", "cfg", &[("k", "v")], "kubectl");
+                    let (mut cr, mut v) = (0, 0);
+                    let kv = Self::kv(
+                        &Bytes::from_static(b"/registry/configmaps/default/cfg"),
+                        o::encode_object(&c),
+                        rev,
+                        &mut cr,
+                        &mut v,
+                    );
+                    WatchEvent {
+                        kind: EventKind::Put,
+                        kv,
+                        prev_kv: None,
+                    }
+                }
+            },
+        };
+        let raw = ev.kv.key.len() + ev.kv.value.len();
+        (ev, raw)
+    }
+}
+
+/// The v1.34 capture with ~5 % of its sample values changed per scrape `n`, as counters
+/// and histograms move between two scrapes 5 s apart.
+fn scrape_bodies(count: usize) -> Vec<Bytes> {
+    let base = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../shared/testdata/apiserver-metrics/kube-apiserver-v1.34.0.prom"),
+    )
+    .expect("the shared test data (../shared/testdata)");
+    let lines: Vec<&str> = base.lines().collect();
+    (0..count)
+        .map(|n| {
+            let mut out = String::with_capacity(base.len() + 4096);
+            for (i, l) in lines.iter().enumerate() {
+                if !l.starts_with('#') && (i * 7 + n) % 20 == 0 {
+                    if let Some((name, v)) = l.rsplit_once(' ') {
+                        let x: f64 = v.parse().unwrap_or(0.0);
+                        out.push_str(name);
+                        out.push(' ');
+                        out.push_str(&format!("{}", x + (n as f64) * 3.0 + 1.0));
+                        out.push('\n');
+                        continue;
+                    }
+                }
+                out.push_str(l);
+                out.push('\n');
+            }
+            Bytes::from(out)
+        })
+        .collect()
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    events_and_overhead(dir.path());
+    scrapes(dir.path());
+    hour(dir.path());
+}
+
+fn events_and_overhead(dir: &Path) {
+    let n = 300_000;
+    let mut w = Workload::new(200);
+    let mut obs = Vec::with_capacity(n);
+    let mut raw = 0usize;
+    let mut at = t0();
+    for i in 0..n {
+        if i % 500 == 0 {
+            at += Duration::from_millis(100);
+        }
+        let (ev, bytes) = w.next();
+        raw += bytes;
+        obs.push(Stamped {
+            at,
+            obs: Observation::Events {
+                revision: ev.kv.mod_revision,
+                events: vec![ev],
+            },
+        });
+    }
+    let path = dir.join("events.rgs");
+    let session = Session::new(SessionInfo::default());
+    let mut rec = Recorder::create(RecordOptions::new(&path), &session, 1).expect("create");
+    let start = Instant::now();
+    for (i, st) in obs.iter().enumerate() {
+        rec.record(st);
+        if i % 5_000 == 0 {
+            // The loop's once-a-second flush, at the demo's highest rate.
+            rec.maintain(None);
+        }
+    }
+    let bytes = rec.finish().expect("finish");
+    let cpu = start.elapsed().as_secs_f64();
+    let per_event = cpu / n as f64;
+    println!(
+        "events: {n} watch events, raw key+value {:.1} MiB -> file {:.1} MiB = {:.3}x (target <= 0.3x)",
+        raw as f64 / 1048576.0,
+        bytes as f64 / 1048576.0,
+        bytes as f64 / raw as f64
+    );
+    println!(
+        "recorder CPU: {:.2} us/event ({:.0} events/s on one core); at the demo's highest rate ({DEMO_MAX_RATE} rev/s) {:.2} % of one core (target <= 10 %)",
+        per_event * 1e6,
+        1.0 / per_event,
+        per_event * DEMO_MAX_RATE * 100.0
+    );
+}
+
+fn scrapes(dir: &Path) {
+    let bodies = scrape_bodies(120);
+    let path = dir.join("scrapes.rgs");
+    let session = Session::new(SessionInfo::default());
+    let mut rec = Recorder::create(RecordOptions::new(&path), &session, 1).expect("create");
+    let before = rec.bytes_written();
+    let mut times = Vec::new();
+    let raw: usize = bodies.iter().map(|b| b.len()).sum();
+    for (i, b) in bodies.iter().enumerate() {
+        let t = Instant::now();
+        rec.record(&Stamped {
+            at: t0() + Duration::from_secs(5 * i as u64),
+            obs: Observation::Scrape {
+                target: ScrapeTarget::Apiserver,
+                outcome: ScrapeOutcome::Body {
+                    source: "https://127.0.0.1:6443/metrics".into(),
+                    body: b.clone(),
+                },
+            },
+        });
+        times.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let bytes = rec.bytes_written() - before;
+    rec.finish().expect("finish");
+    println!(
+        "scrapes: {} x {:.2} MB v1.34 bodies -> {:.1} KiB each = {:.4}x of the body (target <= 0.05x); {:.1} ms median to compress and write",
+        bodies.len(),
+        raw as f64 / bodies.len() as f64 / 1e6,
+        bytes as f64 / bodies.len() as f64 / 1024.0,
+        bytes as f64 / raw as f64,
+        median(&mut times)
+    );
+}
+
+fn hour(dir: &Path) {
+    let events = 1_000_000u64;
+    let secs = 3_600u64;
+    let bodies = scrape_bodies(12);
+    let mut w = Workload::new(200);
+    let path = dir.join("hour.rgs");
+    let info = SessionInfo {
+        started_at: t0(),
+        ..Default::default()
+    };
+    let mut session = Session::new(info.clone());
+    let mut rec = Recorder::create(RecordOptions::new(&path), &session, 1).expect("create");
+    let build = Instant::now();
+    let per_sec = events / secs;
+    let mut n_obs = 0u64;
+    for s in 0..secs {
+        let at = t0() + Duration::from_secs(s);
+        let mut batch = Vec::new();
+        for _ in 0..per_sec + u64::from(s < events % secs) {
+            let (ev, _) = w.next();
+            batch.push(Stamped {
+                at,
+                obs: Observation::Events {
+                    revision: ev.kv.mod_revision,
+                    events: vec![ev],
+                },
+            });
+        }
+        if s % 5 == 0 {
+            batch.push(Stamped {
+                at,
+                obs: Observation::Scrape {
+                    target: ScrapeTarget::Apiserver,
+                    outcome: ScrapeOutcome::Body {
+                        source: "https://127.0.0.1:6443/metrics".into(),
+                        body: bodies[(s / 5) as usize % bodies.len()].clone(),
+                    },
+                },
+            });
+        }
+        batch.push(Stamped {
+            at,
+            obs: Observation::Tick,
+        });
+        for st in &batch {
+            session.apply(st);
+            rec.record_applied(st, &mut session);
+            n_obs += 1;
+        }
+        rec.maintain(Some(&session));
+    }
+    let bytes = rec.finish().expect("finish");
+    println!(
+        "1-hour recording: {events} events, {} scrapes, {n_obs} observations, {:.1} MiB, written in {:.1} s",
+        secs / 5,
+        bytes as f64 / 1048576.0,
+        build.elapsed().as_secs_f64()
+    );
+    let mut p = Player::open(&path).expect("open");
+    let (c, _) = p.frame_counts();
+    println!(
+        "  frames: {} segments, {} scrapes, {} checkpoints",
+        c.0, c.1, c.2
+    );
+    let mut seeks = Vec::new();
+    for i in 0..20u64 {
+        let target = Target::Time(t0() + Duration::from_secs((i * 7919) % secs));
+        let t = Instant::now();
+        let s = p.seek(target);
+        seeks.push(t.elapsed().as_secs_f64() * 1e3);
+        std::hint::black_box(s.revision());
+    }
+    let worst = seeks.iter().copied().fold(0.0, f64::max);
+    println!(
+        "  seek to 20 times: median {:.0} ms, worst {:.0} ms (target <= 200 ms)",
+        median(&mut seeks),
+        worst
+    );
+    let t = Instant::now();
+    let s = p.seek(Target::End);
+    let all = t.elapsed().as_secs_f64();
+    std::hint::black_box(s.revision());
+    // The same from the start, timing only the apply of the observations.
+    let t = Instant::now();
+    let mut s = p.seek(Target::Position(0));
+    println!(
+        "  restore the first checkpoint: {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
+    let t = Instant::now();
+    let mut applied_events = 0u64;
+    p.advance(&mut s, Target::End, u64::MAX, |_, st| {
+        if matches!(st.obs, Observation::Events { .. }) {
+            applied_events += 1;
+        }
+    });
+    let play = t.elapsed().as_secs_f64();
+    println!(
+        "  replay as fast as possible, start to end: {:.2} s = {:.0} events/s, scrapes from their digests (target >= 1,000,000/s); seek to the end {:.0} ms",
+        play,
+        applied_events as f64 / play,
+        all * 1e3
+    );
+}
