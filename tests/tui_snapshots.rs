@@ -1777,3 +1777,53 @@ fn help_lists_the_apiserver_keys() {
         ],
     );
 }
+
+/// The replay's timeline row, paused with a marker and damage, and playing at 100×; the
+/// hint bar leads with the timeline's keys. Live pause shows what is queued.
+#[test]
+fn replay_timeline_120x30() {
+    use regscope::tui::{ReplayStatus, Speed};
+    let mut a = app();
+    a.set_replay(Some(ReplayStatus {
+        file: "incident.rgs".into(),
+        start: at(0),
+        end: at(60),
+        total: 6_284,
+        position: 3_100,
+        speed: Speed::Times(1),
+        secrets_shown: false,
+        damage: String::new(),
+        marker: Some("compaction at revision 110 (compact_rev_key) at 22:13:40".into()),
+    }));
+    keys(&mut a, " ");
+    assert!(a.paused());
+    let paused = render(&mut a, 120, 30);
+    assert!(paused.contains("REPLAY"), "{paused}");
+    assert!(paused.contains("3,100/6,284"), "{paused}");
+    assert!(paused.contains("◆ compaction at revision 110"), "{paused}");
+    insta::assert_snapshot!("replay_timeline_paused_120x30", paused);
+    keys(&mut a, "+++++ ");
+    let mut r = a.cursor().replay.clone().unwrap();
+    assert_eq!(r.speed, Speed::Times(1000), "five steps up from 1×");
+    r.speed = Speed::Times(100);
+    r.marker = None;
+    r.secrets_shown = true;
+    r.damage = "42 bytes at offset 1000 lost".into();
+    a.set_replay(Some(r));
+    assert!(!a.paused());
+    let playing = render(&mut a, 160, 30);
+    assert!(playing.contains("▶ 100×"), "{playing}");
+    assert!(
+        playing.contains("Secret data in this recording"),
+        "{playing}"
+    );
+    assert!(
+        playing.contains("42 bytes at offset 1000 lost"),
+        "{playing}"
+    );
+    insta::assert_snapshot!("replay_timeline_playing_160x30", playing);
+    // Tiny terminals never panic with the timeline shown.
+    for (w, h) in [(0, 0), (1, 1), (20, 5), (40, 10)] {
+        let _ = render(&mut a, w, h);
+    }
+}

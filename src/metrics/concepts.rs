@@ -20,6 +20,16 @@ use crate::model::ScrapeTarget;
 /// The embedded concept table.
 pub const CONCEPTS_TOML: &str = include_str!("concepts.toml");
 
+/// A fingerprint of the concept table (FNV-1a over its text): recordings keep scrape
+/// digests only for the table that made them.
+pub fn table_fingerprint() -> u64 {
+    CONCEPTS_TOML
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+        })
+}
+
 /// What kind of metric a concept is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]

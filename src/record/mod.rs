@@ -82,6 +82,9 @@ pub struct RecordingHeader {
     pub recording_started: SystemTime,
     /// Secret values are redacted in this file (false only with `--show-secrets`).
     pub secrets_redacted: bool,
+    /// [`crate::metrics::concepts::table_fingerprint`] of the writer: its scrape digests
+    /// are used only by a reader with the same regscope version and concept table.
+    pub concepts_fingerprint: u64,
 }
 
 /// A stamp as unix nanoseconds (0 for times before 1970; `i64` reaches 2262).

@@ -221,7 +221,8 @@ impl Player {
             readers.push(r);
         }
         let header = header.ok_or_else(|| io_err(path, "empty recording set"))?;
-        let use_digests = header.regscope_version == env!("CARGO_PKG_VERSION");
+        let use_digests = header.regscope_version == env!("CARGO_PKG_VERSION")
+            && header.concepts_fingerprint == crate::metrics::concepts::table_fingerprint();
         // Positions count from the first checkpoint; anything before it cannot be applied.
         let first_ck = frames.iter().position(|f| f.kind == FrameKind::Checkpoint);
         let skip = first_ck.map_or(0, |i| frames[i].position);

@@ -167,6 +167,7 @@ impl Recorder {
             cluster_id: self.cluster_id,
             recording_started: session.now(),
             secrets_redacted: !self.opts.show_secrets,
+            concepts_fingerprint: crate::metrics::concepts::table_fingerprint(),
         };
         let header = postcard::to_stdvec(&header).map_err(|e| RecordError::Format {
             path: path.display().to_string(),

@@ -51,14 +51,14 @@ pub struct TargetSeries {
     times: VecDeque<SystemTime>,
     first_seq: u32,
     /// The newest good scrape, mapped.
-    latest: Option<Mapped>,
+    latest: Option<std::sync::Arc<Mapped>>,
     series: HashMap<SeriesKey, VecDeque<Point>>,
 }
 
 impl TargetSeries {
     /// The newest good scrape.
     pub fn latest(&self) -> Option<&Mapped> {
-        self.latest.as_ref()
+        self.latest.as_deref()
     }
 
     /// Time of the scrape with sequence number `seq`, while it is held.
@@ -267,7 +267,7 @@ pub struct ScrapeDigest {
     pub first_skipped: Option<String>,
     /// Why the body held no sample (HTML, garbage, empty), when `mapped` is `None`.
     pub no_samples: Option<String>,
-    pub mapped: Option<Mapped>,
+    pub mapped: Option<std::sync::Arc<Mapped>>,
 }
 
 impl ScrapeDigest {
@@ -288,13 +288,13 @@ impl ScrapeDigest {
             skipped_lines,
             first_skipped,
             no_samples: None,
-            mapped: Some(concepts::map(concepts::table(), &expo)),
+            mapped: Some(std::sync::Arc::new(concepts::map(concepts::table(), &expo))),
         }
     }
 }
 
 impl TargetSeries {
-    fn push(&mut self, at: SystemTime, mapped: &Mapped, retention: usize) {
+    fn push(&mut self, at: SystemTime, mapped: &std::sync::Arc<Mapped>, retention: usize) {
         let seq = self.first_seq + self.times.len() as u32;
         self.times.push_back(at);
         for (k, v) in &mapped.series {

@@ -209,7 +209,8 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
         thousands(r.total)
     );
     let fixed = left.chars().count() + times.chars().count() + tail.chars().count() + 2;
-    let bar_w = (width as usize).saturating_sub(fixed).clamp(0, 60);
+    // Short enough to leave room for the marker at 120 columns.
+    let bar_w = (width as usize).saturating_sub(fixed).clamp(0, 36);
     let pos = ((bar_w as f64) * frac).round() as usize;
     let bar: String = (0..bar_w)
         .map(|i| {
@@ -237,6 +238,11 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
     ];
     if let Some(m) = &r.marker {
         spans.push(Span::styled(format!("  ◆ {m}"), t.get(Role::Note)));
+    } else if c.paused {
+        spans.push(Span::styled(
+            "  space plays · : seeks · n next marker",
+            t.get(Role::Muted),
+        ));
     }
     if r.secrets_shown {
         spans.push(Span::styled(
