@@ -988,3 +988,32 @@ fn special_values_in_latency_and_gauges_never_panic_the_panels() {
         }
     }
 }
+
+/// The recording in the repository (scripts/record-demo.sh): whole, standing alone, with
+/// the incidents it is there to show, and without the demo Secret's plaintext.
+#[test]
+fn the_demo_recording_in_the_repository_replays() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
+    let bytes = std::fs::read(&file).unwrap();
+    assert!(bytes.len() < 4 << 20, "a few MB at most");
+    let demo_password = b"not-a-real-password-regscope-demo";
+    assert!(!contains(&bytes, demo_password));
+    let mut p = Player::open(&file).unwrap();
+    assert!(p.damage().is_empty(), "{:?}", p.damage());
+    assert!(p.header().secrets_redacted);
+    let end = p.seek(Target::End);
+    assert!(end.revision() > 1000);
+    assert!(end.replica.compact_revision().is_some());
+    assert!(!contains(&end.to_checkpoint().unwrap(), demo_password));
+    let markers = p.markers(1.0, 10.0);
+    let has = |prefix: &str| markers.iter().any(|m| m.label.starts_with(prefix));
+    assert!(has("410 Gone: informer events"), "{markers:?}");
+    assert!(has("compaction at revision"), "{markers:?}");
+    assert!(has("connection lost"), "{markers:?}");
+    assert!(has("connection restored"), "{markers:?}");
+    // Every panel draws at every marker.
+    for m in &markers {
+        let s = p.seek(Target::Position(m.position));
+        let _ = frame(s);
+    }
+}
