@@ -387,6 +387,19 @@ fn hour(dir: &Path) {
         "  frames: {} segments, {} scrapes, {} checkpoints",
         c.0, c.1, c.2
     );
+    // What a seek costs is restoring its checkpoint plus applying what follows it.
+    let last_ck = {
+        let t = Instant::now();
+        let s = p.seek(Target::Position(p.last_checkpoint_position()));
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        println!(
+            "  restore the last checkpoint alone: {ms:.0} ms ({} keys, {} history versions held)",
+            s.replica.live_keys(),
+            s.replica.history_usage().0
+        );
+        ms
+    };
+    std::hint::black_box(last_ck);
     let mut seeks = Vec::new();
     for i in 0..20u64 {
         let target = Target::Time(t0() + Duration::from_secs((i * 7919) % secs));

@@ -293,6 +293,15 @@ impl Player {
         (c, self.readers.iter().any(|r| r.index_rebuilt()))
     }
 
+    /// Position of the last checkpoint (0 when there is only the first).
+    pub fn last_checkpoint_position(&self) -> u64 {
+        self.frames
+            .iter()
+            .rev()
+            .find(|f| f.kind == FrameKind::Checkpoint)
+            .map_or(0, |f| f.position)
+    }
+
     /// First and last stamp of the recording.
     pub fn span(&self) -> (SystemTime, SystemTime) {
         let first = self.frames.first().map_or(0, |f| f.first_ns);

@@ -1,8 +1,9 @@
-//! The store: the MVCC replica of the watched keyspace plus what is derived from it.
+//! The store: one [`Session`] — the MVCC replica of the watched keyspace, the metric series
+//! and the informer lag — and its clock.
 //!
-//! Data enters only through [`Replica::apply`] with [`Stamped`] observations, in the order a
-//! source produced them (live or replayed: the same code). Views and the CLI read through
-//! `&Replica` queries; nothing here knows about drawing or I/O.
+//! Data enters only through [`Session::apply`] with [`crate::model::Stamped`] observations,
+//! in the order the sources (or a recording) produced them: live and replay are the same
+//! code. Views and the CLI read through `&Session`; nothing here knows about drawing or I/O.
 
 mod informer;
 pub mod metrics;

@@ -1,9 +1,11 @@
 //! The console's state and its update functions.
 //!
 //! Input enters in three ways only: [`App::ingest`] (observations, applied to the owned
-//! replica, followed by [`App::after_batch`] once per drained batch), [`App::handle_key`] /
-//! [`App::perform`] (named actions from the keymap) and [`App::set_now`] (the clock, for
-//! rates). All bookkeeping (selections, anchors, cached renders) happens here; the views in
+//! session or queued behind a pause, followed by [`App::after_batch`] once per drained
+//! batch), [`App::replace_session`] (a replay's seek) and [`App::handle_key`] /
+//! [`App::perform`] (named actions from the keymap; what the loop must do, such as starting
+//! a recording or seeking, comes back as [`Request`]s). The clock is the session's: the
+//! newest observation's stamp. All bookkeeping (selections, anchors, cached renders) happens here; the views in
 //! [`super::views`] only read `&App`. [`App::needs_draw`] tells the loop whether anything
 //! visible changed since the last frame.
 

@@ -1,11 +1,13 @@
 //! The full-screen console (ratatui + crossterm on tokio).
 //!
-//! Data enters as [`Stamped`] observations on a channel and is applied to the replica the
-//! [`App`] owns; keys enter from crossterm's event stream and become named [`Action`]s
-//! through the [`Keymap`]. One loop ([`run`]) selects over the channel (draining everything
-//! pending as one batch), terminal events, signals and a 1 s clock tick, and draws at most
-//! once per [`FRAME_BUDGET`], only when something visible changed: an idle console does not
-//! redraw. Drawing ([`views`]) reads `&App` only.
+//! Data enters as [`Stamped`] observations — from the live sources' channel or from a
+//! recording's player ([`Feed`]) — and is applied to the [`Session`] the [`App`] owns; keys
+//! enter from crossterm's event stream and become named [`Action`]s through the
+//! [`Keymap`]. One loop ([`run`]) selects over the feed (draining everything pending as one
+//! batch), terminal events, signals and a 1 s tick (recorder flushes, replay markers), and
+//! draws at most once per [`FRAME_BUDGET`], only when something visible changed: an idle
+//! console does not redraw. Drawing ([`views`]) reads `&App` only. Live, the loop taps the
+//! recorder (`R`); in replay, `replay` moves the player's cursor.
 //!
 //! Split by concern: [`action`] (names), [`keymap`] and [`theme`] (configuration as data),
 //! `app` (state and update), [`views`] (drawing), `terminal` (setup/restore, panic hook),
