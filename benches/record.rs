@@ -266,7 +266,7 @@ fn events_and_overhead(dir: &Path) {
     let mut p = Player::open(&path).expect("open");
     let mut s = p.seek(Target::Position(0));
     let t = Instant::now();
-    let applied = p.advance(&mut s, Target::End, u64::MAX, |_, _| {});
+    let applied = p.advance(&mut s, Target::End, u64::MAX, |_, _, _| {});
     let play = t.elapsed().as_secs_f64();
     println!(
         "replay of the events alone, as fast as possible: {applied} in {play:.2} s = {:.0} events/s into the session",
@@ -427,7 +427,7 @@ fn hour(dir: &Path) {
     );
     let t = Instant::now();
     let mut applied_events = 0u64;
-    p.advance(&mut s, Target::End, u64::MAX, |_, st| {
+    p.advance(&mut s, Target::End, u64::MAX, |_, st, _| {
         if matches!(st.obs, Observation::Events { .. }) {
             applied_events += 1;
         }

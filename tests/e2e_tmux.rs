@@ -578,7 +578,7 @@ async fn record_in_the_console_then_replay_it() {
     t.wait_for("the console", Duration::from_secs(20), |s| s.contains("31"));
     t.keys(&["R"]);
     t.wait_for("the recording indicator", Duration::from_secs(10), |s| {
-        s.contains("● REC regscope-")
+        s.contains("● REC") && s.contains("recording to")
     });
     let mut last = 0;
     for i in 0..30 {

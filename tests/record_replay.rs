@@ -6,7 +6,7 @@
 
 mod common;
 
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
@@ -472,7 +472,7 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
     for pos in [0, 1, 39, 40, 41, total / 2, total - 1, total] {
         // Played forward from the start.
         let mut fwd = p.seek(Target::Position(0));
-        p.advance(&mut fwd, Target::Position(pos), u64::MAX, |_, _| {});
+        p.advance(&mut fwd, Target::Position(pos), u64::MAX, |_, _, _| {});
         // A scrape's digest and the scrape are taken together: the cursor may pass by one.
         let reached = p.position();
         assert!(reached == pos || reached == pos + 1, "{reached} for {pos}");
@@ -500,7 +500,7 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
     assert!(by_time.now() <= t);
     let pos = p.position();
     let mut fwd = p.seek(Target::Position(0));
-    p.advance(&mut fwd, Target::Time(t), u64::MAX, |_, _| {});
+    p.advance(&mut fwd, Target::Time(t), u64::MAX, |_, _, _| {});
     assert_eq!(p.position(), pos);
     assert_eq!(
         regscope::cli::record::snapshot_of(&by_time, false).unwrap(),
@@ -627,7 +627,10 @@ fn replay_all(path: &Path) -> Result<(Vec<Stamped>, Vec<String>), String> {
     while let Some(st) = p.next_observation() {
         v.push(st);
     }
-    Ok((v, p.damage().to_vec()))
+    // Damage, and notes such as "not closed cleanly" (a cut on a frame boundary).
+    let mut said = p.damage().to_vec();
+    said.extend(p.notes().iter().cloned());
+    Ok((v, said))
 }
 
 #[test]
@@ -750,9 +753,13 @@ fn headless_recorder_survives_sigkill_and_timeout() {
     let _ = child.wait();
     let mut p = Player::open(&killed).unwrap();
     assert!(
-        p.damage().iter().any(|d| d.contains("not closed cleanly")),
+        p.notes().iter().any(|d| d.contains("not closed cleanly")),
         "{:?}",
-        p.damage()
+        p.notes()
+    );
+    assert!(
+        p.damage().is_empty(),
+        "a kill loses the pending second, not a frame"
     );
     let s = p.seek(Target::End);
     assert_eq!(
@@ -767,6 +774,10 @@ fn headless_recorder_survives_sigkill_and_timeout() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("rebuilt by scanning"), "{text}");
+    assert!(
+        out.status.success(),
+        "not closed cleanly is no damage: {text}"
+    );
 }
 
 #[test]
@@ -1011,9 +1022,128 @@ fn the_demo_recording_in_the_repository_replays() {
     assert!(has("compaction at revision"), "{markers:?}");
     assert!(has("connection lost"), "{markers:?}");
     assert!(has("connection restored"), "{markers:?}");
+    // A marker's position is just after its observation: the state there shows it.
+    let c = markers
+        .iter()
+        .find(|m| m.label.starts_with("compaction at revision"))
+        .unwrap();
+    let rev: i64 = c.label["compaction at revision ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let at_c = p.seek(Target::Position(c.position));
+    assert_eq!(at_c.replica.compact_revision(), Some(rev), "{}", c.label);
+    let g = markers
+        .iter()
+        .find(|m| m.label.starts_with("410 Gone"))
+        .unwrap();
+    let at_g = p.seek(Target::Position(g.position));
+    assert!(at_g.informers.get("", "events").unwrap().gone_410 >= 1);
     // Every panel draws at every marker.
     for m in &markers {
         let s = p.seek(Target::Position(m.position));
         let _ = frame(s);
     }
+}
+
+#[test]
+fn force_replaces_only_regular_files_and_keep_last_never_mixes_two_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let session = Session::new(SessionInfo::default());
+    // A FIFO (or a device, under sudo) is never deleted, --force or not.
+    let fifo = dir.path().join("fifo");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: mkfifo(3) on a path in our temp dir.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let e = Recorder::create(
+        RecordOptions {
+            overwrite: true,
+            ..RecordOptions::new(&fifo)
+        },
+        &session,
+        0,
+    )
+    .err()
+    .expect("refused");
+    assert!(e.to_string().contains("not a regular file"), "{e}");
+    assert!(std::fs::symlink_metadata(&fifo)
+        .unwrap()
+        .file_type()
+        .is_fifo());
+    // An existing regular file: refused, then replaced with --force.
+    let file = dir.path().join("f.rgs");
+    std::fs::write(&file, b"old").unwrap();
+    let e = Recorder::create(RecordOptions::new(&file), &session, 0)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("--force"), "{e}");
+    let r = Recorder::create(
+        RecordOptions {
+            overwrite: true,
+            ..RecordOptions::new(&file)
+        },
+        &session,
+        0,
+    )
+    .unwrap();
+    r.finish().unwrap();
+    assert!(Player::open(&file).is_ok());
+    // A --keep-last base naming an earlier run's set: refused, or replaced whole.
+    let base = dir.path().join("fr");
+    let keep = |overwrite| RecordOptions {
+        keep_last: Some(Duration::from_secs(60)),
+        overwrite,
+        ..RecordOptions::new(&base)
+    };
+    Recorder::create(keep(false), &session, 0)
+        .unwrap()
+        .finish()
+        .unwrap();
+    std::fs::write(dir.path().join("fr.000002.rgs"), b"x").unwrap();
+    let e = Recorder::create(keep(false), &session, 0).err().unwrap();
+    assert!(e.to_string().contains("earlier --keep-last set"), "{e}");
+    Recorder::create(keep(true), &session, 0)
+        .unwrap()
+        .finish()
+        .unwrap();
+    assert!(!dir.path().join("fr.000002.rgs").exists());
+    assert!(Player::open(&base).unwrap().damage().is_empty());
+}
+
+#[test]
+fn a_damaged_recording_says_so_in_the_snapshot_and_the_exit_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    record_stream(&file, &stream(30), small_policy(), false);
+    let mut bytes = std::fs::read(&file).unwrap();
+    // After the last checkpoint (a seek to the end reads from there on; damage before it
+    // does not change the end state, and `--check` reports it all the same).
+    let mid = bytes.len() * 9 / 10;
+    for b in &mut bytes[mid..mid + 64] {
+        *b ^= 0x55;
+    }
+    std::fs::write(&file, &bytes).unwrap();
+    let out = Command::new(BIN)
+        .args(["snapshot", "--json", "--from", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(!v["recording_damage"].as_array().unwrap().is_empty(), "{v}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("damaged recording"));
+    let out = Command::new(BIN)
+        .args(["replay", "--check", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    // And replay needs a terminal: without one, a clear line and exit 2.
+    let out = Command::new(BIN)
+        .args(["replay", file.to_str().unwrap()])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
 }

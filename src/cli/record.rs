@@ -28,18 +28,33 @@ pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, Strin
     let (start, end) = player.span();
     let t = text.trim();
     let anchor = if t.starts_with('+') { start } else { end };
-    match parse_seek(t, if t.contains(':') { start } else { anchor }) {
+    let ts = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
+    let span = || format!("the recording spans {} .. {}", ts(start), ts(end));
+    let target = match parse_seek(t, if t.contains(':') { start } else { anchor }) {
         Ok(SeekTo::Relative(s)) => {
             let d = Duration::from_secs(s.unsigned_abs());
-            Ok(Target::Time(if s < 0 {
+            Target::Time(if s < 0 {
                 end.checked_sub(d).unwrap_or(start)
             } else {
                 start + d
-            }))
+            })
         }
-        Ok(SeekTo::Time(at)) => Ok(Target::Time(at)),
-        Ok(SeekTo::Revision(r)) => Ok(Target::Revision(r)),
-        Err(e) => Err(format!("{flag}: {}", e.trim_start_matches("seek: "))),
+        Ok(SeekTo::Time(at)) => Target::Time(at),
+        Ok(SeekTo::Revision(r)) => Target::Revision(r),
+        Err(e) => return Err(format!("{flag}: {}", e.trim_start_matches("seek: "))),
+    };
+    // Outside the recording is a mistake to say, not a moment to guess.
+    match target {
+        Target::Time(at) if at < start || at > end + Duration::from_secs(1) => Err(format!(
+            "{flag} {t}: {} is outside the recording ({})",
+            ts(at),
+            span()
+        )),
+        Target::Revision(r) if player.last_revision().is_some_and(|last| r > last) => Err(format!(
+            "{flag} {t}: revision {r} is after the recording's last ({})",
+            player.last_revision().unwrap_or(0)
+        )),
+        t => Ok(t),
     }
 }
 
@@ -201,6 +216,13 @@ async fn sleep_until(t: Option<tokio::time::Instant>) {
 /// `regscope replay FILE`: the console over a recording, paused at its start (or at
 /// `--at`).
 pub async fn replay(r: &ReplayArgs, opts: crate::tui::UiOptions) -> Result<ExitCode> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        eprintln!(
+            "regscope: replay opens the console and needs a terminal; for scripts use `replay --check`, `export` or `snapshot --json --from`"
+        );
+        return Ok(ExitCode::from(2));
+    }
     let mut player = match open(&r.file) {
         Ok(p) => p,
         Err(code) => return Ok(code),
@@ -260,10 +282,8 @@ pub fn check(path: &Path) -> Result<ExitCode> {
         report.bytes,
         if report.secrets_redacted { "redacted" } else { "INCLUDED (recorded with --show-secrets)" },
     ));
-    if report.index_rebuilt {
-        out(format_args!(
-            "  index      missing (not closed cleanly): rebuilt by scanning\n"
-        ));
+    for n in &report.notes {
+        out(format_args!("  note       {n}\n"));
     }
     for (at, label) in &report.markers {
         out(format_args!("  marker     {at}  {label}\n"));
@@ -299,10 +319,17 @@ pub fn snapshot_from(s: &SnapshotArgs) -> Result<ExitCode> {
     };
     let session = player.seek(target);
     for d in player.damage() {
-        eprintln!("regscope: {}: {d}", path.display());
+        eprintln!("regscope: damaged recording: {d}");
     }
-    out(format_args!("{}\n", snapshot_of(&session, s.keys)?));
-    Ok(ExitCode::SUCCESS)
+    let mut v: serde_json::Value = serde_json::from_str(&snapshot_of(&session, s.keys)?)?;
+    // A damaged file replays what it still holds; the summary says it is incomplete.
+    v["recording_damage"] = json!(player.damage());
+    out(format_args!("{}\n", serde_json::to_string_pretty(&v)?));
+    Ok(if player.damage().is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// The `snapshot --json` text of a session (the replica and the apiserver side derived at
@@ -358,7 +385,7 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let mut broken = false;
     let key_filter = e.prefix.clone();
-    player.advance(&mut session, Target::End, u64::MAX, |s, st| {
+    player.advance(&mut session, Target::End, u64::MAX, |s, st, _| {
         if broken {
             return;
         }
@@ -392,9 +419,13 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     use std::io::Write;
     let _ = stdout.flush();
     for d in player.damage() {
-        eprintln!("regscope: {}: {d}", e.file.display());
+        eprintln!("regscope: damaged recording: {d}");
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if player.damage().is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn kv_json(

@@ -159,7 +159,7 @@ pub fn check(mut player: Player) -> ReplayReport {
     let mut first_rev = None;
     let mut n = 0u64;
     let (mut start, mut end) = (None::<SystemTime>, None::<SystemTime>);
-    player.advance(&mut session, Target::End, u64::MAX, |s, st| {
+    player.advance(&mut session, Target::End, u64::MAX, |s, st, _| {
         n += 1;
         start = Some(start.map_or(st.at, |t: SystemTime| t.min(st.at)));
         end = Some(end.map_or(st.at, |t: SystemTime| t.max(st.at)));
@@ -173,6 +173,7 @@ pub fn check(mut player: Player) -> ReplayReport {
     r.first_revision = first_rev;
     r.last_revision = (session.revision() > 0).then(|| session.revision());
     r.damage = player.damage().to_vec();
+    r.notes = player.notes().to_vec();
     r.markers = player
         .markers(1.0, 10.0)
         .into_iter()

@@ -63,6 +63,8 @@ pub struct ReplayReport {
     pub bytes: u64,
     pub secrets_redacted: bool,
     pub index_rebuilt: bool,
+    /// What lost nothing but is worth knowing (not closed cleanly).
+    pub notes: Vec<String>,
     /// Each damaged or lost stretch, one line (from which time/revision to which).
     pub damage: Vec<String>,
     /// What a replay's `n`/`N` jump to: (time, one line), in recorded order.
@@ -100,6 +102,8 @@ pub struct Player {
     use_digests: bool,
     position: u64,
     damage: Vec<String>,
+    /// What is worth knowing but lost nothing (a file not closed cleanly).
+    notes: Vec<String>,
 }
 
 fn io_err(path: &Path, e: impl std::fmt::Display) -> RecordError {
@@ -167,6 +171,7 @@ impl Player {
         let mut header: Option<RecordingHeader> = None;
         let mut frames = Vec::new();
         let mut damage = Vec::new();
+        let mut notes = Vec::new();
         let mut position = 0u64;
         for (fi, p) in paths.iter().enumerate() {
             let r = Reader::open(p).map_err(|e| io_err(p, e))?;
@@ -185,8 +190,8 @@ impl Player {
                 damage.push(format!("{}: {}", p.display(), describe_damage(d)));
             }
             if r.index_rebuilt() {
-                damage.push(format!(
-                    "{}: not closed cleanly (no index); index rebuilt by scanning",
+                notes.push(format!(
+                    "{}: not closed cleanly (no index; rebuilt by scanning)",
                     p.display()
                 ));
             }
@@ -250,6 +255,7 @@ impl Player {
             use_digests,
             position: 0,
             damage,
+            notes,
         })
     }
 
@@ -273,9 +279,14 @@ impl Player {
         self.position
     }
 
-    /// Damage found so far, one line each.
+    /// Damage found so far, one line each (each names its file).
     pub fn damage(&self) -> &[String] {
         &self.damage
+    }
+
+    /// Notes that lost nothing, e.g. a file not closed cleanly whose index was rebuilt.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// Frames by kind (segments, scrapes, checkpoints) and whether any file's index had
@@ -291,6 +302,11 @@ impl Player {
             }
         }
         (c, self.readers.iter().any(|r| r.index_rebuilt()))
+    }
+
+    /// The highest revision the recording's index knows (`None` for an empty one).
+    pub fn last_revision(&self) -> Option<Revision> {
+        self.frames.iter().map(|f| f.rev).max().filter(|r| *r > 0)
     }
 
     /// Position of the last checkpoint (0 when there is only the first).
@@ -487,19 +503,20 @@ impl Player {
         });
         self.pending.clear();
         self.next_digest = None;
-        self.advance(&mut session, target, u64::MAX, |_, _| {});
+        self.advance(&mut session, target, u64::MAX, |_, _, _| {});
         session
     }
 
     /// Applies observations to `session` until `target` is reached or `budget`
-    /// observations were applied; `each` sees every observation applied, after it was.
+    /// observations were applied; `each` sees every observation applied, after it was,
+    /// with the cursor's position just after it.
     /// Returns how many were applied.
     pub fn advance(
         &mut self,
         session: &mut Session,
         target: Target,
         budget: u64,
-        mut each: impl FnMut(&Session, &Stamped),
+        mut each: impl FnMut(&Session, &Stamped, u64),
     ) -> u64 {
         let mut n = 0;
         while n < budget {
@@ -517,7 +534,7 @@ impl Player {
                 break;
             };
             session.apply_digested(&st, digest.as_ref());
-            each(session, &st);
+            each(session, &st, self.position);
             n += 1;
         }
         n
@@ -535,11 +552,8 @@ impl Player {
         let mut scrape_bad = [false, false];
         let mut p99_high = false;
         let mut lag_high = false;
-        let pos0 = self.position;
-        let mut pos = pos0;
         let mut compacted = session.replica.compact_revision();
-        self.advance(&mut session, Target::End, u64::MAX, |s, st| {
-            pos += 1;
+        self.advance(&mut session, Target::End, u64::MAX, |s, st, pos| {
             let mut mark = |label: String| {
                 out.push(Marker {
                     position: pos,

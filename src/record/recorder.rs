@@ -146,8 +146,38 @@ impl Recorder {
             dropped: 0,
             opts,
         };
+        if r.opts.keep_last.is_some() {
+            r.clear_old_set()?;
+        }
         r.open_file(session)?;
         Ok(r)
+    }
+
+    /// A `--keep-last` base that already names a set (an earlier run): refused, or with
+    /// `--force` that set's files are deleted, so that one set never mixes two sessions.
+    fn clear_old_set(&self) -> Result<(), RecordError> {
+        let Ok(old) = super::player::recording_files(&self.opts.path) else {
+            return Ok(());
+        };
+        let old: Vec<PathBuf> = old.into_iter().filter(|p| *p != self.opts.path).collect();
+        if old.is_empty() {
+            return Ok(());
+        }
+        if !self.opts.overwrite {
+            return Err(RecordError::Format {
+                path: old[0].display().to_string(),
+                what: format!(
+                    "{} file(s) of an earlier --keep-last set are there; move them away, or pass --force to replace the set",
+                    old.len()
+                ),
+            });
+        }
+        for p in old {
+            if std::fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_file()) {
+                let _ = std::fs::remove_file(&p);
+            }
+        }
+        Ok(())
     }
 
     fn file_path(&self, n: usize) -> PathBuf {
@@ -173,8 +203,28 @@ impl Recorder {
             path: path.display().to_string(),
             what: e.to_string(),
         })?;
-        if self.opts.overwrite {
-            let _ = std::fs::remove_file(&path);
+        let fmt_err = |what: String| RecordError::Format {
+            path: path.display().to_string(),
+            what,
+        };
+        match std::fs::symlink_metadata(&path) {
+            // Only a regular file is ever replaced: never a device, a FIFO, a directory or
+            // what a symlink points to (`record -o /dev/null --force` under sudo must not
+            // delete /dev/null).
+            Ok(m) if !m.file_type().is_file() => {
+                return Err(fmt_err(
+                    "exists and is not a regular file (a device, FIFO, directory or symlink); choose another path".into(),
+                ))
+            }
+            Ok(_) if self.opts.overwrite => {
+                let _ = std::fs::remove_file(&path);
+            }
+            Ok(_) => {
+                return Err(fmt_err(
+                    "exists; choose another path, or pass --force to replace it".into(),
+                ))
+            }
+            Err(_) => {}
         }
         let io = |source| RecordError::Io {
             path: path.display().to_string(),
@@ -401,6 +451,9 @@ impl Recorder {
     }
 
     fn close(&mut self) {
+        if self.writer.is_none() {
+            return;
+        }
         let n = self.close_current();
         if let Some(f) = self.files.last_mut() {
             f.bytes = n;
@@ -454,6 +507,12 @@ impl Recorder {
             Some(e) if !e.starts_with("stopped at") => Err(e),
             _ => Ok(self.closed_bytes + self.files.last().map_or(0, |f| f.bytes)),
         }
+    }
+
+    /// Files of a rolling set written so far and still on disk (one without
+    /// `--keep-last`).
+    pub fn files(&self) -> usize {
+        self.files.len()
     }
 }
 

@@ -444,6 +444,8 @@ impl App {
     pub fn ingest(&mut self, st: &Stamped) {
         if self.cursor.paused && self.cursor.replay.is_none() {
             self.cursor.backlog.push_back(st.clone());
+            // The timeline row counts what is queued.
+            self.dirty = true;
             if self.cursor.backlog.len() >= Cursor::BACKLOG_LIMIT {
                 self.s.warnings.push(format!(
                     "pause ended: {} observations arrived while paused (the most held back)",

@@ -346,7 +346,16 @@ impl LiveDriver {
                         .trim_end_matches('Z')
                         .replace('T', "-")
                 );
-                let opts = RecordOptions::new(self.record_dir.join(name));
+                // Two recordings in one second get -2, -3, ….
+                let mut path = self.record_dir.join(&name);
+                let mut n = 2;
+                while path.exists() && n < 1000 {
+                    path = self
+                        .record_dir
+                        .join(name.replace(".rgs", &format!("-{n}.rgs")));
+                    n += 1;
+                }
+                let opts = RecordOptions::new(&path);
                 match Recorder::create(opts, &app.session, self.cluster_id) {
                     Ok(mut r) => {
                         // Paused: the session is behind the stream by the backlog, which
@@ -354,6 +363,10 @@ impl LiveDriver {
                         for st in app.cursor.backlog.iter() {
                             r.record(st);
                         }
+                        app.s.warnings.push(format!(
+                            "recording to {} (R stops; Secret values redacted)",
+                            path.display()
+                        ));
                         self.recorder = Some(r);
                         self.maintain(app);
                     }

@@ -104,7 +104,7 @@ impl ReplayDriver {
         };
         let n = self
             .player
-            .advance(&mut app.session, target, BUDGET, |_, _| {});
+            .advance(&mut app.session, target, BUDGET, |_, _, _| {});
         if n > 0 {
             app.after_external_apply();
         }
@@ -214,7 +214,7 @@ impl ReplayDriver {
                         &mut app.session,
                         Target::Position(pos + 1),
                         1,
-                        |_, _| {},
+                        |_, _, _| {},
                     );
                     let tick = matches!(
                         self.player.peek().map(|s| &s.obs),

@@ -92,7 +92,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
 
     let (mut conn, mut role) = conn_label(app);
     if let Some(r) = &app.recording {
-        conn = format!("● REC {} {}  {conn}", short_path(&r.path), bytes(r.bytes));
+        conn = format!("● REC {}  {conn}", bytes(r.bytes));
         role = Role::StatusError;
     } else if app.cursor.replay.is_some() {
         conn = format!("REPLAY · {conn}");
@@ -154,11 +154,6 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         stats.push(sp(app, endpoint, Role::Muted));
     }
     f.render_widget(Paragraph::new(Line::from(stats)), row1);
-}
-
-/// The file name of a path (the header has no room for directories).
-fn short_path(p: &str) -> &str {
-    p.rsplit('/').next().unwrap_or(p)
 }
 
 /// The timeline row: in replay, play state, speed, the cursor's time on a bar from the

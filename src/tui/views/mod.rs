@@ -87,7 +87,8 @@ fn draw_warning(app: &App, f: &mut Frame, area: Rect) {
     };
     let line = Line::from(vec![
         Span::raw(" ⚠ "),
-        Span::raw(w.first().cloned().unwrap_or_default()),
+        // The newest message: a recording just saved matters more than a keymap note.
+        Span::raw(w.last().cloned().unwrap_or_default()),
         Span::raw(more),
     ])
     .style(app.s.theme.get(Role::Warning));
