@@ -98,6 +98,19 @@ pub async fn record_session(
     duration: Option<Duration>,
 ) -> Result<ExitCode> {
     let show_secrets = opts.show_secrets;
+    let limits = [
+        opts.keep_last.map(|d| {
+            format!(
+                ", keeping the last {} in a rolling set",
+                humantime::format_duration(d)
+            )
+        }),
+        opts.max_size.map(|n| format!(", at most {n} bytes")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<String>();
+    let set = opts.keep_last.map(|_| opts.path.clone());
     let (tx, mut rx) = mpsc::channel::<Stamped>(4096);
     let sources = match live::start(Some(source), scfg, tx).await {
         Ok(s) => s,
@@ -116,7 +129,7 @@ pub async fn record_session(
         }
     };
     eprintln!(
-        "regscope record: recording to {}{}{} (SIGTERM or Ctrl-C stops)",
+        "regscope record: recording to {}{}{}{limits} (SIGTERM or Ctrl-C stops)",
         rec.path().display(),
         if show_secrets {
             ", Secret values INCLUDED"
@@ -190,11 +203,19 @@ pub async fn record_session(
     }
     let path = rec.path();
     let records = rec.records();
+    let files = rec.files();
     match rec.finish() {
         Ok(bytes) => {
+            let to = match &set {
+                Some(base) => format!(
+                    "the set {} ({files} file(s) kept, newest {})",
+                    base.display(),
+                    path.display()
+                ),
+                None => path.display().to_string(),
+            };
             eprintln!(
-                "regscope record: {why}: wrote {records} observations ({bytes} bytes) to {}, revision {}",
-                path.display(),
+                "regscope record: {why}: wrote {records} observations to {to} ({bytes} bytes on disk), revision {}",
                 session.revision()
             );
             Ok(ExitCode::SUCCESS)
