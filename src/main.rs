@@ -60,7 +60,9 @@ async fn dispatch(cli: Cli) -> Result<ExitCode> {
             };
             regscope::cli::record::record(&r, &scfg, cli.ui.show_secrets).await
         }
-        Some(Command::Replay(r)) if r.check => regscope::cli::record::check(&r.file),
+        Some(Command::Replay(r)) if r.check => {
+            regscope::cli::record::check(&r.file, r.p99_threshold, r.lag_threshold)
+        }
         Some(Command::Replay(r)) => regscope::cli::record::replay(&r, ui_options(&cli.ui)?).await,
         Some(Command::Export(e)) => regscope::cli::record::export(&e, &cli.ui),
         Some(Command::Decode(d)) => regscope::cli::decode::run(&d, &cli.ui),

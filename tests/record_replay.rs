@@ -1147,3 +1147,47 @@ fn a_damaged_recording_says_so_in_the_snapshot_and_the_exit_code() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
 }
+
+/// A recording begun mid-session (`R` in the console) holds no list: `export` starts with
+/// the live keys of its first checkpoint.
+#[test]
+fn export_of_a_recording_begun_mid_session_starts_with_the_state() {
+    let all = stream(10);
+    let mut session = Session::new(SessionInfo {
+        started_at: at(0),
+        ..Default::default()
+    });
+    for st in &all[..20] {
+        session.apply(st);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mid.rgs");
+    let mut rec = Recorder::create(RecordOptions::new(&file), &session, 0).unwrap();
+    for st in &all[20..] {
+        session.apply(st);
+        rec.record_applied(st, &mut session);
+    }
+    rec.finish().unwrap();
+    let out = Command::new(BIN)
+        .args(["export", file.to_str().unwrap(), "--only-keys"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    let start: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["from"] == "start")
+        .collect();
+    assert_eq!(
+        start.len(),
+        9,
+        "the 9 keys listed before the recording began"
+    );
+    assert!(start.iter().all(|v| v["type"] == "list_item"));
+    assert!(!text.contains(PLAINTEXT));
+}

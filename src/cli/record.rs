@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 use super::args::{ExportArgs, RecordArgs, ReplayArgs, SnapshotArgs, UiArgs};
 use super::out;
-use crate::model::{escape_bytes, KeyPath, KeyValue, Observation, ScrapeOutcome, Stamped};
+use crate::model::{escape_bytes, Bytes, KeyPath, KeyValue, Observation, ScrapeOutcome, Stamped};
 use crate::record::{Player, RecordOptions, Recorder, Target};
 use crate::source::{live, ScrapeConfig};
 use crate::store::Session;
@@ -278,12 +278,12 @@ pub async fn replay(r: &ReplayArgs, opts: crate::tui::UiOptions) -> Result<ExitC
 
 /// `regscope replay --check FILE`: reads every frame, verifies checksums, prints the span,
 /// counts and damage. Exit 0 when whole, 1 when damaged, 2 when not a recording.
-pub fn check(path: &Path) -> Result<ExitCode> {
+pub fn check(path: &Path, p99_threshold: f64, lag_threshold: f64) -> Result<ExitCode> {
     let player = match open(path) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    let report = crate::record::check(player);
+    let report = crate::record::check(player, p99_threshold, lag_threshold);
     let ts = |t: Option<SystemTime>| {
         t.map_or("-".to_string(), |t| {
             humantime::format_rfc3339_millis(t).to_string()
@@ -406,6 +406,52 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let mut broken = false;
     let key_filter = e.prefix.clone();
+    // A recording starts with a checkpoint (a recording begun mid-session holds no list):
+    // the live keys where the export starts come first, as `list_item`s marked
+    // `"from": "start"`.
+    {
+        use std::io::Write;
+        let at = time_text(session.now());
+        let prefix_bytes = key_filter.clone().unwrap_or_default().into_bytes();
+        let mut after: Option<Bytes> = None;
+        'keys: loop {
+            let chunk = session
+                .replica
+                .live_keys_after(&prefix_bytes, after.as_deref(), 1024);
+            let Some(last) = chunk.last().cloned() else {
+                break;
+            };
+            for key in chunk {
+                let Some(v) = session.replica.get(&key) else {
+                    continue;
+                };
+                let kv = KeyValue {
+                    key,
+                    create_revision: v.create_revision,
+                    mod_revision: v.mod_revision,
+                    version: v.version,
+                    lease: v.lease,
+                    value: v.value.unwrap_or_default(),
+                };
+                let mut line = kv_json(
+                    "list_item",
+                    None,
+                    &kv,
+                    &prefix,
+                    e,
+                    keyring.as_ref(),
+                    show_secrets,
+                );
+                line["from"] = json!("start");
+                line["at"] = json!(at);
+                if writeln!(stdout, "{line}").is_err() {
+                    broken = true;
+                    break 'keys;
+                }
+            }
+            after = Some(last);
+        }
+    }
     player.advance(&mut session, Target::End, u64::MAX, |s, st, _| {
         if broken {
             return;

@@ -137,7 +137,7 @@ pub(crate) fn restore(state: &[u8]) -> Result<Session, String> {
 
 /// Reads every frame of a recording (all files of a set), verifying checksums and
 /// decoding every observation, scrape and checkpoint: the report of `replay --check`.
-pub fn check(mut player: Player) -> ReplayReport {
+pub fn check(mut player: Player, p99_threshold: f64, lag_threshold: f64) -> ReplayReport {
     let mut r = ReplayReport {
         files: player
             .paths()
@@ -175,7 +175,7 @@ pub fn check(mut player: Player) -> ReplayReport {
     r.damage = player.damage().to_vec();
     r.notes = player.notes().to_vec();
     r.markers = player
-        .markers(1.0, 10.0)
+        .markers(p99_threshold, lag_threshold)
         .into_iter()
         .map(|m| (humantime::format_rfc3339_millis(m.at).to_string(), m.label))
         .collect();
