@@ -30,7 +30,7 @@ pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, Strin
     let anchor = if t.starts_with('+') { start } else { end };
     let ts = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
     let span = || format!("the recording spans {} .. {}", ts(start), ts(end));
-    let target = match parse_seek(t, if t.contains(':') { start } else { anchor }) {
+    let target = match parse_seek(t, if t.contains(':') { start } else { anchor }, 0) {
         Ok(SeekTo::Relative(s)) => {
             let d = Duration::from_secs(s.unsigned_abs());
             Target::Time(if s < 0 {

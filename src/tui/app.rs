@@ -849,10 +849,12 @@ impl App {
                     match input.target {
                         InputTarget::Events => self.set_events_filter(input.text),
                         InputTarget::Keys => self.set_keys_filter(input.text),
-                        InputTarget::Seek => match parse_seek(&input.text, self.session.now()) {
-                            Ok(to) => self.requests.push(Request::Seek(to)),
-                            Err(e) => self.s.warnings.push(e),
-                        },
+                        InputTarget::Seek => {
+                            match parse_seek(&input.text, self.session.now(), self.s.utc_offset) {
+                                Ok(to) => self.requests.push(Request::Seek(to)),
+                                Err(e) => self.s.warnings.push(e),
+                            }
+                        }
                     }
                 }
             }
@@ -1338,11 +1340,11 @@ impl App {
 }
 
 /// Parses what the seek prompt takes: `-5m`/`+30s` (from `now`), `r1234` or a plain
-/// number (a revision), an RFC 3339 time, or a clock time `HH:MM[:SS]` (UTC, on the day of
-/// `now`).
+/// number (a revision), an RFC 3339 time, or a clock time `HH:MM[:SS]` on the day of `now`
+/// in the time zone `utc_offset` seconds east of UTC (the console's clock; `0` for UTC).
 ///
 /// Errors: one line saying what is accepted.
-pub fn parse_seek(text: &str, now: SystemTime) -> Result<SeekTo, String> {
+pub fn parse_seek(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo, String> {
     let t = text.trim();
     let bad = || {
         format!("seek: '{t}' is not a time (14:32:10, 2026-12-01T14:32:10Z), an offset (-5m, +30s) or a revision (r1234)")
@@ -1374,10 +1376,12 @@ pub fn parse_seek(text: &str, now: SystemTime) -> Result<SeekTo, String> {
             .map_err(|_| bad())?;
         let (h, m, sec) = (n[0], n[1], n.get(2).copied().unwrap_or(0));
         if h < 24 && m < 60 && sec < 60 {
-            let day = super::format::unix_second(now) / 86_400 * 86_400;
+            // Midnight of `now`'s day where the clock is read, then back to UTC.
+            let local = super::format::unix_second(now) as i64 + utc_offset;
+            let day = local.div_euclid(86_400) * 86_400;
+            let t = day + (h * 3600 + m * 60 + sec) as i64 - utc_offset;
             return Ok(SeekTo::Time(
-                SystemTime::UNIX_EPOCH
-                    + std::time::Duration::from_secs(day + h * 3600 + m * 60 + sec),
+                SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64),
             ));
         }
     }
@@ -1504,10 +1508,16 @@ mod tests {
     #[test]
     fn seek_prompt_parses_times_offsets_and_revisions() {
         let now = at(0);
+        let parse_seek = |t: &str, now| super::parse_seek(t, now, 0);
         assert_eq!(parse_seek("-5m", now), Ok(SeekTo::Relative(-300)));
         assert_eq!(parse_seek("+30s", now), Ok(SeekTo::Relative(30)));
         assert_eq!(parse_seek("r1234", now), Ok(SeekTo::Revision(1234)));
         assert_eq!(parse_seek("77", now), Ok(SeekTo::Revision(77)));
+        // A clock time is read in the console's zone: 15:32:10 at UTC+1 is 14:32:10 UTC.
+        assert_eq!(
+            super::parse_seek("15:32:10", now, 3600),
+            parse_seek("14:32:10", now)
+        );
         assert_eq!(
             parse_seek("2026-12-01T14:32:10Z", now),
             Ok(SeekTo::Time(
