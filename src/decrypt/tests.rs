@@ -1,5 +1,5 @@
 //! Tests for encryption at rest. Field case BR-11 uses the exact values of
-//! /work/shared/field-cases.md; the other vectors were made independently of regscope with
+//! ../shared/field-cases.md; the other vectors were made independently of regscope with
 //! Python `cryptography` 48 (AES-CBC/PKCS7, AESGCM) and PyNaCl 1.6 (`SecretBox.encrypt`,
 //! which returns nonce + tag + ciphertext like Go's `secretbox.Seal`), as below:
 //!
