@@ -422,7 +422,8 @@ pub struct RecordArgs {
     /// D (e.g. 30m), deleting older files, until stopped.
     #[arg(long, value_name = "D", value_parser = parse_duration)]
     pub keep_last: Option<std::time::Duration>,
-    /// Replace an existing file.
+    /// Replace an existing regular file (with --keep-last: an earlier set under the same
+    /// base, e.g. after a systemd restart); never a device, FIFO, directory or symlink.
     #[arg(long)]
     pub force: bool,
     #[command(flatten)]
