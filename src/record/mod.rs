@@ -48,7 +48,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-pub use player::{Marker, Player, ReplayReport, Target};
+pub use player::{Marker, MarkerScan, Player, ReplayReport, Target};
 pub use recorder::{CheckpointPolicy, RecordOptions, Recorder};
 
 use crate::model::{Observation, SessionInfo, Stamped};
@@ -156,10 +156,13 @@ pub fn check(mut player: Player, p99_threshold: f64, lag_threshold: f64) -> Repl
     r.checkpoints = counts.2;
     r.index_rebuilt = rebuilt;
     let mut session = player.seek(Target::Position(0));
+    let mut scan = MarkerScan::new(&session, p99_threshold, lag_threshold);
     let mut first_rev = None;
     let mut n = 0u64;
     let (mut start, mut end) = (None::<SystemTime>, None::<SystemTime>);
-    player.advance(&mut session, Target::End, u64::MAX, |s, st, _| {
+    // One pass: counts, span and markers.
+    player.advance(&mut session, Target::End, u64::MAX, |s, st, pos| {
+        scan.observe(s, st, pos);
         n += 1;
         start = Some(start.map_or(st.at, |t: SystemTime| t.min(st.at)));
         end = Some(end.map_or(st.at, |t: SystemTime| t.max(st.at)));
@@ -174,8 +177,8 @@ pub fn check(mut player: Player, p99_threshold: f64, lag_threshold: f64) -> Repl
     r.last_revision = (session.revision() > 0).then(|| session.revision());
     r.damage = player.damage().to_vec();
     r.notes = player.notes().to_vec();
-    r.markers = player
-        .markers(p99_threshold, lag_threshold)
+    r.markers = scan
+        .markers()
         .into_iter()
         .map(|m| (humantime::format_rfc3339_millis(m.at).to_string(), m.label))
         .collect();

@@ -547,102 +547,139 @@ impl Player {
     /// Leaves the cursor at the end.
     pub fn markers(&mut self, p99_threshold: f64, lag_threshold: f64) -> Vec<Marker> {
         let mut session = self.seek(Target::Position(0));
-        let mut out = Vec::new();
-        let mut conn_bad = false;
-        let mut scrape_bad = [false, false];
-        let mut p99_high = false;
-        let mut lag_high = false;
-        let mut compacted = session.replica.compact_revision();
+        let mut scan = MarkerScan::new(&session, p99_threshold, lag_threshold);
         self.advance(&mut session, Target::End, u64::MAX, |s, st, pos| {
-            let mut mark = |label: String| {
-                out.push(Marker {
-                    position: pos,
-                    at: st.at,
-                    label,
-                })
-            };
-            // Compactions however learned (compact_rev_key, a cancelled watch, etcd's
-            // metrics derived in the session).
-            let c = s.replica.compact_revision();
-            if c > compacted {
-                if let (Some(rev), Some(seen)) = (c, s.replica.compactions().back()) {
-                    mark(format!("compaction at revision {rev} ({})", seen.source));
-                }
-                compacted = c;
+            scan.observe(s, st, pos)
+        });
+        scan.markers()
+    }
+}
+
+/// Finds the markers of a recording while it is played (see [`Player::markers`]), so a
+/// caller that reads the whole file anyway (`replay --check`) reads it once.
+pub struct MarkerScan {
+    out: Vec<Marker>,
+    p99_threshold: f64,
+    lag_threshold: f64,
+    compacted: Option<Revision>,
+    conn_bad: bool,
+    scrape_bad: [bool; 2],
+    p99_high: bool,
+    lag_high: bool,
+}
+
+impl MarkerScan {
+    /// A scan starting at `session`; thresholds in seconds (etcd p99, informer lag).
+    pub fn new(session: &Session, p99_threshold: f64, lag_threshold: f64) -> MarkerScan {
+        MarkerScan {
+            out: Vec::new(),
+            p99_threshold,
+            lag_threshold,
+            compacted: session.replica.compact_revision(),
+            conn_bad: false,
+            scrape_bad: [false, false],
+            p99_high: false,
+            lag_high: false,
+        }
+    }
+
+    /// Looks at one observation just applied to `s`; `pos` is the position after it.
+    pub fn observe(&mut self, s: &Session, st: &Stamped, pos: u64) {
+        let mut mark = |label: String| {
+            self.out.push(Marker {
+                position: pos,
+                at: st.at,
+                label,
+            })
+        };
+        // Compactions however learned (compact_rev_key, a cancelled watch, etcd's
+        // metrics derived in the session).
+        let c = s.replica.compact_revision();
+        if c > self.compacted {
+            if let (Some(rev), Some(seen)) = (c, s.replica.compactions().back()) {
+                mark(format!("compaction at revision {rev} ({})", seen.source));
             }
-            match &st.obs {
-                Observation::ListDone {
-                    revision,
-                    compacted: Some(c),
-                } => mark(format!(
-                    "relist at revision {revision} after compaction at {c} (gap)"
-                )),
-                Observation::Reset { reason } => mark(format!("history reset: {reason}")),
-                Observation::Conn(c) => {
-                    let bad = matches!(
-                        c,
-                        ConnState::NotResponding { .. }
-                            | ConnState::Reconnecting { .. }
-                            | ConnState::Failed { .. }
-                    );
-                    if bad && !conn_bad {
-                        mark(match c {
-                            ConnState::NotResponding { .. } => "etcd not responding".into(),
-                            ConnState::Reconnecting { error, .. } => {
-                                format!("connection lost: {error}")
-                            }
-                            ConnState::Failed { error } => format!("source failed: {error}"),
-                            _ => String::new(),
-                        });
-                    } else if !bad && conn_bad && *c == ConnState::Watching {
-                        mark("connection restored".into());
+            self.compacted = c;
+        }
+        match &st.obs {
+            Observation::ListDone {
+                revision,
+                compacted: Some(c),
+            } => mark(format!(
+                "relist at revision {revision} after compaction at {c} (gap)"
+            )),
+            Observation::Reset { reason } => mark(format!("history reset: {reason}")),
+            Observation::Conn(c) => {
+                let bad = matches!(
+                    c,
+                    ConnState::NotResponding { .. }
+                        | ConnState::Reconnecting { .. }
+                        | ConnState::Failed { .. }
+                );
+                if bad && !self.conn_bad {
+                    mark(match c {
+                        ConnState::NotResponding { .. } => "etcd not responding".into(),
+                        ConnState::Reconnecting { error, .. } => {
+                            format!("connection lost: {error}")
+                        }
+                        ConnState::Failed { error } => format!("source failed: {error}"),
+                        _ => String::new(),
+                    });
+                } else if !bad && self.conn_bad && *c == ConnState::Watching {
+                    mark("connection restored".into());
+                }
+                if bad || *c == ConnState::Watching {
+                    self.conn_bad = bad;
+                }
+            }
+            Observation::Informer(i) => {
+                if let InformerWhat::Gone { .. } = i.what {
+                    mark(format!("410 Gone: informer {}", i.resource));
+                }
+                if let Some(lag) = s
+                    .informers
+                    .get(&i.group, &i.resource)
+                    .and_then(|x| x.lag_seconds)
+                {
+                    let high = lag > self.lag_threshold;
+                    if high && !self.lag_high {
+                        mark(format!(
+                            "informer lag over {}s: {} {:.1}s",
+                            self.lag_threshold, i.resource, lag
+                        ));
                     }
-                    if bad || *c == ConnState::Watching {
-                        conn_bad = bad;
+                    self.lag_high = high;
+                }
+            }
+            Observation::Scrape { target, outcome } => {
+                let bad = matches!(outcome, ScrapeOutcome::Failed { .. });
+                let slot = &mut self.scrape_bad[*target as usize];
+                if bad && !*slot {
+                    if let ScrapeOutcome::Failed { error, .. } = outcome {
+                        mark(format!("{} scrape failed: {error}", target.label()));
                     }
                 }
-                Observation::Informer(i) => {
-                    if let InformerWhat::Gone { .. } = i.what {
-                        mark(format!("410 Gone: informer {}", i.resource));
-                    }
-                    if let Some(lag) = s
-                        .informers
-                        .get(&i.group, &i.resource)
-                        .and_then(|x| x.lag_seconds)
-                    {
-                        let high = lag > lag_threshold;
-                        if high && !lag_high {
+                *slot = bad;
+                if *target == ScrapeTarget::Apiserver && !bad {
+                    if let Some((row, p99)) = worst_etcd_p99(s) {
+                        let high = p99 > self.p99_threshold;
+                        if high && !self.p99_high {
                             mark(format!(
-                                "informer lag over {lag_threshold}s: {} {:.1}s",
-                                i.resource, lag
+                                "etcd p99 over {}s: {row} {p99:.3}s",
+                                self.p99_threshold
                             ));
                         }
-                        lag_high = high;
+                        self.p99_high = high;
                     }
                 }
-                Observation::Scrape { target, outcome } => {
-                    let bad = matches!(outcome, ScrapeOutcome::Failed { .. });
-                    let slot = &mut scrape_bad[*target as usize];
-                    if bad && !*slot {
-                        if let ScrapeOutcome::Failed { error, .. } = outcome {
-                            mark(format!("{} scrape failed: {error}", target.label()));
-                        }
-                    }
-                    *slot = bad;
-                    if *target == ScrapeTarget::Apiserver && !bad {
-                        if let Some((row, p99)) = worst_etcd_p99(s) {
-                            let high = p99 > p99_threshold;
-                            if high && !p99_high {
-                                mark(format!("etcd p99 over {p99_threshold}s: {row} {p99:.3}s"));
-                            }
-                            p99_high = high;
-                        }
-                    }
-                }
-                _ => {}
             }
-        });
-        out
+            _ => {}
+        }
+    }
+
+    /// The markers found, in recorded order.
+    pub fn markers(self) -> Vec<Marker> {
+        self.out
     }
 }
 
