@@ -131,7 +131,7 @@ pub(crate) fn decode_observation(at_ns: i64, payload: &[u8]) -> Result<Stamped, 
 }
 
 /// The session restored from a checkpoint's bytes, or why not.
-pub(crate) fn restore(state: &[u8]) -> Result<Session, String> {
+pub(crate) fn restore(state: &crate::model::Bytes) -> Result<Session, String> {
     Session::from_checkpoint(state).map_err(|e| format!("undecodable checkpoint: {e}"))
 }
 

@@ -31,11 +31,12 @@ pub struct CheckpointPolicy {
 
 impl Default for CheckpointPolicy {
     fn default() -> Self {
-        // 100,000 observations replay in about 0.1 s (`cargo bench --bench record`),
-        // which keeps any seek well under the 200 ms a scrub bar needs.
+        // A seek restores the checkpoint before its target and replays what follows: 50,000
+        // observations or 150 s of a busy recording replay in under 0.1 s
+        // (`cargo bench --bench record`), beside 0.1–0.2 s to restore a 300 MB session.
         CheckpointPolicy {
-            records: 100_000,
-            interval: Duration::from_secs(300),
+            records: 50_000,
+            interval: Duration::from_secs(150),
             min_ratio: 0.25,
         }
     }
@@ -544,7 +545,7 @@ fn checkpoint_bytes(session: &Session, show_secrets: bool) -> Result<Vec<u8>, po
     if show_secrets || !has_secrets {
         return Ok(bytes);
     }
-    let mut copy = Session::from_checkpoint(&bytes)?;
+    let mut copy = Session::from_checkpoint(&bytes.into())?;
     copy.replica
         .map_values(&secrets, |v| match redact::redact_secret_value(v) {
             redact::Redacted::Unchanged(_) => v.clone(),

@@ -6,9 +6,11 @@
 //! code. Views and the CLI read through `&Session`; nothing here knows about drawing or I/O.
 
 mod informer;
+mod keyspace;
 pub mod metrics;
 mod replica;
 mod session;
+mod shared_bytes;
 mod stats;
 
 pub use informer::{InformerLag, InformerState};

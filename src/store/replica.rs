@@ -10,13 +10,14 @@
 //! versions and tombstones) is charged against `history_budget` bytes; the newest version of
 //! every live key is never dropped.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use super::keyspace::Keyspace;
 use super::stats::{Growth, GrowthSample, ResourceStats, ResourceSummary};
 use crate::model::{
     escape_bytes, CompactionSeen, CompactionSource, ConnState, EventKind, Gap, KeyPath, KeyValue,
@@ -64,6 +65,7 @@ struct Version {
     mod_revision: Revision,
     version: i64,
     lease: i64,
+    #[serde(deserialize_with = "super::shared_bytes::opt")]
     value: Option<Bytes>,
 }
 
@@ -132,8 +134,10 @@ pub struct EventRecord {
     pub at: SystemTime,
     pub revision: Revision,
     pub kind: EventKind,
+    #[serde(deserialize_with = "super::shared_bytes::bytes")]
     pub key: Bytes,
     /// Value written (empty for a delete); shared with the replica.
+    #[serde(deserialize_with = "super::shared_bytes::bytes")]
     pub value: Bytes,
     pub resource: u32,
 }
@@ -194,7 +198,7 @@ pub struct Summary {
 #[derive(Serialize, Deserialize)]
 pub struct Replica {
     cfg: ReplicaConfig,
-    keys: BTreeMap<Bytes, KeyEntry>,
+    keys: Keyspace<KeyEntry>,
     resources: Vec<ResourceStats>,
     resource_ids: HashMap<String, u32>,
     /// Highest revision applied (from events, progress notifications or a list).
@@ -209,6 +213,7 @@ pub struct Replica {
     history_bytes: usize,
     history_versions: usize,
     /// (revision, key): at `revision` the key's oldest version became history.
+    #[serde(deserialize_with = "super::shared_bytes::rev_keys")]
     history_queue: VecDeque<(Revision, Bytes)>,
     /// First wall-clock time each revision range was observed: (revision, time), ascending.
     rev_times: VecDeque<(Revision, SystemTime)>,
@@ -239,7 +244,7 @@ impl Replica {
         let growth = Growth::new(cfg.growth_cap);
         Self {
             cfg,
-            keys: BTreeMap::new(),
+            keys: Keyspace::default(),
             resources: Vec::new(),
             resource_ids: HashMap::new(),
             applied: 0,
@@ -504,7 +509,7 @@ impl Replica {
             Some(e) => e,
             None => {
                 let resource = self.resource_id(&key);
-                self.keys.entry(key.clone()).or_insert(KeyEntry {
+                self.keys.get_or_insert_with(&key, || KeyEntry {
                     resource,
                     versions: VecDeque::with_capacity(1),
                     seen_gen: 0,
@@ -617,21 +622,21 @@ impl Replica {
     /// a checkpoint; `f` must keep lengths for the size accounting to stay true.
     pub fn map_values(&mut self, key_prefix: &[u8], f: impl Fn(&Bytes) -> Bytes) {
         let end = crate::model::prefix_end(key_prefix);
-        let range = (
-            Bound::Included(Bytes::copy_from_slice(key_prefix)),
+        let range: (Bound<&[u8]>, Bound<&[u8]>) = (
+            Bound::Included(key_prefix),
             if end.is_empty() {
                 Bound::Unbounded
             } else {
-                Bound::Excluded(Bytes::from(end))
+                Bound::Excluded(end.as_slice())
             },
         );
-        for (_, e) in self.keys.range_mut(range) {
+        self.keys.for_each_mut_in(range, |e| {
             for v in e.versions.iter_mut() {
                 if let Some(val) = v.value.as_mut() {
                     *val = f(val);
                 }
             }
-        }
+        });
         for ev in self.events.iter_mut() {
             if ev.key.starts_with(key_prefix) && !ev.value.is_empty() {
                 ev.value = f(&ev.value);
@@ -756,7 +761,7 @@ impl Replica {
         self.check_rev(rev)?;
         Ok(self
             .keys
-            .range::<[u8], _>((Bound::Included(prefix), Bound::Unbounded))
+            .range((Bound::Included(prefix), Bound::Unbounded))
             .take_while(move |(k, _)| k.starts_with(prefix))
             .filter_map(move |(k, e)| version_at(e, rev).map(|v| (k, VersionView::from(v)))))
     }
@@ -789,7 +794,7 @@ impl Replica {
             None => Bound::Included(prefix),
         };
         self.keys
-            .range::<[u8], _>((lower, Bound::Unbounded))
+            .range((lower, Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(prefix))
             .filter(|(_, e)| e.live().is_some())
             .take(n)
@@ -806,7 +811,7 @@ impl Replica {
             _ => Bound::Excluded(end.as_slice()),
         };
         self.keys
-            .range::<[u8], _>((Bound::Included(prefix), upper))
+            .range((Bound::Included(prefix), upper))
             .rev()
             .take_while(|(k, _)| k.starts_with(prefix))
             .filter(|(_, e)| e.live().is_some())

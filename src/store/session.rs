@@ -162,11 +162,13 @@ impl Session {
         postcard::to_stdvec(self)
     }
 
-    /// A session restored from [`Session::to_checkpoint`]'s bytes.
+    /// A session restored from [`Session::to_checkpoint`]'s bytes. Keys and values are
+    /// not copied: they are slices of `state`, which stays allocated while any of them
+    /// lives (see [`super::shared_bytes`]).
     ///
     /// Errors: bytes that are not a checkpoint of this format version.
-    pub fn from_checkpoint(bytes: &[u8]) -> Result<Session, postcard::Error> {
-        postcard::from_bytes(bytes)
+    pub fn from_checkpoint(state: &Bytes) -> Result<Session, postcard::Error> {
+        super::shared_bytes::restore_from(state, |b| postcard::from_bytes(b))
     }
 }
 
@@ -258,7 +260,7 @@ mod tests {
         for st in &all[..20] {
             half.apply(st);
         }
-        let mut resumed = Session::from_checkpoint(&half.to_checkpoint().unwrap()).unwrap();
+        let mut resumed = Session::from_checkpoint(&half.to_checkpoint().unwrap().into()).unwrap();
         for st in &all[20..] {
             resumed.apply(st);
         }
