@@ -510,6 +510,91 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
     assert!(by_rev.revision() >= 200);
 }
 
+/// What a session holds as `snapshot --json --keys` shows it, and its clock.
+fn whole(s: &Session) -> (String, SystemTime, u64) {
+    (
+        regscope::cli::record::snapshot_of(s, true).unwrap(),
+        s.now(),
+        s.applied(),
+    )
+}
+
+#[test]
+fn moving_one_session_around_equals_seeking_afresh_with_or_without_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    let all = stream(60);
+    record_stream(&file, &all, small_policy(), false);
+    let targets = [
+        Target::Time(at(5)),
+        Target::Time(at(7)),
+        Target::Position(90),
+        Target::Position(95),
+        Target::Revision(200),
+        Target::Revision(201),
+        Target::Time(at(50)),
+        Target::Time(at(20)),
+        Target::Position(3),
+        Target::End,
+        Target::Position(0),
+        Target::Time(at(59)),
+    ];
+    for bodies in [true, false] {
+        let mut p = Player::open(&file).unwrap();
+        p.set_bodies(bodies);
+        let mut moved = p.seek(Target::Position(0));
+        let (mut in_place, mut restored) = (0, 0);
+        for t in targets {
+            let before = (p.position(), moved.now());
+            let old = p.seek_in(&mut moved, t);
+            match &old {
+                Some(_) => restored += 1,
+                None => {
+                    in_place += 1;
+                    assert!(
+                        p.position() >= before.0 && moved.now() >= before.1,
+                        "{t:?} went back in place"
+                    );
+                }
+            }
+            let pos = p.position();
+            // A fresh player (with bodies) seeking straight there.
+            let mut q = Player::open(&file).unwrap();
+            let fresh = q.seek(t);
+            assert_eq!(q.position(), pos, "{t:?} bodies={bodies}");
+            assert_eq!(whole(&moved), whole(&fresh), "{t:?} bodies={bodies}");
+        }
+        // Forward targets go in place, backward ones restore.
+        assert!(
+            in_place >= 5 && restored >= 3,
+            "{in_place} in place, {restored} restored"
+        );
+        // Without bodies, a scrape whose digest is recorded comes with an empty body.
+        let mut p = Player::open(&file).unwrap();
+        p.set_bodies(bodies);
+        let _ = p.seek(Target::Position(0));
+        let mut empty = 0;
+        while let Some(st) = p.next_observation() {
+            if let Observation::Scrape {
+                outcome: ScrapeOutcome::Body { body, .. },
+                ..
+            } = &st.obs
+            {
+                empty += usize::from(body.is_empty());
+            }
+        }
+        assert_eq!(empty > 0, !bodies, "bodies={bodies}: {empty} empty bodies");
+    }
+    // A session the player did not leave where it is (here: another player's) is rebuilt.
+    let mut p = Player::open(&file).unwrap();
+    let _ = p.seek(Target::Position(10));
+    let mut q = Player::open(&file).unwrap();
+    let mut other = q.seek(Target::Position(50));
+    assert!(p.seek_in(&mut other, Target::Position(60)).is_some());
+    let mut r = Player::open(&file).unwrap();
+    assert_eq!(whole(&other), whole(&r.seek(Target::Position(60))));
+}
+
 #[test]
 fn scrape_bodies_and_special_values_come_back_bit_for_bit() {
     let dir = tempfile::tempdir().unwrap();

@@ -114,6 +114,18 @@ fn free_port() -> u16 {
 }
 
 async fn tls_etcd() -> Option<TlsEtcd> {
+    // A port found free can be taken by a test running beside this one before etcd binds
+    // it; etcd then exits at once, and a new pair of ports is tried.
+    for _ in 0..3 {
+        if let Some(e) = tls_etcd_once().await? {
+            return Some(e);
+        }
+    }
+    panic!("TLS etcd did not come up on three pairs of ports");
+}
+
+/// `None`: etcd or openssl missing; `Some(None)`: etcd exited before serving.
+async fn tls_etcd_once() -> Option<Option<TlsEtcd>> {
     let etcd = regscope::demo::etcd_server::find_on_path("etcd")?;
     regscope::demo::etcd_server::find_on_path("openssl")?;
     let dir = tempfile::tempdir().unwrap();
@@ -151,7 +163,7 @@ async fn tls_etcd() -> Option<TlsEtcd> {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn etcd");
-    let e = TlsEtcd {
+    let mut e = TlsEtcd {
         child,
         url,
         _dir: dir,
@@ -160,10 +172,13 @@ async fn tls_etcd() -> Option<TlsEtcd> {
     let good = e.options(Some("ca.crt"), Some("client"));
     let deadline = Instant::now() + Duration::from_secs(30);
     while good.connect(Duration::from_secs(2)).await.is_err() {
+        if e.child.try_wait().ok().flatten().is_some() {
+            return Some(None);
+        }
         assert!(Instant::now() < deadline, "TLS etcd did not come up");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    Some(e)
+    Some(Some(e))
 }
 
 impl TlsEtcd {

@@ -338,6 +338,8 @@ pub fn snapshot_from(s: &SnapshotArgs) -> Result<ExitCode> {
         }
         None => Target::End,
     };
+    // The summary is the session's: scrape bodies whose digest is recorded stay compressed.
+    player.set_bodies(false);
     let session = player.seek(target);
     for d in player.damage() {
         eprintln!("regscope: damaged recording: {d}");

@@ -493,6 +493,12 @@ impl App {
     /// longer exist are normalised on the next batch.
     pub fn replace_session(&mut self, session: Session) {
         self.session = session;
+        self.session_replaced();
+    }
+
+    /// `self.session` was replaced by another (a replay's seek): forget what was derived
+    /// from the old one.
+    pub fn session_replaced(&mut self) {
         self.apiserver_changed = true;
         self.events.seen_rev = self.newest_event_rev();
         self.storage = None;

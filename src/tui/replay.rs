@@ -35,6 +35,7 @@ impl ReplayDriver {
         (p99_threshold, lag_threshold): (f64, f64),
         app: &mut App,
     ) -> ReplayDriver {
+        player.set_bodies(false);
         let session = player.seek(at.unwrap_or(Target::Position(0)));
         app.replace_session(session);
         let (start, end) = player.span();
@@ -43,6 +44,7 @@ impl ReplayDriver {
         std::thread::spawn(move || {
             if let Some(first) = paths.first() {
                 if let Ok(mut p) = Player::open(first) {
+                    p.set_bodies(false);
                     let _ = tx.send(p.markers(p99_threshold, lag_threshold));
                 }
             }
@@ -146,8 +148,14 @@ impl ReplayDriver {
     }
 
     fn seek(&mut self, app: &mut App, target: Target) {
-        let session = self.player.seek(target);
-        app.replace_session(session);
+        match self.player.seek_in(&mut app.session, target) {
+            Some(old) => {
+                // Freeing a large session takes up to a second: not on the UI's time.
+                std::thread::spawn(move || drop(old));
+                app.session_replaced();
+            }
+            None => app.after_external_apply(),
+        }
         self.anchor = None;
         self.update(app);
     }
