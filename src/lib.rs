@@ -10,7 +10,11 @@
 /// The allocator of every regscope program. A replay allocates and frees a value per
 /// watch event and a session's worth of memory per seek; with mimalloc instead of glibc's
 /// malloc, replaying a 1-hour, 1,000,000-event recording took half the time and freeing a
-/// 300 MB session a seventh (`cargo bench --bench record`).
+/// 300 MB session a seventh (`cargo bench --bench record`). Built without transparent huge
+/// pages (`no_thp`): with them, a replay's speed depended on whether the kernel had huge
+/// pages at hand (0.5 or 1.2 million events/s from one run to the next, the slow runs
+/// zeroing 2 MiB pages), and a guest on a control-plane node should not hold memory in
+/// 2 MiB steps.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
