@@ -506,8 +506,9 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
         regscope::cli::record::snapshot_of(&by_time, false).unwrap(),
         regscope::cli::record::snapshot_of(&fwd, false).unwrap()
     );
+    // The state as of a revision: nothing newer applied.
     let by_rev = p.seek(Target::Revision(200));
-    assert!(by_rev.revision() >= 200);
+    assert_eq!(by_rev.revision(), 200);
 }
 
 /// What a session holds as `snapshot --json --keys` shows it, and its clock.
@@ -935,7 +936,7 @@ fn snapshot_from_a_recording_at_a_time_and_a_revision() {
     record_stream(&file, &stream(40), small_policy(), false);
     let end = snapshot_from(&file, None);
     let by_rev = snapshot_from(&file, Some("r100"));
-    assert!(by_rev["revision"].as_i64().unwrap() >= 100);
+    assert_eq!(by_rev["revision"].as_i64().unwrap(), 100);
     assert!(by_rev["revision"].as_i64().unwrap() < end["revision"].as_i64().unwrap());
     let from_start = snapshot_from(&file, Some("+10s"));
     let back = snapshot_from(&file, Some("-30s"));
@@ -1231,6 +1232,46 @@ fn a_damaged_recording_says_so_in_the_snapshot_and_the_exit_code() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
+}
+
+/// Damage where no seek goes — a later checkpoint, a frame before the point asked for —
+/// still makes `replay --check`, `snapshot --from` (at any `--at`) and `export` say so.
+#[test]
+fn damage_off_the_seeks_way_is_still_reported_everywhere() {
+    use regscope::record::format::{FrameKind, Reader};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    record_stream(&file, &stream(30), small_policy(), false);
+    let frames = Reader::open(&file).unwrap().frames().to_vec();
+    let checkpoints: Vec<_> = frames
+        .iter()
+        .filter(|f| f.kind == FrameKind::Checkpoint)
+        .collect();
+    assert!(checkpoints.len() >= 3, "{} checkpoints", checkpoints.len());
+    // One byte in the middle of the second checkpoint's payload.
+    let ck = checkpoints[1];
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[(ck.offset + 20 + ck.len / 2) as usize] ^= 0x10;
+    std::fs::write(&file, &bytes).unwrap();
+    let run = |args: &[&str]| {
+        Command::new(BIN)
+            .args(args)
+            .arg(file.to_str().unwrap())
+            .output()
+            .unwrap()
+    };
+    let check = run(&["replay", "--check"]);
+    assert_eq!(check.status.code(), Some(1), "{check:?}");
+    assert!(String::from_utf8_lossy(&check.stdout).contains("checkpoint at position"));
+    for at in ["r2", "r40", "+1s"] {
+        let out = Command::new(BIN)
+            .args(["snapshot", "--json", "--at", at, "--from", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "--at {at}: {out:?}");
+    }
+    let export = run(&["export", "--format", "jsonl"]);
+    assert_eq!(export.status.code(), Some(1));
 }
 
 /// A recording begun mid-session (`R` in the console) holds no list: `export` starts with

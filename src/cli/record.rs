@@ -45,11 +45,25 @@ pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, Strin
     };
     // Outside the recording is a mistake to say, not a moment to guess.
     match target {
-        Target::Time(at) if at < start || at > end + Duration::from_secs(1) => Err(format!(
-            "{flag} {t}: {} is outside the recording ({})",
-            ts(at),
-            span()
+        // The span is printed to the second: its first and last seconds are inside.
+        Target::Time(at)
+            if at + Duration::from_secs(1) <= start || at > end + Duration::from_secs(1) =>
+        {
+            Err(format!(
+                "{flag} {t}: {} is outside the recording ({})",
+                ts(at),
+                span()
+            ))
+        }
+        Target::Revision(r) if r <= 0 => Err(format!(
+            "{flag} {t}: a revision is a positive number (etcd's first is 1)"
         )),
+        Target::Revision(r) if player.first_revision().is_some_and(|first| r < first) => {
+            Err(format!(
+                "{flag} {t}: revision {r} is before the recording's first ({})",
+                player.first_revision().unwrap_or(0)
+            ))
+        }
         Target::Revision(r) if player.last_revision().is_some_and(|last| r > last) => Err(format!(
             "{flag} {t}: revision {r} is after the recording's last ({})",
             player.last_revision().unwrap_or(0)
@@ -340,6 +354,8 @@ pub fn snapshot_from(s: &SnapshotArgs) -> Result<ExitCode> {
     };
     // The summary is the session's: scrape bodies whose digest is recorded stay compressed.
     player.set_bodies(false);
+    // Damage anywhere in the file makes the answer suspect, not only on the seek's way.
+    player.verify(false);
     let session = player.seek(target);
     for d in player.damage() {
         eprintln!("regscope: damaged recording: {d}");
@@ -392,6 +408,19 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    let reversed = match (from, to) {
+        (Some(Target::Time(a)), Some(Target::Time(b))) => a > b,
+        (Some(Target::Revision(a)), Some(Target::Revision(b))) => a > b,
+        _ => false,
+    };
+    if reversed {
+        eprintln!(
+            "regscope: --from {} is after --to {}: nothing to export",
+            e.from.as_deref().unwrap_or(""),
+            e.to.as_deref().unwrap_or("")
+        );
+        return Ok(ExitCode::from(2));
+    }
     let keyring = match crate::cli::load_keyring(ui.encryption_config.as_deref()) {
         Ok((k, _)) => k,
         Err(err) => {
@@ -401,6 +430,8 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     };
     let show_secrets = ui.show_secrets && !player.header().secrets_redacted;
     let prefix = player.header().info.prefix.clone();
+    // Checkpoints after the first are not on an export's way: check them too.
+    player.verify(false);
     let mut session = player.seek(match from {
         Some(t @ Target::Time(_)) | Some(t @ Target::Revision(_)) => t,
         _ => Target::Position(0),

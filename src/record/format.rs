@@ -1927,6 +1927,15 @@ impl Reader {
         self.file_len
     }
 
+    /// Reads frame `i` of [`Reader::frames`] and checks its payload crc, decoding nothing:
+    /// a cheap pass over a whole file that finds what bytes were damaged.
+    ///
+    /// Errors: [`Error::NoSuchFrame`], [`Error::Damaged`].
+    pub fn verify_frame(&self, i: usize) -> Result<(), Error> {
+        let info = self.frames.get(i).cloned().ok_or(Error::NoSuchFrame(i))?;
+        self.read_payload(&info).map(|_| ())
+    }
+
     /// Reads and verifies Scrape frame `i` of [`Reader::frames`] without
     /// decoding its body: an [`Item::Scrape`] whose `body` is empty, and the
     /// length in bytes the body has. For a caller that already holds what it

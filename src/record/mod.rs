@@ -155,6 +155,8 @@ pub fn check(mut player: Player, p99_threshold: f64, lag_threshold: f64) -> Repl
     r.scrapes = counts.1;
     r.checkpoints = counts.2;
     r.index_rebuilt = rebuilt;
+    // Every checkpoint, not only the first: a seek later would need them.
+    player.verify(true);
     let mut session = player.seek(Target::Position(0));
     let mut scan = MarkerScan::new(&session, p99_threshold, lag_threshold);
     let mut first_rev = None;

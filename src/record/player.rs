@@ -34,7 +34,9 @@ pub enum Target {
     Position(u64),
     /// Just after the last observation stamped at or before this time.
     Time(SystemTime),
-    /// Just after the first observation at which the replica's revision reaches this.
+    /// The state as of this revision: just after the observation that brought it, or,
+    /// when no observation brought exactly it (no event under the prefix had that
+    /// revision), just before the first that goes past it.
     Revision(Revision),
     /// After the last observation.
     End,
@@ -328,6 +330,16 @@ impl Player {
         self.frames.iter().map(|f| f.rev).max().filter(|r| *r > 0)
     }
 
+    /// The revision the recording starts at: its first checkpoint's (`None` when that
+    /// checkpoint is of a session that had not listed yet).
+    pub fn first_revision(&self) -> Option<Revision> {
+        self.frames
+            .iter()
+            .find(|f| f.kind == FrameKind::Checkpoint)
+            .map(|f| f.rev)
+            .filter(|r| *r > 0)
+    }
+
     /// Position of the last checkpoint (0 when there is only the first).
     pub fn last_checkpoint_position(&self) -> u64 {
         self.frames
@@ -377,13 +389,8 @@ impl Player {
             let items = match read {
                 Ok(items) => items,
                 Err(e) => {
-                    self.damage.push(format!(
-                        "{}: frame at {} lost ({} observation(s) from {}): {e}",
-                        self.paths[f.file].display(),
-                        f.position,
-                        f.records,
-                        humantime::format_rfc3339_seconds(from_ns(f.first_ns)),
-                    ));
+                    let line = self.frame_damage(&f, e);
+                    self.push_damage(line);
                     self.position += f.records;
                     continue;
                 }
@@ -477,6 +484,64 @@ impl Player {
         Some(next)
     }
 
+    /// Checks every frame of the recording, so that damage anywhere is known before a
+    /// summary is trusted (a seek reads only the frames on its way): each frame's crc, and
+    /// with `decode_checkpoints` every checkpoint decompressed and restored as a seek would
+    /// (`replay --check`). Damage found is added to [`Player::damage`], once per frame.
+    pub fn verify(&mut self, decode_checkpoints: bool) {
+        for f in self.frames.clone() {
+            let r = &self.readers[f.file];
+            let result = if decode_checkpoints && f.kind == FrameKind::Checkpoint {
+                r.verify_frame(f.frame)
+                    .map_err(|e| e.to_string())
+                    .and_then(|()| match self.readers[f.file].read_frame(f.frame) {
+                        Ok(items) => items
+                            .into_iter()
+                            .find_map(|it| match it {
+                                Item::Checkpoint { state, .. } => Some(restore(&state).map(drop)),
+                                _ => None,
+                            })
+                            .unwrap_or_else(|| Err("checkpoint frame without a checkpoint".into())),
+                        Err(e) => Err(e.to_string()),
+                    })
+            } else {
+                r.verify_frame(f.frame).map_err(|e| e.to_string())
+            };
+            if let Err(e) = result {
+                let line = self.frame_damage(&f, e);
+                self.push_damage(line);
+            }
+        }
+    }
+
+    /// One line of damage for frame `f`: its file, what it held and from when, and why.
+    /// The same frame with the same error gives the same line, however it was found.
+    fn frame_damage(&self, f: &FrameRef, e: impl std::fmt::Display) -> String {
+        let path = self.paths[f.file].display();
+        let when = humantime::format_rfc3339_seconds(from_ns(f.first_ns));
+        if f.kind == FrameKind::Checkpoint {
+            format!(
+                "{path}: checkpoint at position {} ({when}, revision {}) unreadable: {e}",
+                f.position, f.rev
+            )
+        } else {
+            format!(
+                "{path}: {} frame at position {} lost ({} observation(s) from {when}, up to revision {}): {e}",
+                if f.kind == FrameKind::Scrape { "scrape" } else { "segment" },
+                f.position,
+                f.records,
+                f.rev
+            )
+        }
+    }
+
+    /// Adds a line of damage unless the same frame was already reported.
+    fn push_damage(&mut self, line: String) {
+        if !self.damage.contains(&line) {
+            self.damage.push(line);
+        }
+    }
+
     /// Indexes into `frames` of the checkpoints a seek to `target` may start from, oldest
     /// first (the last is the one tried first).
     fn checkpoints_before(&self, target: Target) -> Vec<usize> {
@@ -533,7 +598,7 @@ impl Player {
                     let from = self.checkpoints_before(target).last().copied().unwrap_or(0);
                     self.frames
                         .get(from..self.next_frame.min(self.frames.len()))
-                        .is_some_and(|fs| fs.iter().all(|f| f.rev < r))
+                        .is_some_and(|fs| fs.iter().all(|f| f.rev <= r))
                 }
             }
             Target::End => true,
@@ -575,11 +640,10 @@ impl Player {
                     self.position = f.position;
                     break;
                 }
-                Err(e) => self.damage.push(format!(
-                    "{}: checkpoint at position {} unreadable: {e}",
-                    self.paths[f.file].display(),
-                    f.position
-                )),
+                Err(e) => {
+                    let line = self.frame_damage(&f, e);
+                    self.push_damage(line);
+                }
             }
         }
         let mut session = session.unwrap_or_else(|| {
@@ -610,7 +674,9 @@ impl Player {
             let stop = match target {
                 Target::Position(p) => self.position >= p,
                 Target::Time(t) => next.at > t,
-                Target::Revision(r) => session.revision() >= r,
+                Target::Revision(r) => {
+                    session.revision() >= r || super::recorder::revision_of(&next.obs) > r
+                }
                 Target::End => false,
             };
             if stop {

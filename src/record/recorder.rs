@@ -555,7 +555,7 @@ fn checkpoint_bytes(session: &Session, show_secrets: bool) -> Result<Vec<u8>, po
 }
 
 /// The highest revision an observation speaks for (0 for those without one).
-fn revision_of(obs: &Observation) -> Revision {
+pub(crate) fn revision_of(obs: &Observation) -> Revision {
     match obs {
         Observation::ListBegin { revision }
         | Observation::ListDone { revision, .. }

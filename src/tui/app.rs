@@ -292,6 +292,9 @@ pub enum Request {
     Step,
     /// Jump to the next (`true`) or previous marker.
     Marker(bool),
+    /// A one-line answer to what the user just typed (a seek that cannot be read): shown
+    /// where replay shows its messages, replaced by the next.
+    Notice(String),
 }
 
 /// Rows available to scrollable lists in the last frame, so that paging moves by what the
@@ -858,7 +861,7 @@ impl App {
                         InputTarget::Seek => {
                             match parse_seek(&input.text, self.session.now(), self.s.utc_offset) {
                                 Ok(to) => self.requests.push(Request::Seek(to)),
-                                Err(e) => self.s.warnings.push(e),
+                                Err(e) => self.requests.push(Request::Notice(e)),
                             }
                         }
                     }

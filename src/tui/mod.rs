@@ -374,6 +374,7 @@ impl LiveDriver {
                 }
             }
             Request::StopRecording => self.stop_recording(app),
+            Request::Notice(n) => app.s.warnings.push(n),
             _ => {}
         }
     }

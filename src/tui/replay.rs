@@ -211,7 +211,47 @@ impl ReplayDriver {
                     SeekTo::Time(t) => Target::Time(t),
                     SeekTo::Revision(r) => Target::Revision(r),
                 };
-                self.status.marker = None;
+                // A moment outside the recording is said, not guessed; a step past either
+                // end stops there and says so.
+                let (start, end) = self.player.span();
+                let clock = |t| super::format::clock(t, app.s.utc_offset);
+                let second = Duration::from_secs(1);
+                let outside = match (to, target) {
+                    (SeekTo::Time(_), Target::Time(t))
+                        if t + second <= start || t > end + second =>
+                    {
+                        Some(format!(
+                            "{} is outside the recording ({} .. {})",
+                            clock(t),
+                            clock(start),
+                            clock(end)
+                        ))
+                    }
+                    (SeekTo::Revision(r), _) if r <= 0 => {
+                        Some("a revision is a positive number".to_string())
+                    }
+                    (SeekTo::Revision(r), _)
+                        if self.player.last_revision().is_some_and(|l| r > l)
+                            || self.player.first_revision().is_some_and(|f| r < f) =>
+                    {
+                        Some(format!(
+                            "revision {r} is outside the recording (revisions {} .. {})",
+                            self.player.first_revision().unwrap_or(1),
+                            self.player.last_revision().unwrap_or(0)
+                        ))
+                    }
+                    _ => None,
+                };
+                if let Some(why) = outside {
+                    self.status.marker = Some(why);
+                    self.update(app);
+                    return;
+                }
+                self.status.marker = match target {
+                    Target::Time(t) if t < start => Some("at the start of the recording".into()),
+                    Target::Time(t) if t > end => Some("at the end of the recording".into()),
+                    _ => None,
+                };
                 self.seek(app, target);
             }
             Request::Step => {
@@ -236,6 +276,10 @@ impl ReplayDriver {
                 self.update(app);
             }
             Request::Marker(next) => self.jump_marker(app, next),
+            Request::Notice(n) => {
+                self.status.marker = Some(n);
+                self.update(app);
+            }
             Request::StartRecording | Request::StopRecording => {}
         }
     }
