@@ -1265,7 +1265,14 @@ fn damage_off_the_seeks_way_is_still_reported_everywhere() {
     assert!(String::from_utf8_lossy(&check.stdout).contains("checkpoint at position"));
     for at in ["r2", "r40", "+1s"] {
         let out = Command::new(BIN)
-            .args(["snapshot", "--json", "--at", at, "--from", file.to_str().unwrap()])
+            .args([
+                "snapshot",
+                "--json",
+                "--at",
+                at,
+                "--from",
+                file.to_str().unwrap(),
+            ])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(1), "--at {at}: {out:?}");
