@@ -12,7 +12,7 @@ use regscope::cli::args::{
 use regscope::cli::{out, snapshot_json, snapshot_replica, sync_until_caught_up, verify_replica};
 use regscope::model::{ScrapeTarget, SessionInfo, Stamped};
 use regscope::source::scrape::ScrapeFrom;
-use regscope::source::{live, EtcdMetricsFrom, EtcdOptions, EtcdSource, ScrapeConfig};
+use regscope::source::{EtcdMetricsFrom, EtcdOptions, EtcdSource, ScrapeConfig};
 use regscope::store::Session;
 use regscope::tui::{Exit, Feed, UiOptions};
 
@@ -129,16 +129,10 @@ async fn run_console(
     // the first key does not pause.
     std::thread::spawn(|| regscope::decode::schema::plan().is_some());
     let (tx, rx) = mpsc::channel(1024);
-    // Before the terminal is taken: an explicit --kubeconfig or URL that cannot be used, or
-    // an unreadable metrics file, is an error the user must see.
-    let sources = match live::start(Some(source), scfg, tx).await {
+    let sources = match regscope::cli::start_live(source, scfg, tx, &mut info).await {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("regscope: {e}");
-            return Ok(ExitCode::from(2));
-        }
+        Err(code) => return Ok(code),
     };
-    info.scrape_targets = sources.configured().to_vec();
     let feed = Feed::Live {
         rx,
         record_dir: std::env::current_dir().unwrap_or_else(|_| ".".into()),

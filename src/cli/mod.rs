@@ -33,6 +33,30 @@ use crate::source::etcd::{list_once, ListError};
 use crate::source::EtcdSource;
 use crate::store::{Difference, Replica, ReplicaConfig, Session, Summary};
 
+/// Starts every live source of a session ([`crate::source::live::start`]) and records in
+/// `info` which scrape targets are configured. Before a terminal is taken or a file
+/// created: an explicit --kubeconfig or URL that cannot be used, or an unreadable metrics
+/// file, is printed to stderr here.
+///
+/// Errors: exit code 2, the reason already printed.
+pub async fn start_live(
+    source: EtcdSource,
+    scfg: &crate::source::ScrapeConfig,
+    tx: mpsc::Sender<Stamped>,
+    info: &mut crate::model::SessionInfo,
+) -> std::result::Result<crate::source::LiveSources, std::process::ExitCode> {
+    match crate::source::live::start(Some(source), scfg, tx).await {
+        Ok(s) => {
+            info.scrape_targets = s.configured().to_vec();
+            Ok(s)
+        }
+        Err(e) => {
+            eprintln!("regscope: {e}");
+            Err(std::process::ExitCode::from(2))
+        }
+    }
+}
+
 /// The etcd source for `conn`, connected once to fail fast (before a terminal is taken or
 /// a file created), with etcd's cluster id and the session's header for it (the endpoint
 /// and prefix as the console's title).

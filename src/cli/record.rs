@@ -15,7 +15,7 @@ use super::args::{ExportArgs, RecordArgs, ReplayArgs, SnapshotArgs, UiArgs};
 use super::out;
 use crate::model::{escape_bytes, Bytes, KeyPath, KeyValue, Observation, ScrapeOutcome, Stamped};
 use crate::record::{Player, RecordOptions, Recorder, Target};
-use crate::source::{live, ScrapeConfig};
+use crate::source::ScrapeConfig;
 use crate::store::Session;
 use crate::tui::{parse_seek, SeekTo};
 
@@ -126,14 +126,10 @@ pub async fn record_session(
     .collect::<String>();
     let set = opts.keep_last.map(|_| opts.path.clone());
     let (tx, mut rx) = mpsc::channel::<Stamped>(4096);
-    let sources = match live::start(Some(source), scfg, tx).await {
+    let sources = match super::start_live(source, scfg, tx, &mut info).await {
         Ok(s) => s,
-        Err(e) => {
-            eprintln!("regscope: {e}");
-            return Ok(ExitCode::from(2));
-        }
+        Err(code) => return Ok(code),
     };
-    info.scrape_targets = sources.configured().to_vec();
     let mut session = Session::new(info);
     let mut rec = match Recorder::create(opts, &session, cluster_id) {
         Ok(rec) => rec,

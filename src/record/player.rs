@@ -490,28 +490,33 @@ impl Player {
     /// (`replay --check`). Damage found is added to [`Player::damage`], once per frame.
     pub fn verify(&mut self, decode_checkpoints: bool) {
         for f in self.frames.clone() {
-            let r = &self.readers[f.file];
+            // Reading a frame checks its crc first; a checkpoint is then also restored.
             let result = if decode_checkpoints && f.kind == FrameKind::Checkpoint {
-                r.verify_frame(f.frame)
-                    .map_err(|e| e.to_string())
-                    .and_then(|()| match self.readers[f.file].read_frame(f.frame) {
-                        Ok(items) => items
-                            .into_iter()
-                            .find_map(|it| match it {
-                                Item::Checkpoint { state, .. } => Some(restore(&state).map(drop)),
-                                _ => None,
-                            })
-                            .unwrap_or_else(|| Err("checkpoint frame without a checkpoint".into())),
-                        Err(e) => Err(e.to_string()),
-                    })
+                self.restore_frame(&f).map(drop)
             } else {
-                r.verify_frame(f.frame).map_err(|e| e.to_string())
+                self.readers[f.file]
+                    .verify_frame(f.frame)
+                    .map_err(|e| e.to_string())
             };
             if let Err(e) = result {
                 let line = self.frame_damage(&f, e);
                 self.push_damage(line);
             }
         }
+    }
+
+    /// The session held by checkpoint frame `f`, or why it cannot be had.
+    fn restore_frame(&mut self, f: &FrameRef) -> Result<Session, String> {
+        let items = self.readers[f.file]
+            .read_frame(f.frame)
+            .map_err(|e| e.to_string())?;
+        items
+            .into_iter()
+            .find_map(|it| match it {
+                Item::Checkpoint { state, .. } => Some(restore(&state)),
+                _ => None,
+            })
+            .unwrap_or_else(|| Err("checkpoint frame without a checkpoint".into()))
     }
 
     /// One line of damage for frame `f`: its file, what it held and from when, and why.
@@ -621,19 +626,7 @@ impl Player {
             if f.kind != FrameKind::Checkpoint {
                 continue;
             }
-            let restored = self.readers[f.file]
-                .read_frame(f.frame)
-                .map_err(|e| e.to_string())
-                .and_then(|items| {
-                    items
-                        .into_iter()
-                        .find_map(|it| match it {
-                            Item::Checkpoint { state, .. } => Some(restore(&state)),
-                            _ => None,
-                        })
-                        .unwrap_or_else(|| Err("checkpoint frame without a checkpoint".into()))
-                });
-            match restored {
+            match self.restore_frame(&f) {
                 Ok(s) => {
                     session = Some(s);
                     self.next_frame = i + 1;
