@@ -841,7 +841,7 @@ mod tests {
 
     #[test]
     fn non_utf8_key_is_escaped_in_the_header() {
-        // BR-01: /registry/configmaps/default/cm followed by 0xff.
+        // Not UTF-8: /registry/configmaps/default/cm followed by a stray byte 0xff.
         let key = unhex("2f72656769737472792f636f6e6669676d6170732f64656661756c742f636dff");
         let (code, _, err) = run_on(POD.as_bytes(), &key, &req(DecodeOutput::Yaml));
         assert_eq!(code, 0, "{err}");

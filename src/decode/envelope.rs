@@ -30,8 +30,8 @@ pub struct Envelope<'a> {
 }
 
 /// Parses `k8s\x00` + runtime.Unknown. Unknown envelope fields are skipped; a wrong wire type
-/// for a known one is an error naming its offset and field (the BR-01 signature of CR LF
-/// translated bytes is `offset 4, field 1: unexpected wire type 5`).
+/// for a known one is an error naming its offset and field (bytes that went through CR LF
+/// translation fail as `offset 4, field 1: unexpected wire type 5`).
 pub fn parse_envelope(value: &[u8]) -> Result<Envelope<'_>, DecodeError> {
     let Some(body) = value.strip_prefix(MAGIC) else {
         return Err(DecodeError {

@@ -6,9 +6,11 @@
 //! [`Rendered`] text for the key view. Nothing here fails: problems become structured
 //! [`DecodeError`]s inside the output, with the raw bytes still shown as hex.
 //!
-//! Protobuf objects are decoded without a schema: the envelope's apiVersion/kind, the
-//! ObjectMeta conventions (field 1 of every top-level object) and a generic field dump. The
-//! schema-driven decode of every built-in kind comes later (issue 3).
+//! Protobuf objects of built-in kinds are decoded with the Kubernetes 1.30–1.35 schemas
+//! ([`schema`]) into the apiserver's JSON. Kinds no schema has (OpenShift, aggregated APIs,
+//! removed versions) still show the envelope's apiVersion/kind and ObjectMeta (field 1 of
+//! every top-level object by convention), with the other fields dumped by number. Summaries
+//! read only the envelope and ObjectMeta.
 
 pub mod envelope;
 pub mod hexdump;
@@ -36,7 +38,7 @@ pub const ENCRYPTED_PREFIX: &[u8] = b"k8s:enc:";
 /// Self-described CBOR tag 55799 (`d9 d9 f7`), which kube-apiserver's CBOR serializer writes
 /// first.
 pub const CBOR_SELF_DESCRIBED: &[u8] = &[0xd9, 0xd9, 0xf7];
-/// Marker put on generic field dumps until schema-driven decoding exists.
+/// Marker put on the generic field dump of a kind that no compiled schema has.
 pub const SCHEMA_UNKNOWN: &str = "schema unknown: fields by number";
 
 /// The encoding a stored value was found in.
@@ -154,7 +156,8 @@ pub struct Rendered {
     /// The structured protobuf error behind `error`, when there is one.
     pub decode_error: Option<DecodeError>,
     /// A longer explanation of a likely cause or a note on what was tolerated, e.g. CR LF
-    /// translation by a TTY (BR-01) or a trailing newline after the envelope.
+    /// translation by a TTY (which breaks protobuf decoding) or a trailing newline after the
+    /// envelope.
     pub hint: Option<String>,
     /// The full decode behind the lines (object JSON, schema, encryption status).
     pub decoded: Option<Decoded>,
@@ -284,7 +287,7 @@ pub fn summarize(value: &[u8]) -> ObjectSummary {
     }
 }
 
-/// True when a value looks CR LF translated by a terminal (BR-01): the magic followed by 0x0d
+/// True when a value looks CR LF translated by a terminal: the magic followed by 0x0d
 /// (the LF tag 0x0a turned into CR LF), or `0d0a` pairs with a trailing `0d0a` and no bare LF.
 pub fn looks_crlf_translated(value: &[u8]) -> bool {
     if value.len() > MAGIC.len() && value.starts_with(MAGIC) && value[MAGIC.len()] == 0x0d {

@@ -1,5 +1,7 @@
-//! Cross-format tests: field cases BR-01..BR-03, encryption prefixes, Secret redaction, the
-//! shared golden data (`../shared/testdata`) and a proptest that nothing panics.
+//! Cross-format tests: the decode cases of `../shared/field-cases.md` (values altered on the
+//! way in by CR LF translation or a trailing newline, custom resources stored as JSON, kinds
+//! without a schema), encryption prefixes, Secret redaction, the shared golden data
+//! (`../shared/testdata`) and a proptest that nothing panics.
 
 use std::path::{Path, PathBuf};
 
@@ -116,7 +118,7 @@ fn rich_pod() -> Vec<u8> {
 #[test]
 fn br01_valid_pod_decodes() {
     let v = hex(BR01_VALID);
-    // field-cases.md says 37 bytes; the hex given there is 36.
+    // The shared notes say 37 bytes; the hex they give is 36.
     assert_eq!(v.len(), 36);
     assert_eq!(detect(&v), Format::Protobuf);
     let s = summarize(&v);
@@ -243,7 +245,7 @@ fn managers_header_and_last_writer() {
 fn br02_json_widget_with_trailing_newline() {
     let v = br#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default","uid":"00000000-0000-0000-0000-000000000001","creationTimestamp":"2024-01-01T00:00:00Z"},"spec":{"size":3}}
 "#;
-    // field-cases.md says 222 bytes; the text given there is 200 bytes plus the LF.
+    // The shared notes say 222 bytes; the text they give is 200 bytes plus the LF.
     assert_eq!(v.len(), 201);
     assert_eq!(detect(v), Format::Json);
     let s = summarize(v);
@@ -914,14 +916,15 @@ fn auger_2017_values_decode_exactly() {
     }
 }
 
-/// BR-11 through the decoder: mixed encrypted and plain Secrets, provider and key named, the
-/// copied aesgcm value bound to another key path, and no plaintext without --show-secrets.
+/// The mixed-encryption Secrets s1/s2/s3 through the decoder: encrypted and plain Secrets
+/// side by side, provider and key named, the copied aesgcm value bound to another key path,
+/// and no plaintext without --show-secrets.
 #[test]
 fn br11_mixed_encrypted_and_plain_secrets() {
     let keyring = crate::decrypt::tests::br11_config(crate::decrypt::tests::KEY_A);
     let s1 = hex(crate::decrypt::tests::S1);
     let s2 = hex(crate::decrypt::tests::S2);
-    // field-cases.md's s3 gives the kind "Secret" a length of 3 (`12 03`), so its typeMeta
+    // The shared notes' s3 gives the kind "Secret" a length of 3 (`12 03`), so its typeMeta
     // does not parse: a precise error, not a guess. With the length corrected (`12 06`) it is
     // the plain Secret the case describes.
     let s3_as_given =

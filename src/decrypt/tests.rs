@@ -1,7 +1,8 @@
-//! Tests for encryption at rest. Field case BR-11 uses the exact values of
-//! ../shared/field-cases.md; the other vectors were made independently of regscope with
-//! Python `cryptography` 48 (AES-CBC/PKCS7, AESGCM) and PyNaCl 1.6 (`SecretBox.encrypt`,
-//! which returns nonce + tag + ciphertext like Go's `secretbox.Seal`), as below:
+//! Tests for encryption at rest. The mixed-encryption Secrets s1 (aescbc), s2 (aesgcm) and
+//! s3 (identity) use the exact values of ../shared/field-cases.md; the other vectors were
+//! made independently of regscope with Python `cryptography` 48 (AES-CBC/PKCS7, AESGCM) and
+//! PyNaCl 1.6 (`SecretBox.encrypt`, which returns nonce + tag + ciphertext like Go's
+//! `secretbox.Seal`), as below:
 //!
 //! ```python
 //! def secret_pb(name, ns=b"default"):   # k8s\0 + runtime.Unknown{v1 Secret, raw Secret{metadata}}
@@ -16,13 +17,13 @@
 //!     return iv + e.update(d) + e.finalize()
 //! ```
 //!
-//! (The same functions reproduce BR-11's s1 and s2 byte for byte.)
+//! (The same functions reproduce the shared s1 and s2 byte for byte.)
 
 use super::*;
 use proptest::prelude::*;
 use std::path::PathBuf;
 
-/// Test keys of field-cases.md: A = 0x00..0x1f, B = 0x20..0x3f, G = 0x40..0x5f.
+/// The shared test keys: A = 0x00..0x1f, B = 0x20..0x3f, G = 0x40..0x5f.
 pub(crate) const KEY_A: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 const KEY_B: &str = "ICEiIyQlJicoKSorLC0uLzAxMjM0NTY3ODk6Ozw9Pj8=";
 const KEY_G: &str = "QEFCQ0RFRkdISUpLTE1OT1BRUlNUVVZXWFlaW1xdXl8=";
@@ -31,11 +32,11 @@ const KEY_16: &str = "YGFiY2RlZmdoaWprbG1ubw==";
 /// 24-byte key 0x80..0x97.
 const KEY_24: &str = "gIGCg4SFhoeIiYqLjI2Oj5CRkpOUlZaX";
 
-/// BR-11 s1: aescbc key1 (key A), IV 16×0x10.
+/// Secret s1, encrypted with aescbc key1 (key A), IV 16×0x10.
 pub(crate) const S1: &str = "6b38733a656e633a6165736362633a76313a6b6579313a10101010101010101010101010101010817e0b842158eaeb501a708e6469711635910a68c1199da79ecf261a735285648f0de8b1b5ca5dd30759b5867f11ecd8";
-/// BR-11 s2: aesgcm key2 (key G), nonce 00..0b, AAD `/registry/secrets/default/s2`.
+/// Secret s2, aesgcm key2 (key G), nonce 00..0b, AAD `/registry/secrets/default/s2`.
 pub(crate) const S2: &str = "6b38733a656e633a61657367636d3a76313a6b6579323a000102030405060708090a0b513d1f787d804ea2b42392c4eb88afc9e6b03f066641a7519d12f29125d40f3f351cb01bbb600ba47f2ee88c8ad818507e4cdc6cd10dce";
-/// BR-11 s3: identity.
+/// Secret s3, stored plain (identity).
 pub(crate) const S3: &str =
     "6b3873000a0c0a0276311206536563726574120f0a0d0a0273331a0764656661756c741a002200";
 
@@ -70,8 +71,8 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-/// BR-11's EncryptionConfiguration (aescbc key1 = `key1`, aesgcm key2 = G, identity), shared
-/// with the decoder and console tests.
+/// The mixed-encryption EncryptionConfiguration (aescbc key1 = `key1`, aesgcm key2 = G,
+/// identity), shared with the decoder and console tests.
 pub(crate) fn br11_config(key1: &str) -> Keyring {
     let yaml = format!(
         "apiVersion: apiserver.config.k8s.io/v1
@@ -91,7 +92,7 @@ resources:
       - identity: {{}}
 "
     );
-    Keyring::from_yaml(&yaml, "<br11>").expect("BR-11 config parses")
+    Keyring::from_yaml(&yaml, "<test>").expect("mixed-encryption config parses")
 }
 
 fn plaintext(d: &Decryption) -> &[u8] {
@@ -428,7 +429,7 @@ fn unlisted_keys_and_malformed_bodies() {
     );
     assert_eq!(d.label(), "aescbc:key9");
 
-    // secretbox is not configured in BR-11.
+    // secretbox is not in the mixed-encryption configuration.
     let d = ring.decrypt("secrets", b"/k", &hex(SECRETBOX));
     assert_eq!(d.label(), "secretbox:k");
     assert!(matches!(d, Decryption::NoKey { .. }));
@@ -724,7 +725,7 @@ fn debug_never_shows_key_material_or_plaintext() {
     let debug = format!("{ring:?}");
     assert_eq!(
         debug,
-        "Keyring { source: \"<br11>\", keys: [\"aescbc:key1\", \"aesgcm:key2\", \"identity\"] }"
+        "Keyring { source: \"<test>\", keys: [\"aescbc:key1\", \"aesgcm:key2\", \"identity\"] }"
     );
     let alt = format!("{ring:#?}");
     assert!(!alt.contains(KEY_A) && !alt.contains("[0, 1, 2"));

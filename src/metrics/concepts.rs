@@ -2,8 +2,9 @@
 //! `concepts.toml` (embedded; the only place that knows metric names and label schemes).
 //!
 //! In: an [`Exposition`]. Out: a [`Mapped`] scrape: for each concept the name that won
-//! (newest first; a deprecated twin is ignored, so nothing counts twice, BR-08) and one value
-//! per [`SeriesKey`] `(concept, group, resource, op)`. Resource labels are normalised from
+//! (newest first; while a renamed metric's deprecation window serves the old and the new
+//! name, the deprecated twin is ignored, so nothing counts twice) and one value per
+//! [`SeriesKey`] `(concept, group, resource, op)`. Resource labels are normalised from
 //! every scheme Kubernetes has used: `{group,resource}` (1.34+), `{resource}` holding
 //! `pods` or `leases.coordination.k8s.io`, and `{type}` holding either of those or a storage
 //! path such as `/registry/pods/` (≤ 1.33). Series that normalise to the same key (e.g.
@@ -513,8 +514,9 @@ mod tests {
         }
     }
 
-    /// BR-08: three scrapes across a rename; every label scheme maps to configmaps in the
-    /// core group and the deprecation window counts once.
+    /// Three scrapes across a rename (old names only, old and new together, new names only);
+    /// every label scheme maps to configmaps in the core group and the deprecation window,
+    /// where both names are present, counts once.
     #[test]
     fn br08_names_and_labels_across_releases_map_to_one_concept() {
         let t = table();

@@ -445,7 +445,7 @@ fn etcd_health(t: &Table, m: Option<&Mapped>, api: Option<&Mapped>) -> Option<Et
     };
     let get = |id: &str| m.get(&key(t.idx(id), "", "", "")).and_then(scalar);
     // etcd never reports a real database as 0 bytes: 0 means "not measured", shown as n/a
-    // rather than as a size and a 0 % quota use (BR-10).
+    // rather than as a size and a 0 % quota use that would look like an empty database.
     let size = get("etcd_db_size").filter(|s| *s > 0.0);
     let in_use = get("etcd_db_in_use");
     let quota = get("etcd_quota");

@@ -8,11 +8,11 @@
 //! dropped silently.
 //!
 //! Why not the `prometheus-parse` crate (0.2.5): it loses label values containing `=`, `,` or
-//! `}`, keeps escapes, drops `name{}` lines and names containing `:` without a word (field
-//! case BR-07). This parser follows the format's grammar instead: a metric name
-//! `[a-zA-Z_:][a-zA-Z0-9_:]*`, optional `{label="value",…}` with `\\`, `\"` and `\n`
-//! escapes inside quotes and an optional trailing comma, a float value (`+Inf`, `-Inf`,
-//! `NaN` included) and an optional integer timestamp.
+//! `}`, keeps escapes, drops `name{}` lines and names containing `:` without a word. This
+//! parser follows the format's grammar instead: a metric name `[a-zA-Z_:][a-zA-Z0-9_:]*`,
+//! optional `{label="value",…}` with `\\`, `\"` and `\n` escapes inside quotes and an
+//! optional trailing comma, a float value (`+Inf`, `-Inf`, `NaN` included) and an optional
+//! integer timestamp.
 
 use std::fmt;
 
@@ -331,7 +331,8 @@ fn parse_value(s: &str) -> Option<f64> {
 mod tests {
     use super::*;
 
-    /// Field case BR-07, exactly.
+    /// Each line `prometheus-parse` gets wrong: label values holding `=`, `,`, `{`/`}`,
+    /// escaped backslashes and quotes, a space after a comma, `name{}`, and a name with `:`.
     #[test]
     fn br07_label_values_with_separators_and_escapes() {
         let body = br#"# TYPE demo_info gauge

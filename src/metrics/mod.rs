@@ -1,6 +1,9 @@
-//! The apiserver and etcd `/metrics` side (issue 4). So far: a parser for the Prometheus text
-//! exposition format that keeps what `prometheus-parse` loses (field case BR-07), checked
-//! against every real capture in `../shared/testdata`.
+//! The apiserver and etcd `/metrics` side: [`exposition`] parses the Prometheus text format
+//! without losing label values that hold separators or escapes (checked against every real
+//! capture in `../shared/testdata`); [`concepts`] maps the metric names and label schemes of
+//! each Kubernetes release onto one set of concepts; [`quantile`] computes rates and
+//! quantiles between two scrapes as Prometheus does; [`derive`] builds the panels' data
+//! ([`view`]) from the stored scrapes.
 
 pub mod concepts;
 pub mod derive;

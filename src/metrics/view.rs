@@ -12,8 +12,8 @@ use serde::Serialize;
 use crate::model::{humantime_serde_compat, Revision};
 
 /// A value that a metric may or may not provide. Kubernetes renames and adds metrics
-/// between releases (BR-08), and the apiserver publishes `-1` when it could not read a
-/// count (BR-09): neither may ever be shown as 0.
+/// between releases, and the apiserver publishes `-1` when it could not read a count:
+/// neither may ever be shown as 0.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(tag = "state", content = "value", rename_all = "snake_case")]
 pub enum Reading<T> {
@@ -191,7 +191,8 @@ pub struct WindowView {
     pub rows: Vec<WindowRow>,
 }
 
-/// etcd's health panel (BR-10).
+/// etcd's health panel. The file size, the part of it in use and what a defrag would give
+/// back are kept apart, because they are easy to confuse, most of all right after a defrag.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct EtcdHealth {
     /// `etcd_mvcc_db_total_size_in_bytes`: the physical file size (what the space alarm
@@ -225,7 +226,8 @@ pub struct EtcdHealth {
     pub apiserver_db_size_bytes: Reading<f64>,
 }
 
-/// Object counts per resource: the apiserver's metric next to the replica's keys (BR-09).
+/// Object counts per resource: the apiserver's metric next to the replica's keys, because
+/// `apiserver_storage_objects` can be `-1` or simply wrong.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ObjectsRow {
     pub group: String,

@@ -193,7 +193,7 @@ mod tests {
 
     #[test]
     fn non_utf8_key_is_escaped_br01() {
-        // BR-01: `/registry/configmaps/default/cm` followed by byte 0xff.
+        // Not UTF-8: `/registry/configmaps/default/cm` followed by a stray byte 0xff.
         let key = b"/registry/configmaps/default/cm\xff";
         let k = KeyPath::parse(b"/registry", key);
         assert_eq!(k.resource, "configmaps");

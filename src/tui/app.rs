@@ -435,7 +435,8 @@ impl App {
         self.quit
     }
 
-    /// Makes the next draw panic (BR-12's debug hook, `REGSCOPE_DEBUG_PANIC=1`).
+    /// Makes the next draw panic (`REGSCOPE_DEBUG_PANIC=1`, a debug hook for testing that a
+    /// panic leaves the terminal restored).
     pub fn set_debug_panic(&mut self, on: bool) {
         self.debug_panic = on;
     }

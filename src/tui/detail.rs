@@ -139,9 +139,9 @@ impl App {
     }
 
     /// aesgcm binds a value to its key path. When authentication fails, look for the same
-    /// bytes under other keys of the resource (a copied value, BR-11) and, if the value
-    /// authenticates under one of them, say so instead of "bound to a different key path,
-    /// or the key differs". Costs one scan of the resource's keys, only for such values.
+    /// bytes under other keys of the resource (a value copied to another key) and, if the
+    /// value authenticates under one of them, say so instead of "bound to a different key
+    /// path, or the key differs". Costs one scan of the resource's keys, only for such values.
     fn explain_auth_failure(&self, key: &[u8], value: &Bytes, r: &mut Rendered) {
         let Some(old) = r
             .decoded

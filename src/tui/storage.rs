@@ -8,7 +8,8 @@
 //! once per second while the view is open, so a 100k-key replica is never scanned per frame.
 //!
 //! Why per key: providers only rewrite a value when it is written again, so after enabling,
-//! rotating or reverting encryption etcd holds a mix (kubernetes/kubernetes#58361, BR-11).
+//! rotating or reverting encryption etcd holds a mix of encrypted and plain values
+//! (kubernetes/kubernetes#58361).
 
 use std::collections::BTreeMap;
 
@@ -153,7 +154,8 @@ pub(crate) mod tests {
     use crate::store::ReplicaConfig;
     use std::time::UNIX_EPOCH;
 
-    /// BR-11's three secrets (field-cases.md), shared with the decrypt tests.
+    /// The mixed-encryption Secrets s1 (aescbc), s2 (aesgcm) and s3 (identity), shared with
+    /// the decrypt tests.
     pub(crate) use crate::decrypt::tests::{hex, S1, S2, S3};
 
     fn replica(kvs: &[(&[u8], Vec<u8>)]) -> Replica {

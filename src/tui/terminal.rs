@@ -4,8 +4,8 @@
 //! error returned through `?`, a signal ending the loop) or the chained panic hook. A
 //! process-wide flag makes the second caller a no-op, so the captured output holds one
 //! leave-alternate-screen and one show-cursor, and a panic message printed by the previous
-//! hook after our restore stays readable on the main screen (BR-12: a second restore would
-//! move the cursor and let the shell prompt overwrite it).
+//! hook after our restore stays readable on the main screen (a second restore would move the
+//! cursor and let the shell prompt overwrite it).
 //!
 //! ratatui's `Terminal` shows the cursor again in its own `Drop`; the guard therefore never
 //! drops it (it only owns a handle to stdout and two buffers, freed at exit anyway).
@@ -80,8 +80,8 @@ impl Drop for TerminalGuard {
 }
 
 /// Leaves the alternate screen, shows the cursor and leaves raw mode, if the terminal is
-/// still set up; otherwise does nothing. Errors are ignored: stdout may be gone (BR-12's
-/// closed-pty case) and there is nobody left to tell.
+/// still set up; otherwise does nothing. Errors are ignored: stdout may be gone (the pty was
+/// closed) and there is nobody left to tell.
 pub fn restore() {
     if !ACTIVE.swap(false, Ordering::SeqCst) {
         return;

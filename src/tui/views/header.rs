@@ -1,6 +1,7 @@
 //! The header: title, panel tabs and connection state on the first row; etcd version, head
 //! and compacted revisions, keys and events/s on the second; and the alert row shown when
-//! the data is stale (BR-06) or the source ended.
+//! the data is stale (a watch on an unresponsive server hangs without an error, so silence
+//! past the liveness window counts as stale) or the source ended.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};

@@ -27,7 +27,7 @@ use super::theme::Role;
 /// Draws the whole console.
 pub fn draw(app: &App, f: &mut Frame) {
     if app.debug_panic {
-        panic!("REGSCOPE_DEBUG_PANIC=1: deliberate panic while drawing (BR-12 test hook)");
+        panic!("REGSCOPE_DEBUG_PANIC=1: deliberate panic while drawing (terminal restore test)");
     }
     let area = f.area();
     let alert = header::alert(app);
@@ -98,7 +98,8 @@ fn draw_warning(app: &App, f: &mut Frame, area: Rect) {
     );
 }
 
-/// A bordered pane with a title; marked stale when the connection is broken (BR-06).
+/// A bordered pane with a title; marked stale when the connection is broken or etcd has not
+/// answered within the liveness window.
 pub(crate) fn pane<'a>(app: &App, title: Vec<Span<'a>>, focused: bool) -> Block<'a> {
     let t = &app.s.theme;
     let border = if app.stale() {

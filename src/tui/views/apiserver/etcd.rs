@@ -1,4 +1,4 @@
-//! etcd's health beside the apiserver (BR-10) and the object counts (BR-09).
+//! etcd's health beside the apiserver, and the object counts per resource.
 //!
 //! Quota use is the physical file size against the quota, because that is what etcd's space
 //! alarm compares; "not in use" is the share of the file a defrag would give back, and 0 %

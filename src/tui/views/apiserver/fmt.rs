@@ -1,5 +1,6 @@
 //! Text for the apiserver panel's values: compact durations, quantiles, readings that may be
-//! missing (BR-08) or unavailable (BR-09), percentages and sparklines.
+//! missing (a metric this Kubernetes release does not expose) or unavailable (the `-1` the
+//! apiserver reports for a count it could not read), percentages and sparklines.
 
 use crate::metrics::view::{Quantile, Reading};
 use crate::tui::format::thousands;
