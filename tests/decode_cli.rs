@@ -1,7 +1,8 @@
-//! `regscope decode` end to end: the real binary on the field cases (BR-01, BR-02, BR-03,
-//! BR-11), on `etcdctl get -w json` output from a real etcd, and on bad input. stdout must
-//! carry only the object (parsed here with serde_json / serde_norway); the header and every
-//! error go to stderr.
+//! `regscope decode` end to end: the real binary on the field cases (value bytes altered on the
+//! way in, custom resources stored as JSON, kinds the decoder does not know, mixed encrypted
+//! and plain Secrets), on `etcdctl get -w json` output from a real etcd, and on bad input.
+//! stdout must carry only the object (parsed here with serde_json / serde_norway); the header
+//! and every error go to stderr.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,16 +14,17 @@ use serde_json::Value;
 const BIN: &str = env!("CARGO_BIN_EXE_regscope");
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
-// BR-01
+// Value bytes altered on the way in: a Pod, and the same Pod after CR LF translation.
 const POD_P1: &str = "6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200";
 const POD_P1_CRLF: &str =
     "6b3873000d0a090d0a0276311203506f64120f0d0a0d0d0a0270311a0764656661756c741a0022000d0a";
 const WIDGET_KEY: &str = "/registry/example.com/widgets/default/w1";
-// BR-03
+// A kind the decoder does not know: an OpenShift Build.
 const BUILD_B1: &str = "6b3873000a1e0a156275696c642e6f70656e73686966742e696f2f763112054275696c64120b0a090a0262311a036e73311a002200";
-// BR-11
+// Secrets left mixed encrypted and plain (s1 aescbc, s2 aesgcm, s3 identity).
 use fixtures::{BR11_S1 as S1, BR11_S2 as S2, BR11_S3 as S3, KEY_A, KEY_B, KEY_G, WIDGET_W1};
-/// A plain Secret default/s4 with `data: {password: hunter2}` (BR-11's s1–s3 hold no data).
+/// A plain Secret default/s4 with `data: {password: hunter2}` (the mixed-encryption s1–s3 hold
+/// no data).
 const S4_WITH_DATA: &str = "6b3873000a0c0a02763112065365637265741224\
 0a0d0a0273341a0764656661756c74\
 12130a0870617373776f7264120768756e74657232\
@@ -89,7 +91,8 @@ fn write_temp(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
     p
 }
 
-/// BR-11's EncryptionConfiguration: aescbc key1 (= `key1`), aesgcm key2 = G, identity.
+/// The mixed-encryption EncryptionConfiguration: aescbc key1 (= `key1`), aesgcm key2 = G,
+/// identity.
 fn enc_config(dir: &Path, name: &str, key1: &str) -> PathBuf {
     write_temp(dir, name, fixtures::br11_config(key1).as_bytes())
 }

@@ -1,7 +1,9 @@
-//! Mutation fuzzing of the decoder: real stored values (the golden `.pb` files, BR-01/02/03/11
-//! values, JSON, CBOR, encrypted prefixes) are mutated — bit flips, random bytes, inserted and
-//! deleted runs, truncation, splices of two values, varint-length damage, growth up to 2 MiB —
-//! and fed to `summarize`, `decode` (with and without the BR-11 keyring) and `render`.
+//! Mutation fuzzing of the decoder: real stored values (the golden `.pb` files, the
+//! field-case values — bytes altered on the way in, a custom resource stored as JSON, kinds
+//! the decoder does not know, mixed encrypted and plain Secrets — JSON, CBOR, encrypted
+//! prefixes) are mutated — bit flips, random bytes, inserted and deleted runs, truncation,
+//! splices of two values, varint-length damage, growth up to 2 MiB — and fed to `summarize`,
+//! `decode` (with and without the mixed-encryption keyring) and `render`.
 //!
 //! Checks: no panic; every input decodes within a time bound; output stays bounded by the input
 //! (a proxy for memory). Runs `REGSCOPE_FUZZ_SECS` seconds (default 8, so CI stays quick); the

@@ -169,7 +169,8 @@ async fn console_shows_live_etcd_and_quits_cleanly() {
     }
 }
 
-/// BR-13: a terminal of more than 65,535 cells lays out right: footer on the last row.
+/// Layout in a terminal of more than 65,535 cells, where it has broken before: the footer
+/// stays on the last row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn br13_huge_terminal_layout() {
     if !have("tmux") {
@@ -194,8 +195,8 @@ async fn br13_huge_terminal_layout() {
     }
 }
 
-/// BR-12: a panic while drawing restores the terminal exactly once, prints the panic on the
-/// main screen after the restore, and exits non-zero.
+/// A panic must not leave the terminal broken: a panic while drawing restores the terminal
+/// exactly once, prints the panic on the main screen after the restore, and exits non-zero.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn br12_panic_restores_terminal_once() {
     if !have("script") {

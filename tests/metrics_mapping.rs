@@ -1,7 +1,9 @@
 //! The concept table over every real capture: which concepts each Kubernetes and etcd
 //! version exposes, values read from the files, quantiles against an independent
-//! computation, counter resets across scrapes, stale targets, and field cases BR-08, BR-09
-//! and BR-10 through the whole path (store → derive).
+//! computation, counter resets across scrapes, stale targets, and, through the whole path
+//! (store → derive), the field cases of metric names and labels that change between
+//! Kubernetes releases, `apiserver_storage_objects` at −1 or wrong, and etcd DB size
+//! against in use misread after a defrag.
 
 use std::time::{Duration, SystemTime};
 
@@ -405,8 +407,9 @@ fn a_down_slow_or_garbage_endpoint_leaves_the_last_data_and_says_stale_since() {
     assert_eq!(v.latency.len(), 1, "the last good data stays on screen");
 }
 
-/// BR-09: −1 is "unavailable", not a count; counts that equal the total key count are the
-/// 1.34-rc regression; the replica's counts are shown beside them.
+/// `apiserver_storage_objects` can be −1 or wrong: −1 is "unavailable", not a count; counts
+/// that equal the total key count are the 1.34-rc regression; the replica's counts are shown
+/// beside them.
 #[test]
 fn br09_sentinel_and_wrong_counts_are_flagged_against_the_replica() {
     let mut replica = Replica::new(ReplicaConfig::default());
@@ -460,8 +463,8 @@ apiserver_storage_objects{resource=\"secrets\"} 82\n",
     assert!(json.to_string().contains("\"unavailable\""));
 }
 
-/// BR-10: size, in use, quota use from the total size, reclaimable bytes, 0 % after a
-/// defrag, and total 0 as n/a.
+/// etcd DB size against in use, often misread after a defrag: size, in use, quota use from the
+/// total size, reclaimable bytes, 0 % after a defrag, and total 0 as n/a.
 #[test]
 fn br10_db_size_in_use_and_quota_read_as_operators_need() {
     let page = |total: &str, in_use: &str| {
@@ -498,8 +501,8 @@ etcd_server_quota_backend_bytes 2.147483648e+09\n"
     assert_eq!(h.quota_used_percent, None);
 }
 
-/// BR-08 through the store: three successive scrapes across a rename all show 40
-/// configmaps (never 80) and 20 MiB.
+/// Metric names that change between Kubernetes releases, through the store: three
+/// successive scrapes across a rename all show 40 configmaps (never 80) and 20 MiB.
 #[test]
 fn br08_successive_scrapes_across_a_rename_count_once() {
     let scrapes = [

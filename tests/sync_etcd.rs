@@ -61,8 +61,9 @@ async fn list_spans_many_pages_then_watch_applies_writes() {
     assert_verified(&h).await;
 }
 
-/// BR-05: 48 values of 100 KiB (4,915,200 bytes) exceed tonic's 4 MiB default decoding
-/// limit in one page and in one catch-up watch response.
+/// A full-prefix reply above 4 MiB must not be refused for good: 48 values of 100 KiB
+/// (4,915,200 bytes) exceed tonic's 4 MiB default decoding limit in one page and in one
+/// catch-up watch response.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn br05_list_and_catch_up_watch_over_4_mib() {
     let (e, mut c) = etcd().await;
@@ -145,8 +146,9 @@ async fn watch_resumes_after_etcd_restart_without_loss_or_duplicates() {
     assert_verified(&h).await;
 }
 
-/// BR-06: a SIGSTOPped etcd is detected within the liveness window, and after SIGCONT the
-/// source resumes from last revision + 1 without relisting.
+/// A watch on an unresponsive server must not hang silently: a SIGSTOPped etcd is detected
+/// within the liveness window, and after SIGCONT the source resumes from last revision + 1
+/// without relisting.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn br06_stopped_etcd_is_detected_and_recovered() {
     let (mut e, mut c) = etcd().await;
@@ -190,8 +192,8 @@ async fn br06_stopped_etcd_is_detected_and_recovered() {
     assert_verified(&h).await;
 }
 
-/// BR-04: the watch's resume revision is compacted while disconnected: relist, keep the
-/// new value, record the gap once, never loop on the compacted revision.
+/// Resuming a watch after a disconnect once the last seen revision is compacted: relist,
+/// keep the new value, record the gap once, never loop on the compacted revision.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn br04_compaction_during_disconnect_relists_with_gap() {
     let (e, mut c) = etcd().await;
@@ -395,7 +397,8 @@ async fn history_and_tombstones_match_etcd_at_every_revision() {
     }
 }
 
-/// BR-01 (keys): a key that is not UTF-8 is mirrored, listed escaped, and verifies.
+/// Bytes that are not UTF-8 in keys (a key ending in a stray 0xff): such a key is
+/// mirrored, listed escaped, and verifies.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn br01_non_utf8_key_round_trips() {
     let (e, mut c) = etcd().await;
@@ -421,8 +424,9 @@ async fn br01_non_utf8_key_round_trips() {
     assert_verified(&h).await;
 }
 
-/// An empty prefix says which top-level prefixes exist (BR-03: OpenShift's
-/// `/kubernetes.io`), and that prefix works when configured.
+/// An empty prefix says which top-level prefixes exist (OpenShift, whose kinds the
+/// decoder does not know, stores under `/kubernetes.io`), and that prefix works when
+/// configured.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn empty_prefix_names_existing_prefixes() {
     let (e, mut c) = etcd().await;

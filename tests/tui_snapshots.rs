@@ -1,13 +1,14 @@
 //! Whole-console snapshots: a replica built from synthetic observations with fixed
 //! timestamps, keys and actions driven into the `App`, drawn on ratatui's `TestBackend` and
 //! compared as text with insta. Every panel at 80x24 and 160x48; a 544x125 frame (more
-//! than 65,535 cells, BR-13) must keep the footer on the last row.
+//! than 65,535 cells, where layout has broken before) must keep the footer on the last row.
 //!
 //! The fixture's values are not Kubernetes encodings; the decoder's text for them is
 //! replaced by placeholders and checked against `decode::render` directly, so those
-//! snapshots pin the console's layout. The key-view snapshots at the end (a Pod, BR-02's
-//! JSON widget, a Deployment diff, BR-11's encrypted secrets) use real storage encodings
-//! with fixed times and uids, and do pin the decoded output.
+//! snapshots pin the console's layout. The key-view snapshots at the end (a Pod, a Widget
+//! custom resource stored as JSON, a Deployment diff, Secrets left mixed encrypted and
+//! plain) use real storage encodings with fixed times and uids, and do pin the decoded
+//! output.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -465,7 +466,8 @@ fn source_ended_and_config_warning_80x24() {
     insta::assert_snapshot!(text);
 }
 
-/// BR-13: 544x125 is 68,000 cells, past the 65,535 that older ratatui mishandled.
+/// Very large terminals: 544x125 is 68,000 cells, past the 65,535 that older ratatui
+/// mishandled.
 #[test]
 fn huge_terminal_544x125_keeps_footer_on_last_row() {
     for panel in ["1", "2", "3", "3l\n\n", "4", "?"] {
@@ -1215,7 +1217,8 @@ mod apiserver_views {
         }
     }
 
-    /// BR-10's first variant: 100 MiB file, 72 MiB in use, 2 GiB quota.
+    /// DB size against in use, the first variant of the case operators misread after a
+    /// defrag: 100 MiB file, 72 MiB in use, 2 GiB quota.
     pub fn health() -> EtcdHealth {
         EtcdHealth {
             db_size_bytes: Some(100.0 * MIB),
@@ -1235,7 +1238,8 @@ mod apiserver_views {
         }
     }
 
-    /// BR-09: the replica holds 12 pods, 30 secrets and 40 configmaps (82 keys).
+    /// For checking `apiserver_storage_objects` (which can be −1 or wrong): the replica holds
+    /// 12 pods, 30 secrets and 40 configmaps (82 keys).
     pub fn objects() -> Vec<ObjectsRow> {
         // The flag text as metrics::derive words it.
         let flag = |n: u64| {
@@ -1508,8 +1512,8 @@ fn apiserver_zoomed_sections_120x40() {
     }
 }
 
-/// BR-10: quota use from the file size, what a defrag gives back, 0 % after a defrag is
-/// normal, a total of 0 is n/a.
+/// DB size and in use, often misread after a defrag: quota use from the file size, what a
+/// defrag gives back, 0 % after a defrag is normal, a total of 0 is n/a.
 #[test]
 fn apiserver_br10_db_size_quota_and_defrag() {
     const MIB: f64 = 1024.0 * 1024.0;
@@ -1570,8 +1574,9 @@ fn apiserver_br10_db_size_quota_and_defrag() {
     }
 }
 
-/// BR-09: −1 is "count unavailable", an apiserver count equal to the total key count is
-/// flagged, and the replica's counts stand beside the metric.
+/// `apiserver_storage_objects` can be −1 or wrong: −1 is "count unavailable", an apiserver
+/// count equal to the total key count is flagged, and the replica's counts stand beside the
+/// metric.
 #[test]
 fn apiserver_br09_object_counts_against_the_replica() {
     let mut a = apiserver_app(av::v134());
@@ -1610,8 +1615,9 @@ fn apiserver_br09_object_counts_against_the_replica() {
     insta::assert_snapshot!(text);
 }
 
-/// BR-08: what a version does not expose says so (1.28: no watch-cache lag), no compaction
-/// yet reads as such, and a rate that needs a second scrape is not a 0.
+/// Metric names and labels change between Kubernetes releases: what a version does not expose
+/// says so (1.28: no watch-cache lag), no compaction yet reads as such, and a rate that needs a
+/// second scrape is not a 0.
 #[test]
 fn apiserver_not_exposed_readings_v128() {
     let mut a = apiserver_app(av::v128());
