@@ -224,7 +224,9 @@ fn median(v: &mut [f64]) -> f64 {
 
 /// `cargo bench --bench record [-- SECTION…]` runs the named sections (`events`,
 /// `scrapes`, `hour`; all when none is named). `RECORD_BENCH_DIR=DIR` writes the
-/// recordings there and keeps them (e.g. to profile a replay of `DIR/hour.rgs`).
+/// recordings there and keeps them (e.g. to profile a replay of `DIR/hour.rgs`); with
+/// `RECORD_BENCH_REUSE=1` as well, `hour` reads the `DIR/hour.rgs` a previous run left
+/// instead of writing it again.
 fn main() {
     let wanted: Vec<String> = std::env::args()
         .skip(1)
@@ -349,6 +351,10 @@ fn hour(dir: &Path) {
     let bodies = scrape_bodies(12);
     let mut w = Workload::new(200);
     let path = dir.join("hour.rgs");
+    if std::env::var_os("RECORD_BENCH_REUSE").is_some() && path.exists() {
+        println!("1-hour recording: reusing {}", path.display());
+        return hour_read(&path);
+    }
     let _ = std::fs::remove_file(&path);
     let info = SessionInfo {
         started_at: t0(),
@@ -402,7 +408,13 @@ fn hour(dir: &Path) {
         bytes as f64 / 1048576.0,
         build.elapsed().as_secs_f64()
     );
-    let mut p = Player::open(&path).expect("open");
+    hour_read(&path);
+}
+
+/// The read side of `hour`: restore, seek and replay figures of the 1-hour recording.
+fn hour_read(path: &Path) {
+    let secs = 3_600u64;
+    let mut p = Player::open(path).expect("open");
     // As the console replays: the session only, no scrape body decompressed when its
     // digest is recorded.
     p.set_bodies(false);

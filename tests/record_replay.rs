@@ -753,6 +753,85 @@ fn every_truncation_replays_a_prefix_and_reports_the_loss() {
     assert!(opened > bytes.len() / 2, "most cuts still open ({opened})");
 }
 
+/// What a player hands out along a walk of seeks and reads: each observation with the
+/// cursor after it, and the damage it reported.
+fn walk(path: &Path, read_ahead: bool) -> (Vec<String>, Vec<String>) {
+    let mut p = Player::open(path).unwrap();
+    p.set_read_ahead(read_ahead);
+    // Scrape frames are read on the caller's thread either way; their bodies only slow
+    // the walk down.
+    p.set_bodies(false);
+    let total = p.total();
+    let mut out = Vec::new();
+    for target in [
+        Target::Position(0),
+        Target::Position(total / 2),
+        Target::Position(3),
+        Target::Time(at(60)),
+        Target::End,
+        Target::Position(total / 3),
+    ] {
+        let s = p.seek(target);
+        out.push(format!("seek {target:?}: revision {}", s.revision()));
+        for _ in 0..150 {
+            let Some(st) = p.next_observation() else {
+                break;
+            };
+            out.push(format!("{} {st:?}", p.position()));
+        }
+    }
+    (out, p.damage().to_vec())
+}
+
+/// Fails at the first line where two walks differ, each line cut to 300 characters (a
+/// scrape's line holds its whole body).
+fn assert_same_walk(a: &[String], b: &[String], what: &str) {
+    let cut = |s: &String| s.chars().take(300).collect::<String>();
+    if let Some(i) = (0..a.len().max(b.len())).find(|&i| a.get(i) != b.get(i)) {
+        panic!(
+            "{what}: the walks differ at line {i} of {}/{}:\n  {:?}\n  {:?}",
+            a.len(),
+            b.len(),
+            a.get(i).map(cut),
+            b.get(i).map(cut)
+        );
+    }
+}
+
+#[test]
+fn reading_ahead_on_a_thread_hands_out_what_reading_in_place_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    record_stream(&file, &stream(60), small_policy(), false);
+    let (ahead, damage) = walk(&file, true);
+    assert!(
+        ahead.len() > 600,
+        "the walk read {} observations",
+        ahead.len()
+    );
+    assert!(damage.is_empty(), "{damage:?}");
+    assert_same_walk(&ahead, &walk(&file, false).0, "intact");
+    // Damaged copies: the same frames are lost and said to be lost either way.
+    let bytes = std::fs::read(&file).unwrap();
+    let bad = dir.path().join("bad.rgs");
+    let mut damaged_walks = 0;
+    for i in 1..10 {
+        let mut b = bytes.clone();
+        let at_byte = b.len() * i / 10;
+        b[at_byte] ^= 0x55;
+        std::fs::write(&bad, &b).unwrap();
+        if Player::open(&bad).is_err() {
+            continue;
+        }
+        let (a, da) = walk(&bad, true);
+        let (n, dn) = walk(&bad, false);
+        assert_same_walk(&a, &n, &format!("flip at byte {at_byte}"));
+        assert_eq!(da, dn, "flip at byte {at_byte}");
+        damaged_walks += usize::from(!da.is_empty());
+    }
+    assert!(damaged_walks > 2, "only {damaged_walks} flips were noticed");
+}
+
 #[test]
 fn flipped_bytes_never_panic_and_lose_only_damaged_frames() {
     let dir = tempfile::tempdir().unwrap();

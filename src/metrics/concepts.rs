@@ -195,6 +195,13 @@ pub fn table() -> &'static Table {
     T.get_or_init(|| Table::parse(CONCEPTS_TOML).expect("embedded concepts.toml is valid"))
 }
 
+/// Series by their identity. foldhash rather than the standard SipHash: every scrape
+/// looks up each of its thousands of series here and in the store (a replay applies a
+/// scrape from its recorded digest in well under a millisecond this way), and the keys come
+/// from our own concept table and the scraped server, not from a party that could choose
+/// them to collide.
+pub type SeriesMap<V> = HashMap<SeriesKey, V, foldhash::fast::RandomState>;
+
 /// Identity of one mapped series.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct SeriesKey {
@@ -235,7 +242,7 @@ pub struct Mapped {
     pub version: Option<String>,
     /// Per concept (by index): the name that won in this scrape, `None` when absent.
     pub names: Vec<Option<String>>,
-    pub series: HashMap<SeriesKey, Value>,
+    pub series: SeriesMap<Value>,
     /// Samples read from the body (all, mapped or not).
     pub samples: usize,
 }
@@ -256,10 +263,10 @@ enum Acc {
 pub fn map(t: &Table, expo: &Exposition) -> Mapped {
     let n = t.concepts.len();
     // Per concept, per name index: accumulated series.
-    let mut acc: Vec<Vec<HashMap<SeriesKey, Acc>>> = t
+    let mut acc: Vec<Vec<SeriesMap<Acc>>> = t
         .concepts
         .iter()
-        .map(|c| c.names.iter().map(|_| HashMap::new()).collect())
+        .map(|c| c.names.iter().map(|_| SeriesMap::default()).collect())
         .collect();
     for s in &expo.samples {
         let Some(hits) = t.index.get(s.name.as_str()) else {

@@ -199,6 +199,7 @@ use std::fs::{File, OpenOptions, Permissions};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use zstd::zstd_safe::{CCtx, CParameter, DCtx, DParameter, InBuffer, OutBuffer};
@@ -1821,13 +1822,66 @@ impl Report {
     }
 }
 
+/// Reads frame `info` at its offset and checks it against the index entry: its crc,
+/// kind and length. Errors: [`Error::Damaged`].
+fn read_payload(file: &File, file_len: u64, info: &FrameInfo) -> Result<Vec<u8>, Error> {
+    let mut buf = Vec::new();
+    let (kind, len) =
+        read_frame_raw(file, file_len, info.offset, &mut buf).map_err(|reason| Error::Damaged {
+            offset: info.offset,
+            reason,
+        })?;
+    if kind != info.kind.as_u8() || len != info.len {
+        return Err(Error::Damaged {
+            offset: info.offset,
+            reason: format!(
+                "found a {} frame of {len} bytes where the index has a {:?} frame of {} bytes",
+                kind_name(kind),
+                info.kind,
+                info.len
+            ),
+        });
+    }
+    Ok(buf)
+}
+
+/// Reads and decodes the Segment frames of one recording file, apart from its
+/// [`Reader`] and from another thread (a replay decodes the segments ahead of its
+/// cursor while the session applies what came before). Shares the open file and
+/// holds a copy of the index; from [`Reader::segment_reader`].
+#[derive(Clone)]
+pub struct SegmentReader {
+    file: Arc<File>,
+    file_len: u64,
+    frames: Arc<[FrameInfo]>,
+}
+
+impl SegmentReader {
+    /// Segment frame `i` of [`Reader::frames`], exactly as [`Reader::read_frame`]
+    /// gives it.
+    ///
+    /// Errors: [`Error::NoSuchFrame`] (also for a frame of another kind),
+    /// [`Error::Damaged`].
+    pub fn read_segment(&self, i: usize) -> Result<Vec<Item>, Error> {
+        let info = self.frames.get(i).cloned().ok_or(Error::NoSuchFrame(i))?;
+        if info.kind != FrameKind::Segment {
+            return Err(Error::NoSuchFrame(i));
+        }
+        let payload = read_payload(&self.file, self.file_len, &info)?;
+        decode_segment(&payload).map_err(|reason| Error::Damaged {
+            offset: info.offset,
+            reason,
+        })
+    }
+}
+
 /// Reads a recording: header, frame index, frames on demand.
 ///
 /// Holds the open file and the index (52-ish bytes per frame), plus the last
 /// decoded body of each scrape target so that reading scrapes in order
 /// decodes each delta once.
 pub struct Reader {
-    file: File,
+    file: Arc<File>,
     file_len: u64,
     header: Vec<u8>,
     data_start: u64,
@@ -1885,7 +1939,7 @@ impl Reader {
         };
         let checkpoints = checkpoint_list(&frames);
         Ok(Reader {
-            file,
+            file: Arc::new(file),
             file_len,
             header,
             data_start,
@@ -1989,25 +2043,17 @@ impl Reader {
         }
     }
 
-    fn read_payload(&self, info: &FrameInfo) -> Result<Vec<u8>, Error> {
-        let mut buf = Vec::new();
-        let (kind, len) = read_frame_raw(&self.file, self.file_len, info.offset, &mut buf)
-            .map_err(|reason| Error::Damaged {
-                offset: info.offset,
-                reason,
-            })?;
-        if kind != info.kind.as_u8() || len != info.len {
-            return Err(Error::Damaged {
-                offset: info.offset,
-                reason: format!(
-                    "found a {} frame of {len} bytes where the index has a {:?} frame of {} bytes",
-                    kind_name(kind),
-                    info.kind,
-                    info.len
-                ),
-            });
+    /// A handle on this file that reads its Segment frames from any thread.
+    pub fn segment_reader(&self) -> SegmentReader {
+        SegmentReader {
+            file: self.file.clone(),
+            file_len: self.file_len,
+            frames: self.frames.clone().into(),
         }
-        Ok(buf)
+    }
+
+    fn read_payload(&self, info: &FrameInfo) -> Result<Vec<u8>, Error> {
+        read_payload(&self.file, self.file_len, info)
     }
 
     fn decode_scrape(&mut self, offset: u64, payload: Vec<u8>) -> Result<Item, Error> {

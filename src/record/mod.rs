@@ -41,6 +41,7 @@
 
 pub mod format;
 mod player;
+mod readahead;
 mod recorder;
 pub mod redact;
 

@@ -6,7 +6,7 @@
 //! target's health (last good scrape, "stale since", skipped lines). Nothing is derived
 //! here: rates and quantiles are computed on read by [`crate::metrics::derive`].
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::time::SystemTime;
 
 use crate::metrics::concepts::{self, Mapped, SeriesKey, Value};
@@ -52,7 +52,7 @@ pub struct TargetSeries {
     first_seq: u32,
     /// The newest good scrape, mapped.
     latest: Option<std::sync::Arc<Mapped>>,
-    series: HashMap<SeriesKey, VecDeque<Point>>,
+    series: concepts::SeriesMap<VecDeque<Point>>,
 }
 
 impl TargetSeries {
@@ -298,10 +298,15 @@ impl TargetSeries {
         let seq = self.first_seq + self.times.len() as u32;
         self.times.push_back(at);
         for (k, v) in &mapped.series {
-            let pts = self
-                .series
-                .entry(k.clone())
-                .or_insert_with(|| VecDeque::with_capacity(retention.min(64)));
+            // Looked up before inserting: `entry` would take an owned key, three strings
+            // allocated and freed per series per scrape for the few that are new.
+            if !self.series.contains_key(k) {
+                self.series
+                    .insert(k.clone(), VecDeque::with_capacity(retention.min(64)));
+            }
+            let Some(pts) = self.series.get_mut(k) else {
+                continue;
+            };
             let p99 = match (v, pts.back()) {
                 (Value::Histogram(cur), Some(prev)) if prev.seq + 1 == seq => match &prev.value {
                     Value::Histogram(ph) => {
