@@ -556,8 +556,11 @@ pub struct DecodeArgs {
 pub enum DecodeOutput {
     /// The object as YAML (keys sorted, as kubectl prints them).
     Yaml,
-    /// The object as pretty JSON.
+    /// The object as pretty JSON (several kvs: one array).
     Json,
+    /// One compact JSON object per line, written as each kv is read (for `jq -c`,
+    /// `grep`, `split`).
+    Jsonl,
     /// The stored value bytes exactly as received (ciphertext stays ciphertext).
     Raw,
 }

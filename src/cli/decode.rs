@@ -6,13 +6,15 @@
 //! console's key view), and leaves as the object on stdout (YAML, JSON or the raw bytes) with
 //! a header and any error on stderr. Nothing here assumes the input or the keys are UTF-8.
 
+use std::collections::HashMap;
+use std::hash::BuildHasher as _;
 use std::io::{self, IsTerminal, Read, Write};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use base64::Engine as _;
 use serde_json::Value;
 
+use super::etcdctl_json;
 use crate::cli::args::{DecodeArgs, DecodeOutput, UiArgs};
 use crate::decode::hexdump::hexdump;
 use crate::decode::{
@@ -134,21 +136,6 @@ fn parse_hex(bytes: &[u8]) -> Result<Option<Vec<u8>>, String> {
 }
 
 /// Short description of a JSON value for error messages.
-fn json_kind(v: &Value) -> String {
-    match v {
-        Value::Object(_) => "an object".into(),
-        Value::Array(_) => "an array".into(),
-        other => {
-            let s = other.to_string();
-            if s.chars().count() > 40 {
-                format!("{}…", s.chars().take(40).collect::<String>())
-            } else {
-                s
-            }
-        }
-    }
-}
-
 /// True for a JSON object shaped like etcdctl's range response rather than a stored object:
 /// it has `kvs` or `header`, and no `kind`/`apiVersion`.
 fn is_etcdctl_shape(o: &serde_json::Map<String, Value>) -> bool {
@@ -164,97 +151,25 @@ fn parse_etcdctl_json(bytes: &[u8]) -> Result<Option<Input>, String> {
     if !start.starts_with(b"{") {
         return Ok(None);
     }
-    let v: Value = match serde_json::from_slice(bytes) {
-        Ok(v) => v,
-        Err(e) => {
-            // A stored JSON value that does not parse is reported by the decoder; only text
-            // that starts like etcdctl's output is called etcdctl JSON here.
-            let compact: Vec<u8> = start
-                .iter()
-                .copied()
-                .filter(|b| !b.is_ascii_whitespace())
-                .take(9)
-                .collect();
-            if compact.starts_with(b"{\"header\"") || compact.starts_with(b"{\"kvs\"") {
-                return Err(format!("etcdctl JSON: not valid JSON: {e}"));
-            }
-            return Ok(None);
+    // etcdctl writes `header` (or `kvs`) first; an object with other members first is
+    // etcdctl's output only when shaped like it, else it is a stored JSON value (whose
+    // own parse errors the decoder reports).
+    if !etcdctl_json::looks_like_etcdctl(start) {
+        match serde_json::from_slice::<Value>(bytes) {
+            Ok(Value::Object(o)) if is_etcdctl_shape(&o) => {}
+            _ => return Ok(None),
         }
-    };
-    let Value::Object(o) = &v else {
-        return Ok(None);
-    };
-    if !is_etcdctl_shape(o) {
-        return Ok(None);
     }
-    let err = |field: String, what: String| format!("etcdctl JSON: {field}: {what}");
-    let int = |field: String, v: Option<&Value>| -> Result<Option<i64>, String> {
-        match v {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::Number(n)) => n
-                .as_i64()
-                .map(Some)
-                .ok_or_else(|| err(field, format!("expected an integer, found {n}"))),
-            // grpc-gateway (etcd's HTTP API) writes 64-bit integers as strings.
-            Some(Value::String(s)) => s
-                .parse::<i64>()
-                .map(Some)
-                .map_err(|_| err(field, format!("expected an integer, found {s:?}"))),
-            Some(other) => Err(err(
-                field,
-                format!("expected an integer, found {}", json_kind(other)),
-            )),
-        }
-    };
-    let b64 = |field: String, v: Option<&Value>, missing: &str| -> Result<Vec<u8>, String> {
-        match v {
-            None | Some(Value::Null) => Err(err(field, missing.to_string())),
-            Some(Value::String(s)) => base64::engine::general_purpose::STANDARD
-                .decode(s)
-                .map_err(|e| err(field, format!("not base64: {e}"))),
-            Some(other) => Err(err(
-                field,
-                format!("expected a base64 string, found {}", json_kind(other)),
-            )),
-        }
-    };
-    let count = int("count".into(), o.get("count"))?;
-    let kvs = match o.get("kvs") {
-        None | Some(Value::Null) => Vec::new(),
-        Some(Value::Array(a)) => a.as_slice().to_vec(),
-        Some(other) => {
-            return Err(err(
-                "kvs".into(),
-                format!("expected an array, found {}", json_kind(other)),
-            ))
-        }
-    };
-    let mut out = Vec::with_capacity(kvs.len());
-    for (i, kv) in kvs.iter().enumerate() {
-        let Value::Object(kv) = kv else {
-            return Err(err(
-                format!("kvs[{i}]"),
-                format!("expected an object, found {}", json_kind(kv)),
-            ));
-        };
-        let f = |name: &str| format!("kvs[{i}].{name}");
-        out.push(StoredKv {
-            key: b64(f("key"), kv.get("key"), "missing")?,
-            create_revision: int(f("create_revision"), kv.get("create_revision"))?,
-            mod_revision: int(f("mod_revision"), kv.get("mod_revision"))?,
-            version: int(f("version"), kv.get("version"))?,
-            lease: int(f("lease"), kv.get("lease"))?,
-            value: b64(
-                f("value"),
-                kv.get("value"),
-                "missing (made with --keys-only, or an empty value?)",
-            )?,
-        });
-    }
+    let mut kvs = Vec::new();
+    let end = etcdctl_json::stream_slice(bytes, &mut |kv| {
+        kvs.push(kv);
+        Ok(())
+    })
+    .map_err(|e| e.to_string())?;
     Ok(Some(Input {
         form: InputForm::EtcdctlJson,
-        kvs: out,
-        count,
+        kvs,
+        count: end.count,
     }))
 }
 
@@ -283,14 +198,17 @@ fn is_encrypted(d: &Decoded) -> bool {
     matches!(d.format, Format::Encrypted { .. })
 }
 
-fn decode_kv(kv: &StoredKv, all: &[StoredKv], req: &Request<'_>) -> Outcome {
-    // aesgcm binds a value to the key it was written under: other keys holding the very
-    // same bytes let the decoder say "copied from there" instead of "wrong key".
-    let candidates: Vec<&[u8]> = all
-        .iter()
+/// Other keys known to hold the very same bytes as `kv`: aesgcm binds a value to the key
+/// it was written under, and with these the decoder can say "copied from there" instead
+/// of "wrong key".
+fn candidates_in<'k>(kv: &StoredKv, all: impl IntoIterator<Item = &'k StoredKv>) -> Vec<&'k [u8]> {
+    all.into_iter()
         .filter(|o| o.value == kv.value && o.key != kv.key && !o.key.is_empty())
         .map(|o| o.key.as_slice())
-        .collect();
+        .collect()
+}
+
+fn decode_kv(kv: &StoredKv, candidates: &[&[u8]], req: &Request<'_>) -> Outcome {
     let d = decode(
         &kv.value,
         &DecodeOptions {
@@ -298,7 +216,7 @@ fn decode_kv(kv: &StoredKv, all: &[StoredKv], req: &Request<'_>) -> Outcome {
             etcd_key: &kv.key,
             mod_revision: kv.mod_revision,
             keyring: req.keyring,
-            candidates: &candidates,
+            candidates,
         },
     );
     let failure = match &d.encryption {
@@ -461,129 +379,264 @@ pub fn write_decoded(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> io::Result<u8> {
-    if req.verbose {
-        let n = input.kvs.len();
-        match input.form {
-            InputForm::EtcdctlJson => writeln!(
-                err,
-                "# input     {} ({n} kv{})",
-                input.form.describe(),
-                if n == 1 { "" } else { "s" }
-            )?,
-            form => writeln!(
-                err,
-                "# input     {} ({} bytes)",
-                form.describe(),
-                input.kvs.first().map_or(0, |k| k.value.len())
-            )?,
+    let mut w = DecodeWriter::new(req, input.form, out, err);
+    w.begin(Some(&input.kvs))?;
+    for kv in &input.kvs {
+        w.kv(kv, &candidates_in(kv, &input.kvs))?;
+    }
+    w.finish(input.count)
+}
+
+/// Writes values as they come: each decoded and written before the next is read, so that
+/// a 100 MB `etcdctl get -w json` export takes memory for one object at a time.
+///
+/// `-o json` keeps its shape (one kv: the object; several: an array, `[]` when none
+/// decoded) by holding the first object until a second kv shows there are several;
+/// `-o raw` holds the one kv it may write.
+pub struct DecodeWriter<'w, 'r, 'a> {
+    req: &'r Request<'a>,
+    form: InputForm,
+    out: &'w mut dyn Write,
+    err: &'w mut dyn Write,
+    /// kvs handed in, values that did not decode.
+    seen: usize,
+    failed: usize,
+    /// Objects written (YAML documents, JSON lines or array elements).
+    printed: usize,
+    /// `-o json`: the first object, until a second kv opens the array.
+    held: Option<Value>,
+    array_open: bool,
+    /// `-o raw`: the first kv.
+    raw: Option<StoredKv>,
+    /// The `# input` line waits for the count when the kvs were not known up front.
+    input_line_pending: bool,
+}
+
+impl<'w, 'r, 'a> DecodeWriter<'w, 'r, 'a> {
+    pub fn new(
+        req: &'r Request<'a>,
+        form: InputForm,
+        out: &'w mut dyn Write,
+        err: &'w mut dyn Write,
+    ) -> Self {
+        DecodeWriter {
+            req,
+            form,
+            out,
+            err,
+            seen: 0,
+            failed: 0,
+            printed: 0,
+            held: None,
+            array_open: false,
+            raw: None,
+            input_line_pending: false,
         }
     }
-    if input.form == InputForm::EtcdctlJson {
-        if req.key_given {
+
+    /// Before the first kv: the notes that do not depend on the values. `kvs` when all are
+    /// known up front (then `-v`'s input line comes first, else last).
+    pub fn begin(&mut self, kvs: Option<&[StoredKv]>) -> io::Result<()> {
+        if self.req.verbose {
+            match (self.form, kvs) {
+                (InputForm::EtcdctlJson, Some(kvs)) => self.input_line(kvs.len())?,
+                (InputForm::EtcdctlJson, None) => self.input_line_pending = true,
+                (form, kvs) => writeln!(
+                    self.err,
+                    "# input     {} ({} bytes)",
+                    form.describe(),
+                    kvs.and_then(|k| k.first()).map_or(0, |k| k.value.len())
+                )?,
+            }
+        }
+        if self.form == InputForm::EtcdctlJson && self.req.key_given {
             writeln!(
-                err,
+                self.err,
                 "# note      --key ignored: etcdctl JSON names its keys"
             )?;
         }
-        if input.kvs.is_empty() {
-            writeln!(
-                err,
-                "regscope: etcdctl JSON holds no kvs (count {}): no key matched at that revision",
-                input.count.unwrap_or(0)
-            )?;
-            return Ok(EXIT_UNDECODED);
-        }
-        if let Some(c) = input.count.filter(|&c| c > input.kvs.len() as i64) {
-            writeln!(
-                err,
-                "# note      {} of {c} matching keys in the input (etcdctl --limit?)",
-                input.kvs.len()
-            )?;
-        }
+        Ok(())
     }
-    if req.output == DecodeOutput::Raw {
-        return write_raw(input, req, out, err);
+
+    fn input_line(&mut self, n: usize) -> io::Result<()> {
+        writeln!(
+            self.err,
+            "# input     {} ({n} kv{})",
+            self.form.describe(),
+            if n == 1 { "" } else { "s" }
+        )
     }
-    let several = input.kvs.len() > 1;
-    let mut failed = 0usize;
-    let mut objects: Vec<Value> = Vec::new();
-    let mut printed = 0usize;
-    for (i, kv) in input.kvs.iter().enumerate() {
-        let o = decode_kv(kv, &input.kvs, req);
-        if several && i > 0 {
-            writeln!(err)?;
+
+    /// One value: decoded, its header and any error on `err`, the object on `out`.
+    /// `candidates`: other keys known to hold the same bytes (see [`candidates_in`]).
+    pub fn kv(&mut self, kv: &StoredKv, candidates: &[&[u8]]) -> io::Result<()> {
+        self.seen += 1;
+        if self.req.output == DecodeOutput::Raw {
+            if self.raw.is_none() {
+                self.raw = Some(kv.clone());
+            }
+            return Ok(());
         }
-        for line in header(kv, &o, req) {
-            writeln!(err, "{line}")?;
+        if self.seen == 2 && self.req.output == DecodeOutput::Json {
+            writeln!(self.out, "[")?;
+            self.array_open = true;
+            if let Some(first) = self.held.take() {
+                self.array_element(&first)?;
+            }
+        }
+        let o = decode_kv(kv, candidates, self.req);
+        if self.seen > 1 {
+            writeln!(self.err)?;
+        }
+        for line in header(kv, &o, self.req) {
+            writeln!(self.err, "{line}")?;
         }
         let value = match (&o.failure, o.decoded.value()) {
             (None, Some(v)) => v,
             (failure, _) => {
                 let failure = failure.as_deref().unwrap_or("nothing decoded");
-                for line in error_lines(kv, &o, failure, req) {
-                    writeln!(err, "{line}")?;
+                for line in error_lines(kv, &o, failure, self.req) {
+                    writeln!(self.err, "{line}")?;
                 }
-                failed += 1;
-                continue;
+                self.failed += 1;
+                return Ok(());
             }
         };
-        match req.output {
+        match self.req.output {
             DecodeOutput::Yaml => {
-                if printed > 0 {
-                    writeln!(out, "---")?;
+                if self.printed > 0 {
+                    writeln!(self.out, "---")?;
                 }
                 for line in yaml_lines(&value) {
-                    writeln!(out, "{line}")?;
+                    writeln!(self.out, "{line}")?;
                 }
-                printed += 1;
+                self.printed += 1;
                 // Keeps each document next to its header on a terminal.
-                out.flush()?;
+                self.out.flush()?;
             }
-            DecodeOutput::Json => objects.push(value),
-            DecodeOutput::Raw => unreachable!("handled above"),
+            DecodeOutput::Jsonl => {
+                let line = serde_json::to_string(&value).map_err(io::Error::other)?;
+                writeln!(self.out, "{line}")?;
+                self.printed += 1;
+            }
+            DecodeOutput::Json if self.array_open => self.array_element(&value)?,
+            DecodeOutput::Json => self.held = Some(value),
+            DecodeOutput::Raw => {}
         }
+        Ok(())
     }
-    // Several kvs always give an array (`[]` when none decoded), so `jq '.[]'` works.
-    if req.output == DecodeOutput::Json && (several || !objects.is_empty()) {
-        let doc = if several {
-            Value::Array(objects)
-        } else {
-            objects.pop().unwrap_or(Value::Null)
-        };
-        let text = serde_json::to_string_pretty(&doc).map_err(io::Error::other)?;
-        writeln!(out, "{text}")?;
+
+    /// One element of the `-o json` array, indented as `serde_json::to_string_pretty`
+    /// indents an array's elements.
+    fn array_element(&mut self, v: &Value) -> io::Result<()> {
+        if self.printed > 0 {
+            writeln!(self.out, ",")?;
+        }
+        let text = serde_json::to_string_pretty(v).map_err(io::Error::other)?;
+        for (i, line) in text.lines().enumerate() {
+            if i > 0 {
+                writeln!(self.out)?;
+            }
+            write!(self.out, "  {line}")?;
+        }
+        self.printed += 1;
+        Ok(())
     }
-    out.flush()?;
-    if failed > 0 {
-        if several {
+
+    /// After the last kv: what closes the output, the notes that needed every kv, and
+    /// the exit status (0 when every value decoded, [`EXIT_UNDECODED`] otherwise).
+    /// `count`: etcdctl's count of matching keys, when the input said.
+    pub fn finish(mut self, count: Option<i64>) -> io::Result<u8> {
+        let n = self.seen;
+        if self.input_line_pending {
+            self.input_line(n)?;
+        }
+        if self.form == InputForm::EtcdctlJson {
+            if n == 0 {
+                writeln!(
+                    self.err,
+                    "regscope: etcdctl JSON holds no kvs (count {}): no key matched at that revision",
+                    count.unwrap_or(0)
+                )?;
+                return Ok(EXIT_UNDECODED);
+            }
+            if let Some(c) = count.filter(|&c| c > n as i64) {
+                writeln!(
+                    self.err,
+                    "# note      {n} of {c} matching keys in the input (etcdctl --limit?)"
+                )?;
+            }
+        }
+        if self.req.output == DecodeOutput::Raw {
+            return match self.raw.take() {
+                Some(kv) if n == 1 => write_raw(&kv, self.req, self.out, self.err),
+                _ => {
+                    writeln!(
+                        self.err,
+                        "regscope: -o raw writes one value; the input holds {n} (get a single key, or use -o yaml/json)"
+                    )?;
+                    Ok(EXIT_UNDECODED)
+                }
+            };
+        }
+        self.close_output()?;
+        if self.failed > 0 {
+            if n > 1 {
+                writeln!(
+                    self.err,
+                    "regscope: {} of {n} values not decoded",
+                    self.failed
+                )?;
+            }
+            return Ok(EXIT_UNDECODED);
+        }
+        Ok(0)
+    }
+}
+
+impl DecodeWriter<'_, '_, '_> {
+    /// Ends what is on `out`: the `-o json` array closed (so that what was written stays
+    /// valid JSON), or the one object held written.
+    fn close_output(&mut self) -> io::Result<()> {
+        if self.req.output == DecodeOutput::Json {
+            if self.array_open {
+                if self.printed > 0 {
+                    writeln!(self.out)?;
+                }
+                writeln!(self.out, "]")?;
+            } else if let Some(v) = self.held.take() {
+                let text = serde_json::to_string_pretty(&v).map_err(io::Error::other)?;
+                writeln!(self.out, "{text}")?;
+            }
+        }
+        self.out.flush()
+    }
+
+    /// The input broke off after the kvs written so far: closes the output and says
+    /// `why` (one line) on `err`. Returns [`EXIT_UNDECODED`].
+    pub fn abort(mut self, why: &str) -> io::Result<u8> {
+        self.close_output()?;
+        writeln!(self.err, "regscope: {why}")?;
+        if self.seen > 0 {
             writeln!(
-                err,
-                "regscope: {failed} of {} values not decoded",
-                input.kvs.len()
+                self.err,
+                "regscope: stopped after {} kv(s) ({} not decoded)",
+                self.seen, self.failed
             )?;
         }
-        return Ok(EXIT_UNDECODED);
+        Ok(EXIT_UNDECODED)
     }
-    Ok(0)
 }
 
 /// `-o raw`: the stored bytes of the one value, as received. Ciphertext stays ciphertext;
 /// an unencrypted Secret needs `--show-secrets`; binary bytes are not written to a terminal.
 fn write_raw(
-    input: &Input,
+    kv: &StoredKv,
     req: &Request<'_>,
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> io::Result<u8> {
-    let [kv] = input.kvs.as_slice() else {
-        writeln!(
-            err,
-            "regscope: -o raw writes one value; the input holds {} (get a single key, or use -o yaml/json)",
-            input.kvs.len()
-        )?;
-        return Ok(EXIT_UNDECODED);
-    };
-    let o = decode_kv(kv, &input.kvs, req);
+    let o = decode_kv(kv, &[], req);
     for line in header(kv, &o, req) {
         writeln!(err, "{line}")?;
     }
@@ -646,24 +699,24 @@ pub fn run(args: &DecodeArgs, ui: &UiArgs) -> Result<ExitCode> {
             anyhow::bail!("{}", msg.join(": "))
         }
     };
-    let bytes = match args.input.as_deref() {
-        None => read_stdin()?,
-        Some(p) if p.as_os_str() == "-" => read_stdin()?,
-        Some(p) => std::fs::read(p).with_context(|| format!("cannot read {}", p.display()))?,
+    let mut input: Box<dyn Read> = match args.input.as_deref() {
+        None => stdin_reader(),
+        Some(p) if p.as_os_str() == "-" => stdin_reader(),
+        Some(p) => Box::new(
+            std::fs::File::open(p).with_context(|| format!("cannot read {}", p.display()))?,
+        ),
     };
+    // The first bytes tell etcdctl's output (read as a stream) from a value (read whole).
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    (&mut input)
+        .take(HEAD_BYTES as u64)
+        .read_to_end(&mut head)
+        .context("cannot read the input")?;
     let stderr = io::stderr();
     let mut err = stderr.lock();
     if let Some(n) = note {
         let _ = writeln!(err, "# note      {n}");
     }
-    let key = args.key.as_deref().map(etcd_key_bytes).unwrap_or_default();
-    let input = match parse_input(&bytes, &key) {
-        Ok(i) => i,
-        Err(e) => {
-            let _ = writeln!(err, "regscope: {e}");
-            return Ok(ExitCode::from(EXIT_UNDECODED));
-        }
-    };
     let stdout = io::stdout();
     let req = Request {
         output: args.output,
@@ -674,7 +727,23 @@ pub fn run(args: &DecodeArgs, ui: &UiArgs) -> Result<ExitCode> {
         key_given: args.key.is_some(),
     };
     let mut out = io::BufWriter::new(stdout.lock());
-    match write_decoded(&input, &req, &mut out, &mut err) {
+    let written = if etcdctl_json::looks_like_etcdctl(&head) {
+        write_streamed(head.as_slice().chain(input), &req, &mut out, &mut err)
+    } else {
+        let mut bytes = head;
+        input
+            .read_to_end(&mut bytes)
+            .context("cannot read the input")?;
+        let key = args.key.as_deref().map(etcd_key_bytes).unwrap_or_default();
+        match parse_input(&bytes, &key) {
+            Ok(input) => write_decoded(&input, &req, &mut out, &mut err),
+            Err(e) => {
+                let _ = writeln!(err, "regscope: {e}");
+                return Ok(ExitCode::from(EXIT_UNDECODED));
+            }
+        }
+    };
+    match written {
         Ok(code) => Ok(ExitCode::from(code)),
         // A reader that went away (`| head`) is not an error worth a message.
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::from(EXIT_UNDECODED)),
@@ -682,24 +751,60 @@ pub fn run(args: &DecodeArgs, ui: &UiArgs) -> Result<ExitCode> {
     }
 }
 
-fn read_stdin() -> Result<Vec<u8>> {
+/// Bytes read to tell the input's form before reading the rest.
+const HEAD_BYTES: usize = 64;
+
+/// etcdctl JSON from `input`, each kv decoded and written as it is read. An input error
+/// (bad JSON, a wrong field) ends the output after the kvs before it, with the error on
+/// `err` and [`EXIT_UNDECODED`].
+pub fn write_streamed(
+    input: impl Read,
+    req: &Request<'_>,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> io::Result<u8> {
+    // aesgcm candidates (see `candidates_in`): the encrypted values seen so far, by hash,
+    // with the keys holding them. Only encrypted values, so memory stays that of the keys.
+    let mut encrypted: HashMap<u64, Vec<StoredKv>> = HashMap::new();
+    let hasher = foldhash::fast::FixedState::default();
+    let mut w = DecodeWriter::new(req, InputForm::EtcdctlJson, out, err);
+    w.begin(None)?;
+    let read = etcdctl_json::stream(input, &mut |kv| {
+        if !kv.value.starts_with(b"k8s:enc:") {
+            return w.kv(&kv, &[]);
+        }
+        let same = encrypted.entry(hasher.hash_one(&kv.value)).or_default();
+        w.kv(&kv, &candidates_in(&kv, same.iter()))?;
+        if !same.iter().any(|o| o.key == kv.key) {
+            same.push(StoredKv {
+                key: kv.key,
+                value: kv.value,
+                ..Default::default()
+            });
+        }
+        Ok(())
+    });
+    match read {
+        Ok(end) => w.finish(end.count),
+        Err(etcdctl_json::StreamError::Output(e)) => Err(e),
+        Err(etcdctl_json::StreamError::Input(m)) => w.abort(&m),
+    }
+}
+
+fn stdin_reader() -> Box<dyn Read> {
     if io::stdin().is_terminal() {
         eprintln!(
             "regscope decode: reading a value from the terminal (paste hex or JSON, then Ctrl-D); \
              usually: etcdctl get KEY -w json | regscope decode"
         );
     }
-    let mut b = Vec::new();
-    io::stdin()
-        .lock()
-        .read_to_end(&mut b)
-        .context("cannot read stdin")?;
-    Ok(b)
+    Box::new(io::stdin().lock())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
 
     const POD: &str = "6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200";
 

@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod decode;
+pub mod etcdctl_json;
 pub mod record;
 
 /// Writes to stdout; a closed pipe (`regscope snapshot --json | head`) ends the output
