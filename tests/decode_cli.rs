@@ -666,6 +666,21 @@ fn etcdctl_json_export_streams_in_every_output_form() {
             }
         }
     }
+    // An empty value (etcdctl leaves `value` out) is that kv's failure alone.
+    let mut holed: Value = serde_json::from_slice(&input).unwrap();
+    holed["kvs"][5].as_object_mut().unwrap().remove("value");
+    let (code, out, err) = decode(&["-o", "jsonl"], &serde_json::to_vec(&holed).unwrap());
+    assert_eq!(code, 1, "{err}");
+    assert_eq!(
+        out.split(|&b| b == b'\n').filter(|l| !l.is_empty()).count(),
+        n - 1
+    );
+    assert!(err.contains("p00005: empty value"), "{err}");
+    assert!(
+        err.contains(&format!("1 of {n} values not decoded")),
+        "{err}"
+    );
+
     let cut = &input[..cut_at];
     let (code, out, err) = decode(&["-o", "json"], cut);
     assert_eq!(code, 1, "{err}");

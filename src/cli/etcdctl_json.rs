@@ -286,11 +286,13 @@ fn kv_from_value(i: usize, kv: &Value) -> Result<StoredKv, StreamError> {
         mod_revision: int(&f("mod_revision"), kv.get("mod_revision"))?,
         version: int(&f("version"), kv.get("version"))?,
         lease: int(&f("lease"), kv.get("lease"))?,
-        value: b64(
-            &f("value"),
-            kv.get("value"),
-            "missing (made with --keys-only, or an empty value?)",
-        )?,
+        // etcdctl leaves `value` out when it is empty (proto3 JSON omits default values),
+        // and with --keys-only: an empty value, which the caller reports as such for this
+        // kv alone.
+        value: match kv.get("value") {
+            None | Some(Value::Null) => Vec::new(),
+            v => b64(&f("value"), v, "missing")?,
+        },
     })
 }
 

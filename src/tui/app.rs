@@ -1671,6 +1671,24 @@ mod tests {
     }
 
     #[test]
+    fn an_open_key_shows_nothing_of_it_after_a_seek_to_before_it_existed() {
+        let mut app = App::new(
+            Session::from_replica(listed(2), "demo"),
+            Settings::default(),
+        );
+        let key = "/registry/configmaps/ns/new";
+        put(&mut app, 1, key, 3);
+        put(&mut app, 2, key, 4);
+        app.open_detail(Bytes::from(key));
+        assert_eq!(app.detail.as_ref().map(|d| d.history.len()), Some(2));
+        // A replay seeks back: the session is the one from before the key's first write.
+        app.replace_session(Session::from_replica(listed(2), "demo"));
+        let d = app.detail.as_ref().expect("still open");
+        assert!(d.history.is_empty(), "{:?}", d.history);
+        assert!(d.shown().is_none());
+    }
+
+    #[test]
     fn encryption_summary_counts_on_open_and_at_most_once_a_second() {
         let mut app = App::new(
             Session::from_replica(listed(3), "demo"),

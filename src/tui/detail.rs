@@ -385,7 +385,9 @@ impl App {
                 m.newest.mod_revision != h.mod_revision || m.history_len != d.history.len()
             }
             (Some(_), None) => true,
-            (None, _) => false,
+            // Gone from the replica (a replay sought back to before the key was created, or
+            // its history was dropped): nothing of it may be shown any more.
+            (None, _) => !d.history.is_empty(),
         };
         if changed {
             let was_newest = d.index + 1 >= d.history.len();
