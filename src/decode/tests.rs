@@ -1,6 +1,6 @@
-//! Cross-format tests: the decode cases of `../shared/field-cases.md` (values altered on the
-//! way in by CR LF translation or a trailing newline, custom resources stored as JSON, kinds
-//! without a schema), encryption prefixes, Secret redaction, the shared golden data
+//! Cross-format tests: values met in the field (altered on the way in by a terminal's CR LF
+//! translation or a trailing newline, custom resources stored as JSON without the `k8s\0`
+//! envelope, kinds no Kubernetes 1.30–1.35 schema has), encryption prefixes, Secret redaction, the shared golden data
 //! (`../shared/testdata`) and a proptest that nothing panics.
 
 use std::path::{Path, PathBuf};

@@ -1,5 +1,6 @@
 //! Tests for encryption at rest. The mixed-encryption Secrets s1 (aescbc), s2 (aesgcm) and
-//! s3 (identity) use the exact values of ../shared/field-cases.md; the other vectors were
+//! s3 (identity) are the values of a cluster left half-migrated between providers (an
+//! `EncryptionConfiguration` changed without rewriting every Secret); the other vectors were
 //! made independently of regscope with Python `cryptography` 48 (AES-CBC/PKCS7, AESGCM) and
 //! PyNaCl 1.6 (`SecretBox.encrypt`, which returns nonce + tag + ciphertext like Go's
 //! `secretbox.Seal`), as below:

@@ -75,6 +75,19 @@ pub(super) fn decode_segment_frame(
     Ok(out)
 }
 
+/// Segment `frame` of file `file` of a set, decoded (see [`decode_segment_frame`]).
+fn decode_in(
+    readers: &[SegmentReader],
+    file: usize,
+    frame: usize,
+    use_digests: bool,
+) -> DecodedFrame {
+    match readers.get(file) {
+        Some(r) => decode_segment_frame(r, frame, use_digests),
+        None => Err(Error::NoSuchFrame(frame)),
+    }
+}
+
 /// A request: (generation, the player's frame index, file, frame of that file).
 type Request = (u64, usize, usize, usize);
 
@@ -176,10 +189,7 @@ impl ReadAhead {
 
     /// Decodes segment `frame` of file `file` on this thread.
     pub(super) fn decode_here(&self, file: usize, frame: usize) -> DecodedFrame {
-        match self.readers.get(file) {
-            Some(r) => decode_segment_frame(r, frame, self.use_digests),
-            None => Err(Error::NoSuchFrame(frame)),
-        }
+        decode_in(&self.readers, file, frame, self.use_digests)
     }
 
     fn start(&mut self) -> bool {
@@ -196,10 +206,7 @@ impl ReadAhead {
                     if gen != generation.load(Ordering::Relaxed) {
                         continue;
                     }
-                    let decoded = match readers.get(file) {
-                        Some(r) => decode_segment_frame(r, frame, use_digests),
-                        None => Err(Error::NoSuchFrame(frame)),
-                    };
+                    let decoded = decode_in(&readers, file, frame, use_digests);
                     if res_tx.send((gen, index, decoded)).is_err() {
                         break;
                     }
