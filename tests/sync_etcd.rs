@@ -41,13 +41,14 @@ async fn list_spans_many_pages_then_watch_applies_writes() {
     assert_eq!(h.replica.live_keys(), 1234);
     assert!(h.seen.list_pages >= 13, "pages: {}", h.seen.list_pages);
     assert_eq!(h.seen.list_begins, 1);
-    // Adaptive paging (the default): pages of small values grow, so fewer round trips.
+    // Pages sized by bytes (the default): after a first page of 100 keys, the rest of
+    // these small values fits in one page.
     let mut adaptive = Harness::start(source(&e.endpoint(), fast_sync()));
     adaptive.catch_up(&mut c, T).await;
     assert_eq!(adaptive.replica.live_keys(), 1234);
     assert!(
-        adaptive.seen.list_pages <= 6,
-        "100, 200, 400, 800: {} pages",
+        adaptive.seen.list_pages <= 2,
+        "100, then the rest: {} pages",
         adaptive.seen.list_pages
     );
     for i in 0..50 {
@@ -600,4 +601,189 @@ async fn replaced_history_past_our_revision_is_detected() {
     );
     eprintln!("reason: {why}");
     assert_verified(&h).await;
+}
+
+/// The list reads many ranges at once: with tiny pages every resource, namespace and name
+/// prefix below is cut into ranges of its own. While a writer changes keys under it, the
+/// list must still bring every key under the prefix exactly once, as etcd had it at the
+/// one list revision, and nothing outside the prefix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_cut_into_many_ranges_reads_every_key_once_at_one_revision() {
+    use regscope::model::{Observation, Stamped};
+    use std::collections::BTreeMap;
+
+    let (e, mut c) = etcd().await;
+    let namespaces: [&[u8]; 8] = [
+        b"default",
+        b"kube-system",
+        b"team-a",
+        b"a",
+        b"z9",
+        b"-x",
+        b"Zed",
+        b"ns\xff\x00",
+    ];
+    let resources = [
+        "configmaps",
+        "events",
+        "coordination.k8s.io/leases",
+        "example.com/widgets",
+    ];
+    let mut keys: Vec<Vec<u8>> = Vec::new();
+    for (r, res) in resources.iter().enumerate() {
+        for (n, ns) in namespaces.iter().enumerate() {
+            for i in 0..(40 + 30 * r + 20 * n) {
+                let mut k = format!("/registry/{res}/").into_bytes();
+                k.extend_from_slice(ns);
+                k.extend_from_slice(format!("/obj-{i:04}").as_bytes());
+                keys.push(k);
+            }
+        }
+    }
+    // Keys at the edges of the byte ranges the list cuts at.
+    for k in [
+        &b"/registry/"[..],
+        b"/registry/a",
+        b"/registry/\xff",
+        b"/registry/\xff\xff",
+        b"/registry/nodes",
+        b"/registry/nodes/",
+        b"/registry/nodes/n\x00",
+    ] {
+        keys.push(k.to_vec());
+    }
+    for (i, k) in keys.iter().enumerate() {
+        c.put(
+            k.clone(),
+            format!("value-{i:05}-{}", "x".repeat(i % 97)),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    for k in [
+        &b"/registry"[..],
+        b"/registry0",
+        b"/registrz",
+        b"/registr",
+        b"\xff",
+    ] {
+        c.put(k, "outside", None).await.unwrap();
+    }
+    let sync = regscope::source::SyncOptions {
+        page_limit: 10,
+        page_target_bytes: 1500,
+        split_above_pages: 2,
+        list_concurrency: 4,
+        ..fast_sync()
+    };
+    let src = source(&e.endpoint(), sync);
+    // A writer rewrites, deletes and creates keys while the list runs.
+    let mut w = e.client().await.unwrap();
+    let writes: Vec<Vec<u8>> = keys.iter().step_by(7).cloned().collect();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (first_tx, first_rx) = tokio::sync::oneshot::channel();
+    let writer = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            let mut first = Some(first_tx);
+            // Bounded: at most 20 passes, whatever the list does.
+            for pass in 0..20 {
+                for (i, k) in writes.iter().enumerate() {
+                    if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                        return;
+                    }
+                    if (i + pass) % 3 == 0 {
+                        w.delete(k.clone(), None).await.unwrap();
+                    } else {
+                        w.put(k.clone(), format!("rewritten-{pass}-{i}"), None)
+                            .await
+                            .unwrap();
+                    }
+                    let mut new = k.clone();
+                    new.extend_from_slice(format!("-new{pass}").as_bytes());
+                    w.put(new, "created", None).await.unwrap();
+                    if let Some(f) = first.take() {
+                        let _ = f.send(());
+                    }
+                }
+            }
+        }
+    });
+    // The writer is running before the list starts.
+    first_rx.await.unwrap();
+    let mut client = src.etcd.connect(Duration::from_secs(5)).await.unwrap().0;
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Stamped>(16);
+    let lister = tokio::spawn({
+        let src = src.clone();
+        async move { regscope::source::etcd::list_once(&src, &mut client, tx, 0).await }
+    });
+    let mut got: BTreeMap<Vec<u8>, (Vec<u8>, i64)> = BTreeMap::new();
+    let (mut pages, mut begins, mut count) = (0, 0, None);
+    while let Some(st) = rx.recv().await {
+        match st.obs {
+            Observation::ListBegin { .. } => begins += 1,
+            Observation::ListCount { keys } => count = Some(keys),
+            Observation::ListPage { kvs } => {
+                pages += 1;
+                // A slow consumer keeps the list running while the writer writes.
+                tokio::time::sleep(Duration::from_millis(3)).await;
+                assert!(
+                    kvs.windows(2).all(|w| w[0].key < w[1].key),
+                    "page in key order"
+                );
+                for kv in kvs {
+                    let dup = got.insert(kv.key.to_vec(), (kv.value.to_vec(), kv.mod_revision));
+                    assert!(dup.is_none(), "listed twice: {:?}", kv.key);
+                }
+            }
+            _ => {}
+        }
+    }
+    let rev = lister.await.unwrap().expect("list");
+    // Only the writer writes: a head past the list revision when the list ends means it
+    // wrote while the list ran.
+    let head_at_end = head_revision(&mut c).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    writer.await.unwrap();
+    assert!(head_at_end > rev, "no write during the list (rev {rev})");
+    assert_eq!(begins, 1);
+    assert!(pages > 60, "tiny pages over many ranges: {pages}");
+    // What etcd had under the prefix at the list revision, read in one unlimited range.
+    let want: BTreeMap<Vec<u8>, (Vec<u8>, i64)> = c
+        .get(
+            "/registry/",
+            Some(
+                etcd_client::GetOptions::new()
+                    .with_range("/registry0")
+                    .with_revision(rev),
+            ),
+        )
+        .await
+        .unwrap()
+        .kvs()
+        .iter()
+        .map(|kv| (kv.key().to_vec(), (kv.value().to_vec(), kv.mod_revision())))
+        .collect();
+    assert_eq!(count, Some(want.len() as u64));
+    let missing: Vec<_> = want.keys().filter(|k| !got.contains_key(*k)).collect();
+    let extra: Vec<_> = got.keys().filter(|k| !want.contains_key(*k)).collect();
+    let show = |ks: &[&Vec<u8>]| -> Vec<String> {
+        ks.iter()
+            .take(5)
+            .map(|k| regscope::model::escape_bytes(k).into_owned())
+            .collect()
+    };
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{} missing (first: {:?}), {} extra (first: {:?})",
+        missing.len(),
+        show(&missing),
+        extra.len(),
+        show(&extra)
+    );
+    // Same keys; now the same values and mod_revisions (one line per difference).
+    for (k, v) in &want {
+        assert_eq!(got.get(k), Some(v), "{}", regscope::model::escape_bytes(k));
+    }
 }

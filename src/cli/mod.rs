@@ -5,6 +5,7 @@
 pub mod args;
 pub mod decode;
 pub mod etcdctl_json;
+pub mod progress;
 pub mod record;
 
 /// Writes to stdout; a closed pipe (`regscope snapshot --json | head`) ends the output
@@ -111,11 +112,13 @@ async fn list_with(source: &EtcdSource, at: Revision, mut each: impl FnMut(Stamp
 /// Lists the prefix once into `session` (no watch). Notes (e.g. "no keys under the
 /// prefix") are printed to stderr.
 pub async fn snapshot_replica(source: &EtcdSource, session: &mut Session) -> Result<()> {
+    let mut progress = progress::StderrProgress::new("listing");
     list_with(source, 0, |st| {
         if let Observation::Note(n) = &st.obs {
             eprintln!("regscope: {n}");
         }
         session.apply(&st);
+        progress.update(session.replica.list_progress());
     })
     .await
 }
@@ -370,6 +373,7 @@ pub async fn sync_until_caught_up(
     let (tx, mut rx) = mpsc::channel::<Stamped>(1024);
     let task = source.clone().spawn(tx);
     let deadline = Instant::now() + timeout;
+    let mut progress = progress::StderrProgress::new("listing");
     let result = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -381,6 +385,7 @@ pub async fn sync_until_caught_up(
         match tokio::time::timeout(left, rx.recv()).await {
             Ok(Some(st)) => {
                 session.apply(&st);
+                progress.update(session.replica.list_progress());
                 if let ConnState::Failed { error } = session.replica.conn() {
                     break Err(anyhow::anyhow!("{error}"));
                 }
@@ -399,11 +404,18 @@ pub async fn sync_until_caught_up(
 /// Reads the prefix from etcd at the replica's revision and returns every difference.
 pub async fn verify_replica(source: &EtcdSource, replica: &Replica) -> Result<Vec<Difference>> {
     let mut kvs = Vec::new();
+    let mut progress = progress::StderrProgress::new("verifying");
+    let mut seen = None;
     list_with(source, replica.revision(), |st| {
+        if crate::store::ListProgress::observe(&mut seen, &st) {
+            progress.update(seen.as_ref());
+        }
         if let Observation::ListPage { kvs: page } = st.obs {
             kvs.extend(page);
         }
     })
     .await?;
+    // Pages come from several ranges at once; the comparison walks both sides in key order.
+    kvs.sort_unstable_by(|a, b| a.key.cmp(&b.key));
     Ok(replica.diff(&kvs))
 }

@@ -157,6 +157,7 @@ pub async fn record_session(
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let started = Instant::now();
     let mut last_report = Instant::now();
+    let mut progress = super::progress::StderrProgress::new("listing");
     let why = loop {
         tokio::select! {
             biased;
@@ -179,6 +180,7 @@ pub async fn record_session(
                         Err(_) => break,
                     }
                 }
+                progress.update(session.replica.list_progress());
                 rec.maintain(Some(&session));
             }
             _ = tick.tick() => {

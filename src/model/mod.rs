@@ -142,7 +142,8 @@ impl std::fmt::Display for CompactionSource {
 pub enum Observation {
     /// Start of a (re)list pinned at `revision`. Pages follow; `ListDone` ends it.
     ListBegin { revision: Revision },
-    /// One page of a list, keys ascending.
+    /// One page of a list, keys ascending within the page. A list reads several ranges at
+    /// once, so pages do not come in key order.
     ListPage { kvs: Vec<KeyValue> },
     /// End of the list: the replica now equals etcd at `revision` for the prefix.
     /// `compacted` is set when the relist was forced by a compaction.
@@ -191,6 +192,10 @@ pub enum Observation {
     /// (rates over the last minute, "stale since", ages) comes from the stream even when
     /// nothing else arrives, and a replay sees the same seconds go by.
     Tick,
+    /// etcd's count of the keys under the prefix at the list revision (the `count` of the
+    /// list's first range response), sent after `ListBegin`: what the list will bring, for
+    /// its progress and estimate.
+    ListCount { keys: u64 },
 }
 
 impl Observation {
@@ -199,6 +204,7 @@ impl Observation {
         match self {
             Observation::ListBegin { .. } => "list_begin",
             Observation::ListPage { .. } => "list_page",
+            Observation::ListCount { .. } => "list_count",
             Observation::ListDone { .. } => "list_done",
             Observation::Events { .. } => "events",
             Observation::Progress { .. } => "progress",

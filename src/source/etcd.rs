@@ -1,4 +1,5 @@
-//! The etcd list+watch source: a paged list of the prefix pinned at one revision, then one
+//! The etcd list+watch source: a list of the prefix pinned at one revision (many ranges at
+//! once, see [`super::list`]), then one
 //! watch from list revision + 1 (with `prev_kv` and progress notifications) plus a watch on
 //! the apiserver's `compact_rev_key`. Reconnects with backoff and resumes from the last
 //! forwarded revision + 1; relists when the watch is cancelled because its start revision
@@ -35,13 +36,17 @@ pub const COMPACT_REV_KEY: &[u8] = b"compact_rev_key";
 pub struct SyncOptions {
     /// Prefix to mirror, without trailing slash (`/registry`).
     pub prefix: Vec<u8>,
-    /// Keys in the first list page (etcd range `limit`); later pages grow while they stay
-    /// under `page_target_bytes`, up to `page_limit_max` keys.
+    /// Keys in the first list page (etcd range `limit`), before any size is known; later
+    /// pages hold `page_target_bytes` at the average key + value size seen so far.
     pub page_limit: i64,
     /// Most keys per page.
     pub page_limit_max: i64,
-    /// Bytes per page the adaptive paging aims at (keys + values).
+    /// Bytes of keys + values per list page.
     pub page_target_bytes: usize,
+    /// List ranges in flight at once (see [`super::list`]).
+    pub list_concurrency: usize,
+    /// A list range whose rest holds more than this many pages is cut into smaller ranges.
+    pub split_above_pages: usize,
     /// gRPC decoding limit for range responses; pages over it are retried smaller.
     pub max_decode_bytes: usize,
     /// gRPC decoding limit for watch responses (a catch-up batch can exceed 4 MiB).
@@ -61,8 +66,10 @@ impl Default for SyncOptions {
         Self {
             prefix: b"/registry".to_vec(),
             page_limit: 500,
-            page_limit_max: 10_000,
-            page_target_bytes: 8 << 20,
+            page_limit_max: 50_000,
+            page_target_bytes: 4 << 20,
+            list_concurrency: 4,
+            split_above_pages: 4,
             max_decode_bytes: 16 << 20,
             watch_max_decode_bytes: 512 << 20,
             progress_interval: Duration::from_secs(5),
@@ -124,13 +131,24 @@ pub struct EtcdSource {
     pub sync: SyncOptions,
 }
 
-struct Emitter {
+pub(super) struct Emitter {
     tx: mpsc::Sender<Stamped>,
 }
 
 impl Emitter {
-    async fn send(&self, obs: Observation) -> bool {
+    pub(super) async fn send(&self, obs: Observation) -> bool {
         self.tx.send(Stamped::now(obs)).await.is_ok()
+    }
+
+    /// Waits until at most `queued` observations wait in the channel for the consumer (or
+    /// it is closed). The channel bounds observations, not bytes: a list checks this
+    /// before each page so that a slow consumer holds a few pages, not hundreds of MiB.
+    /// Polls every 2 ms while the channel is that full (tokio's mpsc has no "room"
+    /// notification short of reserving the slot).
+    pub(super) async fn wait_for_room(&self, queued: usize) {
+        while !self.tx.is_closed() && self.tx.max_capacity() - self.tx.capacity() > queued {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
 
     /// Reports a fatal error: as a note (banners may be too narrow for the whole line) and
@@ -372,8 +390,8 @@ impl EtcdSource {
         }
     }
 
-    /// Lists the prefix page by page at one revision and emits ListBegin/ListPage/ListDone.
-    /// Returns the list revision.
+    /// Lists the prefix at one revision (see [`super::list`]) and emits ListBegin,
+    /// ListCount, ListPages and ListDone. Returns the list revision.
     async fn list(
         &self,
         client: &mut Client,
@@ -381,109 +399,8 @@ impl EtcdSource {
         compacted: Option<Revision>,
         at: Revision,
     ) -> Result<Revision, ListError> {
-        let start = self.sync.range_key();
-        let end = prefix_end(&start);
-        let mut decode_limit = self.sync.max_decode_bytes;
-        let mut kv = client.kv_client().max_decoding_message_size(decode_limit);
-        let mut limit = self.sync.page_limit.max(1);
-        // Smallest limit whose page exceeded the gRPC decoding limit.
-        let mut too_large_at = i64::MAX;
-        let mut rev: Revision = at;
-        let mut begun = false;
-        let mut from = start.clone();
-        let mut listed: u64 = 0;
-        loop {
-            let opts = GetOptions::new()
-                .with_range(end.clone())
-                .with_limit(limit)
-                .with_revision(rev);
-            let resp = match tokio::time::timeout(
-                self.sync.request_timeout,
-                kv.get(from.clone(), Some(opts)),
-            )
-            .await
-            {
-                Err(_) => return Err(ListError::Timeout),
-                Ok(Ok(r)) => r,
-                Ok(Err(e)) => {
-                    let msg = error_chain(&e).to_lowercase();
-                    if msg.contains("compacted") && begun && at == 0 {
-                        // The pinned revision was compacted mid-list: start over.
-                        out_tx
-                            .send(Observation::Note(format!(
-                                "list revision {rev} compacted during the list; restarting"
-                            )))
-                            .await;
-                        rev = 0;
-                        begun = false;
-                        from = start.clone();
-                        listed = 0;
-                        continue;
-                    }
-                    if msg.contains("too large") {
-                        too_large_at = too_large_at.min(limit);
-                        if limit > 1 {
-                            let smaller = (limit / 2).max(1);
-                            out_tx
-                                    .send(Observation::Note(format!(
-                                        "list page of {limit} keys exceeded the {decode_limit}-byte gRPC limit; retrying with {smaller}"
-                                    )))
-                                    .await;
-                            limit = smaller;
-                            continue;
-                        }
-                        if decode_limit < (1 << 30) {
-                            decode_limit *= 4;
-                            kv = client.kv_client().max_decoding_message_size(decode_limit);
-                            continue;
-                        }
-                        return Err(ListError::TooLarge(format!(
-                            "a single key exceeds the gRPC decoding limit of {decode_limit} bytes"
-                        )));
-                    }
-                    return Err(ListError::Etcd(e));
-                }
-            };
-            if !begun {
-                begun = true;
-                if rev == 0 {
-                    rev = resp.header().map_or(0, |h| h.revision());
-                }
-                if !out_tx.send(Observation::ListBegin { revision: rev }).await {
-                    return Err(ListError::Closed);
-                }
-            }
-            let more = resp.more();
-            let kvs: Vec<KeyValue> = resp.kvs().iter().map(convert_kv).collect();
-            listed += kvs.len() as u64;
-            if let Some(last) = kvs.last() {
-                from = last.key.to_vec();
-                from.push(0);
-            }
-            let empty = kvs.is_empty();
-            // Adaptive paging: etcd 3.4 counts the rest of the range on every limited
-            // request, so many small pages cost O(keys²) on its side. Grow the page while
-            // pages stay well under the byte target (never up to a limit that was too large).
-            let page_bytes: usize = kvs.iter().map(|kv| kv.key.len() + kv.value.len()).sum();
-            if page_bytes < self.sync.page_target_bytes / 2
-                && limit < self.sync.page_limit_max
-                && limit * 2 < too_large_at
-            {
-                limit = (limit * 2).min(self.sync.page_limit_max);
-            }
-            if !out_tx.send(Observation::ListPage { kvs }).await {
-                return Err(ListError::Closed);
-            }
-            if !out_tx
-                .send(Observation::Conn(ConnState::Listing { keys: listed }))
-                .await
-            {
-                return Err(ListError::Closed);
-            }
-            if !more || empty {
-                break;
-            }
-        }
+        let mut kv = client.kv_client();
+        let rev = super::list::list_pinned(&kv, &self.sync, out_tx, at).await?;
         // The apiserver's compaction marker lives at the etcd root, outside the prefix.
         if let Ok(Ok(resp)) = tokio::time::timeout(
             self.sync.request_timeout,
@@ -720,6 +637,26 @@ impl EtcdSource {
                 }
             }
         }
+    }
+}
+
+/// Takes etcd-client's key-value without copying its bytes (the buffers prost decoded
+/// become the shared ones).
+pub fn take_kv(kv: etcd_client::KeyValue) -> KeyValue {
+    let (create_revision, mod_revision, version, lease) = (
+        kv.create_revision(),
+        kv.mod_revision(),
+        kv.version(),
+        kv.lease(),
+    );
+    let (key, value) = kv.into_key_value();
+    KeyValue {
+        key: Bytes::from(key),
+        create_revision,
+        mod_revision,
+        version,
+        lease,
+        value: Bytes::from(value),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod connect;
 pub mod etcd;
 pub mod informer;
 pub mod kubeconfig;
+pub mod list;
 pub mod live;
 pub mod scrape;
 

@@ -7,6 +7,7 @@
 
 mod informer;
 mod keyspace;
+mod list_progress;
 pub mod metrics;
 mod replica;
 mod session;
@@ -14,6 +15,7 @@ mod shared_bytes;
 mod stats;
 
 pub use informer::{InformerLag, InformerState};
+pub use list_progress::ListProgress;
 pub use metrics::MetricStore;
 pub use replica::{
     Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig, Summary, VersionView,

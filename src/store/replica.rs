@@ -18,6 +18,7 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::keyspace::Keyspace;
+use super::list_progress::ListProgress;
 use super::stats::{Growth, GrowthSample, ResourceStats, ResourceSummary};
 use crate::model::{
     escape_bytes, CompactionSeen, CompactionSource, ConnState, EventKind, Gap, KeyPath, KeyValue,
@@ -227,6 +228,10 @@ pub struct Replica {
     live_keys: u64,
     live_bytes: u64,
     list: Option<ListState>,
+    /// The newest list's progress (kept after it is done, for the header and notes). Not
+    /// in checkpoints: a replay resumed mid-list shows no estimate for that list.
+    #[serde(skip)]
+    list_progress: Option<ListProgress>,
     gen: u32,
     /// Counts every change, so views can tell whether to redraw.
     change_seq: u64,
@@ -266,6 +271,7 @@ impl Replica {
             live_keys: 0,
             live_bytes: 0,
             list: None,
+            list_progress: None,
             gen: 0,
             change_seq: 0,
             last_observed: None,
@@ -277,6 +283,7 @@ impl Replica {
     pub fn apply(&mut self, st: &Stamped) {
         self.change_seq += 1;
         self.last_observed = Some(st.at);
+        ListProgress::observe(&mut self.list_progress, st);
         match &st.obs {
             Observation::ListBegin { revision } => {
                 self.gen = self.gen.wrapping_add(1);
@@ -293,6 +300,7 @@ impl Replica {
                     l.keys += kvs.len() as u64;
                 }
             }
+            Observation::ListCount { .. } => {}
             Observation::ListDone {
                 revision,
                 compacted,
@@ -681,6 +689,11 @@ impl Replica {
     /// Keys listed so far when a list is in progress.
     pub fn listing(&self) -> Option<(Revision, u64)> {
         self.list.as_ref().map(|l| (l.revision, l.keys))
+    }
+
+    /// The newest list's progress (also once it is done), from its observations.
+    pub fn list_progress(&self) -> Option<&ListProgress> {
+        self.list_progress.as_ref()
     }
 
     pub fn prefix(&self) -> &[u8] {

@@ -24,6 +24,36 @@ pub fn thousands_i(n: i64) -> String {
     }
 }
 
+/// One line for a list's progress: `412,000 of 1,000,000 keys (41%), 190.2 MiB, 98,000
+/// keys/s, about 6 s left`; a finished list says how long it took.
+pub fn list_progress(p: &crate::store::ListProgress) -> String {
+    let mut s = thousands(p.keys);
+    if let Some(e) = p.expected_keys {
+        s.push_str(&format!(" of {} keys", thousands(e)));
+        if e > 0 && !p.done {
+            s.push_str(&format!(" ({}%)", (p.keys * 100 / e).min(100)));
+        }
+    } else {
+        s.push_str(" keys");
+    }
+    s.push_str(&format!(", {}", bytes(p.bytes)));
+    if p.done {
+        s.push_str(&format!(
+            " at revision {} in {:.1} s",
+            thousands_i(p.revision),
+            p.elapsed().as_secs_f64()
+        ));
+        return s;
+    }
+    if let Some(r) = p.keys_per_second() {
+        s.push_str(&format!(", {} keys/s", thousands(r as u64)));
+    }
+    if let Some(left) = p.estimate_left() {
+        s.push_str(&format!(", about {} s left", left.as_secs().max(1)));
+    }
+    s
+}
+
 /// Bytes in binary units: `512 B`, `1.5 KiB`, `12.0 MiB`.
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -94,5 +124,33 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_secs(3600 + 62);
         assert_eq!(clock(t, 0), "01:01:02");
         assert_eq!(clock(t, -7200), "23:01:02");
+    }
+
+    #[test]
+    fn list_progress_lines() {
+        use crate::store::ListProgress;
+        let began = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        let mut p = ListProgress {
+            revision: 1042,
+            began,
+            last: began + Duration::from_secs(1),
+            keys: 2000,
+            bytes: 2000 * 1026,
+            expected_keys: Some(4000),
+            done: false,
+        };
+        assert_eq!(
+            list_progress(&p),
+            "2,000 of 4,000 keys (50%), 2.0 MiB, 2,000 keys/s, about 1 s left"
+        );
+        p.expected_keys = None;
+        assert_eq!(list_progress(&p), "2,000 keys, 2.0 MiB, 2,000 keys/s");
+        p.expected_keys = Some(2000);
+        p.done = true;
+        p.last = began + Duration::from_millis(2500);
+        assert_eq!(
+            list_progress(&p),
+            "2,000 of 2,000 keys, 2.0 MiB at revision 1,042 in 2.5 s"
+        );
     }
 }

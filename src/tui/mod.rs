@@ -18,7 +18,7 @@ mod app;
 mod browse;
 mod detail;
 pub mod diff;
-mod format;
+pub mod format;
 pub mod keymap;
 mod replay;
 pub mod storage;

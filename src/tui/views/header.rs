@@ -43,10 +43,11 @@ fn conn_label(app: &App) -> (String, Role) {
                 .listing()
                 .map(|(r, _)| format!(" @rev {}", thousands_i(r)))
                 .unwrap_or_default();
-            (
-                format!("listing{rev}: {} keys", thousands(*keys)),
-                Role::StatusWarn,
-            )
+            let progress = match app.session.replica.list_progress() {
+                Some(p) if !p.done => crate::tui::format::list_progress(p),
+                _ => format!("{} keys", thousands(*keys)),
+            };
+            (format!("listing{rev}: {progress}"), Role::StatusWarn)
         }
         ConnState::Watching => ("● watching".into(), Role::StatusOk),
         ConnState::NotResponding { since } => (

@@ -1,0 +1,80 @@
+//! A long list's progress on stderr, for the subcommands that have no screen (`snapshot`,
+//! `verify`, `record`): what [`crate::store::ListProgress`] says, at most once a second.
+//!
+//! Nothing is printed for a list that takes less than a second, so scripts that run these
+//! against small clusters see no change. On a terminal one line is rewritten in place; to a
+//! file or pipe (`record` under systemd or nohup) a line goes every 5 seconds.
+
+use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+use crate::store::ListProgress;
+use crate::tui::format::list_progress;
+
+/// Throttled stderr reporter of one command's lists. Feed it after every observation.
+pub struct StderrProgress {
+    what: &'static str,
+    tty: bool,
+    started: Option<Instant>,
+    printed: Option<Instant>,
+    /// The revision and key count of the list whose last line was printed.
+    finished: Option<(i64, u64)>,
+}
+
+impl StderrProgress {
+    /// `what` names the list in each line (`listing`, `verifying`).
+    pub fn new(what: &'static str) -> Self {
+        Self {
+            what,
+            tty: std::io::stderr().is_terminal(),
+            started: None,
+            printed: None,
+            finished: None,
+        }
+    }
+
+    /// Prints a line when one is due for `progress` (the newest list's, or none).
+    pub fn update(&mut self, progress: Option<&ListProgress>) {
+        let Some(p) = progress else { return };
+        let now = Instant::now();
+        if p.done {
+            let id = (p.revision, p.keys);
+            if self.printed.is_some() && self.finished != Some(id) {
+                self.finished = Some(id);
+                self.line(&format!("listed {}", list_progress(p)), true);
+            }
+            self.started = None;
+            self.printed = None;
+            return;
+        }
+        let started = *self.started.get_or_insert(now);
+        let every = if self.tty {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(5)
+        };
+        let due = match self.printed {
+            None => now.duration_since(started) >= Duration::from_secs(1),
+            Some(t) => now.duration_since(t) >= every,
+        };
+        if due {
+            self.printed = Some(now);
+            self.line(&format!("{} {}", self.what, list_progress(p)), false);
+        }
+    }
+
+    fn line(&self, text: &str, last: bool) {
+        let mut e = std::io::stderr().lock();
+        let _ = if self.tty {
+            // \r and erase-to-end-of-line: one line rewritten in place.
+            write!(
+                e,
+                "\rregscope: {text}\x1b[K{}",
+                if last { "\n" } else { "" }
+            )
+        } else {
+            writeln!(e, "regscope: {text}")
+        };
+        let _ = e.flush();
+    }
+}
