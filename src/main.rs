@@ -90,6 +90,7 @@ fn ui_options(ui: &UiArgs) -> Result<UiOptions> {
         show_secrets: ui.show_secrets,
         warnings: note.into_iter().collect(),
         keyring: keyring.map(std::sync::Arc::new),
+        memory_limit: None,
     })
 }
 
@@ -114,7 +115,9 @@ async fn console(conn: &ConnArgs, ui: &UiArgs, m: &MetricsArgs) -> Result<ExitCo
             return Ok(ExitCode::from(2));
         }
     };
-    run_console(source, info, ui_options(ui)?, &scfg, cluster_id).await
+    let mut opts = ui_options(ui)?;
+    opts.memory_limit = conn.memory_limit.map(|b| b as u64);
+    run_console(source, info, opts, &scfg, cluster_id).await
 }
 
 /// Runs the live sources into the console until the user quits.
@@ -231,6 +234,7 @@ async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs, m: &MetricsArgs) -> Re
     let mut info = conn.session_info(title);
     info.endpoints = vec![etcd.endpoint()];
     let mut opts = ui_options(ui)?;
+    opts.memory_limit = conn.memory_limit.map(|b| b as u64);
     if !conn.endpoints.is_empty() {
         opts.warnings.push(format!(
             "--endpoints/ETCDCTL_ENDPOINTS ignored: the demo watches its own private etcd at {}",
@@ -265,6 +269,7 @@ async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs, m: &MetricsArgs) -> Re
                 cluster_id,
                 ropts,
                 Some(d.duration),
+                conn.memory_limit.map(|b| b as u64),
             )
             .await
         }
@@ -297,7 +302,7 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
     let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
     let mut session = Session::new(conn.session_info(String::new()));
     if !files_only {
-        snapshot_replica(&source, &mut session).await?;
+        snapshot_replica(&source, &mut session, conn.memory_limit.map(|b| b as u64)).await?;
     }
     for st in &files {
         session.apply(st);
@@ -364,7 +369,13 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
 async fn verify(conn: &ConnArgs) -> Result<ExitCode> {
     let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
     let mut session = Session::new(conn.session_info(String::new()));
-    sync_until_caught_up(&source, &mut session, std::time::Duration::from_secs(120)).await?;
+    sync_until_caught_up(
+        &source,
+        &mut session,
+        std::time::Duration::from_secs(120),
+        conn.memory_limit.map(|b| b as u64),
+    )
+    .await?;
     let replica = &session.replica;
     let diffs = verify_replica(&source, replica).await?;
     if diffs.is_empty() {

@@ -1403,3 +1403,53 @@ fn export_of_a_recording_begun_mid_session_starts_with_the_state() {
     assert!(start.iter().all(|v| v["type"] == "list_item"));
     assert!(!text.contains(PLAINTEXT));
 }
+
+/// `--memory-limit` below what the session needs: `record` says so and closes a readable
+/// file (exit 2) instead of growing until the kernel kills it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn record_under_a_memory_limit_it_cannot_keep_stops_with_a_readable_file() {
+    let etcd = PrivateEtcd::start().await.expect("etcd");
+    let mut c = etcd.client().await.unwrap();
+    for i in 0..20 {
+        c.put(format!("/registry/configmaps/default/cm{i:02}"), "v", None)
+            .await
+            .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("limited.rgs");
+    // A few MiB: less than the process itself takes, so no session fits.
+    let mut rec = Command::new(BIN)
+        .args([
+            "record",
+            "-o",
+            file.to_str().unwrap(),
+            "--endpoints",
+            &etcd.endpoint(),
+            "--memory-limit",
+            "4MiB",
+            "--duration",
+            "60s",
+        ])
+        .env("HOME", "/nonexistent")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut status = None;
+    wait_for(
+        "record to stop at the limit",
+        Duration::from_secs(30),
+        || {
+            status = rec.try_wait().unwrap();
+            status.is_some()
+        },
+    );
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut rec.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(status.unwrap().code(), Some(2), "{err}");
+    assert!(
+        err.contains("--memory-limit 4.0 MiB reached") && err.contains("recording is closed"),
+        "{err}"
+    );
+    let player = Player::open(&file).expect("the file closed cleanly");
+    assert!(player.damage().is_empty(), "{:?}", player.damage());
+}

@@ -273,6 +273,39 @@ fn growth_160x48() {
     insta::assert_snapshot!(render(&mut app(), 160, 48));
 }
 
+/// The header says how much memory regscope holds, against `--memory-limit` when set, and
+/// what the history budget keeps.
+#[test]
+fn header_shows_memory_and_history_budget() {
+    let mut a = app();
+    a.set_memory(Some(regscope::tui::MemoryStatus {
+        resident: 612 << 20,
+        limit: Some(1 << 30),
+    }));
+    let (_, history) = a.replica().history_usage();
+    let text = render(&mut a, 200, 24);
+    let row = text.lines().nth(1).unwrap_or_default();
+    let want = format!(
+        "mem 612.0 MiB of 1.0 GiB (history {} of 256.0 MiB)",
+        if history < 1024 {
+            format!("{history} B")
+        } else {
+            format!("{:.1} KiB", history as f64 / 1024.0)
+        }
+    );
+    assert!(row.contains(&want), "{row:?} lacks {want:?}");
+    a.set_memory(Some(regscope::tui::MemoryStatus {
+        resident: 612 << 20,
+        limit: None,
+    }));
+    let text = render(&mut a, 200, 24);
+    assert!(text
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .contains("mem 612.0 MiB (history"));
+}
+
 #[test]
 fn events_80x24() {
     let mut a = app();

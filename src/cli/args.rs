@@ -126,6 +126,12 @@ pub struct ConnArgs {
     /// (e.g. 256MiB, 1GiB); older history is dropped first.
     #[arg(long, default_value = "256MiB", value_parser = parse_size)]
     pub history_budget: usize,
+    /// Most resident memory regscope may use (e.g. 1GiB). Over it, history is dropped
+    /// first; if the newest values alone do not fit, updates stop with a message saying so
+    /// (the console keeps what it shows; `record` closes its file) instead of regscope
+    /// growing until the kernel kills it.
+    #[arg(long, value_parser = parse_size)]
+    pub memory_limit: Option<usize>,
 }
 
 /// Console options (global: `--encryption-config` and `--show-secrets` also serve `decode`).
@@ -638,6 +644,9 @@ impl ConnArgs {
         }
         if take("history_budget") {
             self.history_budget = root.history_budget;
+        }
+        if take("memory_limit") {
+            self.memory_limit = root.memory_limit;
         }
     }
 

@@ -5,6 +5,7 @@
 pub mod args;
 pub mod decode;
 pub mod etcdctl_json;
+pub mod memory;
 pub mod progress;
 pub mod record;
 
@@ -85,7 +86,13 @@ pub async fn connect_session(
 
 /// Connects and lists the prefix once at revision `at` (0: now), handing every observation
 /// to `each`. Errors name the endpoint.
-async fn list_with(source: &EtcdSource, at: Revision, mut each: impl FnMut(Stamped)) -> Result<()> {
+/// Lists the prefix at `at` (0: now) and hands every observation to `each`; `each`
+/// returning `Err` ends the list with that error.
+async fn list_with(
+    source: &EtcdSource,
+    at: Revision,
+    mut each: impl FnMut(Stamped) -> Result<()>,
+) -> Result<()> {
     let (mut client, _version) = source
         .etcd
         .connect(source.sync.request_timeout)
@@ -95,7 +102,10 @@ async fn list_with(source: &EtcdSource, at: Revision, mut each: impl FnMut(Stamp
     let src = source.clone();
     let lister = tokio::spawn(async move { list_once(&src, &mut client, tx, at).await });
     while let Some(st) = rx.recv().await {
-        each(st);
+        if let Err(e) = each(st) {
+            lister.abort();
+            return Err(e);
+        }
     }
     match lister.await.context("list task failed")? {
         Ok(_) => Ok(()),
@@ -110,15 +120,25 @@ async fn list_with(source: &EtcdSource, at: Revision, mut each: impl FnMut(Stamp
 }
 
 /// Lists the prefix once into `session` (no watch). Notes (e.g. "no keys under the
-/// prefix") are printed to stderr.
-pub async fn snapshot_replica(source: &EtcdSource, session: &mut Session) -> Result<()> {
+/// prefix") are printed to stderr, and so is the progress of a long list. With
+/// `memory_limit` (bytes resident) the list ends with an error when it does not fit.
+pub async fn snapshot_replica(
+    source: &EtcdSource,
+    session: &mut Session,
+    memory_limit: Option<u64>,
+) -> Result<()> {
     let mut progress = progress::StderrProgress::new("listing");
+    let mut memory = memory::MemoryCheck::new(memory_limit, "snapshot");
     list_with(source, 0, |st| {
         if let Observation::Note(n) = &st.obs {
             eprintln!("regscope: {n}");
         }
         session.apply(&st);
         progress.update(session.replica.list_progress());
+        match memory.over(session) {
+            Some(msg) => bail!("{msg}"),
+            None => Ok(()),
+        }
     })
     .await
 }
@@ -351,11 +371,16 @@ pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
 
 /// Runs the live source until the replica has caught up with etcd's head revision as read
 /// at the start (bounded by `timeout`), then returns the replica.
+///
+/// With `memory_limit` (bytes resident), history is dropped to stay under it and the sync
+/// ends with an error when even that is not enough.
 pub async fn sync_until_caught_up(
     source: &EtcdSource,
     session: &mut Session,
     timeout: Duration,
+    memory_limit: Option<u64>,
 ) -> Result<()> {
+    let mut memory = memory::MemoryCheck::new(memory_limit, "verify");
     let (mut client, _) = source
         .etcd
         .connect(source.sync.request_timeout)
@@ -386,6 +411,9 @@ pub async fn sync_until_caught_up(
             Ok(Some(st)) => {
                 session.apply(&st);
                 progress.update(session.replica.list_progress());
+                if let Some(msg) = memory.over(session) {
+                    break Err(anyhow::anyhow!("{msg}"));
+                }
                 if let ConnState::Failed { error } = session.replica.conn() {
                     break Err(anyhow::anyhow!("{error}"));
                 }
@@ -413,6 +441,7 @@ pub async fn verify_replica(source: &EtcdSource, replica: &Replica) -> Result<Ve
         if let Observation::ListPage { kvs: page } = st.obs {
             kvs.extend(page);
         }
+        Ok(())
     })
     .await?;
     // Pages come from several ranges at once; the comparison walks both sides in key order.

@@ -97,12 +97,25 @@ pub async fn record(r: &RecordArgs, scfg: &ScrapeConfig, show_secrets: bool) -> 
         overwrite: r.force,
         ..RecordOptions::new(&r.output)
     };
-    record_session(source, scfg, info, cluster_id, opts, r.duration).await
+    let memory_limit = r.conn.memory_limit.map(|b| b as u64);
+    record_session(
+        source,
+        scfg,
+        info,
+        cluster_id,
+        opts,
+        r.duration,
+        memory_limit,
+    )
+    .await
 }
 
 /// Records the live sources of a session (`source` for etcd, `scfg` for the rest) into
 /// `opts.path` headless, until `duration`, a signal or `--max-size`, then closes the file
-/// cleanly. Progress goes to stderr once a minute. Exit codes as [`record`].
+/// cleanly. Progress goes to stderr once a minute. With `memory_limit` (bytes resident),
+/// history is dropped to stay under it, and when that is not enough the recording stops
+/// (exit 2) with a message instead of growing until the kernel kills it. Exit codes as
+/// [`record`].
 pub async fn record_session(
     source: crate::source::EtcdSource,
     scfg: &ScrapeConfig,
@@ -110,7 +123,9 @@ pub async fn record_session(
     cluster_id: u64,
     opts: RecordOptions,
     duration: Option<Duration>,
+    memory_limit: Option<u64>,
 ) -> Result<ExitCode> {
+    let mut memory = super::memory::MemoryCheck::new(memory_limit, "record");
     let show_secrets = opts.show_secrets;
     let limits = [
         opts.keep_last.map(|d| {
@@ -181,10 +196,22 @@ pub async fn record_session(
                     }
                 }
                 progress.update(session.replica.list_progress());
+                if let Some(msg) = memory.over(&mut session) {
+                    eprintln!("regscope record: {msg} The recording is closed.");
+                    drop(sources);
+                    let _ = rec.finish();
+                    return Ok(ExitCode::from(2));
+                }
                 rec.maintain(Some(&session));
             }
             _ = tick.tick() => {
                 rec.maintain(Some(&session));
+                if let Some(msg) = memory.over(&mut session) {
+                    eprintln!("regscope record: {msg} The recording is closed.");
+                    drop(sources);
+                    let _ = rec.finish();
+                    return Ok(ExitCode::from(2));
+                }
                 if last_report.elapsed() >= Duration::from_secs(60) {
                     last_report = Instant::now();
                     eprintln!(

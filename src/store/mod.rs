@@ -8,6 +8,7 @@
 mod informer;
 mod keyspace;
 mod list_progress;
+mod memory_guard;
 pub mod metrics;
 mod replica;
 mod session;
@@ -16,6 +17,7 @@ mod stats;
 
 pub use informer::{InformerLag, InformerState};
 pub use list_progress::ListProgress;
+pub use memory_guard::{MemoryAction, MemoryGuard};
 pub use metrics::MetricStore;
 pub use replica::{
     Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig, Summary, VersionView,

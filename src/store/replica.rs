@@ -713,6 +713,19 @@ impl Replica {
         (self.history_versions, self.history_bytes)
     }
 
+    /// Bytes of history kept besides the newest value of every key (`--history-budget`).
+    pub fn history_budget(&self) -> usize {
+        self.cfg.history_budget
+    }
+
+    /// Sets the history budget (bytes) and drops the oldest history at once until it fits,
+    /// as new writes would (`--memory-limit` lowers it).
+    pub fn set_history_budget(&mut self, bytes: usize) {
+        self.cfg.history_budget = bytes;
+        self.enforce_budget();
+        self.change_seq += 1;
+    }
+
     /// Wall-clock time of the newest observation applied.
     pub fn last_observed(&self) -> Option<SystemTime> {
         self.last_observed

@@ -271,6 +271,14 @@ pub struct RecordingStatus {
     pub bytes: u64,
 }
 
+/// regscope's own memory, for the header: resident bytes (read once a second by the loop)
+/// and the `--memory-limit`, when one is set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryStatus {
+    pub resident: u64,
+    pub limit: Option<u64>,
+}
+
 /// Where to seek in a replay.
 #[derive(Clone, Debug, PartialEq)]
 pub enum SeekTo {
@@ -323,6 +331,8 @@ pub struct App {
     pub(crate) cursor: Cursor,
     /// The recording in progress (the header's indicator), set by the loop.
     pub(crate) recording: Option<RecordingStatus>,
+    /// regscope's own memory (the header's `mem`), set by the loop.
+    pub(crate) memory: Option<MemoryStatus>,
     /// What the loop must do for the app (start or stop a recording, seek the replay).
     requests: Vec<Request>,
     pub(crate) panel: Panel,
@@ -362,6 +372,7 @@ impl App {
             s: settings,
             cursor: Cursor::default(),
             recording: None,
+            memory: None,
             requests: Vec::new(),
             panel: Panel::Growth,
             help: None,
@@ -554,6 +565,14 @@ impl App {
     pub fn set_recording(&mut self, r: Option<RecordingStatus>) {
         if self.recording != r {
             self.recording = r;
+            self.dirty = true;
+        }
+    }
+
+    /// Sets the header's memory figure.
+    pub fn set_memory(&mut self, m: Option<MemoryStatus>) {
+        if self.memory != m {
+            self.memory = m;
             self.dirty = true;
         }
     }

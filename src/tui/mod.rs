@@ -36,8 +36,8 @@ use tokio::sync::mpsc::error::TryRecvError;
 
 pub use action::Action;
 pub use app::{
-    parse_seek, App, Cursor, Panel, RecordingStatus, ReplayStatus, Request, Section, SeekTo,
-    Settings, Speed,
+    parse_seek, App, Cursor, MemoryStatus, Panel, RecordingStatus, ReplayStatus, Request, Section,
+    SeekTo, Settings, Speed,
 };
 pub use keymap::{KeyChord, Keymap, Mode};
 pub use theme::{ColorDepth, Role, Theme};
@@ -65,6 +65,8 @@ pub struct UiOptions {
     pub warnings: Vec<String>,
     /// Encryption keys for values encrypted at rest (`--encryption-config`).
     pub keyring: Option<std::sync::Arc<crate::decrypt::Keyring>>,
+    /// `--memory-limit` in bytes: history is dropped to stay under it, then updates stop.
+    pub memory_limit: Option<u64>,
 }
 
 /// Builds the app settings from `opts`: loads keymap and theme (defaults plus overrides),
@@ -143,6 +145,8 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_draw: Option<Instant> = None;
     let mut exit = Exit::Quit;
+    let mut memory_guard = opts.memory_limit.map(crate::store::MemoryGuard::new);
+    let mut last_memory_check = Instant::now();
 
     let mut live = match feed {
         Feed::Live {
@@ -221,6 +225,14 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
                 if let Driver::Live(l) = &mut live {
                     l.batch(&mut app, msg);
                 }
+                // A list brings hundreds of MiB a second: check the limit more often then.
+                if memory_guard.is_some()
+                    && app.session.replica.listing().is_some()
+                    && last_memory_check.elapsed() >= Duration::from_millis(100)
+                {
+                    last_memory_check = Instant::now();
+                    watch_memory(&mut app, &mut live, memory_guard.as_mut());
+                }
             },
             _ = tokio::time::sleep(replay_wake.unwrap_or(Duration::from_secs(3600))), if replay_wake.is_some() => {
                 if let Driver::Replay(r) = &mut live {
@@ -232,6 +244,8 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
                     Driver::Live(l) => l.maintain(&mut app),
                     Driver::Replay(r) => r.poll_markers(&mut app),
                 }
+                last_memory_check = Instant::now();
+                watch_memory(&mut app, &mut live, memory_guard.as_mut());
             },
             _ = tokio::time::sleep_until(due.into()), if wait_frame => {}
         }
@@ -246,6 +260,62 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
         }
     }
     Ok(exit)
+}
+
+/// Once a second: the header's memory figure, and `--memory-limit`. Over the limit the
+/// history budget is lowered first; when no history is left, a live session stops taking
+/// observations (the sources see a closed channel and end) with a message saying why,
+/// rather than growing until the kernel kills it.
+fn watch_memory(app: &mut App, live: &mut Driver, guard: Option<&mut crate::store::MemoryGuard>) {
+    let Some(resident) = crate::source::process::resident_bytes() else {
+        return;
+    };
+    app.set_memory(Some(MemoryStatus {
+        resident,
+        limit: guard.as_ref().map(|g| g.limit()),
+    }));
+    let Some(guard) = guard else { return };
+    let limit = format::bytes(guard.limit());
+    match guard.check(resident, Instant::now(), &mut app.session) {
+        crate::store::MemoryAction::Fine => {}
+        crate::store::MemoryAction::HistoryLowered { from, to } => {
+            app.s.warnings.push(format!(
+                "--memory-limit {limit}: resident {}; history budget lowered from {} to {}",
+                format::bytes(resident),
+                format::bytes(from as u64),
+                format::bytes(to as u64)
+            ));
+            app.mark_dirty();
+        }
+        crate::store::MemoryAction::Exceeded { resident } => {
+            let r = &app.session.replica;
+            let stopped = match r.list_progress().filter(|p| !p.done) {
+                Some(p) => format!(
+                    "the list stopped at {} of {} keys: the keys shown are incomplete",
+                    format::thousands(p.keys),
+                    p.expected_keys.map_or("?".into(), format::thousands)
+                ),
+                None => format!(
+                    "updates stopped at revision {} (the view stays as it is)",
+                    format::thousands_i(r.revision())
+                ),
+            };
+            let msg = format!(
+                "--memory-limit {limit} reached with no history to drop: {} keys ({}) take {} resident; {stopped}. Raise --memory-limit or narrow --prefix.",
+                format::thousands(r.live_keys()),
+                format::bytes(r.live_bytes()),
+                format::bytes(resident),
+            );
+            if let Driver::Live(l) = live {
+                l.rx.close();
+                while l.rx.try_recv().is_ok() {}
+                l.open = false;
+                app.set_source_ended();
+            }
+            app.s.warnings.push(msg);
+            app.mark_dirty();
+        }
+    }
 }
 
 async fn recv(rx: Option<&mut tokio::sync::mpsc::Receiver<Stamped>>) -> Option<Stamped> {

@@ -147,6 +147,21 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         v(rate(events_per_second(app, 10))),
         l(" ev/s"),
     ];
+    if let Some(m) = app.memory {
+        // What regscope holds and what of it the history budget keeps.
+        let (_, history) = r.history_usage();
+        stats.push(l("  mem "));
+        stats.push(v(bytes(m.resident)));
+        if let Some(limit) = m.limit {
+            stats.push(l(" of "));
+            stats.push(v(bytes(limit)));
+        }
+        stats.push(l(" (history "));
+        stats.push(v(bytes(history as u64)));
+        stats.push(l(" of "));
+        stats.push(v(bytes(r.history_budget() as u64)));
+        stats.push(l(")"));
+    }
     let used: usize = stats.iter().map(|s| s.width()).sum();
     if !endpoint.is_empty()
         && endpoint != app.session.info().title
