@@ -131,6 +131,7 @@ pub async fn snapshot_replica(
     let mut memory = memory::MemoryCheck::new(memory_limit, "snapshot");
     list_with(source, 0, |st| {
         if let Observation::Note(n) = &st.obs {
+            progress.interrupt();
             eprintln!("regscope: {n}");
         }
         session.apply(&st);

@@ -19,6 +19,8 @@ pub struct StderrProgress {
     printed: Option<Instant>,
     /// The revision and key count of the list whose last line was printed.
     finished: Option<(i64, u64)>,
+    /// A terminal line is on screen without its newline.
+    pending: bool,
 }
 
 impl StderrProgress {
@@ -30,6 +32,7 @@ impl StderrProgress {
             started: None,
             printed: None,
             finished: None,
+            pending: false,
         }
     }
 
@@ -63,7 +66,7 @@ impl StderrProgress {
         }
     }
 
-    fn line(&self, text: &str, last: bool) {
+    fn line(&mut self, text: &str, last: bool) {
         let mut e = std::io::stderr().lock();
         let _ = if self.tty {
             // \r and erase-to-end-of-line: one line rewritten in place.
@@ -75,6 +78,26 @@ impl StderrProgress {
         } else {
             writeln!(e, "regscope: {text}")
         };
+        self.pending = self.tty && !last;
         let _ = e.flush();
+    }
+
+    /// Erases the progress line on a terminal, before another message goes to stderr.
+    pub fn interrupt(&mut self) {
+        if self.pending {
+            self.pending = false;
+            let mut e = std::io::stderr().lock();
+            let _ = write!(e, "\r\x1b[K");
+            let _ = e.flush();
+        }
+    }
+}
+
+impl Drop for StderrProgress {
+    /// A line left on a terminal gets its newline, so what follows starts on its own.
+    fn drop(&mut self) {
+        if self.pending {
+            let _ = writeln!(std::io::stderr());
+        }
     }
 }
