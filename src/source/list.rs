@@ -303,17 +303,16 @@ pub(super) async fn list_pinned(
                     }
                 }
             }
+            // Empty replies (most pieces of a cut hold nothing) send nothing.
             if !page.kvs.is_empty() {
                 out.wait_for_room(QUEUED_MAX).await;
-                if !out.send(Observation::ListPage { kvs: page.kvs }).await {
+                if !out.send(Observation::ListPage { kvs: page.kvs }).await
+                    || !out
+                        .send(Observation::Conn(ConnState::Listing { keys: listed }))
+                        .await
+                {
                     return Err(ListError::Closed);
                 }
-            }
-            if !out
-                .send(Observation::Conn(ConnState::Listing { keys: listed }))
-                .await
-            {
-                return Err(ListError::Closed);
             }
         }
         return Ok(rev);
