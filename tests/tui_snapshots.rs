@@ -306,6 +306,50 @@ fn header_shows_memory_and_history_budget() {
         .contains("mem 612.0 MiB (history"));
 }
 
+/// While a list runs the header says how far it is: the whole line where it fits, the share
+/// done and the time left on a narrow terminal (not a line cut in the middle).
+#[test]
+fn header_shows_list_progress_in_the_room_it_has() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    let page = |from: usize| Observation::ListPage {
+        kvs: (from..from + 250)
+            .map(|i| {
+                kv(
+                    format!("/registry/configmaps/default/cm-{i:04}").as_bytes(),
+                    2,
+                    2,
+                    1,
+                    0,
+                    100,
+                )
+            })
+            .collect(),
+    };
+    for (s, obs) in [
+        (0, Observation::ListBegin { revision: 9 }),
+        (0, Observation::ListCount { keys: 1000 }),
+        (1, page(0)),
+        (1, Observation::Conn(ConnState::Listing { keys: 250 })),
+    ] {
+        r.apply(&Stamped { at: at(s), obs });
+    }
+    let mut a = App::new(
+        regscope::store::Session::from_replica(r, "demo"),
+        Settings::default(),
+    );
+    a.tick(at(1));
+    let wide = render(&mut a, 240, 24);
+    let row = wide.lines().next().unwrap_or_default();
+    assert!(
+        row.contains("listing @rev 9: 250 of 1,000 keys (25%), ")
+            && row.contains("250 keys/s, about 3 s left"),
+        "{row:?}"
+    );
+    let narrow = render(&mut a, 80, 24);
+    let row = narrow.lines().next().unwrap_or_default();
+    assert!(row.ends_with("listing 25% · 3 s left"), "{row:?}");
+}
+
 #[test]
 fn events_80x24() {
     let mut a = app();

@@ -30,7 +30,9 @@ pub(crate) fn events_per_second(app: &App, window: u64) -> f64 {
     n as f64 / window as f64
 }
 
-fn conn_label(app: &App) -> (String, Role) {
+/// The connection state for the header's right side, in at most `room` columns where a
+/// shorter form exists (a list's progress).
+fn conn_label(app: &App, room: u16) -> (String, Role) {
     if app.source_ended {
         return ("source ended".into(), Role::StatusWarn);
     }
@@ -43,11 +45,30 @@ fn conn_label(app: &App) -> (String, Role) {
                 .listing()
                 .map(|(r, _)| format!(" @rev {}", thousands_i(r)))
                 .unwrap_or_default();
-            let progress = match app.session.replica.list_progress() {
+            let long = match app.session.replica.list_progress() {
                 Some(p) if !p.done => crate::tui::format::list_progress(p),
                 _ => format!("{} keys", thousands(*keys)),
             };
-            (format!("listing{rev}: {progress}"), Role::StatusWarn)
+            let long = format!("listing{rev}: {long}");
+            // Narrow terminals get the share done and the time left instead of a cut line.
+            let short = app
+                .session
+                .replica
+                .list_progress()
+                .filter(|p| !p.done)
+                .and_then(|p| {
+                    let e = p.expected_keys.filter(|e| *e > 0)?;
+                    let left = p
+                        .estimate_left()
+                        .map(|d| format!(" · {} s left", d.as_secs().max(1)))
+                        .unwrap_or_default();
+                    Some(format!("listing {}%{left}", (p.keys * 100 / e).min(100)))
+                });
+            let text = match short {
+                Some(s) if long.chars().count() + 2 > room as usize => s,
+                _ => long,
+            };
+            (text, Role::StatusWarn)
         }
         ConnState::Watching => ("● watching".into(), Role::StatusOk),
         ConnState::NotResponding { since } => (
@@ -92,7 +113,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.s.theme;
     let [row0, row1] = Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(area);
 
-    let (mut conn, mut role) = conn_label(app);
+    let (mut conn, mut role) = conn_label(app, row0.width / 2);
     if let Some(r) = &app.recording {
         conn = format!("● REC {}  {conn}", bytes(r.bytes));
         role = Role::StatusError;
