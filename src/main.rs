@@ -9,7 +9,7 @@ use tokio::sync::mpsc;
 use regscope::cli::args::{
     Cli, Command, ConnArgs, DemoArgs, MetricsArgs, SnapshotArgs, UiArgs, VerifyArgs,
 };
-use regscope::cli::{out, snapshot_json, snapshot_replica, sync_until_caught_up, verify_replica};
+use regscope::cli::{out, snapshot_json, snapshot_replica, sync_until_caught_up};
 use regscope::model::{ScrapeTarget, SessionInfo, Stamped};
 use regscope::source::scrape::ScrapeFrom;
 use regscope::source::{EtcdMetricsFrom, EtcdOptions, EtcdSource, ScrapeConfig};
@@ -369,15 +369,28 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
 async fn verify(conn: &ConnArgs) -> Result<ExitCode> {
     let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
     let mut session = Session::new(conn.session_info(String::new()));
-    sync_until_caught_up(
-        &source,
-        &mut session,
-        std::time::Duration::from_secs(120),
-        conn.memory_limit.map(|b| b as u64),
-    )
-    .await?;
+    let limit = conn.memory_limit.map(|b| b as u64);
+    // etcd may compact past the replica's revision while etcd's copy is read (kube-apiserver
+    // compacts every 5 minutes): catch up again and compare at the newer revision.
+    let mut attempt = 0;
+    let diffs = loop {
+        attempt += 1;
+        sync_until_caught_up(
+            &source,
+            &mut session,
+            std::time::Duration::from_secs(120),
+            limit,
+        )
+        .await?;
+        match regscope::cli::verify_replica_within(&source, &session.replica, limit).await {
+            Err(e) if attempt < 3 && format!("{e:#}").contains("compacted") => eprintln!(
+                "regscope: etcd compacted past revision {} while verifying; catching up and comparing again",
+                session.replica.revision()
+            ),
+            other => break other?,
+        }
+    };
     let replica = &session.replica;
-    let diffs = verify_replica(&source, replica).await?;
     if diffs.is_empty() {
         outln!(
             "OK: {} keys under {} match etcd at revision {}",

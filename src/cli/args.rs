@@ -126,11 +126,13 @@ pub struct ConnArgs {
     /// (e.g. 256MiB, 1GiB); older history is dropped first.
     #[arg(long, default_value = "256MiB", value_parser = parse_size)]
     pub history_budget: usize,
-    /// Most resident memory regscope may use (e.g. 1GiB). Over it, history is dropped
-    /// first; if the newest values alone do not fit, updates stop with a message saying so
-    /// (the console keeps what it shows; `record` closes its file) instead of regscope
-    /// growing until the kernel kills it.
-    #[arg(long, value_parser = parse_size)]
+    /// Resident memory regscope keeps under (e.g. 1GiB), checked every 100 ms during a list
+    /// and every second otherwise. Over it, history is dropped first; if the newest values
+    /// alone do not fit, updates stop with a message saying so (the console keeps what it
+    /// shows; `snapshot`, `verify` and `record` exit 2) instead of regscope growing until
+    /// the kernel kills it. A burst between two checks (a recording's checkpoint) can pass
+    /// it briefly: leave headroom under a cgroup limit.
+    #[arg(long, value_parser = parse_memory_limit)]
     pub memory_limit: Option<usize>,
 }
 
@@ -721,6 +723,15 @@ impl ConnArgs {
 }
 
 /// Parses sizes such as `1048576`, `512KiB`, `256MiB`, `1GiB`, `2GB` into bytes.
+/// `--memory-limit`: a size of at least 1 MiB (less is no limit anyone means).
+fn parse_memory_limit(s: &str) -> Result<usize, String> {
+    let n = parse_size(s)?;
+    if n < 1 << 20 {
+        return Err(format!("{s} is less than 1MiB; regscope itself takes more"));
+    }
+    Ok(n)
+}
+
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim();
     let split = t

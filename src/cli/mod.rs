@@ -127,7 +127,7 @@ pub async fn snapshot_replica(
     session: &mut Session,
     memory_limit: Option<u64>,
 ) -> Result<()> {
-    let mut progress = progress::StderrProgress::new("listing");
+    let mut progress = progress::StderrProgress::new("listing", "listed");
     let mut memory = memory::MemoryCheck::new(memory_limit, "snapshot");
     list_with(source, 0, |st| {
         if let Observation::Note(n) = &st.obs {
@@ -399,7 +399,7 @@ pub async fn sync_until_caught_up(
     let (tx, mut rx) = mpsc::channel::<Stamped>(1024);
     let task = source.clone().spawn(tx);
     let deadline = Instant::now() + timeout;
-    let mut progress = progress::StderrProgress::new("listing");
+    let mut progress = progress::StderrProgress::new("listing", "listed");
     let result = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -432,15 +432,41 @@ pub async fn sync_until_caught_up(
 
 /// Reads the prefix from etcd at the replica's revision and returns every difference.
 pub async fn verify_replica(source: &EtcdSource, replica: &Replica) -> Result<Vec<Difference>> {
+    verify_replica_within(source, replica, None).await
+}
+
+/// [`verify_replica`] under `--memory-limit` (bytes resident): etcd's copy is held beside
+/// the replica while they are compared, and the read ends with an error when the process
+/// grows past the limit.
+pub async fn verify_replica_within(
+    source: &EtcdSource,
+    replica: &Replica,
+    memory_limit: Option<u64>,
+) -> Result<Vec<Difference>> {
     let mut kvs = Vec::new();
-    let mut progress = progress::StderrProgress::new("verifying");
+    let mut progress = progress::StderrProgress::new("reading etcd's copy:", "read etcd's copy:");
     let mut seen = None;
+    let mut checked: Option<Instant> = None;
     list_with(source, replica.revision(), |st| {
         if crate::store::ListProgress::observe(&mut seen, &st) {
             progress.update(seen.as_ref());
         }
         if let Observation::ListPage { kvs: page } = st.obs {
             kvs.extend(page);
+        }
+        if let Some(limit) = memory_limit {
+            if checked.is_none_or(|t| t.elapsed() >= Duration::from_millis(100)) {
+                checked = Some(Instant::now());
+                let resident = crate::source::process::resident_bytes().unwrap_or(0);
+                if resident > limit {
+                    bail!(
+                        "--memory-limit {} reached while reading etcd's copy to compare ({} resident with {} of its keys read): verify holds the replica and etcd's copy at once; raise --memory-limit",
+                        crate::tui::format::bytes(limit),
+                        crate::tui::format::bytes(resident),
+                        crate::tui::format::thousands(kvs.len() as u64)
+                    );
+                }
+            }
         }
         Ok(())
     })

@@ -14,6 +14,7 @@ use crate::tui::format::list_progress;
 /// Throttled stderr reporter of one command's lists. Feed it after every observation.
 pub struct StderrProgress {
     what: &'static str,
+    done: &'static str,
     tty: bool,
     started: Option<Instant>,
     printed: Option<Instant>,
@@ -24,10 +25,12 @@ pub struct StderrProgress {
 }
 
 impl StderrProgress {
-    /// `what` names the list in each line (`listing`, `verifying`).
-    pub fn new(what: &'static str) -> Self {
+    /// `what` names the list in each line while it runs (`listing`), `done` in its last
+    /// line (`listed`).
+    pub fn new(what: &'static str, done: &'static str) -> Self {
         Self {
             what,
+            done,
             tty: std::io::stderr().is_terminal(),
             started: None,
             printed: None,
@@ -44,7 +47,7 @@ impl StderrProgress {
             let id = (p.revision, p.keys);
             if self.printed.is_some() && self.finished != Some(id) {
                 self.finished = Some(id);
-                self.line(&format!("listed {}", list_progress(p)), true);
+                self.line(&format!("{} {}", self.done, list_progress(p)), true);
             }
             self.started = None;
             self.printed = None;

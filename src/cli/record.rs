@@ -172,7 +172,7 @@ pub async fn record_session(
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let started = Instant::now();
     let mut last_report = Instant::now();
-    let mut progress = super::progress::StderrProgress::new("listing");
+    let mut progress = super::progress::StderrProgress::new("listing", "listed");
     let why = loop {
         tokio::select! {
             biased;

@@ -203,7 +203,9 @@ pub(super) async fn list_pinned(
         let mut listed_bytes: u64 = 0;
         let mut queue: VecDeque<Active> = VecDeque::new();
         let mut inflight: JoinSet<Reply> = JoinSet::new();
-        queue.push_back(active(top.clone(), opts.page_limit.max(1)));
+        // The first page, before any size is known: at most what a page may ever hold.
+        let first = opts.page_limit.clamp(1, opts.page_limit_max.max(1));
+        queue.push_back(active(top.clone(), first));
         loop {
             // Until the first reply pins the revision, one request; then up to `concurrency`.
             let room = if begun { concurrency } else { 1 };

@@ -289,19 +289,20 @@ fn watch_memory(app: &mut App, live: &mut Driver, guard: Option<&mut crate::stor
         }
         crate::store::MemoryAction::Exceeded { resident } => {
             let r = &app.session.replica;
+            // What the user must not miss comes first: the row may be cut.
             let stopped = match r.list_progress().filter(|p| !p.done) {
                 Some(p) => format!(
-                    "the list stopped at {} of {} keys: the keys shown are incomplete",
+                    "INCOMPLETE: the list stopped at {} of {} keys",
                     format::thousands(p.keys),
                     p.expected_keys.map_or("?".into(), format::thousands)
                 ),
                 None => format!(
-                    "updates stopped at revision {} (the view stays as it is)",
+                    "updates stopped at revision {}",
                     format::thousands_i(r.revision())
                 ),
             };
             let msg = format!(
-                "--memory-limit {limit} reached with no history to drop: {} keys ({}) take {} resident; {stopped}. Raise --memory-limit or narrow --prefix.",
+                "--memory-limit {limit}: {stopped}. {} keys ({}) take {} resident with no history to drop; raise --memory-limit or narrow --prefix.",
                 format::thousands(r.live_keys()),
                 format::bytes(r.live_bytes()),
                 format::bytes(resident),
