@@ -4,7 +4,7 @@
 use std::time::{Duration, Instant};
 
 use crate::store::{MemoryAction, MemoryGuard, Session};
-use crate::tui::format::{bytes, thousands};
+use crate::tui::format::memory_action;
 
 /// Checks the process against `--memory-limit` while a command fills a session.
 pub struct MemoryCheck {
@@ -38,37 +38,12 @@ impl MemoryCheck {
         }
         self.last = Some(now);
         let resident = crate::source::process::resident_bytes()?;
-        let limit = bytes(guard.limit());
-        match guard.check(resident, now, session) {
-            MemoryAction::Fine => None,
-            MemoryAction::HistoryLowered { from, to } => {
-                eprintln!(
-                    "regscope {}: --memory-limit {limit}: resident {}; history budget lowered from {} to {}",
-                    self.what,
-                    bytes(resident),
-                    bytes(from as u64),
-                    bytes(to as u64)
-                );
-                None
-            }
-            MemoryAction::Exceeded { resident } => {
-                let r = &session.replica;
-                let at = match r.list_progress().filter(|p| !p.done) {
-                    Some(p) => format!(
-                        "while listing ({} of {} keys at revision {})",
-                        thousands(p.keys),
-                        p.expected_keys.map_or("?".into(), thousands),
-                        p.revision
-                    ),
-                    None => format!("at revision {}", r.revision()),
-                };
-                Some(format!(
-                    "--memory-limit {limit} reached with no history to drop: {} keys ({}) take {} resident {at}. Raise --memory-limit or narrow --prefix.",
-                    thousands(r.live_keys()),
-                    bytes(r.live_bytes()),
-                    bytes(resident),
-                ))
-            }
+        let action = guard.check(resident, now, session);
+        let msg = memory_action(&action, guard.limit(), resident, &session.replica)?;
+        if matches!(action, MemoryAction::Exceeded { .. }) {
+            return Some(msg);
         }
+        eprintln!("regscope {}: {msg}", self.what);
+        None
     }
 }

@@ -54,6 +54,49 @@ pub fn list_progress(p: &crate::store::ListProgress) -> String {
     s
 }
 
+/// What `--memory-limit` did, in one line for the console's warnings and the CLI's stderr
+/// (`None` for [`MemoryAction::Fine`]). `limit` and `resident` are bytes. When the limit is
+/// exceeded during a list, the line starts by saying the keys held are incomplete: a
+/// warning row may cut the end.
+///
+/// [`MemoryAction::Fine`]: crate::store::MemoryAction::Fine
+pub fn memory_action(
+    action: &crate::store::MemoryAction,
+    limit: u64,
+    resident: u64,
+    replica: &crate::store::Replica,
+) -> Option<String> {
+    use crate::store::MemoryAction;
+    match action {
+        MemoryAction::Fine => None,
+        MemoryAction::HistoryLowered { from, to } => Some(format!(
+            "--memory-limit {}: resident {}; history budget lowered from {} to {}",
+            bytes(limit),
+            bytes(resident),
+            bytes(*from as u64),
+            bytes(*to as u64)
+        )),
+        MemoryAction::Exceeded { resident } => {
+            let stopped = match replica.list_progress().filter(|p| !p.done) {
+                Some(p) => format!(
+                    "INCOMPLETE: the list stopped at {} of {} keys (revision {})",
+                    thousands(p.keys),
+                    p.expected_keys.map_or("?".into(), thousands),
+                    thousands_i(p.revision)
+                ),
+                None => format!("stopped at revision {}", thousands_i(replica.revision())),
+            };
+            Some(format!(
+                "--memory-limit {} reached: {stopped}. {} keys ({}) take {} resident with no history to drop; raise --memory-limit or narrow --prefix.",
+                bytes(limit),
+                thousands(replica.live_keys()),
+                bytes(replica.live_bytes()),
+                bytes(*resident),
+            ))
+        }
+    }
+}
+
 /// Bytes in binary units: `512 B`, `1.5 KiB`, `12.0 MiB`.
 pub fn bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

@@ -275,48 +275,21 @@ fn watch_memory(app: &mut App, live: &mut Driver, guard: Option<&mut crate::stor
         limit: guard.as_ref().map(|g| g.limit()),
     }));
     let Some(guard) = guard else { return };
-    let limit = format::bytes(guard.limit());
-    match guard.check(resident, Instant::now(), &mut app.session) {
-        crate::store::MemoryAction::Fine => {}
-        crate::store::MemoryAction::HistoryLowered { from, to } => {
-            app.s.warnings.push(format!(
-                "--memory-limit {limit}: resident {}; history budget lowered from {} to {}",
-                format::bytes(resident),
-                format::bytes(from as u64),
-                format::bytes(to as u64)
-            ));
-            app.mark_dirty();
-        }
-        crate::store::MemoryAction::Exceeded { resident } => {
-            let r = &app.session.replica;
-            // What the user must not miss comes first: the row may be cut.
-            let stopped = match r.list_progress().filter(|p| !p.done) {
-                Some(p) => format!(
-                    "INCOMPLETE: the list stopped at {} of {} keys",
-                    format::thousands(p.keys),
-                    p.expected_keys.map_or("?".into(), format::thousands)
-                ),
-                None => format!(
-                    "updates stopped at revision {}",
-                    format::thousands_i(r.revision())
-                ),
-            };
-            let msg = format!(
-                "--memory-limit {limit}: {stopped}. {} keys ({}) take {} resident with no history to drop; raise --memory-limit or narrow --prefix.",
-                format::thousands(r.live_keys()),
-                format::bytes(r.live_bytes()),
-                format::bytes(resident),
-            );
-            if let Driver::Live(l) = live {
-                l.rx.close();
-                while l.rx.try_recv().is_ok() {}
-                l.open = false;
-                app.set_source_ended();
-            }
-            app.s.warnings.push(msg);
-            app.mark_dirty();
+    let action = guard.check(resident, Instant::now(), &mut app.session);
+    let Some(msg) = format::memory_action(&action, guard.limit(), resident, &app.session.replica)
+    else {
+        return;
+    };
+    if matches!(action, crate::store::MemoryAction::Exceeded { .. }) {
+        if let Driver::Live(l) = live {
+            l.rx.close();
+            while l.rx.try_recv().is_ok() {}
+            l.open = false;
+            app.set_source_ended();
         }
     }
+    app.s.warnings.push(msg);
+    app.mark_dirty();
 }
 
 async fn recv(rx: Option<&mut tokio::sync::mpsc::Receiver<Stamped>>) -> Option<Stamped> {
