@@ -18,7 +18,6 @@ mod keyset;
 /// Values per resource a dictionary is trained on, and its size in bytes.
 const TRAIN_ON: usize = 1000;
 const DICT_BYTES: usize = 16 * 1024;
-const LEVEL: i32 = 3;
 
 /// The resource part of a registry key: `/registry/<resource>/…` or
 /// `/registry/<group>/<resource>/…` (a group has a dot).
@@ -42,6 +41,11 @@ struct Row {
 }
 
 fn main() {
+    // `VALUE_COMPRESSION_LEVEL=L`: the zstd level (default 3).
+    let level: i32 = std::env::var("VALUE_COMPRESSION_LEVEL")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
     let keys: usize = std::env::var("VALUE_COMPRESSION_KEYS")
         .ok()
         .and_then(|v| v.parse().ok())
@@ -63,7 +67,7 @@ fn main() {
     for (res, values) in &by_resource {
         let raw: usize = values.iter().map(Vec::len).sum();
         // Without a dictionary.
-        let mut plain = zstd::bulk::Compressor::new(LEVEL).expect("compressor");
+        let mut plain = zstd::bulk::Compressor::new(level).expect("compressor");
         let packed: usize = values
             .iter()
             .map(|v| plain.compress(v).expect("compress").len())
@@ -73,7 +77,7 @@ fn main() {
         let dict = zstd::dict::from_samples(&values[..TRAIN_ON.min(values.len())], DICT_BYTES)
             .expect("train");
         let train_ms = t.elapsed().as_secs_f64() * 1e3;
-        let mut c = zstd::bulk::Compressor::with_dictionary(LEVEL, &dict).expect("compressor");
+        let mut c = zstd::bulk::Compressor::with_dictionary(level, &dict).expect("compressor");
         let t = Instant::now();
         let out: Vec<Vec<u8>> = values
             .iter()
@@ -90,7 +94,7 @@ fn main() {
         }
         let decompress_ns = t.elapsed().as_nanos() as f64 / values.len() as f64;
         println!(
-            "{res:28} {:>7} values {:>8.1} MiB raw: zstd {LEVEL} {:.2}x, with a {} KiB dictionary (trained on {TRAIN_ON} in {train_ms:.0} ms) {:.2}x; {:.1} us to compress, {:.1} us to decompress a value",
+            "{res:28} {:>7} values {:>8.1} MiB raw: zstd {level} {:.2}x, with a {} KiB dictionary (trained on {TRAIN_ON} in {train_ms:.0} ms) {:.2}x; {:.1} us to compress, {:.1} us to decompress a value",
             values.len(),
             raw as f64 / 1048576.0,
             raw as f64 / packed as f64,
@@ -107,7 +111,7 @@ fn main() {
         total.values += values.len();
     }
     println!(
-        "all {:>7} values {:.1} MiB raw: zstd {LEVEL} {:.2}x, with dictionaries {:.2}x ({:.1} MiB); {:.1} us to compress, {:.1} us to decompress a value",
+        "all {:>7} values {:.1} MiB raw: zstd {level} {:.2}x, with dictionaries {:.2}x ({:.1} MiB); {:.1} us to compress, {:.1} us to decompress a value",
         total.values,
         total.raw as f64 / 1048576.0,
         total.raw as f64 / total.packed as f64,
