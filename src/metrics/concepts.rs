@@ -230,8 +230,10 @@ pub struct Hist {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Value {
     Scalar(f64),
-    /// Boxed: most values are scalars, and points are kept by the hundred thousand.
-    Histogram(Box<Hist>),
+    /// Behind a pointer: most values are scalars, and points are kept by the hundred
+    /// thousand. Shared (`Arc`): the metric store keeps the scrape's own histogram in its
+    /// series instead of a copy of its buckets (serialised the same as a box).
+    Histogram(std::sync::Arc<Hist>),
 }
 
 /// One scrape after mapping.
@@ -356,7 +358,7 @@ pub fn map(t: &Table, expo: &Exposition) -> Mapped {
                         .find(|(b, _)| b.is_infinite())
                         .map_or(h.count, |(_, c)| *c);
                     cumulative.push(inf);
-                    Value::Histogram(Box::new(Hist {
+                    Value::Histogram(std::sync::Arc::new(Hist {
                         bounds,
                         cumulative: cumulative.into_boxed_slice(),
                         sum: h.sum,

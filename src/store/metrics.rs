@@ -300,12 +300,12 @@ impl TargetSeries {
         for (k, v) in &mapped.series {
             // Looked up before inserting: `entry` would take an owned key, three strings
             // allocated and freed per series per scrape for the few that are new.
-            if !self.series.contains_key(k) {
-                self.series
-                    .insert(k.clone(), VecDeque::with_capacity(retention.min(64)));
-            }
-            let Some(pts) = self.series.get_mut(k) else {
-                continue;
+            let pts = match self.series.get_mut(k) {
+                Some(pts) => pts,
+                None => self
+                    .series
+                    .entry(k.clone())
+                    .or_insert_with(|| VecDeque::with_capacity(retention.min(64))),
             };
             let p99 = match (v, pts.back()) {
                 (Value::Histogram(cur), Some(prev)) if prev.seq + 1 == seq => match &prev.value {
