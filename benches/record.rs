@@ -223,7 +223,7 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// `cargo bench --bench record [-- SECTION…]` runs the named sections (`events`,
-/// `scrapes`, `hour`; all when none is named). `RECORD_BENCH_DIR=DIR` writes the
+/// `scrapes`, `hour`; all when none is named; `replay` replays a kept `hour.rgs` only). `RECORD_BENCH_DIR=DIR` writes the
 /// recordings there and keeps them (e.g. to profile a replay of `DIR/hour.rgs`); with
 /// `RECORD_BENCH_REUSE=1` as well, `hour` reads the `DIR/hour.rgs` a previous run left
 /// instead of writing it again.
@@ -246,6 +246,15 @@ fn main() {
     }
     if run("hour") {
         hour(&dir);
+    }
+    if wanted.iter().any(|w| w == "apply") {
+        apply_only();
+    }
+    if wanted.iter().any(|w| w == "replay") {
+        let path = dir.join("hour.rgs");
+        let mut p = Player::open(&path).expect("a kept hour.rgs (see hour_replay)");
+        p.set_bodies(false);
+        hour_replay(&mut p);
     }
 }
 
@@ -399,7 +408,7 @@ fn hour(dir: &Path) {
             rec.record_applied(st, &mut session);
             n_obs += 1;
         }
-        rec.maintain(Some(&session));
+        rec.maintain(Some(&mut session));
     }
     let bytes = rec.finish().expect("finish");
     println!(
@@ -472,10 +481,18 @@ fn hour_read(path: &Path) {
         20 - restored.len()
     );
     drop(session);
+    hour_replay(&mut p);
+}
+
+/// Replay of the 1-hour recording as fast as possible, start to end (also alone, as the
+/// `replay` section, to profile it: `RECORD_BENCH_DIR=DIR RECORD_BENCH_REUSE=1 cargo bench
+/// --bench record -- replay` after a run of `hour` left `DIR/hour.rgs`).
+fn hour_replay(p: &mut Player) {
     let t = Instant::now();
     let s = p.seek(Target::End);
     let all = t.elapsed().as_secs_f64();
     std::hint::black_box(s.revision());
+    drop(s);
     // The same from the start, timing only the apply of the observations.
     let t = Instant::now();
     let mut s = p.seek(Target::Position(0));
@@ -496,5 +513,49 @@ fn hour_read(path: &Path) {
         play,
         applied_events as f64 / play,
         all * 1e3
+    );
+}
+
+/// The session's apply alone, without the player: `RECORD_BENCH_APPLY` (default 600,000)
+/// observations of the hour's workload, generated first, applied to a fresh session five
+/// times; the best and the median (on a shared machine the best is the least disturbed).
+fn apply_only() {
+    let n: usize = std::env::var("RECORD_BENCH_APPLY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(600_000);
+    let mut w = Workload::new(200);
+    let obs: Vec<Stamped> = (0..n)
+        .map(|i| {
+            let (ev, _) = w.next();
+            Stamped {
+                at: t0() + Duration::from_millis(i as u64 * 3),
+                obs: Observation::Events {
+                    revision: ev.kv.mod_revision,
+                    events: vec![ev],
+                },
+            }
+        })
+        .collect();
+    let mut rates = Vec::new();
+    for _ in 0..5 {
+        let mut s = Session::new(SessionInfo {
+            started_at: t0(),
+            ..Default::default()
+        });
+        if std::env::var_os("RECORD_BENCH_NO_PACK").is_some() {
+            s.replica.disable_packing();
+        }
+        let t = Instant::now();
+        for st in &obs {
+            s.apply(st);
+        }
+        rates.push(n as f64 / t.elapsed().as_secs_f64());
+        std::thread::spawn(move || drop(s)).join().expect("drop");
+    }
+    let best = rates.iter().copied().fold(0.0, f64::max);
+    println!(
+        "apply alone: {n} events of the hour's workload into a fresh session: best {best:.0} events/s, median {:.0}",
+        median(&mut rates)
     );
 }

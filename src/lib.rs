@@ -18,6 +18,17 @@
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// Gives memory the allocator holds freed back to the kernel now, instead of after its
+/// purge delay and only in part: after a burst that freed a lot (values replaced by their
+/// packed form after a big list, a session replaced by a seek), so that the resident size
+/// the header shows is what regscope holds. Costs a pass over the allocator's pages
+/// (milliseconds); call it after such bursts, not per event.
+pub fn release_free_memory() {
+    // SAFETY: `mi_collect` only walks and frees the calling thread's allocator pages and
+    // abandoned segments; it takes no pointers from us.
+    unsafe { libmimalloc_sys::mi_collect(true) }
+}
+
 pub mod cli;
 pub mod config;
 pub mod decode;

@@ -418,7 +418,7 @@ fn record_stream(path: &Path, all: &[Stamped], policy: CheckpointPolicy, show_se
     for st in all {
         session.apply(st);
         rec.record_applied(st, &mut session);
-        rec.maintain(Some(&session));
+        rec.maintain(Some(&mut session));
     }
     rec.finish().unwrap();
 }
@@ -1067,7 +1067,7 @@ fn keep_last_rolls_a_set_that_always_holds_the_last_window() {
     for st in &all {
         session.apply(st);
         rec.record_applied(st, &mut session);
-        rec.maintain(Some(&session));
+        rec.maintain(Some(&mut session));
     }
     rec.finish().unwrap();
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir.path())

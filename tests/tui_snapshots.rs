@@ -122,7 +122,7 @@ fn fixture() -> Replica {
         .range_at(b"/registry", head)
         .expect("range")
         .map(|(k, v)| KeyValue {
-            key: k.clone(),
+            key: Bytes::copy_from_slice(k),
             create_revision: v.create_revision,
             mod_revision: v.mod_revision,
             version: v.version,
@@ -281,6 +281,7 @@ fn header_shows_memory_and_history_budget() {
     a.set_memory(Some(regscope::tui::MemoryStatus {
         resident: 612 << 20,
         limit: Some(1 << 30),
+        packed: None,
     }));
     let (_, history) = a.replica().history_usage();
     let text = render(&mut a, 200, 24);
@@ -297,6 +298,7 @@ fn header_shows_memory_and_history_budget() {
     a.set_memory(Some(regscope::tui::MemoryStatus {
         resident: 612 << 20,
         limit: None,
+        packed: None,
     }));
     let text = render(&mut a, 200, 24);
     assert!(text
@@ -304,6 +306,18 @@ fn header_shows_memory_and_history_budget() {
         .nth(1)
         .unwrap_or_default()
         .contains("mem 612.0 MiB (history"));
+    // Values packed in memory: their raw size and what they take.
+    a.set_memory(Some(regscope::tui::MemoryStatus {
+        resident: 300 << 20,
+        limit: None,
+        packed: Some((463 << 20, 122 << 20)),
+    }));
+    let text = render(&mut a, 200, 24);
+    let row = text.lines().nth(1).unwrap_or_default().to_string();
+    assert!(
+        row.contains("mem 300.0 MiB (values 463.0 MiB packed to 122.0 MiB, history"),
+        "{row:?}"
+    );
 }
 
 /// While a list runs the header says how far it is: the whole line where it fits, the share

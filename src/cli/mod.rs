@@ -232,7 +232,7 @@ pub fn snapshot_json(
 fn key_rows(replica: &Replica) -> Vec<KeyRow> {
     let prefix = replica.prefix().to_vec();
     replica
-        .range_at(&prefix, replica.revision())
+        .range_meta_at(&prefix, replica.revision())
         .map(|it| {
             it.map(|(k, v)| KeyRow {
                 key: escape_bytes(k).into_owned(),
@@ -243,7 +243,7 @@ fn key_rows(replica: &Replica) -> Vec<KeyRow> {
                 mod_revision: v.mod_revision,
                 version: v.version,
                 lease: v.lease,
-                bytes: v.value.as_ref().map_or(0, |b| b.len()),
+                bytes: v.size.unwrap_or(0),
             })
             .collect()
         })

@@ -202,10 +202,10 @@ pub async fn record_session(
                     let _ = rec.finish();
                     return Ok(ExitCode::from(2));
                 }
-                rec.maintain(Some(&session));
+                rec.maintain(Some(&mut session));
             }
             _ = tick.tick() => {
-                rec.maintain(Some(&session));
+                rec.maintain(Some(&mut session));
                 if let Some(msg) = memory.over(&mut session) {
                     eprintln!("regscope record: {msg} The recording is closed.");
                     drop(sources);
@@ -461,6 +461,8 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
         Some(t @ Target::Time(_)) | Some(t @ Target::Revision(_)) => t,
         _ => Target::Position(0),
     });
+    // The keys where the export starts are walked in key order.
+    session.settle();
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let mut broken = false;
     let key_filter = e.prefix.clone();

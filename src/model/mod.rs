@@ -34,6 +34,44 @@ pub struct KeyValue {
     pub value: Bytes,
 }
 
+/// `b` as bytes whose clones are reference counts (`Bytes::from_owner`). A `Bytes` made
+/// from a `Vec` allocates its shared count on its first clone, on whichever thread clones
+/// it; the store clones every key and value it applies (history, event log), so sources
+/// and the replay's reader hand over bytes made this way, and the allocation happens on
+/// their threads, not the session's.
+pub fn shareable(b: Bytes) -> Bytes {
+    if b.is_empty() {
+        return b;
+    }
+    Bytes::from_owner(Vec::<u8>::from(b))
+}
+
+impl KeyValue {
+    /// The key and value made [`shareable`].
+    pub fn make_shareable(&mut self) {
+        self.key = shareable(std::mem::take(&mut self.key));
+        self.value = shareable(std::mem::take(&mut self.value));
+    }
+}
+
+impl Observation {
+    /// Every key and value it carries made [`shareable`].
+    pub fn make_shareable(&mut self) {
+        match self {
+            Observation::ListPage { kvs } => kvs.iter_mut().for_each(KeyValue::make_shareable),
+            Observation::Events { events, .. } => {
+                for e in events {
+                    e.kv.make_shareable();
+                    if let Some(p) = e.prev_kv.as_mut() {
+                        p.make_shareable();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// PUT or DELETE, as in etcd's `mvccpb.Event.EventType`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "UPPERCASE")]

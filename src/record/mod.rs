@@ -56,8 +56,10 @@ use crate::model::{Observation, SessionInfo, Stamped};
 use crate::store::Session;
 
 /// Version of what the frames hold (the [`RecordingHeader`], the records and the
-/// checkpoints); [`format`] has its own container version.
-pub const FORMAT_VERSION: u32 = 1;
+/// checkpoints); [`format`] has its own container version. 2: checkpoints hold the
+/// replica's keys as one image with values packed in memory as they were
+/// ([`crate::store::CHECKPOINT_FORMAT`]); files of version 1 still read.
+pub const FORMAT_VERSION: u32 = crate::store::CHECKPOINT_FORMAT;
 
 /// Record kind of an observation in a segment.
 pub(crate) const RECORD_OBSERVATION: u8 = 1;
@@ -124,16 +126,21 @@ pub(crate) fn encode_observation(obs: &Observation) -> Vec<u8> {
 /// Decodes a segment record's payload.
 pub(crate) fn decode_observation(at_ns: i64, payload: &[u8]) -> Result<Stamped, String> {
     postcard::from_bytes::<Observation>(payload)
-        .map(|obs| Stamped {
-            at: from_ns(at_ns),
-            obs,
+        .map(|mut obs| {
+            // On the reader's thread (the read-ahead's, in a replay): see `shareable`.
+            obs.make_shareable();
+            Stamped {
+                at: from_ns(at_ns),
+                obs,
+            }
         })
         .map_err(|e| format!("undecodable observation: {e}"))
 }
 
-/// The session restored from a checkpoint's bytes, or why not.
-pub(crate) fn restore(state: &crate::model::Bytes) -> Result<Session, String> {
-    Session::from_checkpoint(state).map_err(|e| format!("undecodable checkpoint: {e}"))
+/// The session restored from a checkpoint's bytes written at content `format` (the
+/// file's [`RecordingHeader::format_version`]), or why not.
+pub(crate) fn restore(state: &crate::model::Bytes, format: u32) -> Result<Session, String> {
+    Session::from_checkpoint(state, format).map_err(|e| format!("undecodable checkpoint: {e}"))
 }
 
 /// Reads every frame of a recording (all files of a set), verifying checksums and

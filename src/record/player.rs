@@ -92,6 +92,8 @@ struct FrameRef {
 pub struct Player {
     paths: Vec<PathBuf>,
     readers: Vec<Reader>,
+    /// Content format of each file (its header's `format_version`).
+    formats: Vec<u32>,
     header: RecordingHeader,
     frames: Vec<FrameRef>,
     total: u64,
@@ -179,6 +181,7 @@ impl Player {
     pub fn open(path: &Path) -> Result<Player, RecordError> {
         let paths = recording_files(path)?;
         let mut readers = Vec::new();
+        let mut formats = Vec::new();
         let mut header: Option<RecordingHeader> = None;
         let mut frames = Vec::new();
         let mut damage = Vec::new();
@@ -231,6 +234,7 @@ impl Player {
                     position += records;
                 }
             }
+            formats.push(h.format_version);
             if header.is_none() {
                 header = Some(h);
             }
@@ -261,6 +265,7 @@ impl Player {
         Ok(Player {
             paths,
             readers,
+            formats,
             header,
             frames,
             total,
@@ -566,7 +571,7 @@ impl Player {
         items
             .into_iter()
             .find_map(|it| match it {
-                Item::Checkpoint { state, .. } => Some(restore(&state)),
+                Item::Checkpoint { state, .. } => Some(restore(&state, self.formats[f.file])),
                 _ => None,
             })
             .unwrap_or_else(|| Err("checkpoint frame without a checkpoint".into()))

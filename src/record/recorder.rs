@@ -336,7 +336,7 @@ impl Recorder {
     /// Flushes the pending segment when a second has passed, and — when `session` is
     /// given (it has applied everything recorded) — writes a checkpoint when the policy
     /// says so and moves a rolling set on. Call after every batch.
-    pub fn maintain(&mut self, session: Option<&Session>) {
+    pub fn maintain(&mut self, session: Option<&mut Session>) {
         if self.stopped.is_some() {
             return;
         }
@@ -350,15 +350,22 @@ impl Recorder {
             }
         }
         if let Some(s) = session {
-            if let Some(keep) = self.opts.keep_last {
+            let roll = self.opts.keep_last.filter(|keep| {
                 let span = keep.div_f64(4.0).max(Duration::from_secs(10));
                 let start = self.files.last().map_or(s.now(), |f| f.start);
-                if s.now().duration_since(start).unwrap_or_default() >= span {
-                    self.roll(s, keep);
-                    return;
-                }
+                s.now().duration_since(start).unwrap_or_default() >= span
+            });
+            let checkpoint = roll.is_none() && self.checkpoint_due(s.now());
+            if roll.is_some() || checkpoint {
+                // A checkpoint writes keys in key order: settled here, that is a pass over
+                // the order instead of a sort of a copy.
+                s.settle();
             }
-            if self.checkpoint_due(s.now()) {
+            if let Some(keep) = roll {
+                self.roll(s, keep);
+                return;
+            }
+            if checkpoint {
                 if let Err(e) = self.checkpoint(s) {
                     self.fail(format!("writing {}: {e}", self.current_path()));
                     return;
@@ -528,8 +535,8 @@ pub fn set_file_path(base: &Path, n: usize) -> PathBuf {
 /// The session as a checkpoint, with every Secret value under `<prefix>/secrets/` redacted
 /// as the records are (unless `show_secrets`): the session owner applied the observations
 /// as received, so its replica holds them in the clear.
-fn checkpoint_bytes(session: &Session, show_secrets: bool) -> Result<Vec<u8>, postcard::Error> {
-    let bytes = session.to_checkpoint()?;
+fn checkpoint_bytes(session: &Session, show_secrets: bool) -> Result<Vec<u8>, String> {
+    let bytes = session.to_checkpoint().map_err(|e| e.to_string())?;
     let mut secrets = session.info().prefix.as_bytes().to_vec();
     secrets.extend_from_slice(b"/secrets/");
     let has_secrets = session
@@ -545,13 +552,15 @@ fn checkpoint_bytes(session: &Session, show_secrets: bool) -> Result<Vec<u8>, po
     if show_secrets || !has_secrets {
         return Ok(bytes);
     }
-    let mut copy = Session::from_checkpoint(&bytes.into())?;
+    let mut copy = Session::from_checkpoint(&bytes.into(), crate::store::CHECKPOINT_FORMAT)?;
+    // The copy lives for this call only: no packing worker for it.
+    copy.replica.disable_packing();
     copy.replica
         .map_values(&secrets, |v| match redact::redact_secret_value(v) {
             redact::Redacted::Unchanged(_) => v.clone(),
             redact::Redacted::Rewritten(_, b) => b.into(),
         });
-    copy.to_checkpoint()
+    copy.to_checkpoint().map_err(|e| e.to_string())
 }
 
 /// The highest revision an observation speaks for (0 for those without one).

@@ -650,25 +650,27 @@ pub fn take_kv(kv: etcd_client::KeyValue) -> KeyValue {
         kv.lease(),
     );
     let (key, value) = kv.into_key_value();
+    // Made shareable here, on the source's task, not on the session's thread.
     KeyValue {
-        key: Bytes::from(key),
+        key: crate::model::shareable(Bytes::from(key)),
         create_revision,
         mod_revision,
         version,
         lease,
-        value: Bytes::from(value),
+        value: crate::model::shareable(Bytes::from(value)),
     }
 }
 
-/// Converts etcd-client's key-value (copies the bytes once into shared buffers).
+/// Converts etcd-client's key-value (copies the bytes once into shareable buffers, see
+/// [`crate::model::shareable`]).
 pub fn convert_kv(kv: &etcd_client::KeyValue) -> KeyValue {
     KeyValue {
-        key: Bytes::copy_from_slice(kv.key()),
+        key: crate::model::shareable(Bytes::copy_from_slice(kv.key())),
         create_revision: kv.create_revision(),
         mod_revision: kv.mod_revision(),
         version: kv.version(),
         lease: kv.lease(),
-        value: Bytes::copy_from_slice(kv.value()),
+        value: crate::model::shareable(Bytes::copy_from_slice(kv.value())),
     }
 }
 

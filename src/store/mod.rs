@@ -5,11 +5,13 @@
 //! in the order the sources (or a recording) produced them: live and replay are the same
 //! code. Views and the CLI read through `&Session`; nothing here knows about drawing or I/O.
 
+mod image;
 mod informer;
 mod keyspace;
 mod list_progress;
 mod memory_guard;
 pub mod metrics;
+mod packing;
 mod replica;
 mod session;
 mod shared_bytes;
@@ -20,8 +22,9 @@ pub use list_progress::ListProgress;
 pub use memory_guard::{MemoryAction, MemoryGuard};
 pub use metrics::MetricStore;
 pub use replica::{
-    Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig, Summary, VersionView,
-    DEFAULT_HISTORY_BUDGET,
+    Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig, ReplicaMemory, Summary,
+    VersionMeta, VersionView, DEFAULT_HISTORY_BUDGET,
 };
 pub use session::{Applied, Session};
+pub use shared_bytes::CHECKPOINT_FORMAT;
 pub use stats::{GrowthSample, ResourceStats, ResourceSummary};

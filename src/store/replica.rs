@@ -6,19 +6,23 @@
 //! compaction at revision C discards every version superseded at or before C and every key
 //! whose newest version at C is a tombstone.
 //!
-//! Memory: values are [`Bytes`] shared with views and the event log; history (superseded
-//! versions and tombstones) is charged against `history_budget` bytes; the newest version of
-//! every live key is never dropped.
+//! Memory: keys live in a [`Keyspace`] (a slab with a hash table and a lazily settled key
+//! order); each version holds its value as received until a worker thread packs it with
+//! zstd ([`super::packing`]), and views get values back whole. History (superseded
+//! versions and tombstones) is charged against `history_budget` at its raw size, so what
+//! the budget keeps does not depend on how far packing got; the newest version of every
+//! live key is never dropped.
 
 use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::keyspace::Keyspace;
+use super::keyspace::{Keyspace, Slot};
 use super::list_progress::ListProgress;
+use super::packing::{self, Codebook, Form, Job, Plan, Val};
 use super::stats::{Growth, GrowthSample, ResourceStats, ResourceSummary};
 use crate::model::{
     escape_bytes, CompactionSeen, CompactionSource, ConnState, EventKind, Gap, KeyPath, KeyValue,
@@ -33,7 +37,7 @@ const REV_TIMES_CAP: usize = 1_000_000;
 
 /// Fixed cost charged per history entry besides its value bytes (version metadata, queue
 /// slot), so a flood of tiny values still hits the budget.
-const VERSION_OVERHEAD: usize = 64;
+pub(super) const VERSION_OVERHEAD: usize = 64;
 
 /// Settings for a [`Replica`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -59,40 +63,204 @@ impl Default for ReplicaConfig {
     }
 }
 
-/// One stored version. `value == None` is a tombstone (the key was deleted at mod_revision).
-#[derive(Clone, Debug, Serialize, Deserialize)]
-struct Version {
-    create_revision: Revision,
-    mod_revision: Revision,
-    version: i64,
-    lease: i64,
-    #[serde(deserialize_with = "super::shared_bytes::opt")]
-    value: Option<Bytes>,
+/// One stored version; a tombstone when its value is (the key was deleted at
+/// mod_revision).
+#[derive(Clone, Debug)]
+pub(super) struct Version {
+    pub(super) create_revision: Revision,
+    pub(super) mod_revision: Revision,
+    pub(super) version: i64,
+    pub(super) lease: i64,
+    pub(super) value: Val,
 }
 
 impl Version {
+    fn tombstone(mod_revision: Revision) -> Version {
+        Version {
+            create_revision: 0,
+            mod_revision,
+            version: 0,
+            lease: 0,
+            value: Val::tombstone(),
+        }
+    }
+
+    /// Bytes charged to the history budget while this version is history: the raw value
+    /// (packed or not), the key, and a fixed overhead.
     fn cost(&self, key_len: usize) -> usize {
-        VERSION_OVERHEAD + key_len + self.value.as_ref().map_or(0, |v| v.len())
+        VERSION_OVERHEAD + key_len + self.value.len()
     }
 }
 
-#[derive(Debug, Serialize, Deserialize)]
-struct KeyEntry {
-    resource: u32,
-    /// Oldest first; the last is the newest (possibly a tombstone).
-    versions: VecDeque<Version>,
+/// Everything held for one key.
+#[derive(Debug)]
+pub(super) struct KeyEntry {
+    /// The newest version (possibly a tombstone).
+    pub(super) newest: Version,
+    /// Superseded versions still held, oldest first; `None` when there are none. Boxed:
+    /// 8 bytes in every entry instead of a `VecDeque`'s 32, for the many keys (most, in a
+    /// big cluster) that hold no history.
+    #[allow(clippy::box_collection)]
+    pub(super) older: Option<Box<VecDeque<Version>>>,
+    pub(super) resource: u32,
     /// List generation that last saw this key (relist difference).
-    seen_gen: u32,
+    pub(super) seen_gen: u32,
 }
 
 impl KeyEntry {
-    fn newest(&self) -> &Version {
-        self.versions
-            .back()
-            .expect("a key entry always holds a version")
-    }
     fn live(&self) -> Option<&Version> {
-        self.versions.back().filter(|v| v.value.is_some())
+        (!self.newest.value.is_tombstone()).then_some(&self.newest)
+    }
+
+    /// Every version held, oldest first, the newest last.
+    pub(super) fn versions(&self) -> impl DoubleEndedIterator<Item = &Version> + '_ {
+        self.older
+            .iter()
+            .flat_map(|o| o.iter())
+            .chain(std::iter::once(&self.newest))
+    }
+
+    fn version_count(&self) -> usize {
+        1 + self.older.as_ref().map_or(0, |o| o.len())
+    }
+
+    /// Index in `older` of the version with `mod_revision`. Packing asks for recent
+    /// versions most (it takes the newest first), so the last few are looked at before a
+    /// binary search over a long history (a Lease renewed thousands of times).
+    fn older_index(older: &VecDeque<Version>, mod_revision: Revision) -> Option<usize> {
+        let n = older.len();
+        for i in (n.saturating_sub(8)..n).rev() {
+            let r = older[i].mod_revision;
+            if r == mod_revision {
+                return Some(i);
+            }
+            if r < mod_revision {
+                return None;
+            }
+        }
+        let i = older.partition_point(|v| v.mod_revision < mod_revision);
+        (older.get(i)?.mod_revision == mod_revision).then_some(i)
+    }
+
+    fn version_mut(&mut self, mod_revision: Revision) -> Option<&mut Version> {
+        if self.newest.mod_revision == mod_revision {
+            return Some(&mut self.newest);
+        }
+        let older = self.older.as_mut()?;
+        let i = Self::older_index(older, mod_revision)?;
+        older.get_mut(i)
+    }
+}
+
+/// The replica's keys with everything that names them: their versions, the order in which
+/// versions became history (for compaction and the budget), and how values are packed.
+/// A checkpoint holds it as one image ([`super::image`]).
+#[derive(Default)]
+pub(super) struct KeyStore {
+    pub(super) keys: Keyspace<KeyEntry>,
+    /// (revision, slot, generation): at `revision` the key's oldest version became
+    /// history. Entries whose slot was given up since are skipped when they come up.
+    pub(super) history_queue: VecDeque<Queued>,
+    pub(super) codebook: Codebook,
+    pub(super) packed: PackedStats,
+    /// Slots written since their last sweep (see [`Replica::sweep`]), and a bit per slot
+    /// saying whether it is listed there.
+    dirty: Vec<Slot>,
+    dirty_bits: Vec<u64>,
+    /// When the last sweep ran (wall clock: packing changes nothing the session shows).
+    last_sweep: Option<Instant>,
+    /// Keys and events applied since the clock was last looked at.
+    since_sweep_check: u32,
+}
+
+/// Sweeps run at most this often while observations stream in.
+const SWEEP_EVERY: Duration = Duration::from_millis(50);
+/// Keys and events applied between two looks at the clock.
+const SWEEP_CHECK_EVERY: u32 = 256;
+
+impl KeyStore {
+    pub(super) fn new(
+        keys: Keyspace<KeyEntry>,
+        history_queue: VecDeque<Queued>,
+        codebook: Codebook,
+        packed: PackedStats,
+    ) -> KeyStore {
+        let mut s = KeyStore {
+            keys,
+            history_queue,
+            codebook,
+            packed,
+            ..KeyStore::default()
+        };
+        // Restored keys may hold raw values: let the sweeps look at every one.
+        let slots: Vec<Slot> = s.keys.iter_unordered().map(|(slot, _, _)| slot).collect();
+        for slot in slots {
+            s.mark_dirty(slot);
+        }
+        s
+    }
+
+    fn mark_dirty(&mut self, slot: Slot) {
+        let (w, bit) = (slot as usize / 64, 1u64 << (slot % 64));
+        if self.dirty_bits.len() <= w {
+            self.dirty_bits.resize(w + 1, 0);
+        }
+        if self.dirty_bits[w] & bit == 0 {
+            self.dirty_bits[w] |= bit;
+            self.dirty.push(slot);
+        }
+    }
+}
+
+/// An entry of the history queue.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Queued {
+    pub(super) revision: Revision,
+    pub(super) slot: Slot,
+    pub(super) gen: u32,
+}
+
+impl Queued {
+    /// An entry that names no key any more (kept: dropping it still moves the budget's
+    /// floor, as it did when it named one).
+    pub(super) fn stale(revision: Revision) -> Queued {
+        Queued {
+            revision,
+            slot: Slot::MAX,
+            gen: u32::MAX,
+        }
+    }
+}
+
+/// Values held packed: how many, their raw bytes and the bytes they take.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct PackedStats {
+    pub(super) values: u64,
+    pub(super) raw_bytes: u64,
+    pub(super) held_bytes: u64,
+}
+
+impl PackedStats {
+    pub(super) fn add(&mut self, v: &Val) {
+        if v.is_packed() {
+            self.values += 1;
+            self.raw_bytes += v.len() as u64;
+            self.held_bytes += v.held_len() as u64;
+        }
+    }
+
+    fn sub(&mut self, v: &Val) {
+        if v.is_packed() {
+            self.values -= 1;
+            self.raw_bytes -= v.len() as u64;
+            self.held_bytes -= v.held_len() as u64;
+        }
+    }
+
+    fn sub_entry(&mut self, e: &KeyEntry) {
+        for v in e.versions() {
+            self.sub(&v.value);
+        }
     }
 }
 
@@ -107,14 +275,30 @@ pub struct VersionView {
     pub value: Option<Bytes>,
 }
 
-impl From<&Version> for VersionView {
-    fn from(v: &Version) -> Self {
-        Self {
+/// A version without its value unpacked: what listings need (sizes, and the leading bytes
+/// that tell plaintext from encrypted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VersionMeta<'a> {
+    pub create_revision: Revision,
+    pub mod_revision: Revision,
+    pub version: i64,
+    pub lease: i64,
+    /// Length of the value in bytes; `None` for a tombstone.
+    pub size: Option<usize>,
+    /// The value when it is held as etcd sent it; `None` when it is held packed (values
+    /// encrypted at rest never are: every packed value is plaintext) or a tombstone.
+    pub raw: Option<&'a [u8]>,
+}
+
+impl<'a> VersionMeta<'a> {
+    fn of(v: &'a Version) -> VersionMeta<'a> {
+        VersionMeta {
             create_revision: v.create_revision,
             mod_revision: v.mod_revision,
             version: v.version,
             lease: v.lease,
-            value: v.value.clone(),
+            size: (!v.value.is_tombstone()).then(|| v.value.len()),
+            raw: v.value.raw_bytes().map(|b| b.as_ref()),
         }
     }
 }
@@ -137,7 +321,7 @@ pub struct EventRecord {
     pub kind: EventKind,
     #[serde(deserialize_with = "super::shared_bytes::bytes")]
     pub key: Bytes,
-    /// Value written (empty for a delete); shared with the replica.
+    /// Value written (empty for a delete), as received.
     #[serde(deserialize_with = "super::shared_bytes::bytes")]
     pub value: Bytes,
     pub resource: u32,
@@ -194,12 +378,32 @@ pub struct Summary {
     pub compactions: Vec<CompactionSeen>,
 }
 
+/// What the replica holds in memory, in bytes: for the header, `snapshot --json` and the
+/// benchmarks. Packing runs behind the apply, so these move for a while after the stream
+/// stops; they are not part of what a replay must reproduce.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReplicaMemory {
+    /// Keys held (live keys and keys held only for their history).
+    pub keys: u64,
+    /// Values held packed, their raw bytes and the bytes they take packed.
+    pub packed_values: u64,
+    pub packed_raw_bytes: u64,
+    pub packed_bytes: u64,
+    /// Keys written and not swept for packing yet, plus versions handed to the packing
+    /// worker and not back yet: 0 when packing has caught up.
+    pub packing_outstanding: u64,
+    /// Bytes of the key table itself (slab, hash table, order), beyond keys and values.
+    pub table_bytes: u64,
+}
+
 /// The replica. See the module docs. Serialisable whole: a recording's checkpoint is the
 /// replica as it was, so that a replay resumed from it equals one played from the start.
 #[derive(Serialize, Deserialize)]
 pub struct Replica {
     cfg: ReplicaConfig,
-    keys: Keyspace<KeyEntry>,
+    /// Keys, versions, the history queue and the packing dictionaries, as one image.
+    #[serde(with = "super::image")]
+    store: KeyStore,
     resources: Vec<ResourceStats>,
     resource_ids: HashMap<String, u32>,
     /// Highest revision applied (from events, progress notifications or a list).
@@ -213,9 +417,10 @@ pub struct Replica {
     history_floor: Revision,
     history_bytes: usize,
     history_versions: usize,
-    /// (revision, key): at `revision` the key's oldest version became history.
+    /// The history queue by key, as checkpoints of format 1 held it; resolved into
+    /// `store.history_queue` by [`Replica::restored`]. Empty otherwise (and when written).
     #[serde(deserialize_with = "super::shared_bytes::rev_keys")]
-    history_queue: VecDeque<(Revision, Bytes)>,
+    legacy_history_queue: VecDeque<(Revision, Bytes)>,
     /// First wall-clock time each revision range was observed: (revision, time), ascending.
     rev_times: VecDeque<(Revision, SystemTime)>,
     events: VecDeque<EventRecord>,
@@ -249,7 +454,7 @@ impl Replica {
         let growth = Growth::new(cfg.growth_cap);
         Self {
             cfg,
-            keys: Keyspace::default(),
+            store: KeyStore::default(),
             resources: Vec::new(),
             resource_ids: HashMap::new(),
             applied: 0,
@@ -259,7 +464,7 @@ impl Replica {
             history_floor: 0,
             history_bytes: 0,
             history_versions: 0,
-            history_queue: VecDeque::new(),
+            legacy_history_queue: VecDeque::new(),
             rev_times: VecDeque::new(),
             events: VecDeque::new(),
             growth,
@@ -276,6 +481,49 @@ impl Replica {
             change_seq: 0,
             last_observed: None,
         }
+    }
+
+    /// Finishes a replica just deserialised from a checkpoint: a format-1 checkpoint's
+    /// history queue, held by key, is resolved to the restored keys' slots, and every key's
+    /// resource is checked to exist (a damaged checkpoint that passed its CRC must be
+    /// refused here, not crash the apply later).
+    pub(super) fn restored(&mut self) -> Result<(), String> {
+        let n = self.resources.len() as u32;
+        if let Some((_, k, e)) = self
+            .store
+            .keys
+            .iter_unordered()
+            .find(|(_, _, e)| e.resource >= n)
+        {
+            return Err(format!(
+                "key {} names resource {} of {n}",
+                escape_bytes(k),
+                e.resource
+            ));
+        }
+        let legacy = std::mem::take(&mut self.legacy_history_queue);
+        if legacy.is_empty() {
+            return Ok(());
+        }
+        let keys = &self.store.keys;
+        self.store.history_queue = legacy
+            .into_iter()
+            .map(|(revision, key)| match keys.slot(&key) {
+                Some(slot) => Queued {
+                    revision,
+                    slot,
+                    gen: keys.at(slot).map_or(u32::MAX, |(_, g, _)| g),
+                },
+                None => Queued::stale(revision),
+            })
+            .collect();
+        Ok(())
+    }
+
+    /// Stops packing values (those packed stay packed): for sessions that only count, or
+    /// that are about to be thrown away.
+    pub fn disable_packing(&mut self) {
+        self.store.codebook.disable();
     }
 
     /// Applies one observation. Events at or below the applied revision are ignored (a
@@ -345,6 +593,127 @@ impl Replica {
             // The apiserver side lives in `store::metrics` and `store::informer`.
             Observation::Scrape { .. } | Observation::Informer(_) | Observation::Tick => {}
         }
+        let work = match &st.obs {
+            Observation::ListPage { kvs } => kvs.len(),
+            Observation::Events { events, .. } => events.len(),
+            _ => 1,
+        };
+        self.maybe_sweep(work);
+    }
+
+    /// Looks at the clock every few hundred keys and events, and sweeps when the last
+    /// sweep is [`SWEEP_EVERY`] old.
+    fn maybe_sweep(&mut self, work: usize) {
+        let s = &mut self.store;
+        s.since_sweep_check = s.since_sweep_check.saturating_add(work as u32);
+        if s.since_sweep_check < SWEEP_CHECK_EVERY {
+            return;
+        }
+        s.since_sweep_check = 0;
+        if s.last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_EVERY) {
+            self.sweep();
+        }
+    }
+
+    /// Packing's turn: swaps in what the worker has packed, then hands it the raw values
+    /// of the slots written since their last sweep, newest first, until it holds enough
+    /// for now. Values of a resource without a dictionary yet are its samples, and their
+    /// slots wait for it.
+    fn sweep(&mut self) {
+        let store = &mut self.store;
+        store.last_sweep = Some(Instant::now());
+        let (keys, packed) = (&mut store.keys, &mut store.packed);
+        let again = store.codebook.poll(|job, form, raw_len, data| {
+            let Some((_, e)) = keys.at_mut(job.slot, job.gen) else {
+                return;
+            };
+            let Some(v) = e.version_mut(job.mod_revision) else {
+                return;
+            };
+            if v.value.form() != Form::Raw || v.value.len() != raw_len as usize {
+                return;
+            }
+            if let Some(p) = Val::from_parts(form, raw_len, data) {
+                packed.add(&p);
+                v.value = p;
+            }
+        });
+        for slot in again {
+            store.mark_dirty(slot);
+        }
+        while !store.codebook.full() {
+            let Some(slot) = store.dirty.pop() else {
+                break;
+            };
+            if let Some(w) = store.dirty_bits.get_mut(slot as usize / 64) {
+                *w &= !(1u64 << (slot % 64));
+            }
+            let Some((_, gen, e)) = store.keys.at(slot) else {
+                continue;
+            };
+            let resource = e.resource;
+            let mut raw = e
+                .versions()
+                .filter_map(|v| v.value.raw_bytes().map(|b| (v.mod_revision, b)))
+                .filter(|(_, b)| Codebook::packable(b));
+            match store.codebook.plan(resource) {
+                Plan::Skip => {
+                    store.dirty = Vec::new();
+                    store.dirty_bits = Vec::new();
+                    break;
+                }
+                Plan::Pack => {
+                    for (mod_revision, b) in raw {
+                        let job = Job {
+                            slot,
+                            gen,
+                            mod_revision,
+                        };
+                        store.codebook.add(resource, job, b);
+                    }
+                }
+                Plan::Sample => {
+                    // The newest raw value of each key: samples from many keys.
+                    if let Some((_, b)) = raw.next_back() {
+                        store.codebook.sample(resource, b);
+                        store.codebook.park(resource, slot);
+                    }
+                }
+                Plan::Park => {
+                    if raw.count() > 0 {
+                        store.codebook.park(resource, slot);
+                    }
+                }
+            }
+        }
+        // Hand over what this sweep found; the answers are taken by the next sweep.
+        store.codebook.flush();
+    }
+
+    /// A clock tick of the stream (once a second): hands the packing worker the values
+    /// offered since, even when they do not fill a batch, so that a quiet cluster's values
+    /// are packed too.
+    pub(crate) fn tick(&mut self) {
+        self.sweep();
+    }
+
+    /// Takes what the packing worker has packed and hands it more (what every apply does
+    /// at its end), for a replica that is not being applied to: an idle console, a
+    /// benchmark waiting for packing to catch up. Also settles the key order when many
+    /// keys wait to be sorted, so that the next range does not pay for all of them at once.
+    pub fn maintain(&mut self) {
+        self.sweep();
+        let keys = &self.store.keys;
+        if keys.unsettled() > keys.len() / 8 + 65_536 {
+            self.store.keys.settle();
+        }
+    }
+
+    /// Brings the key order up to date, so that ranges (the key browser, `verify`,
+    /// checkpoints) cost a binary search. The console calls it before drawing what needs
+    /// ranges; ranges are exact without it, only slower. See [`Keyspace::settle`].
+    pub fn settle(&mut self) {
+        self.store.keys.settle();
     }
 
     /// Forgets every key, version, event and statistic (the notes, connection state and
@@ -404,25 +773,24 @@ impl Replica {
 
     fn apply_listed(&mut self, kv: &KeyValue) {
         let gen = self.gen;
-        if let Some(e) = self.keys.get_mut(&kv.key) {
+        if let Some(e) = self.store.keys.get_mut(&kv.key) {
             e.seen_gen = gen;
-            let newest = e.newest();
-            if newest.value.is_some() && newest.mod_revision == kv.mod_revision {
+            if !e.newest.value.is_tombstone() && e.newest.mod_revision == kv.mod_revision {
                 return;
             }
         }
         // New, changed or re-created while we were not watching.
-        self.push_version(
-            kv.key.clone(),
+        let (_, slot, key_gen) = self.push_version(
+            &kv.key,
             Version {
                 create_revision: kv.create_revision,
                 mod_revision: kv.mod_revision,
                 version: kv.version,
                 lease: kv.lease,
-                value: Some(kv.value.clone()),
+                value: Val::raw(kv.value.clone()),
             },
         );
-        if let Some(e) = self.keys.get_mut(&kv.key) {
+        if let Some((_, e)) = self.store.keys.at_mut(slot, key_gen) {
             e.seen_gen = gen;
         }
     }
@@ -431,24 +799,18 @@ impl Replica {
         let gen = self.gen;
         let before = self.events_through;
         self.events_through = self.events_through.max(revision);
-        // Live keys the list did not return were deleted while we were away.
-        let gone: Vec<Bytes> = self
+        // Live keys the list did not return were deleted while we were away; they become
+        // tombstones in key order (as a replay from a checkpoint must repeat them).
+        let mut gone: Vec<Box<[u8]>> = self
+            .store
             .keys
-            .iter()
-            .filter(|(_, e)| e.seen_gen != gen && e.live().is_some())
-            .map(|(k, _)| k.clone())
+            .iter_unordered()
+            .filter(|(_, _, e)| e.seen_gen != gen && e.live().is_some())
+            .map(|(_, k, _)| k.into())
             .collect();
+        gone.sort_unstable();
         for k in gone {
-            self.push_version(
-                k,
-                Version {
-                    create_revision: 0,
-                    mod_revision: revision,
-                    version: 0,
-                    lease: 0,
-                    value: None,
-                },
-            );
+            self.push_version(&k, Version::tombstone(revision));
         }
         self.list = None;
         if self.first_list.is_none() {
@@ -482,17 +844,11 @@ impl Replica {
                 mod_revision: kv.mod_revision,
                 version: kv.version,
                 lease: kv.lease,
-                value: Some(kv.value.clone()),
+                value: Val::raw(kv.value.clone()),
             },
-            EventKind::Delete => Version {
-                create_revision: 0,
-                mod_revision: kv.mod_revision,
-                version: 0,
-                lease: 0,
-                value: None,
-            },
+            EventKind::Delete => Version::tombstone(kv.mod_revision),
         };
-        let resource = self.push_version(kv.key.clone(), version);
+        let (resource, _, _) = self.push_version(&kv.key, version);
         self.resources[resource as usize].count(second, ev.kind == EventKind::Delete);
         if self.events.len() >= self.cfg.event_log_cap {
             self.events.pop_front();
@@ -508,44 +864,55 @@ impl Replica {
     }
 
     /// Appends a version to a key (creating the entry), keeping live counts and history
-    /// accounting right. Returns the key's resource id.
-    fn push_version(&mut self, key: Bytes, v: Version) -> u32 {
+    /// accounting right, and offers its value for packing. Returns the key's resource id,
+    /// slot and slot generation.
+    fn push_version(&mut self, key: &[u8], v: Version) -> (u32, Slot, u32) {
         let key_len = key.len();
-        let new_live = v.value.as_ref().map(|b| b.len() as u64);
+        let new_live = (!v.value.is_tombstone()).then(|| v.value.len() as u64);
         let rev = v.mod_revision;
-        let entry = match self.keys.get_mut(&key) {
-            Some(e) => e,
-            None => {
-                let resource = self.resource_id(&key);
-                self.keys.get_or_insert_with(&key, || KeyEntry {
-                    resource,
-                    versions: VecDeque::with_capacity(1),
-                    seen_gen: 0,
-                })
-            }
-        };
-        let resource = entry.resource as usize;
-        let old_live = entry
-            .live()
-            .and_then(|o| o.value.as_ref())
-            .map(|b| b.len() as u64);
-        let had_versions = !entry.versions.is_empty();
-        if let Some(prev) = entry.versions.back() {
+        let is_tombstone = v.value.is_tombstone();
+        let packable = v.value.raw_bytes().is_some_and(|b| Codebook::packable(b));
+        let (resource, slot, gen, old_live, superseded_cost) =
+            match self.store.keys.get_full_mut(key) {
+                Some((slot, gen, e)) => {
+                    let old_live = e.live().map(|o| o.value.len() as u64);
+                    let prev = std::mem::replace(&mut e.newest, v);
+                    let cost = prev.cost(key_len);
+                    e.older.get_or_insert_with(Default::default).push_back(prev);
+                    (e.resource, slot, gen, old_live, Some(cost))
+                }
+                None => {
+                    let resource = self.resource_id(key);
+                    let (slot, gen) = self.store.keys.insert(
+                        key,
+                        KeyEntry {
+                            newest: v,
+                            older: None,
+                            resource,
+                            seen_gen: 0,
+                        },
+                    );
+                    (resource, slot, gen, None, None)
+                }
+            };
+        if let Some(cost) = superseded_cost {
             // The previous newest becomes history now.
-            self.history_bytes += prev.cost(key_len);
+            self.history_bytes += cost;
             self.history_versions += 1;
         }
-        let is_tombstone = v.value.is_none();
-        entry.versions.push_back(v);
         if is_tombstone {
             // A tombstone is history from the moment it is written.
             self.history_bytes += VERSION_OVERHEAD + key_len;
             self.history_versions += 1;
         }
-        if had_versions || is_tombstone {
-            self.history_queue.push_back((rev, key));
+        if superseded_cost.is_some() || is_tombstone {
+            self.store.history_queue.push_back(Queued {
+                revision: rev,
+                slot,
+                gen,
+            });
         }
-        let stats = &mut self.resources[resource];
+        let stats = &mut self.resources[resource as usize];
         if let Some(b) = old_live {
             stats.keys -= 1;
             stats.bytes -= b;
@@ -558,7 +925,10 @@ impl Replica {
             self.live_keys += 1;
             self.live_bytes += b;
         }
-        resource as u32
+        if packable {
+            self.store.mark_dirty(slot);
+        }
+        (resource, slot, gen)
     }
 
     fn set_compacted(&mut self, rev: Revision, source: CompactionSource, at: SystemTime) {
@@ -586,42 +956,57 @@ impl Replica {
 
     /// Drops history that became history at or before `rev`, oldest first.
     fn drop_history_through(&mut self, rev: Revision) {
-        while let Some((r, _)) = self.history_queue.front() {
-            if *r > rev {
+        while let Some(q) = self.store.history_queue.front() {
+            if q.revision > rev {
                 break;
             }
-            let (r, key) = self.history_queue.pop_front().expect("front exists");
-            self.drop_key_history(&key, r);
+            let q = self.store.history_queue.pop_front().expect("front exists");
+            self.drop_key_history(q);
         }
     }
 
-    fn drop_key_history(&mut self, key: &Bytes, through: Revision) {
-        let Some(e) = self.keys.get_mut(key) else {
+    /// Drops the versions of `q`'s key superseded at or before `q.revision`, and the key
+    /// itself when all that is left is a tombstone from then.
+    fn drop_key_history(&mut self, q: Queued) {
+        let through = q.revision;
+        let store = &mut self.store;
+        let Some((key, e)) = store.keys.at_mut(q.slot, q.gen) else {
             return;
         };
         let key_len = key.len();
-        while e.versions.len() > 1 && e.versions[1].mod_revision <= through {
-            let v = e.versions.pop_front().expect("len > 1");
-            self.history_bytes -= v.cost(key_len);
-            self.history_versions -= 1;
-        }
-        if e.versions.len() == 1 {
-            let only = &e.versions[0];
-            if only.value.is_none() && only.mod_revision <= through {
-                self.history_bytes -= VERSION_OVERHEAD + key_len;
+        if let Some(older) = e.older.as_mut() {
+            while let Some(first) = older.front() {
+                let next_rev = older
+                    .get(1)
+                    .map_or(e.newest.mod_revision, |v| v.mod_revision);
+                if next_rev > through {
+                    break;
+                }
+                self.history_bytes -= first.cost(key_len);
                 self.history_versions -= 1;
-                self.keys.remove(key);
+                let v = older.pop_front().expect("front exists");
+                store.packed.sub(&v.value);
+            }
+            if older.is_empty() {
+                e.older = None;
+            }
+        }
+        if e.older.is_none() && e.newest.value.is_tombstone() && e.newest.mod_revision <= through {
+            self.history_bytes -= VERSION_OVERHEAD + key_len;
+            self.history_versions -= 1;
+            if let Some(e) = store.keys.remove_at(q.slot, q.gen) {
+                store.packed.sub_entry(&e);
             }
         }
     }
 
     fn enforce_budget(&mut self) {
         while self.history_bytes > self.cfg.history_budget {
-            let Some((r, key)) = self.history_queue.pop_front() else {
+            let Some(q) = self.store.history_queue.pop_front() else {
                 break;
             };
-            self.history_floor = self.history_floor.max(r);
-            self.drop_key_history(&key, r);
+            self.history_floor = self.history_floor.max(q.revision);
+            self.drop_key_history(q);
         }
     }
 
@@ -629,21 +1014,27 @@ impl Replica {
     /// the event log's copies) by `f(value)`. Recordings use it to redact Secret values in
     /// a checkpoint; `f` must keep lengths for the size accounting to stay true.
     pub fn map_values(&mut self, key_prefix: &[u8], f: impl Fn(&Bytes) -> Bytes) {
-        let end = crate::model::prefix_end(key_prefix);
-        let range: (Bound<&[u8]>, Bound<&[u8]>) = (
-            Bound::Included(key_prefix),
-            if end.is_empty() {
-                Bound::Unbounded
-            } else {
-                Bound::Excluded(end.as_slice())
-            },
-        );
-        self.keys.for_each_mut_in(range, |e| {
-            for v in e.versions.iter_mut() {
-                if let Some(val) = v.value.as_mut() {
-                    *val = f(val);
-                }
+        let store = &mut self.store;
+        let (codebook, packed) = (&store.codebook, &mut store.packed);
+        store.keys.for_each_mut(|key, e| {
+            if !key.starts_with(key_prefix) {
+                return;
             }
+            let dict = codebook.dict(e.resource);
+            let mut map = |v: &mut Version| {
+                if v.value.is_tombstone() {
+                    return;
+                }
+                let Some(raw) = packing::unpack(&v.value, dict) else {
+                    return;
+                };
+                packed.sub(&v.value);
+                v.value = Val::raw(f(&raw));
+            };
+            if let Some(older) = e.older.as_mut() {
+                older.iter_mut().for_each(&mut map);
+            }
+            map(&mut e.newest);
         });
         for ev in self.events.iter_mut() {
             if ev.key.starts_with(key_prefix) && !ev.value.is_empty() {
@@ -653,6 +1044,19 @@ impl Replica {
     }
 
     // ---- queries -------------------------------------------------------------------
+
+    /// The value of version `v` of a key of `resource`, whole.
+    fn view(&self, resource: u32, v: &Version) -> VersionView {
+        VersionView {
+            create_revision: v.create_revision,
+            mod_revision: v.mod_revision,
+            version: v.version,
+            lease: v.lease,
+            value: (!v.value.is_tombstone()).then(|| {
+                packing::unpack(&v.value, self.store.codebook.dict(resource)).unwrap_or_default()
+            }),
+        }
+    }
 
     /// The replica's applied revision.
     pub fn revision(&self) -> Revision {
@@ -726,6 +1130,20 @@ impl Replica {
         self.change_seq += 1;
     }
 
+    /// What the replica holds in memory. See [`ReplicaMemory`].
+    pub fn memory(&self) -> ReplicaMemory {
+        let p = self.store.packed;
+        ReplicaMemory {
+            keys: self.store.keys.len() as u64,
+            packed_values: p.values,
+            packed_raw_bytes: p.raw_bytes,
+            packed_bytes: p.held_bytes,
+            packing_outstanding: (self.store.codebook.outstanding() + self.store.dirty.len())
+                as u64,
+            table_bytes: self.store.keys.overhead_bytes() as u64,
+        }
+    }
+
     /// Wall-clock time of the newest observation applied.
     pub fn last_observed(&self) -> Option<SystemTime> {
         self.last_observed
@@ -765,84 +1183,118 @@ impl Replica {
 
     /// The newest live version of `key`, if the key exists now.
     pub fn get(&self, key: &[u8]) -> Option<VersionView> {
-        self.keys.get(key).and_then(|e| e.live()).map(Into::into)
+        let e = self.store.keys.get(key)?;
+        e.live().map(|v| self.view(e.resource, v))
+    }
+
+    /// The newest live version of `key` without its value unpacked.
+    pub fn get_meta(&self, key: &[u8]) -> Option<VersionMeta<'_>> {
+        self.store.keys.get(key)?.live().map(VersionMeta::of)
     }
 
     /// The version of `key` visible at revision `rev` (`Ok(None)`: absent or deleted then).
     pub fn get_at(&self, key: &[u8], rev: Revision) -> Result<Option<VersionView>, HistoryError> {
         self.check_rev(rev)?;
         Ok(self
+            .store
             .keys
             .get(key)
-            .and_then(|e| version_at(e, rev))
-            .map(Into::into))
+            .and_then(|e| version_at(e, rev).map(|v| self.view(e.resource, v))))
     }
 
-    /// Every live key under `prefix` at revision `rev`, ascending by key bytes.
+    fn prefix_range<'a>(
+        &'a self,
+        prefix: &'a [u8],
+    ) -> impl Iterator<Item = (&'a [u8], &'a KeyEntry)> + 'a {
+        let end = prefix_upper(prefix);
+        let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        // The bounds are only read by the binary search inside `range`.
+        let it = self.store.keys.range(Bound::Included(prefix), hi);
+        it.take_while(move |(k, _)| k.starts_with(prefix))
+    }
+
+    /// Every live key under `prefix` at revision `rev`, ascending by key bytes, with its
+    /// value unpacked.
     pub fn range_at<'a>(
         &'a self,
         prefix: &'a [u8],
         rev: Revision,
-    ) -> Result<impl Iterator<Item = (&'a Bytes, VersionView)> + 'a, HistoryError> {
+    ) -> Result<impl Iterator<Item = (&'a [u8], VersionView)> + 'a, HistoryError> {
         self.check_rev(rev)?;
         Ok(self
-            .keys
-            .range((Bound::Included(prefix), Bound::Unbounded))
-            .take_while(move |(k, _)| k.starts_with(prefix))
-            .filter_map(move |(k, e)| version_at(e, rev).map(|v| (k, VersionView::from(v)))))
+            .prefix_range(prefix)
+            .filter_map(move |(k, e)| version_at(e, rev).map(|v| (k, self.view(e.resource, v)))))
+    }
+
+    /// As [`Replica::range_at`] without unpacking values: sizes and revisions only (the
+    /// key list of `snapshot --keys`, the encryption summary).
+    pub fn range_meta_at<'a>(
+        &'a self,
+        prefix: &'a [u8],
+        rev: Revision,
+    ) -> Result<impl Iterator<Item = (&'a [u8], VersionMeta<'a>)> + 'a, HistoryError> {
+        self.check_rev(rev)?;
+        Ok(self
+            .prefix_range(prefix)
+            .filter_map(move |(k, e)| version_at(e, rev).map(|v| (k, VersionMeta::of(v)))))
     }
 
     /// Every version of `key` still held, oldest first (tombstones have `value: None`).
     pub fn history(&self, key: &[u8]) -> Vec<VersionView> {
-        self.keys
+        self.store
+            .keys
             .get(key)
-            .map(|e| e.versions.iter().map(Into::into).collect())
+            .map(|e| e.versions().map(|v| self.view(e.resource, v)).collect())
             .unwrap_or_default()
     }
 
     /// Metadata of a key (live or not).
     pub fn key_meta(&self, key: &[u8]) -> Option<KeyMeta> {
-        let (k, e) = self.keys.get_key_value(key)?;
+        let (k, e) = self.store.keys.get_key_value(key)?;
         Some(KeyMeta {
-            key: k.clone(),
+            key: Bytes::copy_from_slice(k),
             resource: self.resources[e.resource as usize].resource.clone(),
-            newest: e.newest().into(),
-            history_len: e.versions.len(),
+            newest: self.view(e.resource, &e.newest),
+            history_len: e.version_count(),
         })
     }
 
     /// Up to `n` live keys strictly after `after` (or from the start), in key order,
     /// restricted to keys starting with `prefix`. For virtualized lists: cost is
-    /// O(log keys + n), whatever the number of keys.
+    /// O(log keys + n), whatever the number of keys, once the order is settled.
     pub fn live_keys_after(&self, prefix: &[u8], after: Option<&[u8]>, n: usize) -> Vec<Bytes> {
         let lower = match after {
             Some(a) => Bound::Excluded(a),
             None => Bound::Included(prefix),
         };
-        self.keys
-            .range((lower, Bound::Unbounded))
+        self.store
+            .keys
+            .range(lower, Bound::Unbounded)
             .take_while(|(k, _)| k.starts_with(prefix))
             .filter(|(_, e)| e.live().is_some())
             .take(n)
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| Bytes::copy_from_slice(k))
             .collect()
     }
 
     /// Up to `n` live keys strictly before `before` (or from the end), nearest first.
     pub fn live_keys_before(&self, prefix: &[u8], before: Option<&[u8]>, n: usize) -> Vec<Bytes> {
         // Walk back from the end of the prefix's range, not from the end of the keyspace.
-        let end = crate::model::prefix_end(prefix);
-        let upper: Bound<&[u8]> = match before {
-            Some(b) if b < end.as_slice() => Bound::Excluded(b),
-            _ => Bound::Excluded(end.as_slice()),
+        let end = prefix_upper(prefix);
+        let upper: Bound<&[u8]> = match (before, end.as_deref()) {
+            (Some(b), Some(e)) if b < e => Bound::Excluded(b),
+            (Some(b), None) => Bound::Excluded(b),
+            (_, Some(e)) => Bound::Excluded(e),
+            (None, None) => Bound::Unbounded,
         };
-        self.keys
-            .range((Bound::Included(prefix), upper))
+        self.store
+            .keys
+            .range(Bound::Included(prefix), upper)
             .rev()
             .take_while(|(k, _)| k.starts_with(prefix))
             .filter(|(_, e)| e.live().is_some())
             .take(n)
-            .map(|(k, _)| k.clone())
+            .map(|(k, _)| Bytes::copy_from_slice(k))
             .collect()
     }
 
@@ -934,7 +1386,7 @@ impl Replica {
     pub fn diff(&self, etcd_kvs: &[KeyValue]) -> Vec<Difference> {
         let mut out = Vec::new();
         let prefix = self.cfg.prefix.clone();
-        let ours: Vec<(&Bytes, VersionView)> = match self.range_at(&prefix, self.applied) {
+        let ours: Vec<(&[u8], VersionView)> = match self.range_at(&prefix, self.applied) {
             Ok(it) => it.collect(),
             Err(e) => {
                 out.push(Difference {
@@ -949,14 +1401,14 @@ impl Replica {
             let a = ours.get(i);
             let b = etcd_kvs.get(j);
             match (a, b) {
-                (Some((ka, _)), Some(kb)) if ka.as_ref() < kb.key.as_ref() => {
+                (Some((ka, _)), Some(kb)) if *ka < kb.key.as_ref() => {
                     out.push(Difference {
                         key: escape_bytes(ka).into_owned(),
                         what: "in replica, not in etcd".into(),
                     });
                     i += 1;
                 }
-                (Some((ka, va)), Some(kb)) if ka.as_ref() == kb.key.as_ref() => {
+                (Some((ka, va)), Some(kb)) if *ka == kb.key.as_ref() => {
                     let mut what = Vec::new();
                     if va.value.as_deref() != Some(kb.value.as_ref()) {
                         what.push("value differs".to_string());
@@ -1009,13 +1461,23 @@ impl Replica {
     }
 }
 
+/// The version of `e` visible at `rev`, unless that is a tombstone or before the key.
 fn version_at(e: &KeyEntry, rev: Revision) -> Option<&Version> {
-    let i = e.versions.partition_point(|v| v.mod_revision <= rev);
-    if i == 0 {
-        return None;
-    }
-    let v = &e.versions[i - 1];
-    v.value.as_ref().map(|_| v)
+    let v = if e.newest.mod_revision <= rev {
+        &e.newest
+    } else {
+        let older = e.older.as_ref()?;
+        let i = older.partition_point(|v| v.mod_revision <= rev);
+        older.get(i.checked_sub(1)?)?
+    };
+    (!v.value.is_tombstone()).then_some(v)
+}
+
+/// The first key after every key starting with `prefix`; `None` when there is none (an
+/// empty prefix, or one of `0xff` bytes only).
+fn prefix_upper(prefix: &[u8]) -> Option<Vec<u8>> {
+    let end = crate::model::prefix_end(prefix);
+    (!prefix.is_empty() && end.as_slice() > prefix).then_some(end)
 }
 
 fn unix_second(t: SystemTime) -> u64 {

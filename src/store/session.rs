@@ -108,6 +108,7 @@ impl Session {
         }
         if matches!(st.obs, Observation::Tick) {
             // Time only: the store holds nothing new (and views need not redraw for it).
+            self.replica.tick();
             return Applied::default();
         }
         self.replica.apply(st);
@@ -162,13 +163,24 @@ impl Session {
         postcard::to_stdvec(self)
     }
 
-    /// A session restored from [`Session::to_checkpoint`]'s bytes. Keys and values are
-    /// not copied: they are slices of `state`, which stays allocated while any of them
-    /// lives (see [`super::shared_bytes`]).
+    /// A session restored from [`Session::to_checkpoint`]'s bytes, written in checkpoint
+    /// format `format` ([`super::CHECKPOINT_FORMAT`] now; 1 is still read). Values are not
+    /// copied: they are slices of `state`, which stays allocated while any of them lives
+    /// (see [`super::shared_bytes`]).
     ///
-    /// Errors: bytes that are not a checkpoint of this format version.
-    pub fn from_checkpoint(state: &Bytes) -> Result<Session, postcard::Error> {
-        super::shared_bytes::restore_from(state, |b| postcard::from_bytes(b))
+    /// Errors: bytes that are not a checkpoint of that format, or whose parts disagree.
+    pub fn from_checkpoint(state: &Bytes, format: u32) -> Result<Session, String> {
+        let mut s: Session =
+            super::shared_bytes::restore_from(state, format, |b| postcard::from_bytes(b))
+                .map_err(|e| e.to_string())?;
+        s.replica.restored()?;
+        Ok(s)
+    }
+
+    /// Brings derived orders up to date (see [`Replica::settle`]): call before ranges over
+    /// keys are drawn or a checkpoint is written.
+    pub fn settle(&mut self) {
+        self.replica.settle();
     }
 }
 
@@ -176,6 +188,7 @@ impl Session {
 mod tests {
     use super::*;
     use crate::model::{EventKind, KeyValue, WatchEvent};
+    use crate::store::CHECKPOINT_FORMAT;
     use std::time::Duration;
 
     fn at(s: u64) -> SystemTime {
@@ -260,7 +273,9 @@ mod tests {
         for st in &all[..20] {
             half.apply(st);
         }
-        let mut resumed = Session::from_checkpoint(&half.to_checkpoint().unwrap().into()).unwrap();
+        let mut resumed =
+            Session::from_checkpoint(&half.to_checkpoint().unwrap().into(), CHECKPOINT_FORMAT)
+                .unwrap();
         for st in &all[20..] {
             resumed.apply(st);
         }

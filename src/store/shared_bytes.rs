@@ -13,35 +13,49 @@
 //! after read the same. Outside [`restore_from`] (and for formats that do not lend their
 //! input, such as JSON) the helpers copy, as `Bytes`' own `Deserialize` does.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::fmt;
 
 use bytes::Bytes;
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
+/// The checkpoint format this regscope writes: 2 holds the replica's keys as one image
+/// with packed values ([`super::image`]); 1 (read still) held them as a map of raw values.
+pub const CHECKPOINT_FORMAT: u32 = 2;
+
 thread_local! {
     /// The buffer being restored from on this thread.
     static SOURCE: RefCell<Option<Bytes>> = const { RefCell::new(None) };
+    /// The checkpoint format being restored on this thread.
+    static FORMAT: Cell<u32> = const { Cell::new(CHECKPOINT_FORMAT) };
 }
 
 /// Runs `f` on `buf`'s bytes with `buf` as the source that borrowed keys and values are
-/// sliced from. Nested or panicking calls leave no source behind.
-pub(crate) fn restore_from<T>(buf: &Bytes, f: impl FnOnce(&[u8]) -> T) -> T {
-    struct Reset(Option<Bytes>);
+/// sliced from, reading checkpoint format `format`. Nested or panicking calls leave no
+/// source behind.
+pub(crate) fn restore_from<T>(buf: &Bytes, format: u32, f: impl FnOnce(&[u8]) -> T) -> T {
+    struct Reset(Option<Bytes>, u32);
     impl Drop for Reset {
         fn drop(&mut self) {
             let prev = self.0.take();
             SOURCE.with(|s| *s.borrow_mut() = prev);
+            FORMAT.with(|f| f.set(self.1));
         }
     }
     let prev = SOURCE.with(|s| s.borrow_mut().replace(buf.clone()));
-    let _reset = Reset(prev);
+    let prev_format = FORMAT.with(|f| f.replace(format));
+    let _reset = Reset(prev, prev_format);
     f(buf)
 }
 
+/// The checkpoint format being read (the current one outside [`restore_from`]).
+pub(crate) fn format() -> u32 {
+    FORMAT.with(|f| f.get())
+}
+
 /// `slice` as a `Bytes`: shared with the source buffer when it lies inside it, else copied.
-fn share(slice: &[u8]) -> Bytes {
+pub(crate) fn share(slice: &[u8]) -> Bytes {
     SOURCE.with(|s| match &*s.borrow() {
         Some(buf) if contains(buf, slice) => buf.slice_ref(slice),
         _ => Bytes::copy_from_slice(slice),
@@ -141,7 +155,9 @@ mod tests {
     #[test]
     fn restored_values_are_slices_of_the_buffer() {
         let buf = Bytes::from(postcard::to_stdvec(&sample()).unwrap());
-        let t: T = restore_from(&buf, |b| postcard::from_bytes(b).unwrap());
+        let t: T = restore_from(&buf, CHECKPOINT_FORMAT, |b| {
+            postcard::from_bytes(b).unwrap()
+        });
         assert_eq!(t, sample());
         assert!(inside(&buf, &t.a));
         assert!(inside(&buf, t.b.as_ref().unwrap()));
@@ -173,7 +189,9 @@ mod tests {
     #[test]
     fn the_source_is_reset_after_a_panic() {
         let buf = Bytes::from_static(b"0123456789");
-        let r = std::panic::catch_unwind(|| restore_from(&buf, |_| panic!("inside")));
+        let r = std::panic::catch_unwind(|| {
+            restore_from(&buf, CHECKPOINT_FORMAT, |_| panic!("inside"))
+        });
         assert!(r.is_err());
         assert!(SOURCE.with(|s| s.borrow().is_none()));
     }

@@ -277,6 +277,9 @@ pub struct RecordingStatus {
 pub struct MemoryStatus {
     pub resident: u64,
     pub limit: Option<u64>,
+    /// Values held packed in memory: (their raw bytes, the bytes they take), when any are
+    /// (see [`crate::store::ReplicaMemory`]).
+    pub packed: Option<(u64, u64)>,
 }
 
 /// Where to seek in a replay.
@@ -628,6 +631,16 @@ impl App {
     /// Whether a frame is due: UI state changed or the replica changed since the last draw.
     pub fn needs_draw(&self) -> bool {
         self.dirty || self.drawn_seq != self.session.replica.change_seq()
+    }
+
+    /// Gets the session ready for the next frame: the key browser, a key's neighbours and
+    /// the encryption summary walk key ranges, which cost a binary search once the key
+    /// order is settled (see [`crate::store::Replica::settle`]); other panels need no
+    /// order, and settling waits until one of those is shown.
+    pub fn prepare_frame(&mut self) {
+        if self.panel == Panel::Keys {
+            self.session.settle();
+        }
     }
 
     /// Records that a frame was drawn.
@@ -1205,6 +1218,8 @@ impl App {
     /// Keeps the key browser consistent with the replica: a resource chosen, its prefix
     /// known, the selection on a live matching key and inside the visible rows.
     fn normalize_keys(&mut self) {
+        // The browser walks key ranges: bring the key order up to date first.
+        self.session.settle();
         if self.keys.resource.is_none() {
             let mut with_keys: Vec<&str> = self
                 .session

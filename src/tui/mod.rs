@@ -193,6 +193,7 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
                 // clear must not end the session.
                 let _ = guard.terminal().clear();
             }
+            app.prepare_frame();
             guard.terminal().draw(|f| views::draw(&app, f))?;
             app.mark_drawn();
             last_draw = Some(Instant::now());
@@ -240,6 +241,14 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
                 }
             },
             _ = tick.tick() => {
+                // Packing runs behind the apply: take what it has done while no
+                // observation comes (a paused replay, a quiet cluster). When it has just
+                // caught up, what it replaced is freed: give that back to the kernel.
+                let packing = app.session.replica.memory().packing_outstanding;
+                app.session.replica.maintain();
+                if packing > 0 && app.session.replica.memory().packing_outstanding == 0 {
+                    crate::release_free_memory();
+                }
                 match &mut live {
                     Driver::Live(l) => l.maintain(&mut app),
                     Driver::Replay(r) => r.poll_markers(&mut app),
@@ -270,9 +279,11 @@ fn watch_memory(app: &mut App, live: &mut Driver, guard: Option<&mut crate::stor
     let Some(resident) = crate::source::process::resident_bytes() else {
         return;
     };
+    let m = app.session.replica.memory();
     app.set_memory(Some(MemoryStatus {
         resident,
         limit: guard.as_ref().map(|g| g.limit()),
+        packed: (m.packed_values > 0).then_some((m.packed_raw_bytes, m.packed_bytes)),
     }));
     let Some(guard) = guard else { return };
     let action = guard.check(resident, Instant::now(), &mut app.session);
@@ -361,7 +372,7 @@ impl LiveDriver {
         let Some(r) = self.recorder.as_mut() else {
             return;
         };
-        r.maintain((!app.paused()).then_some(&app.session));
+        r.maintain((!app.paused()).then_some(&mut app.session));
         if let Some(why) = r.stopped().map(str::to_string) {
             let path = r.path();
             if let Some(r) = self.recorder.take() {

@@ -95,13 +95,13 @@ impl StorageSummary {
         let rev = replica.revision();
         // Keys of one resource are contiguous: resolve the resource once per range.
         let mut current: Option<(Bytes, String)> = None;
-        let Ok(iter) = replica.range_at(&scan, rev) else {
+        let Ok(iter) = replica.range_meta_at(&scan, rev) else {
             return StorageSummary::default();
         };
         for (key, v) in iter {
-            let Some(value) = v.value.as_ref() else {
+            if v.size.is_none() {
                 continue;
-            };
+            }
             let resource = match &current {
                 Some((p, name)) if p.ends_with(b"/") && key.starts_with(p) => name.clone(),
                 _ => {
@@ -118,8 +118,11 @@ impl StorageSummary {
                     ..Default::default()
                 });
             row.values += 1;
-            match decode::detect(value) {
-                f @ Format::Encrypted { .. } => *row.encrypted.entry(f.label()).or_default() += 1,
+            // A value held packed is plaintext: values encrypted at rest are never packed.
+            match v.raw.map(decode::detect) {
+                Some(f @ Format::Encrypted { .. }) => {
+                    *row.encrypted.entry(f.label()).or_default() += 1
+                }
                 _ => row.plaintext += 1,
             }
         }

@@ -177,7 +177,16 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
             stats.push(l(" of "));
             stats.push(v(bytes(limit)));
         }
-        stats.push(l(" (history "));
+        stats.push(l(" ("));
+        if let Some((raw, held)) = m.packed {
+            // Values kept compressed in memory, counted at their raw size everywhere else.
+            stats.push(l("values "));
+            stats.push(v(bytes(raw)));
+            stats.push(l(" packed to "));
+            stats.push(v(bytes(held)));
+            stats.push(l(", "));
+        }
+        stats.push(l("history "));
         stats.push(v(bytes(history as u64)));
         stats.push(l(" of "));
         stats.push(v(bytes(r.history_budget() as u64)));

@@ -111,13 +111,15 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
             } else {
                 escape_bytes(rel)
             };
-            let v = app.session.replica.get(k);
+            // Sizes and storage labels only: values stay packed.
+            let v = app.session.replica.get_meta(k);
             let (rev, ver, size, storage) = match v {
                 Some(v) => (
                     thousands_i(v.mod_revision),
                     v.version.to_string(),
-                    bytes(v.value.as_ref().map_or(0, |b| b.len() as u64)),
-                    v.value.as_ref().map_or("-".into(), |b| storage_label(b)),
+                    bytes(v.size.unwrap_or(0) as u64),
+                    // A packed value is plaintext: values encrypted at rest never are.
+                    v.raw.map_or_else(|| IDENTITY.to_string(), storage_label),
                 ),
                 None => ("-".into(), "-".into(), "-".into(), "-".into()),
             };
