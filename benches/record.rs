@@ -408,6 +408,16 @@ fn hour(dir: &Path) {
             rec.record_applied(st, &mut session);
             n_obs += 1;
         }
+        // Live, a second of this workload (about 280 events) leaves the packing worker
+        // idle CPU to pack it before the next; written here at full speed, it is given
+        // that time, so that checkpoints hold values as a live session's would.
+        let t = Instant::now();
+        while session.replica.memory().packing_outstanding > 0
+            && t.elapsed() < Duration::from_millis(100)
+        {
+            session.replica.maintain();
+            std::thread::sleep(Duration::from_micros(200));
+        }
         rec.maintain(Some(&mut session));
     }
     let bytes = rec.finish().expect("finish");

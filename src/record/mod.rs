@@ -8,7 +8,7 @@
 //! player ([`Player`]) is a source with a cursor: it rebuilds the [`Session`] at any
 //! position from the nearest checkpoint before it and the observations after.
 //!
-//! # File format (version 1)
+//! # File format (contents version 2; version 1 still read)
 //!
 //! A file is [`format`]'s container: the magic `RGSCOPE\0`, a version, then frames, each
 //! with a magic, a kind, a length and a CRC-32 of its payload, so a damaged frame is
@@ -20,7 +20,9 @@
 //! - **checkpoint**: the whole [`Session`] as `postcard`, zstd-compressed. A file starts
 //!   with one (a recording begun mid-session stands alone), and more follow by
 //!   [`CheckpointPolicy`], so that a seek reads one checkpoint and at most a few seconds
-//!   of observations;
+//!   of observations. From version 2 the replica's keys are one image in key order with
+//!   every value as memory held it, raw or packed with its resource's dictionary (carried
+//!   in the image); see `store/image.rs`. Version 1 held them as a map of raw values;
 //! - **segment**: up to a second (or 1 MiB) of observations, zstd-compressed together;
 //!   each record is `kind`, the stamp (unix ns), the stream's revision and `postcard` of
 //!   the [`Observation`]. SIGKILL or power loss loses at most the pending second;

@@ -8,7 +8,9 @@
 //!
 //! ```text
 //! dictionaries: count, then per dictionary: resource id, bytes
-//! keys:         count, then per key in ascending key order:
+//! keys:         count, then the number of chunks, then per chunk (about 1 MiB each, so
+//!               that a restore decodes them on all cores): its key count, then its keys
+//!               as bytes. Per key, in ascending key order over all chunks:
 //!                 key bytes, resource id, list generation, version count (>= 1), then per
 //!                 version, oldest first: create_revision, mod_revision, version, lease
 //!                 (signed), form (one byte: 0 tombstone, 1 raw, 2 packed with the
@@ -22,6 +24,7 @@
 //! key to `{resource, versions, seen_gen}` and the history queue as (revision, key)
 //! pairs in a field of its own; it is still read ([`legacy`]).
 
+use bytes::Bytes;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Serializer;
 
@@ -60,9 +63,37 @@ fn put_bytes(w: &mut Vec<u8>, b: &[u8]) {
     w.extend_from_slice(b);
 }
 
+/// Bytes of keys per chunk: chunks decode on all cores at once.
+const CHUNK_BYTES: usize = 1 << 20;
+
+fn encode_key(w: &mut Vec<u8>, key: &[u8], e: &KeyEntry) {
+    put_bytes(w, key);
+    put_uv(w, u64::from(e.resource));
+    put_uv(w, u64::from(e.seen_gen));
+    put_uv(w, e.versions().count() as u64);
+    for v in e.versions() {
+        put_iv(w, v.create_revision);
+        put_iv(w, v.mod_revision);
+        put_iv(w, v.version);
+        put_iv(w, v.lease);
+        let form = v.value.form();
+        w.push(form as u8);
+        match form {
+            Form::Tombstone => {}
+            Form::Raw => put_bytes(w, v.value.data()),
+            Form::Dict | Form::Plain => {
+                put_uv(w, v.value.len() as u64);
+                put_bytes(w, v.value.data());
+            }
+        }
+    }
+}
+
 /// The image of `store`, keys in key order (sorting a copy of what is not settled).
 pub(super) fn encode(store: &KeyStore) -> Vec<u8> {
-    let mut w = Vec::new();
+    // About the size it will have: the values held, and a few dozen bytes a key.
+    let p = store.packed;
+    let mut w = Vec::with_capacity(p.held_bytes as usize + store.keys.len() * 96);
     let dicts: Vec<_> = store.codebook.dicts().collect();
     put_uv(&mut w, dicts.len() as u64);
     for (r, d) in dicts {
@@ -72,28 +103,24 @@ pub(super) fn encode(store: &KeyStore) -> Vec<u8> {
     let keys = &store.keys;
     put_uv(&mut w, keys.len() as u64);
     let mut ordinal = vec![0u32; keys.slot_bound()];
+    let (mut chunk, mut in_chunk) = (Vec::new(), 0u64);
+    let mut chunks: Vec<(Vec<u8>, u64)> = Vec::new();
     for (i, (slot, key, e)) in keys.iter().with_slots().enumerate() {
         ordinal[slot as usize] = i as u32 + 1;
-        put_bytes(&mut w, key);
-        put_uv(&mut w, u64::from(e.resource));
-        put_uv(&mut w, u64::from(e.seen_gen));
-        put_uv(&mut w, e.versions().count() as u64);
-        for v in e.versions() {
-            put_iv(&mut w, v.create_revision);
-            put_iv(&mut w, v.mod_revision);
-            put_iv(&mut w, v.version);
-            put_iv(&mut w, v.lease);
-            let form = v.value.form();
-            w.push(form as u8);
-            match form {
-                Form::Tombstone => {}
-                Form::Raw => put_bytes(&mut w, v.value.data()),
-                Form::Dict | Form::Plain => {
-                    put_uv(&mut w, v.value.len() as u64);
-                    put_bytes(&mut w, v.value.data());
-                }
-            }
+        encode_key(&mut chunk, key, e);
+        in_chunk += 1;
+        if chunk.len() >= CHUNK_BYTES {
+            chunks.push((std::mem::take(&mut chunk), in_chunk));
+            in_chunk = 0;
         }
+    }
+    if in_chunk > 0 {
+        chunks.push((chunk, in_chunk));
+    }
+    put_uv(&mut w, chunks.len() as u64);
+    for (c, n) in chunks {
+        put_uv(&mut w, n);
+        put_bytes(&mut w, &c);
     }
     put_uv(&mut w, store.history_queue.len() as u64);
     for q in &store.history_queue {
@@ -166,52 +193,74 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// The store an image describes. Errors say what is wrong and where.
-pub(super) fn decode(buf: &[u8]) -> Result<KeyStore, String> {
-    let mut r = Reader { buf, pos: 0 };
-    let n_dicts = r.uv()?;
-    let mut dicts = Vec::new();
-    for _ in 0..n_dicts {
-        let resource = r.u32()?;
-        dicts.push((resource, shared_bytes::share(r.bytes()?)));
+/// Keys decoded from one chunk of an image.
+struct Chunk {
+    entries: Vec<(Box<[u8]>, KeyEntry)>,
+    /// Indexes (within the chunk) of keys holding raw values worth packing.
+    raw: Vec<u32>,
+    packed: PackedStats,
+}
+
+/// `s` as `Bytes`: a slice of `src` (the checkpoint buffer being restored, which holds the
+/// whole image) without a copy, else a copy.
+fn share(src: Option<&Bytes>, s: &[u8]) -> Bytes {
+    match src {
+        Some(b) => b.slice_ref(s),
+        None => Bytes::copy_from_slice(s),
     }
-    let n = r.uv()?;
+}
+
+/// The `count` keys of one chunk (`buf`, at byte `at` of the image).
+fn decode_chunk(buf: &[u8], count: u64, at: usize, src: Option<&Bytes>) -> Result<Chunk, String> {
+    let mut r = Reader { buf, pos: 0 };
+    let place = |pos: usize| at + pos;
     // Every key takes at least 8 bytes: a count from the file cannot make us reserve more.
-    let mut entries = Vec::with_capacity((n as usize).min(buf.len() / 8));
+    let mut entries = Vec::with_capacity((count as usize).min(buf.len() / 8));
     let mut packed = PackedStats::default();
-    for i in 0..n {
+    let mut raw = Vec::new();
+    for i in 0..count {
         let key: Box<[u8]> = r.bytes()?.into();
         let resource = r.u32()?;
         let seen_gen = r.u32()?;
-        let count = r.uv()?;
-        if count == 0 {
-            return Err(format!("key {i} holds no version"));
+        let n = r.uv()?;
+        if n == 0 {
+            return Err(format!("key at byte {} holds no version", place(r.pos)));
         }
-        let mut versions = std::collections::VecDeque::new();
-        for _ in 0..count {
+        // Up to a history of what the chunk can hold: the count comes from the file.
+        let mut versions =
+            std::collections::VecDeque::with_capacity((n as usize).min(buf.len() / 8));
+        for _ in 0..n {
             let create_revision = r.iv()?;
             let mod_revision = r.iv()?;
             let version = r.iv()?;
             let lease = r.iv()?;
-            let at = r.pos;
+            let form_at = r.pos;
             let form = Form::from_u8(r.byte()?)
-                .ok_or_else(|| format!("unknown value form at byte {at}"))?;
+                .ok_or_else(|| format!("unknown value form at byte {}", place(form_at)))?;
             let value = match form {
                 Form::Tombstone => Val::tombstone(),
-                Form::Raw => Val::raw(shared_bytes::share(r.bytes()?)),
+                Form::Raw => Val::raw(share(src, r.bytes()?)),
                 Form::Dict | Form::Plain => {
                     let raw_len = r.u32()?;
-                    Val::from_parts(form, raw_len, shared_bytes::share(r.bytes()?))
-                        .ok_or_else(|| format!("empty packed value at byte {at}"))?
+                    Val::from_parts(form, raw_len, share(src, r.bytes()?))
+                        .ok_or_else(|| format!("empty packed value at byte {}", place(form_at)))?
                 }
             };
             if versions
                 .back()
                 .is_some_and(|p: &Version| p.mod_revision >= mod_revision)
             {
-                return Err(format!("key {i}: versions out of revision order"));
+                return Err(format!(
+                    "versions out of revision order at byte {}",
+                    place(form_at)
+                ));
             }
             packed.add(&value);
+            if value.raw_bytes().is_some_and(|b| Codebook::packable(b))
+                && raw.last() != Some(&(i as u32))
+            {
+                raw.push(i as u32);
+            }
             versions.push_back(Version {
                 create_revision,
                 mod_revision,
@@ -220,7 +269,7 @@ pub(super) fn decode(buf: &[u8]) -> Result<KeyStore, String> {
                 value,
             });
         }
-        let newest = versions.pop_back().expect("count >= 1");
+        let newest = versions.pop_back().expect("n >= 1");
         entries.push((
             key,
             KeyEntry {
@@ -230,6 +279,89 @@ pub(super) fn decode(buf: &[u8]) -> Result<KeyStore, String> {
                 seen_gen,
             },
         ));
+    }
+    if r.pos != buf.len() {
+        return Err(format!(
+            "{} bytes after the keys of the chunk at byte {at}",
+            buf.len() - r.pos
+        ));
+    }
+    Ok(Chunk {
+        entries,
+        raw,
+        packed,
+    })
+}
+
+/// The store an image describes. Errors say what is wrong and where.
+pub(super) fn decode(buf: &[u8]) -> Result<KeyStore, String> {
+    let source = shared_bytes::source_of(buf);
+    let src = source.as_ref();
+    let mut r = Reader { buf, pos: 0 };
+    let n_dicts = r.uv()?;
+    let mut dicts = Vec::new();
+    for _ in 0..n_dicts {
+        let resource = r.u32()?;
+        dicts.push((resource, share(src, r.bytes()?)));
+    }
+    let n = r.uv()?;
+    let n_chunks = r.uv()?;
+    let mut chunks = Vec::new();
+    for _ in 0..n_chunks {
+        let count = r.uv()?;
+        let at = r.pos;
+        chunks.push((count, at, r.bytes()?));
+    }
+    if chunks.iter().map(|c| c.0).sum::<u64>() != n {
+        return Err(format!("the chunks hold other than {n} keys"));
+    }
+    // The chunks on all cores: thread t decodes chunks t, t + threads, …
+    let threads = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 8)
+        .min(chunks.len().max(1));
+    let mut decoded: Vec<Option<Result<Chunk, String>>> = (0..chunks.len()).map(|_| None).collect();
+    std::thread::scope(|scope| {
+        let chunks = &chunks;
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    (t..chunks.len())
+                        .step_by(threads)
+                        .map(|i| {
+                            let (count, at, bytes) = chunks[i];
+                            (i, decode_chunk(bytes, count, at, src))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            match h.join() {
+                Ok(done) => {
+                    for (i, c) in done {
+                        decoded[i] = Some(c);
+                    }
+                }
+                Err(_) => decoded.push(Some(Err("a chunk decoder panicked".into()))),
+            }
+        }
+    });
+    let decoded = decoded
+        .into_iter()
+        .map(|c| c.unwrap_or_else(|| Err("a chunk was not decoded".into())));
+    let mut entries = Vec::with_capacity((n as usize).min(buf.len() / 8));
+    let mut packed = PackedStats::default();
+    // Keys (by their index, which becomes their slot) holding raw values worth packing.
+    let mut raw = Vec::new();
+    for c in decoded {
+        let c = c?;
+        let base = entries.len() as u32;
+        raw.extend(c.raw.into_iter().map(|i| base + i));
+        packed.values += c.packed.values;
+        packed.raw_bytes += c.packed.raw_bytes;
+        packed.held_bytes += c.packed.held_bytes;
+        entries.extend(c.entries);
     }
     let held = entries.len();
     let keys = Keyspace::from_sorted(entries).ok_or("keys out of order")?;
@@ -257,6 +389,7 @@ pub(super) fn decode(buf: &[u8]) -> Result<KeyStore, String> {
         history_queue,
         Codebook::with_dicts(dicts),
         packed,
+        raw,
     ))
 }
 
@@ -345,13 +478,16 @@ pub(super) mod legacy {
                 },
             ));
         }
+        let n = entries.len() as u32;
         let keys = Keyspace::from_sorted(entries)
             .ok_or_else(|| serde::de::Error::custom("keys out of order"))?;
+        // Every value of this format is raw: the sweeps look at every key.
         Ok(KeyStore::new(
             keys,
             Default::default(),
             Codebook::default(),
             PackedStats::default(),
+            0..n,
         ))
     }
 }
@@ -383,18 +519,22 @@ mod tests {
 
     #[test]
     fn every_cut_of_an_image_is_refused_with_a_reason() {
+        let mut key = Vec::new();
+        put_bytes(&mut key, b"/registry/pods/a/p");
+        put_uv(&mut key, 0);
+        put_uv(&mut key, 1);
+        put_uv(&mut key, 1);
+        for x in [2i64, 2, 1, 0] {
+            put_iv(&mut key, x);
+        }
+        key.push(1);
+        put_bytes(&mut key, b"value");
         let mut w = Vec::new();
         put_uv(&mut w, 0); // no dictionaries
         put_uv(&mut w, 1); // one key
-        put_bytes(&mut w, b"/registry/pods/a/p");
-        put_uv(&mut w, 0);
+        put_uv(&mut w, 1); // in one chunk
         put_uv(&mut w, 1);
-        put_uv(&mut w, 1);
-        for x in [2i64, 2, 1, 0] {
-            put_iv(&mut w, x);
-        }
-        w.push(1);
-        put_bytes(&mut w, b"value");
+        put_bytes(&mut w, &key);
         put_uv(&mut w, 1);
         put_iv(&mut w, 2);
         put_uv(&mut w, 1);

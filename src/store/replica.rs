@@ -175,15 +175,20 @@ pub(super) struct KeyStore {
 
 /// Sweeps run at most this often while observations stream in.
 const SWEEP_EVERY: Duration = Duration::from_millis(50);
+/// Versions one sweep looks at, at most (about a millisecond of the apply's thread).
+const SWEEP_VERSIONS: usize = 32_768;
 /// Keys and events applied between two looks at the clock.
 const SWEEP_CHECK_EVERY: u32 = 256;
 
 impl KeyStore {
+    /// A restored store; `raw` are the slots that hold raw values worth packing (the
+    /// sweeps look at them).
     pub(super) fn new(
         keys: Keyspace<KeyEntry>,
         history_queue: VecDeque<Queued>,
         codebook: Codebook,
         packed: PackedStats,
+        raw: impl IntoIterator<Item = Slot>,
     ) -> KeyStore {
         let mut s = KeyStore {
             keys,
@@ -192,9 +197,7 @@ impl KeyStore {
             packed,
             ..KeyStore::default()
         };
-        // Restored keys may hold raw values: let the sweeps look at every one.
-        let slots: Vec<Slot> = s.keys.iter_unordered().map(|(slot, _, _)| slot).collect();
-        for slot in slots {
+        for slot in raw {
             s.mark_dirty(slot);
         }
         s
@@ -641,7 +644,8 @@ impl Replica {
         for slot in again {
             store.mark_dirty(slot);
         }
-        while !store.codebook.full() {
+        let mut looked = 0usize;
+        while !store.codebook.full() && looked < SWEEP_VERSIONS {
             let Some(slot) = store.dirty.pop() else {
                 break;
             };
@@ -652,6 +656,7 @@ impl Replica {
                 continue;
             };
             let resource = e.resource;
+            looked += e.version_count();
             let mut raw = e
                 .versions()
                 .filter_map(|v| v.value.raw_bytes().map(|b| (v.mod_revision, b)))

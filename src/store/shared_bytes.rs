@@ -54,6 +54,12 @@ pub(crate) fn format() -> u32 {
     FORMAT.with(|f| f.get())
 }
 
+/// The buffer being restored from, when `slice` lies inside it (then every part of `slice`
+/// can be shared from it, on any thread).
+pub(crate) fn source_of(slice: &[u8]) -> Option<Bytes> {
+    SOURCE.with(|s| s.borrow().as_ref().filter(|b| contains(b, slice)).cloned())
+}
+
 /// `slice` as a `Bytes`: shared with the source buffer when it lies inside it, else copied.
 pub(crate) fn share(slice: &[u8]) -> Bytes {
     SOURCE.with(|s| match &*s.borrow() {
