@@ -29,8 +29,8 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Serializer;
 
 use super::keyspace::Keyspace;
+use super::keystore::{KeyEntry, KeyStore, PackedStats, Queued, Version};
 use super::packing::{Codebook, Form, Val};
-use super::replica::{KeyEntry, KeyStore, PackedStats, Queued, Version};
 use super::shared_bytes;
 
 /// `#[serde(with)]` for the replica's [`KeyStore`].

@@ -8,6 +8,7 @@
 mod image;
 mod informer;
 mod keyspace;
+mod keystore;
 mod list_progress;
 mod memory_guard;
 pub mod metrics;

@@ -411,6 +411,8 @@ impl LiveDriver {
                     n += 1;
                 }
                 let opts = RecordOptions::new(&path);
+                // The first checkpoint writes every key in key order.
+                app.session.settle();
                 match Recorder::create(opts, &app.session, self.cluster_id) {
                     Ok(mut r) => {
                         // Paused: the session is behind the stream by the backlog, which

@@ -1,0 +1,321 @@
+//! The replica's keys with everything that names them: each key's versions, the order in
+//! which versions became history (for compaction and the history budget), and packing —
+//! which values are packed with what, and the sweeps that find raw values to pack.
+//!
+//! A version is named by (slot, slot generation, mod_revision) wherever it must be found
+//! again later (the history queue, a value coming back packed): slots are reused for
+//! other keys, and the generation tells.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use super::keyspace::{Keyspace, Slot};
+use super::packing::{Codebook, Form, Job, Plan, Val};
+use crate::model::Revision;
+
+/// Fixed cost charged per history entry besides its value bytes (version metadata, queue
+/// slot), so a flood of tiny values still hits the budget.
+pub(super) const VERSION_OVERHEAD: usize = 64;
+
+/// One stored version; a tombstone when its value is (the key was deleted at
+/// mod_revision).
+#[derive(Clone, Debug)]
+pub(super) struct Version {
+    pub(super) create_revision: Revision,
+    pub(super) mod_revision: Revision,
+    pub(super) version: i64,
+    pub(super) lease: i64,
+    pub(super) value: Val,
+}
+
+impl Version {
+    pub(super) fn tombstone(mod_revision: Revision) -> Version {
+        Version {
+            create_revision: 0,
+            mod_revision,
+            version: 0,
+            lease: 0,
+            value: Val::tombstone(),
+        }
+    }
+
+    /// Bytes charged to the history budget while this version is history: the raw value
+    /// (packed or not), the key, and a fixed overhead.
+    pub(super) fn cost(&self, key_len: usize) -> usize {
+        VERSION_OVERHEAD + key_len + self.value.len()
+    }
+}
+
+/// Everything held for one key.
+#[derive(Debug)]
+pub(super) struct KeyEntry {
+    /// The newest version (possibly a tombstone).
+    pub(super) newest: Version,
+    /// Superseded versions still held, oldest first; `None` when there are none. Boxed:
+    /// 8 bytes in every entry instead of a `VecDeque`'s 32, for the many keys (most, in a
+    /// big cluster) that hold no history.
+    #[allow(clippy::box_collection)]
+    pub(super) older: Option<Box<VecDeque<Version>>>,
+    pub(super) resource: u32,
+    /// List generation that last saw this key (relist difference).
+    pub(super) seen_gen: u32,
+}
+
+impl KeyEntry {
+    pub(super) fn live(&self) -> Option<&Version> {
+        (!self.newest.value.is_tombstone()).then_some(&self.newest)
+    }
+
+    /// Every version held, oldest first, the newest last.
+    pub(super) fn versions(&self) -> impl DoubleEndedIterator<Item = &Version> + '_ {
+        self.older
+            .iter()
+            .flat_map(|o| o.iter())
+            .chain(std::iter::once(&self.newest))
+    }
+
+    pub(super) fn version_count(&self) -> usize {
+        1 + self.older.as_ref().map_or(0, |o| o.len())
+    }
+
+    /// Index in `older` of the version with `mod_revision`. Packing asks for recent
+    /// versions most (it takes the newest first), so the last few are looked at before a
+    /// binary search over a long history (a Lease renewed thousands of times).
+    fn older_index(older: &VecDeque<Version>, mod_revision: Revision) -> Option<usize> {
+        let n = older.len();
+        for i in (n.saturating_sub(8)..n).rev() {
+            let r = older[i].mod_revision;
+            if r == mod_revision {
+                return Some(i);
+            }
+            if r < mod_revision {
+                return None;
+            }
+        }
+        let i = older.partition_point(|v| v.mod_revision < mod_revision);
+        (older.get(i)?.mod_revision == mod_revision).then_some(i)
+    }
+
+    pub(super) fn version_mut(&mut self, mod_revision: Revision) -> Option<&mut Version> {
+        if self.newest.mod_revision == mod_revision {
+            return Some(&mut self.newest);
+        }
+        let older = self.older.as_mut()?;
+        let i = Self::older_index(older, mod_revision)?;
+        older.get_mut(i)
+    }
+}
+
+/// The replica's keys with everything that names them: their versions, the order in which
+/// versions became history (for compaction and the budget), and how values are packed.
+/// A checkpoint holds it as one image ([`super::image`]).
+#[derive(Default)]
+pub(super) struct KeyStore {
+    pub(super) keys: Keyspace<KeyEntry>,
+    /// (revision, slot, generation): at `revision` the key's oldest version became
+    /// history. Entries whose slot was given up since are skipped when they come up.
+    pub(super) history_queue: VecDeque<Queued>,
+    pub(super) codebook: Codebook,
+    pub(super) packed: PackedStats,
+    /// Slots written since their last sweep (see [`Replica::sweep`]), and a bit per slot
+    /// saying whether it is listed there.
+    dirty: Vec<Slot>,
+    dirty_bits: Vec<u64>,
+    /// When the last sweep ran (wall clock: packing changes nothing the session shows).
+    last_sweep: Option<Instant>,
+    /// Keys and events applied since the clock was last looked at.
+    since_sweep_check: u32,
+}
+
+impl KeyStore {
+    /// Keys written and not swept yet, plus versions handed to the packing worker and not
+    /// back yet: 0 when packing has caught up.
+    pub(super) fn packing_outstanding(&self) -> usize {
+        self.codebook.outstanding() + self.dirty.len()
+    }
+
+    /// A restored store; `raw` are the slots that hold raw values worth packing (the
+    /// sweeps look at them).
+    pub(super) fn new(
+        keys: Keyspace<KeyEntry>,
+        history_queue: VecDeque<Queued>,
+        codebook: Codebook,
+        packed: PackedStats,
+        raw: impl IntoIterator<Item = Slot>,
+    ) -> KeyStore {
+        let mut s = KeyStore {
+            keys,
+            history_queue,
+            codebook,
+            packed,
+            ..KeyStore::default()
+        };
+        for slot in raw {
+            s.mark_dirty(slot);
+        }
+        s
+    }
+
+    pub(super) fn mark_dirty(&mut self, slot: Slot) {
+        let (w, bit) = (slot as usize / 64, 1u64 << (slot % 64));
+        if self.dirty_bits.len() <= w {
+            self.dirty_bits.resize(w + 1, 0);
+        }
+        if self.dirty_bits[w] & bit == 0 {
+            self.dirty_bits[w] |= bit;
+            self.dirty.push(slot);
+        }
+    }
+}
+
+/// An entry of the history queue.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Queued {
+    pub(super) revision: Revision,
+    pub(super) slot: Slot,
+    pub(super) gen: u32,
+}
+
+impl Queued {
+    /// An entry that names no key any more (kept: dropping it still moves the budget's
+    /// floor, as it did when it named one).
+    pub(super) fn stale(revision: Revision) -> Queued {
+        Queued {
+            revision,
+            slot: Slot::MAX,
+            gen: u32::MAX,
+        }
+    }
+}
+
+/// Values held packed: how many, their raw bytes and the bytes they take.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct PackedStats {
+    pub(super) values: u64,
+    pub(super) raw_bytes: u64,
+    pub(super) held_bytes: u64,
+}
+
+impl PackedStats {
+    pub(super) fn add(&mut self, v: &Val) {
+        if v.is_packed() {
+            self.values += 1;
+            self.raw_bytes += v.len() as u64;
+            self.held_bytes += v.held_len() as u64;
+        }
+    }
+
+    pub(super) fn sub(&mut self, v: &Val) {
+        if v.is_packed() {
+            self.values -= 1;
+            self.raw_bytes -= v.len() as u64;
+            self.held_bytes -= v.held_len() as u64;
+        }
+    }
+
+    pub(super) fn sub_entry(&mut self, e: &KeyEntry) {
+        for v in e.versions() {
+            self.sub(&v.value);
+        }
+    }
+}
+
+/// Sweeps run at most this often while observations stream in.
+const SWEEP_EVERY: Duration = Duration::from_millis(50);
+/// Versions one sweep looks at, at most (about a millisecond of the apply's thread).
+const SWEEP_VERSIONS: usize = 32_768;
+/// Keys and events applied between two looks at the clock.
+const SWEEP_CHECK_EVERY: u32 = 256;
+
+impl KeyStore {
+    /// Looks at the clock every few hundred keys and events, and sweeps when the last
+    /// sweep is [`SWEEP_EVERY`] old.
+    pub(super) fn maybe_sweep(&mut self, work: usize) {
+        let s = self;
+        s.since_sweep_check = s.since_sweep_check.saturating_add(work as u32);
+        if s.since_sweep_check < SWEEP_CHECK_EVERY {
+            return;
+        }
+        s.since_sweep_check = 0;
+        if s.last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_EVERY) {
+            s.sweep();
+        }
+    }
+
+    /// Packing's turn: swaps in what the worker has packed, then hands it the raw values
+    /// of the slots written since their last sweep, newest first, until it holds enough
+    /// for now. Values of a resource without a dictionary yet are its samples, and their
+    /// slots wait for it.
+    pub(super) fn sweep(&mut self) {
+        let store = self;
+        store.last_sweep = Some(Instant::now());
+        let (keys, packed) = (&mut store.keys, &mut store.packed);
+        let again = store.codebook.poll(|job, form, raw_len, data| {
+            let Some((_, e)) = keys.at_mut(job.slot, job.gen) else {
+                return;
+            };
+            let Some(v) = e.version_mut(job.mod_revision) else {
+                return;
+            };
+            if v.value.form() != Form::Raw || v.value.len() != raw_len as usize {
+                return;
+            }
+            if let Some(p) = Val::from_parts(form, raw_len, data) {
+                packed.add(&p);
+                v.value = p;
+            }
+        });
+        for slot in again {
+            store.mark_dirty(slot);
+        }
+        let mut looked = 0usize;
+        while !store.codebook.full() && looked < SWEEP_VERSIONS {
+            let Some(slot) = store.dirty.pop() else {
+                break;
+            };
+            if let Some(w) = store.dirty_bits.get_mut(slot as usize / 64) {
+                *w &= !(1u64 << (slot % 64));
+            }
+            let Some((_, gen, e)) = store.keys.at(slot) else {
+                continue;
+            };
+            let resource = e.resource;
+            looked += e.version_count();
+            let mut raw = e
+                .versions()
+                .filter_map(|v| v.value.raw_bytes().map(|b| (v.mod_revision, b)))
+                .filter(|(_, b)| Codebook::packable(b));
+            match store.codebook.plan(resource) {
+                Plan::Skip => {
+                    store.dirty = Vec::new();
+                    store.dirty_bits = Vec::new();
+                    break;
+                }
+                Plan::Pack => {
+                    for (mod_revision, b) in raw {
+                        let job = Job {
+                            slot,
+                            gen,
+                            mod_revision,
+                        };
+                        store.codebook.add(resource, job, b);
+                    }
+                }
+                Plan::Sample => {
+                    // The newest raw value of each key: samples from many keys.
+                    if let Some((_, b)) = raw.next_back() {
+                        store.codebook.sample(resource, b);
+                        store.codebook.park(resource, slot);
+                    }
+                }
+                Plan::Park => {
+                    if raw.count() > 0 {
+                        store.codebook.park(resource, slot);
+                    }
+                }
+            }
+        }
+        // Hand over what this sweep found; the answers are taken by the next sweep.
+        store.codebook.flush();
+    }
+}
