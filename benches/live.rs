@@ -4,8 +4,9 @@
 //! `cargo bench --bench live` (needs etcd and tmux; builds nothing itself: run
 //! `cargo build --release` first; `LIVE_PRELOAD=1000000` first writes that many keys of the
 //! `mixed` set, see `common/keyset.rs`, and waits for the console's list) prints the write rate reached, the console's lag behind
-//! etcd's head (revisions and seconds, sampled once a second from the screen), the console
-//! process's CPU under load and when idle.
+//! etcd's head (revisions and seconds, sampled once a second from the screen) beside that
+//! of `etcdctl watch --prefix /registry` under the same load, the console process's CPU
+//! under load and when idle.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -185,17 +186,51 @@ fn main() {
                     .unwrap_or(0)
             }
         };
+        // etcdctl watching the same prefix under the same load: what a plain etcd watcher
+        // sees, so that a lag of the console's own is told apart from etcd's delivery.
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+        let mut watcher = Command::new("etcdctl")
+            .args(["--endpoints", &etcd.endpoint(), "watch", "--prefix", "/registry", "-w", "json"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .ok();
+        if let Some(out) = watcher.as_mut().and_then(|w| w.stdout.take()) {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                use std::io::BufRead;
+                // One JSON line per watch response; its last event's mod_revision is the
+                // newest revision this watcher has received.
+                for line in std::io::BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    let Some(at) = line.rfind("\"mod_revision\":") else { continue };
+                    let digits: String = line[at + 15..]
+                        .chars()
+                        .take_while(char::is_ascii_digit)
+                        .collect();
+                    if let Ok(r) = digits.parse::<i64>() {
+                        seen.fetch_max(r, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            });
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
         let start_head = head(&mut client).await;
         let cpu0 = cpu_seconds(pid);
         let t0 = Instant::now();
-        let mut lags = Vec::new();
+        let (mut lags, mut etcdctl_lags) = (Vec::new(), Vec::new());
         for _ in 0..LOAD_SECS {
             tokio::time::sleep(Duration::from_secs(1)).await;
-            // Read the screen first, then etcd's head: the lag is an upper bound.
+            // Read the screen and etcdctl's newest revision first, then etcd's head: the
+            // lags are upper bounds.
             let screen = tmux(&["capture-pane", "-p", "-t", &session]);
+            let watched = seen.load(std::sync::atomic::Ordering::Relaxed);
             let h = head(&mut client).await;
             if let Some(shown) = shown_revision(&screen) {
                 lags.push(h - shown);
+            }
+            if watched > 0 {
+                etcdctl_lags.push(h - watched);
             }
         }
         let load_wall = t0.elapsed().as_secs_f64();
@@ -224,8 +259,13 @@ fn main() {
         let idle_cpu = cpu_seconds(pid) - cpu1;
         let rss = rss_mib(pid);
         tmux(&["kill-session", "-t", &session]);
+        if let Some(mut w) = watcher {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
 
         lags.sort();
+        etcdctl_lags.sort();
         let max = lags.last().copied().unwrap_or(-1);
         let p50 = lags.get(lags.len() / 2).copied().unwrap_or(-1);
         println!(
@@ -236,6 +276,16 @@ fn main() {
             p50 as f64 / rate.max(1.0),
             max as f64 / rate.max(1.0),
             lags.len()
+        );
+        let (emax, ep50) = (
+            etcdctl_lags.last().copied().unwrap_or(-1),
+            etcdctl_lags.get(etcdctl_lags.len() / 2).copied().unwrap_or(-1),
+        );
+        println!(
+            "live: etcdctl watch --prefix /registry under the same load: p50 {ep50} revisions ({:.3} s), max {emax} revisions ({:.3} s), {} samples",
+            ep50 as f64 / rate.max(1.0),
+            emax as f64 / rate.max(1.0),
+            etcdctl_lags.len()
         );
         println!(
             "live: console CPU under load {:.1} % of one core; idle {:.2} % over {IDLE_SECS} s; RSS {rss:.1} MiB",

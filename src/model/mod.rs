@@ -87,6 +87,8 @@ pub struct WatchEvent {
     pub kind: EventKind,
     pub kv: KeyValue,
     /// The previous version when the watch was created with `prev_kv` and etcd still had it.
+    /// The etcd source no longer asks for it (the replica holds the previous version);
+    /// recordings made before may carry it, and replay reads it (it is redacted alike).
     pub prev_kv: Option<KeyValue>,
 }
 

@@ -45,6 +45,8 @@ pub struct Seen {
     pub not_responding: usize,
     pub notes: Vec<String>,
     pub events: usize,
+    /// Events that came with their previous version (etcd's `prev_kv`).
+    pub events_with_prev_kv: usize,
 }
 
 /// Runs an [`EtcdSource`] and applies what it sends to a replica owned by the test.
@@ -95,7 +97,11 @@ impl Harness {
             }
             Observation::Conn(ConnState::NotResponding { .. }) => self.seen.not_responding += 1,
             Observation::Note(n) => self.seen.notes.push(n.clone()),
-            Observation::Events { events, .. } => self.seen.events += events.len(),
+            Observation::Events { events, .. } => {
+                self.seen.events += events.len();
+                self.seen.events_with_prev_kv +=
+                    events.iter().filter(|e| e.prev_kv.is_some()).count();
+            }
             _ => {}
         }
         self.replica.apply(&st);
