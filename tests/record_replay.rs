@@ -253,6 +253,23 @@ async fn live_recording_with_compaction_restart_and_scrape_loss_replays_exactly(
     assert!(text.contains("damage     none"), "{text}");
     // Recorded with --show-secrets: the header says so.
     assert!(!player.header().secrets_redacted);
+    // The recording began before its list: its first revision is the list's (the 40
+    // puts before it at least), and a revision before it is refused, not shown empty.
+    let first = player.first_revision().expect("a first revision");
+    assert!(first >= 41, "{first}");
+    let before = Command::new(BIN)
+        .args(["snapshot", "--json", "--from", file.to_str().unwrap()])
+        .arg(format!("--at=r{}", first - 1))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&before.stderr);
+    assert_eq!(before.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!("before the recording's first ({first})")),
+        "{err}"
+    );
+    let at_first = snapshot_from(&file, Some(&format!("r{first}")));
+    assert!(at_first["keys"].as_u64().unwrap() >= 40, "{at_first}");
 }
 
 fn unsafe_kill(pid: u32, sig: i32) {

@@ -85,6 +85,8 @@ struct FrameRef {
     records: u64,
     first_ns: i64,
     last_ns: i64,
+    /// Highest revision known at the frame's first record and at its last.
+    first_rev: i64,
     rev: i64,
 }
 
@@ -117,6 +119,8 @@ pub struct Player {
     readahead: ReadAhead,
     /// Index into `frames` of the next frame to consider asking `readahead` for.
     ahead_next: usize,
+    /// See [`Player::first_revision`].
+    first_revision: Option<Revision>,
 }
 
 fn io_err(path: &Path, e: impl std::fmt::Display) -> RecordError {
@@ -229,6 +233,7 @@ impl Player {
                         records,
                         first_ns: f.first_time_ns,
                         last_ns: f.last_time_ns,
+                        first_rev: f.first_rev,
                         rev: f.last_rev,
                     });
                     position += records;
@@ -258,6 +263,7 @@ impl Player {
             f.position -= skip;
         }
         let total = position - skip;
+        let first_revision = first_revision(&mut readers, &frames);
         let readahead = ReadAhead::new(
             readers.iter().map(Reader::segment_reader).collect(),
             use_digests,
@@ -279,6 +285,7 @@ impl Player {
             notes,
             readahead,
             ahead_next: 0,
+            first_revision,
         })
     }
 
@@ -348,14 +355,13 @@ impl Player {
         self.frames.iter().map(|f| f.rev).max().filter(|r| *r > 0)
     }
 
-    /// The revision the recording starts at: its first checkpoint's (`None` when that
-    /// checkpoint is of a session that had not listed yet).
+    /// The first revision whose state the recording holds: its first checkpoint's, or,
+    /// when that checkpoint is of a session that had not listed yet (`regscope record`
+    /// starts before its list), the revision of that first list. `None` when the
+    /// recording never learns a revision. A seek to an earlier revision has nothing to
+    /// show.
     pub fn first_revision(&self) -> Option<Revision> {
-        self.frames
-            .iter()
-            .find(|f| f.kind == FrameKind::Checkpoint)
-            .map(|f| f.rev)
-            .filter(|r| *r > 0)
+        self.first_revision
     }
 
     /// Position of the last checkpoint (0 when there is only the first).
@@ -905,6 +911,32 @@ fn worst_etcd_p99(s: &Session) -> Option<(String, f64)> {
             crate::metrics::view::Quantile::NoData => None,
         })
         .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// See [`Player::first_revision`]: the first frame that knows a revision, and in it the
+/// first observation that carries one (a segment's index entry gives the highest revision
+/// known at its first record, which is 0 when the list begins inside the segment). A
+/// segment that cannot be read gives its last revision, the most a seek could reach
+/// through it.
+fn first_revision(readers: &mut [Reader], frames: &[FrameRef]) -> Option<Revision> {
+    let f = frames.iter().find(|f| f.rev > 0)?;
+    if f.kind != FrameKind::Segment || f.first_rev > 0 {
+        return Some(if f.first_rev > 0 { f.first_rev } else { f.rev });
+    }
+    let items = readers.get_mut(f.file)?.read_frame(f.frame).ok();
+    let first = items.into_iter().flatten().find_map(|it| match it {
+        Item::Record {
+            time_ns,
+            kind: super::RECORD_OBSERVATION,
+            payload,
+            ..
+        } => super::decode_observation(time_ns, &payload)
+            .ok()
+            .map(|st| super::recorder::revision_of(&st.obs))
+            .filter(|r| *r > 0),
+        _ => None,
+    });
+    Some(first.unwrap_or(f.rev))
 }
 
 fn describe_damage(d: &super::format::Damage) -> String {
