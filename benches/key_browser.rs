@@ -182,4 +182,17 @@ fn main() {
         t.elapsed().as_secs_f64() * 1e3,
         last.as_secs_f64() * 1e3
     );
+    // A filter that matches nothing: each frame scans the resource up to the scan limit.
+    press(&mut app, KeyCode::Char('/'));
+    for _ in 0..9 {
+        press(&mut app, KeyCode::Backspace);
+    }
+    for c in "no-such-key".chars() {
+        press(&mut app, KeyCode::Char(c));
+    }
+    press(&mut app, KeyCode::Enter);
+    let misses: Vec<Duration> = (0..5).map(|_| frame(&mut term, &mut app)).collect();
+    let text = screen(&term);
+    assert!(text.contains("no-such-key"), "{text}");
+    report("a filter that matches no key (scans to the limit)", misses);
 }

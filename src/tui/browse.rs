@@ -14,8 +14,12 @@ use bytes::Bytes;
 use crate::model::{escape_bytes, KeyPath};
 use crate::store::Replica;
 
-/// Keys examined at most by one filtered query before it reports `limited`.
-pub const SCAN_LIMIT: usize = 50_000;
+/// Keys examined at most by one filtered query before it reports `limited`: a whole
+/// resource of up to this many keys is searched. A frame makes a few such queries: a
+/// filter that matches nothing in a bigger resource costs a frame 54 ms (median; 69 ms
+/// worst) at this limit, against 13 ms at 50,000 (`cargo bench --bench key_browser`),
+/// and only while such a filter is open.
+pub const SCAN_LIMIT: usize = 150_000;
 
 const CHUNK: usize = 512;
 
@@ -107,7 +111,29 @@ pub fn matches(rprefix: &[u8], key: &[u8], filter_lower: &str) -> bool {
         return true;
     }
     let tail = key.strip_prefix(rprefix).unwrap_or(key);
+    // Most keys are printable ASCII, shown as they are: compared in place, without the
+    // two strings the general case builds (a scan looks at many thousands of keys).
+    if filter_lower.is_ascii() && tail.iter().all(|b| (0x20..0x7f).contains(b) && *b != b'\\') {
+        return contains_ignore_ascii_case(tail, filter_lower.as_bytes());
+    }
     escape_bytes(tail).to_lowercase().contains(filter_lower)
+}
+
+/// Whether `hay` holds `needle_lower` (ASCII, lowercase) ignoring ASCII case.
+fn contains_ignore_ascii_case(hay: &[u8], needle_lower: &[u8]) -> bool {
+    let Some((&first, rest)) = needle_lower.split_first() else {
+        return true;
+    };
+    if hay.len() < needle_lower.len() {
+        return false;
+    }
+    (0..=hay.len() - needle_lower.len()).any(|i| {
+        hay[i].to_ascii_lowercase() == first
+            && hay[i + 1..i + needle_lower.len()]
+                .iter()
+                .zip(rest)
+                .all(|(h, n)| h.to_ascii_lowercase() == *n)
+    })
 }
 
 /// Up to `n` matching keys strictly after `after` (from the start when `None`).
@@ -295,5 +321,42 @@ mod tests {
         assert_eq!(&b.keys[0][..], b"/registry/configmaps/ns/cm0099");
         let none = after(&r, rp, None, 3, "zzz");
         assert!(none.keys.is_empty() && !none.limited);
+    }
+
+    #[test]
+    fn a_filter_finds_a_key_past_a_hundred_thousand_others() {
+        let names: Vec<String> = (0..100_010)
+            .map(|i| format!("/registry/configmaps/ns-{:03}/cm-{:06}", i / 1000, i))
+            .collect();
+        let keys: Vec<&str> = names.iter().map(|s| s.as_str()).collect();
+        let r = replica(&keys);
+        let rp = b"/registry/configmaps/";
+        let hit = after(&r, rp, None, 5, "ns-100/cm-100005");
+        assert_eq!(hit.keys.len(), 1, "{hit:?}");
+        assert!(!hit.limited);
+        assert_eq!(&hit.keys[0][..], b"/registry/configmaps/ns-100/cm-100005");
+    }
+
+    proptest::proptest! {
+        /// The in-place comparison of plain keys agrees with matching the key as shown
+        /// (escaped, lowercased), for any key bytes and any filter.
+        #[test]
+        fn matching_in_place_agrees_with_matching_the_shown_key(
+            tail in proptest::collection::vec(
+                proptest::prop_oneof![
+                    8 => proptest::sample::select(b"abcXYZ-./019".to_vec()),
+                    1 => proptest::num::u8::ANY,
+                ],
+                0..24,
+            ),
+            filter in "[a-zA-Z0-9./\\\\-]{0,4}|.{0,3}",
+        ) {
+            let rp = b"/registry/pods/";
+            let mut key = rp.to_vec();
+            key.extend_from_slice(&tail);
+            let lower = filter.to_lowercase();
+            let shown = escape_bytes(&tail).to_lowercase().contains(&lower);
+            proptest::prop_assert_eq!(matches(rp, &key, &lower), shown);
+        }
     }
 }

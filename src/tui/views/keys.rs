@@ -189,7 +189,7 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
         title.push(sp(
             app,
             format!(
-                " (searched {} keys; refine the filter)",
+                " (searched the first {} keys only; refine the filter)",
                 thousands(SCAN_LIMIT as u64)
             ),
             Role::Note,
@@ -213,7 +213,12 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
             .rev()
             .find(|(_, n)| n.starts_with("no keys under"))
             .map(|(_, n)| n.clone());
-        let msg: String = if !app.keys.filter.is_empty() {
+        let msg: String = if scan.limited {
+            format!(
+                "no match in the {} keys searched (the rest were not); refine the filter",
+                thousands(SCAN_LIMIT as u64)
+            )
+        } else if !app.keys.filter.is_empty() {
             "no key matches the filter".into()
         } else if app.keys.resource.is_none() {
             match (&empty_note, app.session.replica.live_keys()) {
