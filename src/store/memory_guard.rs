@@ -14,9 +14,19 @@ pub enum MemoryAction {
     Fine,
     /// Over the limit: the history budget went from `from` to `to` bytes.
     HistoryLowered { from: usize, to: usize },
+    /// Over the limit with no history to drop while values written lately are still raw
+    /// (the packing worker runs at idle priority, behind a fast list): take no
+    /// observations for now, let packing catch up (call the replica's `maintain`, and
+    /// give freed memory back to the kernel once it has), and check again. Returned for
+    /// at most [`MemoryGuard::PACK_WAIT`], then [`MemoryAction::Exceeded`].
+    Packing {
+        resident: u64,
+        /// Versions still to pack (keys written and not swept, plus those with the worker).
+        outstanding: u64,
+    },
     /// Over the limit with no history held ([`MemoryGuard::SETTLE`] after the last lowering,
-    /// or at once when there was none): the session cannot be held in the limit; stop
-    /// taking observations.
+    /// or at once when there was none), and nothing left to pack: the session cannot be
+    /// held in the limit; stop taking observations.
     Exceeded { resident: u64 },
 }
 
@@ -28,6 +38,10 @@ pub struct MemoryGuard {
     /// When the last lowering happened.
     acted: Option<Instant>,
     exceeded: bool,
+    /// Since when observations are held for packing, and since when packing had caught up
+    /// while still over the limit.
+    packing_since: Option<Instant>,
+    packed_at: Option<Instant>,
 }
 
 impl MemoryGuard {
@@ -35,11 +49,19 @@ impl MemoryGuard {
     /// the kernel after a delay (mimalloc purges after about a second).
     pub const SETTLE: Duration = Duration::from_secs(2);
 
+    /// Longest hold for packing before the limit is reported exceeded. Packing 500 MiB of
+    /// listed values takes a few seconds of an idle core; when etcd or the apiserver keep
+    /// the cores busy, the idle-priority worker gets none, and waiting longer would only
+    /// stall the list.
+    pub const PACK_WAIT: Duration = Duration::from_secs(30);
+
     pub fn new(limit: u64) -> Self {
         Self {
             limit,
             acted: None,
             exceeded: false,
+            packing_since: None,
+            packed_at: None,
         }
     }
 
@@ -58,6 +80,8 @@ impl MemoryGuard {
     /// last lowering), or reports that nothing is left to drop.
     pub fn check(&mut self, resident: u64, now: Instant, session: &mut Session) -> MemoryAction {
         if self.exceeded || resident <= self.limit {
+            self.packing_since = None;
+            self.packed_at = None;
             return MemoryAction::Fine;
         }
         if self
@@ -70,7 +94,30 @@ impl MemoryGuard {
         let (_, held) = session.replica.history_usage();
         if budget == 0 || held == 0 {
             // No history to give back (none kept, or none held yet, as during the first
-            // list): waiting would only let the process grow further.
+            // list). Raw values still to pack may be what the limit is short of: hold the
+            // observations while packing catches up and the allocator returns what it
+            // freed; waiting for anything else would only let the process grow further.
+            let outstanding = session.replica.memory().packing_outstanding;
+            let hold = if outstanding > 0 {
+                let since = *self.packing_since.get_or_insert(now);
+                self.packed_at = None;
+                now.saturating_duration_since(since) < Self::PACK_WAIT
+            } else {
+                // Caught up during this hold: what packing replaced needs a moment to
+                // leave the resident set. With nothing packed, nothing will leave.
+                self.packing_since.is_some() && {
+                    let at = *self.packed_at.get_or_insert(now);
+                    now.saturating_duration_since(at) < Self::SETTLE
+                }
+            };
+            if hold {
+                return MemoryAction::Packing {
+                    resident,
+                    outstanding,
+                };
+            }
+            self.packing_since = None;
+            self.packed_at = None;
             session.replica.set_history_budget(0);
             self.exceeded = true;
             return MemoryAction::Exceeded { resident };
@@ -163,7 +210,7 @@ mod tests {
                     assert_eq!(resident, 200);
                     break;
                 }
-                MemoryAction::Fine => {}
+                MemoryAction::Fine | MemoryAction::Packing { .. } => {}
             }
         }
         assert!(budgets.windows(2).all(|w| w[1] < w[0]), "{budgets:?}");
@@ -173,6 +220,103 @@ mod tests {
         assert_eq!(s.replica.live_keys(), 1);
         assert!(g.exceeded());
         assert_eq!(g.check(500, t, &mut s), MemoryAction::Fine);
+    }
+
+    #[test]
+    fn raw_values_still_to_pack_hold_the_stream_before_the_limit_is_reported() {
+        let mut s = Session::new(Default::default());
+        let kvs = (0..200)
+            .map(|i| KeyValue {
+                key: Bytes::from(format!("/registry/configmaps/ns/cm{i:03}")),
+                create_revision: 2,
+                mod_revision: 2,
+                version: 1,
+                lease: 0,
+                value: Bytes::from(format!("{{\"data\":\"{}\"}}", "x".repeat(4000))),
+            })
+            .collect();
+        apply(&mut s, Observation::ListBegin { revision: 2 });
+        apply(&mut s, Observation::ListPage { kvs });
+        assert!(s.replica.memory().packing_outstanding > 0);
+        let mut g = MemoryGuard::new(100);
+        let t0 = Instant::now();
+        assert!(matches!(
+            g.check(200, t0, &mut s),
+            MemoryAction::Packing { resident: 200, .. }
+        ));
+        // Packing catches up (the caller keeps calling `maintain`).
+        let wall = Instant::now();
+        while s.replica.memory().packing_outstanding > 0 {
+            assert!(
+                wall.elapsed() < Duration::from_secs(30),
+                "packing never caught up"
+            );
+            s.replica.maintain();
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(s.replica.memory().packed_values > 0);
+        // Still over just after: freed memory is given time to leave, then the limit is
+        // reported as before.
+        let t = t0 + Duration::from_millis(300);
+        assert!(matches!(
+            g.check(200, t, &mut s),
+            MemoryAction::Packing { outstanding: 0, .. }
+        ));
+        assert_eq!(
+            g.check(200, t + MemoryGuard::SETTLE, &mut s),
+            MemoryAction::Exceeded { resident: 200 }
+        );
+        // Under the limit once packed, the stream goes on.
+        let mut g = MemoryGuard::new(100);
+        apply(
+            &mut s,
+            Observation::ListPage {
+                kvs: vec![KeyValue {
+                    key: Bytes::from_static(b"/registry/configmaps/ns/late"),
+                    create_revision: 2,
+                    mod_revision: 2,
+                    version: 1,
+                    lease: 0,
+                    value: Bytes::from("y".repeat(4000)),
+                }],
+            },
+        );
+        assert!(matches!(
+            g.check(200, t0, &mut s),
+            MemoryAction::Packing { .. }
+        ));
+        assert_eq!(g.check(90, t0, &mut s), MemoryAction::Fine);
+        assert!(!g.exceeded());
+    }
+
+    #[test]
+    fn a_hold_for_packing_ends_after_pack_wait() {
+        let mut s = Session::new(Default::default());
+        apply(&mut s, Observation::ListBegin { revision: 2 });
+        apply(
+            &mut s,
+            Observation::ListPage {
+                kvs: vec![KeyValue {
+                    key: Bytes::from_static(b"/registry/configmaps/ns/a"),
+                    create_revision: 2,
+                    mod_revision: 2,
+                    version: 1,
+                    lease: 0,
+                    value: Bytes::from("z".repeat(4000)),
+                }],
+            },
+        );
+        let mut g = MemoryGuard::new(100);
+        let t0 = Instant::now();
+        assert!(matches!(
+            g.check(200, t0, &mut s),
+            MemoryAction::Packing { .. }
+        ));
+        // Nobody lets packing run: after PACK_WAIT the limit is reported.
+        assert_eq!(
+            g.check(200, t0 + MemoryGuard::PACK_WAIT, &mut s),
+            MemoryAction::Exceeded { resident: 200 }
+        );
     }
 
     #[test]

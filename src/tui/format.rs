@@ -76,6 +76,15 @@ pub fn memory_action(
             bytes(*from as u64),
             bytes(*to as u64)
         )),
+        MemoryAction::Packing {
+            resident,
+            outstanding,
+        } => Some(format!(
+            "--memory-limit {}: resident {} while {} values are still to pack; the stream waits for packing",
+            bytes(limit),
+            bytes(*resident),
+            thousands(*outstanding)
+        )),
         MemoryAction::Exceeded { resident } => {
             let stopped = match replica.list_progress().filter(|p| !p.done) {
                 Some(p) => format!(

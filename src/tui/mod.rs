@@ -147,6 +147,8 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
     let mut exit = Exit::Quit;
     let mut memory_guard = opts.memory_limit.map(crate::store::MemoryGuard::new);
     let mut last_memory_check = Instant::now();
+    // `--memory-limit` holds the stream while values are packed.
+    let mut memory_hold = false;
 
     let mut live = match feed {
         Feed::Live {
@@ -222,18 +224,22 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
                 Some(Err(e)) => return Err(e.into()),
                 None => break,
             },
-            msg = recv(rx), if live_open => {
+            msg = recv(rx), if live_open && !memory_hold => {
                 if let Driver::Live(l) = &mut live {
                     l.batch(&mut app, msg);
                 }
                 // A list brings hundreds of MiB a second: check the limit more often then.
                 if memory_guard.is_some()
                     && app.session.replica.listing().is_some()
-                    && last_memory_check.elapsed() >= Duration::from_millis(100)
+                    && last_memory_check.elapsed() >= Duration::from_millis(25)
                 {
                     last_memory_check = Instant::now();
-                    watch_memory(&mut app, &mut live, memory_guard.as_mut());
+                    memory_hold = watch_memory(&mut app, &mut live, memory_guard.as_mut(), memory_hold);
                 }
+            },
+            _ = tokio::time::sleep(Duration::from_millis(50)), if memory_hold => {
+                last_memory_check = Instant::now();
+                memory_hold = watch_memory(&mut app, &mut live, memory_guard.as_mut(), memory_hold);
             },
             _ = tokio::time::sleep(replay_wake.unwrap_or(Duration::from_secs(3600))), if replay_wake.is_some() => {
                 if let Driver::Replay(r) = &mut live {
@@ -254,7 +260,7 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
                     Driver::Replay(r) => r.poll_markers(&mut app),
                 }
                 last_memory_check = Instant::now();
-                watch_memory(&mut app, &mut live, memory_guard.as_mut());
+                memory_hold = watch_memory(&mut app, &mut live, memory_guard.as_mut(), memory_hold);
             },
             _ = tokio::time::sleep_until(due.into()), if wait_frame => {}
         }
@@ -272,12 +278,19 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
 }
 
 /// Once a second: the header's memory figure, and `--memory-limit`. Over the limit the
-/// history budget is lowered first; when no history is left, a live session stops taking
-/// observations (the sources see a closed channel and end) with a message saying why,
-/// rather than growing until the kernel kills it.
-fn watch_memory(app: &mut App, live: &mut Driver, guard: Option<&mut crate::store::MemoryGuard>) {
+/// history budget is lowered first; with no history left, values still raw are given time
+/// to pack while the stream waits (returns `true`: take no observations, check again
+/// soon); when that is not enough either, a live session stops taking observations (the
+/// sources see a closed channel and end) with a message saying why, rather than growing
+/// until the kernel kills it.
+fn watch_memory(
+    app: &mut App,
+    live: &mut Driver,
+    guard: Option<&mut crate::store::MemoryGuard>,
+    holding: bool,
+) -> bool {
     let Some(resident) = crate::source::process::resident_bytes() else {
-        return;
+        return false;
     };
     let m = app.session.replica.memory();
     app.set_memory(Some(MemoryStatus {
@@ -285,11 +298,21 @@ fn watch_memory(app: &mut App, live: &mut Driver, guard: Option<&mut crate::stor
         limit: guard.as_ref().map(|g| g.limit()),
         packed: (m.packed_values > 0).then_some((m.packed_raw_bytes, m.packed_bytes)),
     }));
-    let Some(guard) = guard else { return };
+    let Some(guard) = guard else { return false };
     let action = guard.check(resident, Instant::now(), &mut app.session);
+    if let crate::store::MemoryAction::Packing { outstanding, .. } = action {
+        app.session.replica.maintain();
+        if outstanding == 0 {
+            crate::release_free_memory();
+        }
+        if holding {
+            return true;
+        }
+    }
+    let hold = matches!(action, crate::store::MemoryAction::Packing { .. });
     let Some(msg) = format::memory_action(&action, guard.limit(), resident, &app.session.replica)
     else {
-        return;
+        return hold;
     };
     if matches!(action, crate::store::MemoryAction::Exceeded { .. }) {
         if let Driver::Live(l) = live {
@@ -301,6 +324,7 @@ fn watch_memory(app: &mut App, live: &mut Driver, guard: Option<&mut crate::stor
     }
     app.s.warnings.push(msg);
     app.mark_dirty();
+    hold
 }
 
 async fn recv(rx: Option<&mut tokio::sync::mpsc::Receiver<Stamped>>) -> Option<Stamped> {
