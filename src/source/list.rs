@@ -158,9 +158,18 @@ struct Active {
     end: Vec<u8>,
     /// Pages of more keys than this exceeded the gRPC decoding limit (`i64::MAX`: never).
     too_large_at: i64,
+    /// Requests of this range that timed out, and the smallest page that did
+    /// (`i64::MAX`: none).
+    timeouts: u32,
+    timed_out_at: i64,
     /// Keys of the page being asked for.
     limit: i64,
 }
+
+/// Times a range request that timed out is asked again, each time for half the keys,
+/// before the list fails: etcd busy (a compaction, a defrag, a cold page cache) answers
+/// a smaller page sooner.
+const TIMEOUT_RETRIES: u32 = 2;
 
 /// What one range request brought back.
 struct Page {
@@ -180,7 +189,8 @@ type Reply = (u64, Active, Result<Page, ListError>);
 /// (the compaction marker) first.
 ///
 /// Errors: [`ListError::Closed`] when the consumer went away; [`ListError::Timeout`] when
-/// a request takes longer than `opts.request_timeout`; [`ListError::TooLarge`] when one key
+/// a range still gets no answer within `opts.request_timeout` after [`TIMEOUT_RETRIES`]
+/// requests of half its page (each said in a `Note`); [`ListError::TooLarge`] when one key
 /// exceeds a 1 GiB message; [`ListError::Etcd`] for anything else etcd answers. When the
 /// pinned revision is compacted mid-list (with `at == 0`), the list starts over at etcd's
 /// new revision with a fresh `ListBegin`.
@@ -215,8 +225,9 @@ pub(super) async fn list_pinned(
                 };
                 if begun {
                     a.limit = page_keys(opts, listed, listed_bytes);
-                    if a.too_large_at != i64::MAX {
-                        a.limit = a.limit.min((a.too_large_at / 2).max(1));
+                    let cap = a.too_large_at.min(a.timed_out_at);
+                    if cap != i64::MAX {
+                        a.limit = a.limit.min((cap / 2).max(1));
                     }
                 }
                 inflight.spawn(request(kv.clone(), a, rev, attempt, opts.request_timeout));
@@ -265,6 +276,22 @@ pub(super) async fn list_pinned(
                         )));
                     }
                     return Err(ListError::Etcd(e));
+                }
+                Err(ListError::Timeout) if a.timeouts < TIMEOUT_RETRIES => {
+                    a.timeouts += 1;
+                    a.timed_out_at = a.timed_out_at.min(a.limit);
+                    let smaller = (a.limit / 2).max(1);
+                    out.send(Observation::Note(format!(
+                        "a list page of {} keys got no answer within {:?}; asking again for {smaller} (try {} of {})",
+                        a.limit,
+                        opts.request_timeout,
+                        a.timeouts + 1,
+                        TIMEOUT_RETRIES + 1
+                    )))
+                    .await;
+                    a.limit = smaller;
+                    queue.push_front(a);
+                    continue;
                 }
                 Err(e) => return Err(e),
             };
@@ -328,6 +355,8 @@ fn active(piece: Piece, limit: i64) -> Active {
         from,
         end,
         too_large_at: i64::MAX,
+        timeouts: 0,
+        timed_out_at: i64::MAX,
         limit,
     }
 }
