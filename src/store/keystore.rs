@@ -29,6 +29,7 @@ pub(super) struct Version {
 }
 
 impl Version {
+    #[inline]
     pub(super) fn tombstone(mod_revision: Revision) -> Version {
         Version {
             create_revision: 0,
@@ -41,6 +42,7 @@ impl Version {
 
     /// Bytes charged to the history budget while this version is history: the raw value
     /// (packed or not), the key, and a fixed overhead.
+    #[inline]
     pub(super) fn cost(&self, key_len: usize) -> usize {
         VERSION_OVERHEAD + key_len + self.value.len()
     }
@@ -62,11 +64,13 @@ pub(super) struct KeyEntry {
 }
 
 impl KeyEntry {
+    #[inline]
     pub(super) fn live(&self) -> Option<&Version> {
         (!self.newest.value.is_tombstone()).then_some(&self.newest)
     }
 
     /// Every version held, oldest first, the newest last.
+    #[inline]
     pub(super) fn versions(&self) -> impl DoubleEndedIterator<Item = &Version> + '_ {
         self.older
             .iter()
@@ -74,6 +78,7 @@ impl KeyEntry {
             .chain(std::iter::once(&self.newest))
     }
 
+    #[inline]
     pub(super) fn version_count(&self) -> usize {
         1 + self.older.as_ref().map_or(0, |o| o.len())
     }
@@ -81,6 +86,7 @@ impl KeyEntry {
     /// Index in `older` of the version with `mod_revision`. Packing asks for recent
     /// versions most (it takes the newest first), so the last few are looked at before a
     /// binary search over a long history (a Lease renewed thousands of times).
+    #[inline]
     fn older_index(older: &VecDeque<Version>, mod_revision: Revision) -> Option<usize> {
         let n = older.len();
         for i in (n.saturating_sub(8)..n).rev() {
@@ -96,6 +102,7 @@ impl KeyEntry {
         (older.get(i)?.mod_revision == mod_revision).then_some(i)
     }
 
+    #[inline]
     pub(super) fn version_mut(&mut self, mod_revision: Revision) -> Option<&mut Version> {
         if self.newest.mod_revision == mod_revision {
             return Some(&mut self.newest);
@@ -130,6 +137,7 @@ pub(super) struct KeyStore {
 impl KeyStore {
     /// Keys written and not swept yet, plus versions handed to the packing worker and not
     /// back yet: 0 when packing has caught up.
+    #[inline]
     pub(super) fn packing_outstanding(&self) -> usize {
         self.codebook.outstanding() + self.dirty.len()
     }
@@ -156,6 +164,7 @@ impl KeyStore {
         s
     }
 
+    #[inline]
     pub(super) fn mark_dirty(&mut self, slot: Slot) {
         let (w, bit) = (slot as usize / 64, 1u64 << (slot % 64));
         if self.dirty_bits.len() <= w {
@@ -179,6 +188,7 @@ pub(super) struct Queued {
 impl Queued {
     /// An entry that names no key any more (kept: dropping it still moves the budget's
     /// floor, as it did when it named one).
+    #[inline]
     pub(super) fn stale(revision: Revision) -> Queued {
         Queued {
             revision,
@@ -197,6 +207,7 @@ pub(super) struct PackedStats {
 }
 
 impl PackedStats {
+    #[inline]
     pub(super) fn add(&mut self, v: &Val) {
         if v.is_packed() {
             self.values += 1;
@@ -205,6 +216,7 @@ impl PackedStats {
         }
     }
 
+    #[inline]
     pub(super) fn sub(&mut self, v: &Val) {
         if v.is_packed() {
             self.values -= 1;
@@ -213,6 +225,7 @@ impl PackedStats {
         }
     }
 
+    #[inline]
     pub(super) fn sub_entry(&mut self, e: &KeyEntry) {
         for v in e.versions() {
             self.sub(&v.value);
@@ -230,6 +243,7 @@ const SWEEP_CHECK_EVERY: u32 = 256;
 impl KeyStore {
     /// Looks at the clock every few hundred keys and events, and sweeps when the last
     /// sweep is [`SWEEP_EVERY`] old.
+    #[inline]
     pub(super) fn maybe_sweep(&mut self, work: usize) {
         let s = self;
         s.since_sweep_check = s.since_sweep_check.saturating_add(work as u32);
