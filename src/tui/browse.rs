@@ -121,19 +121,10 @@ pub fn matches(rprefix: &[u8], key: &[u8], filter_lower: &str) -> bool {
 
 /// Whether `hay` holds `needle_lower` (ASCII, lowercase) ignoring ASCII case.
 fn contains_ignore_ascii_case(hay: &[u8], needle_lower: &[u8]) -> bool {
-    let Some((&first, rest)) = needle_lower.split_first() else {
-        return true;
-    };
-    if hay.len() < needle_lower.len() {
-        return false;
-    }
-    (0..=hay.len() - needle_lower.len()).any(|i| {
-        hay[i].to_ascii_lowercase() == first
-            && hay[i + 1..i + needle_lower.len()]
-                .iter()
-                .zip(rest)
-                .all(|(h, n)| h.to_ascii_lowercase() == *n)
-    })
+    needle_lower.is_empty()
+        || hay
+            .windows(needle_lower.len())
+            .any(|w| w.eq_ignore_ascii_case(needle_lower))
 }
 
 /// Up to `n` matching keys strictly after `after` (from the start when `None`).

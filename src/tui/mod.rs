@@ -250,11 +250,7 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
                 // Packing runs behind the apply: take what it has done while no
                 // observation comes (a paused replay, a quiet cluster). When it has just
                 // caught up, what it replaced is freed: give that back to the kernel.
-                let packing = app.session.replica.memory().packing_outstanding;
-                app.session.replica.maintain();
-                if packing > 0 && app.session.replica.memory().packing_outstanding == 0 {
-                    crate::release_free_memory();
-                }
+                maintain_packing(&mut app);
                 match &mut live {
                     Driver::Live(l) => l.maintain(&mut app),
                     Driver::Replay(r) => r.poll_markers(&mut app),
@@ -300,11 +296,8 @@ fn watch_memory(
     }));
     let Some(guard) = guard else { return false };
     let action = guard.check(resident, Instant::now(), &mut app.session);
-    if let crate::store::MemoryAction::Packing { outstanding, .. } = action {
-        app.session.replica.maintain();
-        if outstanding == 0 {
-            crate::release_free_memory();
-        }
+    if let crate::store::MemoryAction::Packing { .. } = action {
+        maintain_packing(app);
         if holding {
             return true;
         }
@@ -325,6 +318,16 @@ fn watch_memory(
     app.s.warnings.push(msg);
     app.mark_dirty();
     hold
+}
+
+/// Takes what the packing worker has done; when that is the last of it, what packing
+/// replaced is freed: give it back to the kernel (once, not on every later call).
+fn maintain_packing(app: &mut App) {
+    let packing = app.session.replica.memory().packing_outstanding;
+    app.session.replica.maintain();
+    if packing > 0 && app.session.replica.memory().packing_outstanding == 0 {
+        crate::release_free_memory();
+    }
 }
 
 async fn recv(rx: Option<&mut tokio::sync::mpsc::Receiver<Stamped>>) -> Option<Stamped> {
