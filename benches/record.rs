@@ -295,11 +295,13 @@ fn events_and_overhead(dir: &Path) {
     let per_event = cpu / n as f64;
     let mut p = Player::open(&path).expect("open");
     let mut s = p.seek(Target::Position(0));
+    let cpu0 = thread_cpu();
     let t = Instant::now();
     let applied = p.advance(&mut s, Target::End, u64::MAX, |_, _, _| {});
     let play = t.elapsed().as_secs_f64();
+    let cpu = thread_cpu() - cpu0;
     println!(
-        "replay of the events alone, as fast as possible: {applied} in {play:.2} s = {:.0} events/s into the session",
+        "replay of the events alone, as fast as possible: {applied} in {play:.2} s = {:.0} events/s into the session ({cpu:.2} s CPU on the session's thread)",
         applied as f64 / play
     );
     println!(
@@ -510,6 +512,7 @@ fn hour_replay(p: &mut Player) {
         "  restore the first checkpoint: {:.1} ms",
         t.elapsed().as_secs_f64() * 1e3
     );
+    let cpu0 = thread_cpu();
     let t = Instant::now();
     let mut applied_events = 0u64;
     p.advance(&mut s, Target::End, u64::MAX, |_, st, _| {
@@ -518,8 +521,9 @@ fn hour_replay(p: &mut Player) {
         }
     });
     let play = t.elapsed().as_secs_f64();
+    let cpu = thread_cpu() - cpu0;
     println!(
-        "  replay as fast as possible, start to end: {:.2} s = {:.0} events/s, scrapes from their digests (target >= 1,000,000/s); seek to the end {:.0} ms",
+        "  replay as fast as possible, start to end: {:.2} s = {:.0} events/s, scrapes from their digests (target >= 1,000,000/s); {cpu:.2} s CPU on the session's thread; seek to the end {:.0} ms",
         play,
         applied_events as f64 / play,
         all * 1e3
@@ -568,4 +572,17 @@ fn apply_only() {
         "apply alone: {n} events of the hour's workload into a fresh session: best {best:.0} events/s, median {:.0}",
         median(&mut rates)
     );
+}
+
+/// CPU time of the calling thread so far, in seconds (`CLOCK_THREAD_CPUTIME_ID`): with it
+/// beside the wall time, a replay shows whether the session's thread was the bound (CPU
+/// about equal to wall) or waited for the segments' decoding.
+fn thread_cpu() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes only the timespec it is given.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }

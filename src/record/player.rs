@@ -25,6 +25,10 @@ use crate::store::Session;
 /// restore instead (about 0.1 s of replay, less than restoring a large checkpoint).
 const IN_PLACE_MAX: u64 = 100_000;
 
+/// Applied observations handed back to the read-ahead thread at a time, to be dropped
+/// there ([`ReadAhead::recycle`]): about a segment's worth.
+const SPENT_BATCH: usize = 1024;
+
 /// Where to seek.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Target {
@@ -121,6 +125,8 @@ pub struct Player {
     ahead_next: usize,
     /// See [`Player::first_revision`].
     first_revision: Option<Revision>,
+    /// Observations applied and not yet handed back to `readahead` to be dropped.
+    spent: Vec<Stamped>,
 }
 
 fn io_err(path: &Path, e: impl std::fmt::Display) -> RecordError {
@@ -286,6 +292,7 @@ impl Player {
             readahead,
             ahead_next: 0,
             first_revision,
+            spent: Vec::new(),
         })
     }
 
@@ -407,6 +414,14 @@ impl Player {
                 self.readahead.request(self.ahead_next, f.file, f.frame);
             }
             self.ahead_next += 1;
+        }
+    }
+
+    /// Hands the applied observations to the read-ahead thread to be dropped.
+    fn recycle(&mut self) {
+        if !self.spent.is_empty() {
+            let spent = std::mem::replace(&mut self.spent, Vec::with_capacity(SPENT_BATCH));
+            self.readahead.recycle(spent);
         }
     }
 
@@ -748,7 +763,12 @@ impl Player {
             session.apply_digested(&st, digest.as_ref());
             each(session, &st, self.position);
             n += 1;
+            self.spent.push(st);
+            if self.spent.len() >= SPENT_BATCH {
+                self.recycle();
+            }
         }
+        self.recycle();
         self.cursor_applied = Some(session.applied());
         n
     }

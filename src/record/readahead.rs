@@ -88,8 +88,13 @@ fn decode_in(
     }
 }
 
-/// A request: (generation, the player's frame index, file, frame of that file).
-type Request = (u64, usize, usize, usize);
+/// What the thread is asked to do.
+enum Request {
+    /// Decode: (generation, the player's frame index, file, frame of that file).
+    Decode(u64, usize, usize, usize),
+    /// Drop observations the player has applied (see [`ReadAhead::recycle`]).
+    Drop(Vec<Stamped>),
+}
 
 /// An answer: (generation, the player's frame index, the frame).
 type Answer = (u64, usize, DecodedFrame);
@@ -156,7 +161,7 @@ impl ReadAhead {
         }
         let Some((tx, _)) = &self.worker else { return };
         let gen = self.generation.load(Ordering::Relaxed);
-        if tx.send((gen, index, file, frame)).is_ok() {
+        if tx.send(Request::Decode(gen, index, file, frame)).is_ok() {
             self.asked.push_back(index);
         } else {
             self.worker = None;
@@ -187,6 +192,22 @@ impl ReadAhead {
         }
     }
 
+    /// Hands observations the player has applied to the thread, to be dropped there.
+    ///
+    /// Their keys, values and event lists were allocated on that thread, and most die
+    /// when the observation does (the key of a key already held, the event list): freed
+    /// there, each is a thread-local free instead of a cross-thread one, and the
+    /// session's thread does not spend its time freeing (about a tenth of a replay's
+    /// time on the session's thread, `cargo bench --bench record -- replay`). Without
+    /// the thread they are dropped here.
+    pub(super) fn recycle(&mut self, spent: Vec<Stamped>) {
+        if let Some((tx, _)) = &self.worker {
+            // A send fails only when the thread is gone; the observations then come back
+            // inside the error and are dropped here.
+            let _ = tx.send(Request::Drop(spent));
+        }
+    }
+
     /// Decodes segment `frame` of file `file` on this thread.
     pub(super) fn decode_here(&self, file: usize, frame: usize) -> DecodedFrame {
         decode_in(&self.readers, file, frame, self.use_digests)
@@ -202,7 +223,14 @@ impl ReadAhead {
             .name("replay-readahead".into())
             .spawn(move || {
                 // Ends when the player (the request sender) is gone.
-                for (gen, index, file, frame) in req_rx {
+                for req in req_rx {
+                    let (gen, index, file, frame) = match req {
+                        Request::Decode(g, i, fi, fr) => (g, i, fi, fr),
+                        Request::Drop(spent) => {
+                            drop(spent);
+                            continue;
+                        }
+                    };
                     if gen != generation.load(Ordering::Relaxed) {
                         continue;
                     }
