@@ -800,3 +800,36 @@ async fn a_list_cut_into_many_ranges_reads_every_key_once_at_one_revision() {
         assert_eq!(got.get(k), Some(v), "{}", regscope::model::escape_bytes(k));
     }
 }
+
+/// The test command runs this suite twice: against Debian's etcd (3.4) and with etcd 3.5.1
+/// in front of PATH, naming the version it expects in `REGSCOPE_TEST_ETCD_VERSION`
+/// (`scripts/test.sh`). This checks that the etcd the suites start is that one, as the
+/// server reports itself to regscope (etcd's `Status` RPC), so the second run cannot
+/// silently test the first version again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_etcd_under_test_is_the_version_asked_for() {
+    let (e, mut c) = etcd().await;
+    let status = c.status().await.expect("status");
+    let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
+    h.catch_up(&mut c, T).await;
+    let (_, version) = h.replica.server().expect("the source reports the server");
+    assert_eq!(version, status.version());
+    match std::env::var("REGSCOPE_TEST_ETCD_VERSION") {
+        Ok(want) => assert_eq!(version, want, "etcd on PATH: {:?}", which_etcd()),
+        // A plain `cargo test`: any etcd regscope supports.
+        Err(_) => assert!(
+            version.starts_with("3.4.")
+                || version.starts_with("3.5.")
+                || version.starts_with("3.6."),
+            "etcd {version}"
+        ),
+    }
+}
+
+fn which_etcd() -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("etcd"))
+            .find(|f| f.is_file())
+    })
+}
