@@ -815,7 +815,12 @@ async fn the_etcd_under_test_is_the_version_asked_for() {
     let (_, version) = h.replica.server().expect("the source reports the server");
     assert_eq!(version, status.version());
     match std::env::var("REGSCOPE_TEST_ETCD_VERSION") {
-        Ok(want) => assert_eq!(version, want, "etcd on PATH: {:?}", which_etcd()),
+        Ok(want) => assert_eq!(
+            version,
+            want,
+            "etcd on PATH: {:?}",
+            regscope::demo::etcd_server::find_on_path("etcd")
+        ),
         // A plain `cargo test`: any etcd regscope supports.
         Err(_) => assert!(
             version.starts_with("3.4.")
@@ -824,12 +829,4 @@ async fn the_etcd_under_test_is_the_version_asked_for() {
             "etcd {version}"
         ),
     }
-}
-
-fn which_etcd() -> Option<std::path::PathBuf> {
-    std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .map(|d| d.join("etcd"))
-            .find(|f| f.is_file())
-    })
 }
