@@ -11,6 +11,7 @@ use common::{fast_sync, Harness};
 use etcd_client::{Permission, PermissionType};
 use regscope::demo::PrivateEtcd;
 use regscope::model::ConnState;
+use regscope::source::connect::speaks_plain_http2;
 use regscope::source::{ConnectError, EtcdOptions, EtcdSource};
 
 fn openssl(dir: &Path, args: &[&str]) {
@@ -201,6 +202,8 @@ async fn tls_right_and_wrong_certificates() {
         return;
     };
     let t = Duration::from_secs(5);
+    // A TLS port does not answer an HTTP/2 preface in the clear.
+    assert!(!speaks_plain_http2(&e.url, Duration::from_secs(2)).await);
     // Right CA and client certificate: connects and syncs.
     let good = e.options(Some("ca.crt"), Some("client"));
     let mut c = good.connect(t).await.expect("good certs connect").0;
@@ -258,7 +261,10 @@ async fn tls_right_and_wrong_certificates() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authentication_refused_and_permission_denied() {
     let e = PrivateEtcd::start().await.expect("etcd");
-    // https:// to an etcd that serves plain HTTP: say so, not "pass certificates".
+    // https:// to an etcd that serves plain HTTP: say so, not "pass certificates". etcd
+    // either answers the ClientHello with bytes or resets the connection; both cases end in
+    // the same hint because the port answers an HTTP/2 preface in the clear.
+    assert!(speaks_plain_http2(&e.endpoint(), Duration::from_secs(2)).await);
     let err = EtcdOptions {
         endpoints: vec![e.endpoint().replace("http://", "https://")],
         ..Default::default()

@@ -205,7 +205,7 @@ impl EtcdOptions {
         let fut = Client::connect([endpoint], Some(opts));
         let mut client = match tokio::time::timeout(timeout, fut).await {
             Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(classify(&label, self, &e)),
+            Ok(Err(e)) => return Err(plain_behind_https(classify(&label, self, &e)).await),
             Err(_) => {
                 return Err(ConnectError::NotResponding {
                     endpoint: label,
@@ -216,7 +216,7 @@ impl EtcdOptions {
         };
         let status = match tokio::time::timeout(timeout, client.status()).await {
             Ok(Ok(s)) => s,
-            Ok(Err(e)) => return Err(classify(&label, self, &e)),
+            Ok(Err(e)) => return Err(plain_behind_https(classify(&label, self, &e)).await),
             Err(_) => {
                 return Err(ConnectError::NotResponding {
                     endpoint: label,
@@ -236,6 +236,61 @@ impl EtcdOptions {
             revision,
         })
     }
+}
+
+/// Corrects a TLS failure whose cause the error text cannot tell: a plain-HTTP etcd that
+/// receives a TLS ClientHello either answers with bytes rustls calls a corrupt message, or
+/// resets the connection, which looks the same as a TLS 1.3 server dropping a client
+/// without a certificate. When the port answers an HTTP/2 connection preface with a
+/// SETTINGS frame, it speaks plain (h2c) gRPC and the hint says so. Bounded: one TCP
+/// connection, at most 2 s.
+async fn plain_behind_https(err: ConnectError) -> ConnectError {
+    let ConnectError::Tls {
+        endpoint,
+        detail,
+        hint,
+    } = err
+    else {
+        return err;
+    };
+    let hint = if speaks_plain_http2(&endpoint, Duration::from_secs(2)).await {
+        PLAIN_HTTP_HINT.to_string()
+    } else {
+        hint
+    };
+    ConnectError::Tls {
+        endpoint,
+        detail,
+        hint,
+    }
+}
+
+const PLAIN_HTTP_HINT: &str =
+    "the endpoint does not seem to speak TLS: if etcd serves plain HTTP there, use an http:// endpoint";
+
+/// Whether `endpoint` (`scheme://host:port[/…]`) answers the HTTP/2 client preface
+/// (RFC 9113 §3.4) followed by an empty SETTINGS frame with a frame of type SETTINGS
+/// (0x4), as an h2c server such as a plain-HTTP etcd does. False on any error or timeout.
+pub async fn speaks_plain_http2(endpoint: &str, timeout: Duration) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let authority = endpoint
+        .split_once("://")
+        .map_or(endpoint, |(_, rest)| rest)
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let probe = async move {
+        let mut conn = tokio::net::TcpStream::connect(authority).await.ok()?;
+        let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        // Frame header: length 0 (3 bytes), type SETTINGS, flags 0, stream 0.
+        hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+        conn.write_all(&hello).await.ok()?;
+        let mut head = [0u8; 9];
+        conn.read_exact(&mut head).await.ok()?;
+        Some(head[3] == 4)
+    };
+    matches!(tokio::time::timeout(timeout, probe).await, Ok(Some(true)))
 }
 
 /// A checked connection to one etcd member.
@@ -418,7 +473,7 @@ fn tls_hint(lower: &str, opts: &EtcdOptions) -> String {
         || lower.contains("invalidmessage")
         || lower.contains("handshake eof")
     {
-        "the endpoint does not seem to speak TLS: if etcd serves plain HTTP there, use an http:// endpoint".to_string()
+        PLAIN_HTTP_HINT.to_string()
     } else if lower.contains("unknownissuer") || lower.contains("unknown issuer") {
         format!("the server's certificate is not signed by --cacert {ca}: pass the etcd CA")
     } else if lower.contains("notvalidforname") || lower.contains("not valid for name") {
