@@ -538,6 +538,35 @@ fn not_responding_header_160x48() {
     insta::assert_snapshot!(render(&mut a, 160, 48));
 }
 
+/// etcd 3.4.23 announced a head past the replica (shown apart, not applied) and one
+/// progress notification ran behind: the header says both, the event log says why.
+#[test]
+fn head_announced_and_watch_anomaly_160x48() {
+    let mut r = fixture();
+    let rev = r.revision();
+    r.apply(&Stamped {
+        at: at(50),
+        obs: Observation::HeadAtLeast { revision: rev + 12 },
+    });
+    r.apply(&Stamped {
+        at: at(51),
+        obs: Observation::HeadAtLeast { revision: rev - 3 },
+    });
+    assert_eq!(r.revision(), rev);
+    let mut a = App::new(
+        regscope::store::Session::from_replica(r, "demo"),
+        Settings::default(),
+    );
+    a.tick(at(52));
+    let text = render(&mut a, 160, 48);
+    assert!(
+        text.contains(&format!("rev {rev} (head ≥ {})", rev + 12)),
+        "{text}"
+    );
+    assert!(text.contains("watch anomalies 1"), "{text}");
+    insta::assert_snapshot!(text);
+}
+
 #[test]
 fn source_ended_and_config_warning_80x24() {
     let settings = Settings {

@@ -418,7 +418,7 @@ pub async fn sync_until_caught_up(
                 if let ConnState::Failed { error } = session.replica.conn() {
                     break Err(anyhow::anyhow!("{error}"));
                 }
-                if session.revision() >= head && session.replica.listing().is_none() {
+                if session.replica.caught_up_with(head) && session.replica.listing().is_none() {
                     break Ok(());
                 }
             }

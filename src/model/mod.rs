@@ -236,6 +236,11 @@ pub enum Observation {
     /// list's first range response), sent after `ListBegin`: what the list will bring, for
     /// its progress and estimate.
     ListCount { keys: u64 },
+    /// A progress notification from an etcd that may send one before events still queued
+    /// for the same watch (etcd 3.4 before 3.4.25 and 3.5.0–3.5.7, etcd-io/etcd#15220): it
+    /// says only that etcd's head is at least `revision`, not that every event up to it
+    /// was sent, so the store shows it apart and never applies it as [`Observation::Progress`].
+    HeadAtLeast { revision: Revision },
 }
 
 impl Observation {
@@ -256,6 +261,7 @@ impl Observation {
             Observation::Scrape { .. } => "scrape",
             Observation::Informer(_) => "informer",
             Observation::Tick => "tick",
+            Observation::HeadAtLeast { .. } => "head_at_least",
         }
     }
 }

@@ -8,7 +8,7 @@
 //! player ([`Player`]) is a source with a cursor: it rebuilds the [`Session`] at any
 //! position from the nearest checkpoint before it and the observations after.
 //!
-//! # File format (contents version 2; version 1 still read)
+//! # File format (contents version 3; versions 1 and 2 still read)
 //!
 //! A file is [`format`]'s container: the magic `RGSCOPE\0`, a version, then frames, each
 //! with a magic, a kind, a length and a CRC-32 of its payload, so a damaged frame is
@@ -23,6 +23,7 @@
 //!   of observations. From version 2 the replica's keys are one image in key order with
 //!   every value as memory held it, raw or packed with its resource's dictionary (carried
 //!   in the image); see `store/image.rs`. Version 1 held them as a map of raw values;
+//!   version 3 adds the replica's watch health (etcd's announced head, watch anomalies);
 //! - **segment**: up to a second (or 1 MiB) of observations, zstd-compressed together;
 //!   each record is `kind`, the stamp (unix ns), the stream's revision and `postcard` of
 //!   the [`Observation`]. SIGKILL or power loss loses at most the pending second;
@@ -58,9 +59,10 @@ use crate::model::{Observation, SessionInfo, Stamped};
 use crate::store::Session;
 
 /// Version of what the frames hold (the [`RecordingHeader`], the records and the
-/// checkpoints); [`format`] has its own container version. 2: checkpoints hold the
-/// replica's keys as one image with values packed in memory as they were
-/// ([`crate::store::CHECKPOINT_FORMAT`]); files of version 1 still read.
+/// checkpoints); [`format`] has its own container version. 3: checkpoints carry the
+/// replica's watch health and records may hold [`Observation::HeadAtLeast`]; 2: checkpoints
+/// hold the replica's keys as one image with values packed in memory as they were
+/// ([`crate::store::CHECKPOINT_FORMAT`]); files of versions 1 and 2 still read.
 pub const FORMAT_VERSION: u32 = crate::store::CHECKPOINT_FORMAT;
 
 /// Record kind of an observation in a segment.

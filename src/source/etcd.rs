@@ -544,6 +544,7 @@ impl EtcdSource {
             return WatchEnd::Lost(error_chain(&e));
         }
         let mut created = 0usize;
+        let mut last_progress: Revision = 0;
         let mut prefix_id: Option<i64> = None;
         let mut marker_id: Option<i64> = None;
         let mut last_msg = Instant::now();
@@ -595,16 +596,27 @@ impl EtcdSource {
                         if resp.created() {
                             continue;
                         }
-                        // Progress notification (own request or etcd's periodic one).
-                        if header_rev > forwarded.unwrap_or(0) {
-                            // Resume from a progress revision only where etcd orders it after
-                            // pending events (etcd-io/etcd#15220, fixed in 3.4.25 and 3.5.8).
-                            if progress_safe {
+                        // Progress notification (own request or etcd's periodic one). One
+                        // that tells nothing new is not forwarded; one below what was
+                        // forwarded is, for the store to count.
+                        if header_rev == last_progress || Some(header_rev) == *forwarded {
+                            continue;
+                        }
+                        last_progress = header_rev;
+                        // Only where etcd orders progress after pending events is it "every
+                        // event up to here was sent", to apply and resume from
+                        // (etcd-io/etcd#15220, fixed in 3.4.25 and 3.5.8); elsewhere it is
+                        // only "etcd's head is at least here".
+                        let obs = if progress_safe {
+                            if header_rev > forwarded.unwrap_or(0) {
                                 *forwarded = Some(header_rev);
                             }
-                            if !out.send(Observation::Progress { revision: header_rev }).await {
-                                return WatchEnd::Closed;
-                            }
+                            Observation::Progress { revision: header_rev }
+                        } else {
+                            Observation::HeadAtLeast { revision: header_rev }
+                        };
+                        if !out.send(obs).await {
+                            return WatchEnd::Closed;
                         }
                         continue;
                     }

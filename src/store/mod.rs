@@ -24,7 +24,7 @@ pub use memory_guard::{MemoryAction, MemoryGuard};
 pub use metrics::MetricStore;
 pub use replica::{
     Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig, ReplicaMemory, Summary,
-    VersionMeta, VersionView, DEFAULT_HISTORY_BUDGET,
+    VersionMeta, VersionView, WatchHealth, DEFAULT_HISTORY_BUDGET,
 };
 pub use session::{Applied, Session};
 pub use shared_bytes::CHECKPOINT_FORMAT;

@@ -117,7 +117,8 @@ pub struct EventRecord {
     pub kind: EventKind,
     #[serde(deserialize_with = "super::shared_bytes::bytes")]
     pub key: Bytes,
-    /// Value written (empty for a delete), as received.
+    /// For a PUT the value written, as received; for a DELETE the deleted value (etcd's
+    /// `prev_kv` when sent, else the replica's last copy; empty when the key was unknown).
     #[serde(deserialize_with = "super::shared_bytes::bytes")]
     pub value: Bytes,
     pub resource: u32,
@@ -172,6 +173,8 @@ pub struct Summary {
     pub resources: Vec<ResourceSummary>,
     pub gaps: Vec<Gap>,
     pub compactions: Vec<CompactionSeen>,
+    /// etcd's head as its watch announced it, and the watch anomalies counted.
+    pub watch: WatchHealth,
 }
 
 /// What the replica holds in memory, in bytes: for the header, `snapshot --json` and the
@@ -237,6 +240,52 @@ pub struct Replica {
     /// Counts every change, so views can tell whether to redraw.
     change_seq: u64,
     last_observed: Option<SystemTime>,
+    /// What etcd's watch stream said about its head and where it broke the rules clients
+    /// rely on (checkpoint format 3 and later; older checkpoints start it empty).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
+    watch: WatchHealth,
+}
+
+/// etcd's head as its watch stream announced it, and the departures from the watch
+/// contract seen on it: counted, and noted in the event log at the 1st, 10th, 100th… time.
+///
+/// The contract (etcd's `api/v3rpc` watch docs): events come in revision order, each once;
+/// a progress notification at revision N means every event up to N was sent.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchHealth {
+    /// The highest revision etcd named as its head: header revisions of progress
+    /// notifications (applied or not) and of event responses. 0 before any. May run ahead of
+    /// [`Replica::revision`]: writes outside the prefix, or (etcd 3.4 before 3.4.25, 3.5.0–3.5.7)
+    /// a progress notification sent before events still queued (etcd-io/etcd#15220).
+    pub head_at_least: Revision,
+    /// The highest revision announced by a progress notification (applied or not).
+    pub progress_through: Revision,
+    /// Progress notifications at a revision below the one already applied: a member that
+    /// lags behind the one read before, or a server that breaks the contract.
+    pub progress_behind: u64,
+    /// Events that arrived after a progress notification at or above their revision: the
+    /// notification ran ahead of them (etcd-io/etcd#15220, fixed in 3.4.25 and 3.5.8).
+    pub progress_ahead_of_events: u64,
+    /// Events at or below a revision already applied from events or a list: ignored.
+    pub repeated_events: u64,
+    /// DELETE events of a key the replica did not hold (nothing to show for it; the
+    /// replica keeps no tombstone of a key it never saw).
+    pub unknown_deletes: u64,
+}
+
+impl WatchHealth {
+    /// Every departure counted, summed.
+    pub fn anomalies(&self) -> u64 {
+        self.progress_behind
+            + self.progress_ahead_of_events
+            + self.repeated_events
+            + self.unknown_deletes
+    }
+}
+
+/// Whether a counter just reached 1, 10, 100, … (the times worth a note).
+fn worth_noting(n: u64) -> bool {
+    n > 0 && 10u64.pow(n.ilog10()) == n
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -276,6 +325,7 @@ impl Replica {
             gen: 0,
             change_seq: 0,
             last_observed: None,
+            watch: WatchHealth::default(),
         }
     }
 
@@ -357,11 +407,28 @@ impl Replica {
                     // 3.4.25/3.5.8 can send a progress notification ahead of events still
                     // queued for the watcher (etcd-io/etcd#15220), and those must apply.
                     if ev.kv.mod_revision <= self.events_through {
+                        self.watch.repeated_events += 1;
+                        if worth_noting(self.watch.repeated_events) {
+                            self.note(st.at, format!(
+                                "etcd sent an event at revision {} again (already applied through {}); ignored ({} so far)",
+                                ev.kv.mod_revision, self.events_through, self.watch.repeated_events
+                            ));
+                        }
                         continue;
+                    }
+                    if ev.kv.mod_revision <= self.watch.progress_through {
+                        self.watch.progress_ahead_of_events += 1;
+                        if worth_noting(self.watch.progress_ahead_of_events) {
+                            self.note(st.at, format!(
+                                "etcd announced revision {} in a progress notification before the event at {} (etcd-io/etcd#15220: etcd 3.4 < 3.4.25, 3.5 < 3.5.8); {} so far",
+                                self.watch.progress_through, ev.kv.mod_revision, self.watch.progress_ahead_of_events
+                            ));
+                        }
                     }
                     self.apply_event(ev, st.at, second);
                     applied += 1;
                 }
+                self.watch.head_at_least = self.watch.head_at_least.max(*revision);
                 if let Some(last) = events.last() {
                     self.events_through = self.events_through.max(last.kv.mod_revision);
                 }
@@ -374,7 +441,12 @@ impl Replica {
                 self.enforce_budget();
             }
             Observation::Progress { revision } => {
+                self.progress_seen(*revision, st.at);
                 self.advance(*revision, st.at);
+                self.growth.record(unix_second(st.at), self.applied, 0);
+            }
+            Observation::HeadAtLeast { revision } => {
+                self.progress_seen(*revision, st.at);
                 self.growth.record(unix_second(st.at), self.applied, 0);
             }
             Observation::Compacted { revision, source } => {
@@ -451,6 +523,24 @@ impl Replica {
             self.notes.pop_front();
         }
         self.notes.push_back((at, n));
+    }
+
+    /// Books a progress notification at `rev` (applied or not): etcd's head, and whether it
+    /// fell behind what is applied.
+    fn progress_seen(&mut self, rev: Revision, at: SystemTime) {
+        let w = &mut self.watch;
+        w.head_at_least = w.head_at_least.max(rev);
+        w.progress_through = w.progress_through.max(rev);
+        if rev < self.applied {
+            w.progress_behind += 1;
+            let n = w.progress_behind;
+            if worth_noting(n) {
+                let applied = self.applied;
+                self.note(at, format!(
+                    "etcd sent a progress notification at revision {rev}, below revision {applied} already applied (a lagging member, or a server bug); {n} so far"
+                ));
+            }
+        }
     }
 
     fn advance(&mut self, rev: Revision, at: SystemTime) {
@@ -555,6 +645,29 @@ impl Replica {
 
     fn apply_event(&mut self, ev: &WatchEvent, at: SystemTime, second: u64) {
         let kv = &ev.kv;
+        // A DELETE row shows what was deleted: etcd's prev_kv when the watch asked for it,
+        // else the replica's own last copy (regscope's watch does not ask for prev_kv).
+        let deleted = match ev.kind {
+            EventKind::Put => None,
+            EventKind::Delete => {
+                let last = ev
+                    .prev_kv
+                    .as_ref()
+                    .map(|p| p.value.clone())
+                    .or_else(|| self.get(&kv.key).and_then(|v| v.value));
+                if last.is_none() && self.get_meta(&kv.key).is_none() {
+                    self.watch.unknown_deletes += 1;
+                    let n = self.watch.unknown_deletes;
+                    if worth_noting(n) {
+                        self.note(at, format!(
+                            "etcd deleted {} at revision {}, a key the replica did not hold; {n} so far",
+                            escape_bytes(&kv.key), kv.mod_revision
+                        ));
+                    }
+                }
+                last
+            }
+        };
         let version = match ev.kind {
             EventKind::Put => Version {
                 create_revision: kv.create_revision,
@@ -575,7 +688,7 @@ impl Replica {
             revision: kv.mod_revision,
             kind: ev.kind,
             key: kv.key.clone(),
-            value: kv.value.clone(),
+            value: deleted.unwrap_or_else(|| kv.value.clone()),
             resource,
         });
     }
@@ -775,9 +888,26 @@ impl Replica {
         }
     }
 
-    /// The replica's applied revision.
+    /// The replica's applied revision: every event up to it is applied, and nothing past
+    /// it. Moves with events, lists and progress notifications from etcds that order them
+    /// after pending events, never with [`Observation::HeadAtLeast`].
     pub fn revision(&self) -> Revision {
         self.applied
+    }
+
+    /// etcd's head revision as far as its watch stream told, and the departures from the
+    /// watch contract seen (see [`WatchHealth`]).
+    pub fn watch_health(&self) -> &WatchHealth {
+        &self.watch
+    }
+
+    /// Whether the replica is as new as etcd's head revision `head` (read by the caller):
+    /// applied through it, or etcd's watch said its head passed `head` while no event of
+    /// the prefix is known to be pending. In the second case the replica stays exact at
+    /// its own [`Replica::revision`], which is what `snapshot` and `verify` read at.
+    pub fn caught_up_with(&self, head: Revision) -> bool {
+        self.applied >= head
+            || (self.watch.head_at_least >= head && self.list.is_none() && self.applied > 0)
     }
 
     /// etcd's compacted revision, when known.
@@ -1093,6 +1223,7 @@ impl Replica {
             resources,
             gaps: self.gaps.clone(),
             compactions: self.compactions.iter().cloned().collect(),
+            watch: self.watch.clone(),
         }
     }
 
@@ -1333,6 +1464,134 @@ mod tests {
         );
         assert!(r.get(b"/registry/pods/a/late").is_some());
         assert_eq!(r.revision(), 5);
+    }
+
+    #[test]
+    fn a_head_announced_ahead_of_its_events_is_never_applied() {
+        // What etcd 3.4.23 was seen to send (etcd-io/etcd#15220): the progress at 101
+        // before the event at 101 that it covers.
+        let mut r = Replica::new(ReplicaConfig::default());
+        listed(
+            &mut r,
+            100,
+            vec![kv("/registry/pods/a/p", "v1", 100, 100, 1)],
+            None,
+        );
+        obs(&mut r, 1, Observation::HeadAtLeast { revision: 101 });
+        assert_eq!(
+            r.revision(),
+            100,
+            "the replica must not pass an event it lacks"
+        );
+        assert_eq!(r.watch_health().head_at_least, 101);
+        assert!(r.caught_up_with(101));
+        assert!(!r.caught_up_with(102));
+        obs(
+            &mut r,
+            1,
+            Observation::Events {
+                revision: 101,
+                events: vec![put(kv("/registry/pods/a/p", "v2", 100, 101, 2))],
+            },
+        );
+        assert_eq!(r.revision(), 101);
+        assert_eq!(r.get(b"/registry/pods/a/p").unwrap().mod_revision, 101);
+        let w = r.watch_health();
+        assert_eq!(w.progress_ahead_of_events, 1);
+        assert_eq!(w.anomalies(), 1);
+        assert!(
+            r.notes().back().unwrap().1.contains("15220"),
+            "{:?}",
+            r.notes()
+        );
+        // A head announced with nothing pending under the prefix (writes elsewhere): shown,
+        // not applied, and not an anomaly.
+        obs(&mut r, 2, Observation::HeadAtLeast { revision: 150 });
+        assert_eq!(r.revision(), 101);
+        assert_eq!(r.watch_health().anomalies(), 1);
+        assert_eq!(r.summary().watch.head_at_least, 150);
+    }
+
+    #[test]
+    fn progress_below_the_applied_revision_and_repeated_events_are_counted() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        listed(&mut r, 10, vec![], None);
+        // Lower than the watch's own start revision (11).
+        obs(&mut r, 1, Observation::Progress { revision: 8 });
+        obs(&mut r, 1, Observation::HeadAtLeast { revision: 9 });
+        assert_eq!(r.revision(), 10);
+        assert_eq!(r.watch_health().progress_behind, 2);
+        let e = Observation::Events {
+            revision: 11,
+            events: vec![put(kv("/registry/pods/a/p", "v1", 11, 11, 1))],
+        };
+        obs(&mut r, 2, e.clone());
+        obs(&mut r, 2, e);
+        assert_eq!(r.watch_health().repeated_events, 1);
+        assert_eq!(r.watch_health().anomalies(), 3);
+        assert_eq!(r.history(b"/registry/pods/a/p").len(), 1);
+        // Noted at the 1st time only, not at the 2nd.
+        let notes: Vec<_> = r.notes().iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(
+            notes
+                .iter()
+                .filter(|n| n.contains("below revision"))
+                .count(),
+            1
+        );
+        assert!(worth_noting(1) && worth_noting(10) && worth_noting(1000));
+        assert!(!worth_noting(0) && !worth_noting(2) && !worth_noting(11));
+    }
+
+    #[test]
+    fn a_delete_row_carries_the_deleted_value() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        listed(
+            &mut r,
+            5,
+            vec![kv("/registry/pods/a/p", "pod bytes", 5, 5, 1)],
+            None,
+        );
+        // No prev_kv (regscope's watch does not ask for it): the replica's copy.
+        obs(
+            &mut r,
+            1,
+            Observation::Events {
+                revision: 6,
+                events: vec![del("/registry/pods/a/p", 6)],
+            },
+        );
+        assert_eq!(
+            r.events().back().unwrap().value,
+            Bytes::from_static(b"pod bytes")
+        );
+        // With prev_kv, that one.
+        let mut with_prev = del("/registry/pods/a/q", 7);
+        with_prev.prev_kv = Some(kv("/registry/pods/a/q", "as etcd had it", 1, 2, 1));
+        obs(
+            &mut r,
+            1,
+            Observation::Events {
+                revision: 7,
+                events: vec![with_prev],
+            },
+        );
+        assert_eq!(
+            r.events().back().unwrap().value,
+            Bytes::from_static(b"as etcd had it")
+        );
+        assert_eq!(r.watch_health().unknown_deletes, 0);
+        // A key never held: nothing to show, counted.
+        obs(
+            &mut r,
+            1,
+            Observation::Events {
+                revision: 8,
+                events: vec![del("/registry/pods/a/never", 8)],
+            },
+        );
+        assert!(r.events().back().unwrap().value.is_empty());
+        assert_eq!(r.watch_health().unknown_deletes, 1);
     }
 
     #[test]

@@ -20,9 +20,10 @@ use bytes::Bytes;
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
-/// The checkpoint format this regscope writes: 2 holds the replica's keys as one image
-/// with packed values ([`super::image`]); 1 (read still) held them as a map of raw values.
-pub const CHECKPOINT_FORMAT: u32 = 2;
+/// The checkpoint format this regscope writes: 3 adds the replica's watch health (etcd's
+/// announced head and the watch anomalies counted); 2 holds the replica's keys as one image
+/// with packed values ([`super::image`]); 1 held them as a map of raw values. All are read.
+pub const CHECKPOINT_FORMAT: u32 = 3;
 
 thread_local! {
     /// The buffer being restored from on this thread.
@@ -52,6 +53,21 @@ pub(crate) fn restore_from<T>(buf: &Bytes, format: u32, f: impl FnOnce(&[u8]) ->
 /// The checkpoint format being read (the current one outside [`restore_from`]).
 pub(crate) fn format() -> u32 {
     FORMAT.with(|f| f.get())
+}
+
+/// `deserialize_with` for a field added in checkpoint format 3: read from format 3 on,
+/// the default (nothing read) before. Only for formats that read fields in order
+/// (`postcard`), as checkpoints are.
+pub(crate) fn since_format_3<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    if format() >= 3 {
+        T::deserialize(d)
+    } else {
+        Ok(T::default())
+    }
 }
 
 /// The buffer being restored from, when `slice` lies inside it (then every part of `slice`
@@ -190,6 +206,42 @@ mod tests {
         };
         let json = serde_json::to_string(&j).unwrap();
         assert_eq!(serde_json::from_str::<J>(&json).unwrap(), j);
+    }
+
+    #[test]
+    fn a_field_added_in_format_3_reads_as_default_from_older_checkpoints() {
+        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        struct Old {
+            x: u32,
+            z: String,
+        }
+        #[derive(Serialize, Deserialize, PartialEq, Debug)]
+        struct New {
+            x: u32,
+            #[serde(default, deserialize_with = "since_format_3")]
+            y: (u64, i64),
+            z: String,
+        }
+        let old = Bytes::from(
+            postcard::to_stdvec(&Old {
+                x: 7,
+                z: "after".into(),
+            })
+            .unwrap(),
+        );
+        let n: New = restore_from(&old, 2, |b| postcard::from_bytes(b).unwrap());
+        assert_eq!((n.x, n.y, n.z.as_str()), (7, (0, 0), "after"));
+        let new = New {
+            x: 7,
+            y: (3, -4),
+            z: "after".into(),
+        };
+        let buf = Bytes::from(postcard::to_stdvec(&new).unwrap());
+        let back: New = restore_from(&buf, 3, |b| postcard::from_bytes(b).unwrap());
+        assert_eq!(back, new);
+        // Read as format 2, the new bytes are not the old layout: an error, not a guess.
+        let wrong = restore_from(&buf, 2, |b| postcard::from_bytes::<New>(b));
+        assert!(wrong.is_err() || wrong.unwrap() != new);
     }
 
     #[test]

@@ -55,16 +55,17 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
                 EventKind::Put => ("PUT", Role::Put),
                 EventKind::Delete => ("DELETE", Role::Delete),
             };
-            let (kind, size) = match ev.kind {
-                EventKind::Put => {
-                    let s = decode::summarize(&ev.value);
-                    let kind = s
-                        .kind
-                        .or_else(|| s.format.map(|f| format!("({})", f.label())))
-                        .unwrap_or_default();
-                    (kind, bytes(ev.value.len() as u64))
-                }
-                EventKind::Delete => ("-".to_string(), "-".to_string()),
+            // A DELETE carries the deleted value (the replica's last copy); `-` when the
+            // key was not held.
+            let (kind, size) = if ev.kind == EventKind::Delete && ev.value.is_empty() {
+                ("-".to_string(), "-".to_string())
+            } else {
+                let s = decode::summarize(&ev.value);
+                let kind = s
+                    .kind
+                    .or_else(|| s.format.map(|f| format!("({})", f.label())))
+                    .unwrap_or_default();
+                (kind, bytes(ev.value.len() as u64))
             };
             let key = if wide {
                 escape_bytes(&ev.key).into_owned()

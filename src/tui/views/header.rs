@@ -158,6 +158,25 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         v(version),
         l("  rev "),
         v(thousands_i(r.revision())),
+    ];
+    let w = r.watch_health();
+    if w.head_at_least > r.revision() {
+        // etcd's watch named a newer head: writes outside the prefix, or a progress
+        // notification not applied because it may precede queued events.
+        stats.push(sp(
+            app,
+            format!(" (head ≥ {})", thousands_i(w.head_at_least)),
+            Role::Muted,
+        ));
+    }
+    if w.anomalies() > 0 {
+        stats.push(sp(
+            app,
+            format!("  watch anomalies {}", thousands(w.anomalies())),
+            Role::StatusWarn,
+        ));
+    }
+    stats.extend([
         l("  compacted "),
         v(r.compact_revision().map_or("none seen".into(), thousands_i)),
         l("  keys "),
@@ -167,7 +186,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         l(")  "),
         v(rate(events_per_second(app, 10))),
         l(" ev/s"),
-    ];
+    ]);
     if let Some(m) = app.memory {
         // What regscope holds and what of it the history budget keeps.
         let (_, history) = r.history_usage();
