@@ -400,6 +400,14 @@ pub async fn sync_until_caught_up(
     let task = source.clone().spawn(tx);
     let deadline = Instant::now() + timeout;
     let mut progress = progress::StderrProgress::new("listing", "listed");
+    // When the last writes before `head` were outside the prefix, no event brings the
+    // replica to `head`. On etcds whose progress notifications are only "head at least N"
+    // (see `Observation::HeadAtLeast`), the replica is taken as caught up once etcd has
+    // announced `head` and no event came for `QUIET`: events still queued for the watch
+    // would be arriving. Either way the replica is exact at its own revision, which is
+    // what `snapshot` reports and `verify` reads etcd at.
+    const QUIET: Duration = Duration::from_secs(1);
+    let mut last_event = Instant::now();
     let result = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -408,8 +416,21 @@ pub async fn sync_until_caught_up(
                 session.revision()
             ));
         }
-        match tokio::time::timeout(left, rx.recv()).await {
+        if session.replica.watch_health().head_at_least >= head
+            && session.replica.listing().is_none()
+            && session.revision() > 0
+            && last_event.elapsed() >= QUIET
+        {
+            break Ok(());
+        }
+        match tokio::time::timeout(left.min(QUIET / 4), rx.recv()).await {
             Ok(Some(st)) => {
+                if matches!(
+                    st.obs,
+                    Observation::Events { .. } | Observation::ListPage { .. }
+                ) {
+                    last_event = Instant::now();
+                }
                 session.apply(&st);
                 progress.update(session.replica.list_progress());
                 if let Some(msg) = memory.over(session) {
@@ -418,7 +439,7 @@ pub async fn sync_until_caught_up(
                 if let ConnState::Failed { error } = session.replica.conn() {
                     break Err(anyhow::anyhow!("{error}"));
                 }
-                if session.replica.caught_up_with(head) && session.replica.listing().is_none() {
+                if session.revision() >= head && session.replica.listing().is_none() {
                     break Ok(());
                 }
             }

@@ -191,7 +191,10 @@ impl EtcdSource {
         let mut ever_connected = false;
         let mut cluster_id: Option<u64> = None;
         // A key and the mod_revision we last saw for it, to detect a rewritten history.
-        let mut anchor: Option<(Vec<u8>, Revision)> = None;
+        let mut kept = Kept {
+            anchor: None,
+            watch_marker: true,
+        };
         loop {
             if attempt > 0 {
                 let backoff = (Duration::from_millis(100) * 2u32.saturating_pow(attempt - 1))
@@ -258,7 +261,7 @@ impl EtcdSource {
             // A restore that has since moved past our revision keeps the cluster ID (same
             // name and peer URLs) and the revision check: ask etcd about a key we know.
             let diverged = if forwarded.is_some() && !rewound && !new_cluster {
-                self.anchor_diverged(&mut client, anchor.as_ref()).await
+                self.anchor_diverged(&mut client, kept.anchor.as_ref()).await
             } else {
                 None
             };
@@ -303,7 +306,7 @@ impl EtcdSource {
                     }
                     match self.list(&mut client, &out, relist_for, 0).await {
                         Ok(rev) => {
-                            anchor = self.first_key_at(&mut client, rev).await;
+                            kept.anchor = self.first_key_at(&mut client, rev).await;
                             if first_list {
                                 first_list = false;
                                 // Bounded: a hung etcd must not stall the sync here.
@@ -355,7 +358,7 @@ impl EtcdSource {
                     &out,
                     &mut forwarded,
                     progress_safe,
-                    &mut anchor,
+                    &mut kept,
                 )
                 .await
             {
@@ -514,7 +517,7 @@ impl EtcdSource {
         out: &Emitter,
         forwarded: &mut Option<Revision>,
         progress_safe: bool,
-        anchor: &mut Option<(Vec<u8>, Revision)>,
+        kept: &mut Kept,
     ) -> WatchEnd {
         let key = self.sync.range_key();
         let opts = WatchOptions::new()
@@ -539,9 +542,11 @@ impl EtcdSource {
             Ok(Err(e)) => return WatchEnd::Lost(error_chain(&e)),
             Err(_) => return WatchEnd::Silent(SystemTime::now()),
         };
-        let key_opts = WatchOptions::new().with_start_revision(start);
-        if let Err(e) = stream.watch(COMPACT_REV_KEY, Some(key_opts)).await {
-            return WatchEnd::Lost(error_chain(&e));
+        if kept.watch_marker {
+            let key_opts = WatchOptions::new().with_start_revision(start);
+            if let Err(e) = stream.watch(COMPACT_REV_KEY, Some(key_opts)).await {
+                return WatchEnd::Lost(error_chain(&e));
+            }
         }
         let mut created = 0usize;
         let mut last_progress: Revision = 0;
@@ -563,16 +568,43 @@ impl EtcdSource {
                     last_msg = Instant::now();
                     last_msg_wall = SystemTime::now();
                     let id = resp.watch_id();
-                    if resp.created() {
-                        // Watches are created in the order requested: prefix, then marker.
-                        if created == 0 { prefix_id = Some(id) } else { marker_id = Some(id) }
+                    // Watches are created in the order requested: prefix, then marker.
+                    let creation = resp.created().then(|| {
                         created += 1;
+                        created - 1
+                    });
+                    match creation {
+                        Some(0) => prefix_id = Some(id),
+                        Some(_) => marker_id = Some(id),
+                        None => {}
                     }
                     if resp.canceled() {
                         if resp.compact_revision() > 0 {
                             return WatchEnd::Compacted(resp.compact_revision());
                         }
                         let reason = resp.cancel_reason();
+                        // The marker refused: etcd 3.5.1 answers a watch the user may not
+                        // read with a created-and-cancelled response, "permission denied",
+                        // carrying the requested watch id (0, the same as the prefix's
+                        // automatic one), so it is told by order; 3.4.23 lets the watch be.
+                        // After that refusal 3.5.1 sent no more events of the prefix's watch
+                        // on the stream, only progress (tests/read_only.rs), so the stream
+                        // is opened again, resuming, without the marker; compactions are
+                        // still seen from watch cancellations, list errors and etcd's metrics.
+                        if creation.is_some_and(|n| n > 0)
+                            && reason.to_lowercase().contains("permission denied")
+                        {
+                            kept.watch_marker = false;
+                            out.send(Observation::Note(format!(
+                                "no read permission on {}: watching the prefix alone; compactions are seen from the watch and etcd's metrics only",
+                                String::from_utf8_lossy(COMPACT_REV_KEY)
+                            )))
+                            .await;
+                            return WatchEnd::Lost(format!(
+                                "etcd refused the watch on {} (permission denied); watching again without it",
+                                String::from_utf8_lossy(COMPACT_REV_KEY)
+                            ));
+                        }
                         return WatchEnd::Lost(if reason.is_empty() {
                             "watch cancelled by etcd".into()
                         } else {
@@ -635,7 +667,7 @@ impl EtcdSource {
                         *forwarded = Some(forwarded.unwrap_or(0).max(last.kv.mod_revision));
                     }
                     if let Some(put) = events.iter().rev().find(|e| e.kind == EventKind::Put) {
-                        *anchor = Some((put.kv.key.to_vec(), put.kv.mod_revision));
+                        kept.anchor = Some((put.kv.key.to_vec(), put.kv.mod_revision));
                     }
                     if !out.send(Observation::Events { revision: header_rev, events }).await {
                         return WatchEnd::Closed;
@@ -654,6 +686,16 @@ impl EtcdSource {
             }
         }
     }
+}
+
+/// What the sync loop keeps from one watch to the next, beside the forwarded revision.
+struct Kept {
+    /// A key and the mod_revision it had, asked again after a reconnect to tell a restored
+    /// etcd (see `anchor_diverged`).
+    anchor: Option<(Vec<u8>, Revision)>,
+    /// Whether to watch compact_rev_key beside the prefix: dropped for good once etcd
+    /// refuses it (a user that may read only the prefix).
+    watch_marker: bool,
 }
 
 /// Takes etcd-client's key-value without copying its bytes (the buffers prost decoded

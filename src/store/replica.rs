@@ -901,15 +901,6 @@ impl Replica {
         &self.watch
     }
 
-    /// Whether the replica is as new as etcd's head revision `head` (read by the caller):
-    /// applied through it, or etcd's watch said its head passed `head` while no event of
-    /// the prefix is known to be pending. In the second case the replica stays exact at
-    /// its own [`Replica::revision`], which is what `snapshot` and `verify` read at.
-    pub fn caught_up_with(&self, head: Revision) -> bool {
-        self.applied >= head
-            || (self.watch.head_at_least >= head && self.list.is_none() && self.applied > 0)
-    }
-
     /// etcd's compacted revision, when known.
     pub fn compact_revision(&self) -> Option<Revision> {
         self.compacted
@@ -1484,8 +1475,6 @@ mod tests {
             "the replica must not pass an event it lacks"
         );
         assert_eq!(r.watch_health().head_at_least, 101);
-        assert!(r.caught_up_with(101));
-        assert!(!r.caught_up_with(102));
         obs(
             &mut r,
             1,

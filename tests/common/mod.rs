@@ -136,7 +136,7 @@ impl Harness {
     pub async fn catch_up(&mut self, client: &mut etcd_client::Client, timeout: Duration) {
         let head = head_revision(client).await;
         self.until(&format!("catch up to {head}"), timeout, |r, _| {
-            r.caught_up_with(head) && r.listing().is_none()
+            r.revision() >= head && r.listing().is_none()
         })
         .await;
     }
