@@ -567,6 +567,37 @@ fn head_announced_and_watch_anomaly_160x48() {
     insta::assert_snapshot!(text);
 }
 
+/// etcd out of space: the alert row and the etcd section of the Apiserver panel say what
+/// it means and what to do.
+#[test]
+fn nospace_alarm_120x40() {
+    let mut r = fixture();
+    r.apply(&Stamped {
+        at: at(50),
+        obs: Observation::EtcdStatus(regscope::model::EtcdStatus {
+            endpoint: "http://127.0.0.1:2379".into(),
+            member_id: 10276657743932975437,
+            leader: 10276657743932975437,
+            db_size: 2_330_624,
+            db_size_in_use: 2_330_624,
+            errors: vec!["memberID:10276657743932975437 alarm:NOSPACE ".into()],
+            ..Default::default()
+        }),
+    });
+    let mut a = App::new(
+        regscope::store::Session::from_replica(r, "demo"),
+        Settings::default(),
+    );
+    a.tick(at(52));
+    let text = render(&mut a, 120, 40);
+    assert!(text.contains("etcd alarm NOSPACE"), "{text}");
+    assert!(text.contains("etcdctl alarm disarm"), "{text}");
+    keys(&mut a, "4");
+    let panel = render(&mut a, 120, 40);
+    assert!(panel.contains("defragment every member"), "{panel}");
+    insta::assert_snapshot!(panel);
+}
+
 #[test]
 fn source_ended_and_config_warning_80x24() {
     let settings = Settings {

@@ -93,11 +93,14 @@ async fn list_with(
     at: Revision,
     mut each: impl FnMut(Stamped) -> Result<()>,
 ) -> Result<()> {
-    let (mut client, _version) = source
+    let conn = source
         .etcd
-        .connect(source.sync.request_timeout)
+        .connect_info(source.sync.request_timeout)
         .await
         .map_err(anyhow::Error::new)?;
+    let mut client = conn.client;
+    // The member's Status (sizes, alarms) first, as the live source sends it.
+    each(Stamped::now(Observation::EtcdStatus(conn.status)))?;
     let (tx, mut rx) = mpsc::channel::<Stamped>(64);
     let src = source.clone();
     let lister = tokio::spawn(async move { list_once(&src, &mut client, tx, at).await });

@@ -241,6 +241,48 @@ pub enum Observation {
     /// says only that etcd's head is at least `revision`, not that every event up to it
     /// was sent, so the store shows it apart and never applies it as [`Observation::Progress`].
     HeadAtLeast { revision: Revision },
+    /// What etcd's `Maintenance.Status` answered for the member read from: sent on every
+    /// connection and then every [`crate::source::SyncOptions::status_interval`].
+    EtcdStatus(EtcdStatus),
+}
+
+/// etcd's `Maintenance.Status` answer for one member (etcd v3 API `StatusResponse`):
+/// sizes in bytes, raft positions, and the alarms raised in the cluster as etcd words them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EtcdStatus {
+    /// The endpoint that answered.
+    pub endpoint: String,
+    /// The answering member's ID (`ResponseHeader.member_id`) and the leader's.
+    pub member_id: u64,
+    pub leader: u64,
+    pub raft_term: u64,
+    pub raft_index: u64,
+    pub raft_applied_index: u64,
+    /// Physical size of the backend file, bytes.
+    pub db_size: i64,
+    /// Bytes of that file in use (`raft_used_db_size`, etcd 3.4+); the rest is what a
+    /// defragmentation gives back.
+    pub db_size_in_use: i64,
+    pub is_learner: bool,
+    /// `StatusResponse.errors`: one line per alarm raised anywhere in the cluster (etcd
+    /// 3.4+), e.g. `memberID:10276657743932975437 alarm:NOSPACE `.
+    pub errors: Vec<String>,
+}
+
+impl EtcdStatus {
+    /// The names of the alarms raised (`NOSPACE`, `CORRUPT`), once each, from `errors`.
+    pub fn alarms(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .errors
+            .iter()
+            .filter_map(|e| e.split("alarm:").nth(1))
+            .map(|a| a.trim().to_string())
+            .filter(|a| !a.is_empty())
+            .collect();
+        names.sort();
+        names.dedup();
+        names
+    }
 }
 
 impl Observation {
@@ -262,6 +304,7 @@ impl Observation {
             Observation::Informer(_) => "informer",
             Observation::Tick => "tick",
             Observation::HeadAtLeast { .. } => "head_at_least",
+            Observation::EtcdStatus(_) => "etcd_status",
         }
     }
 }

@@ -231,6 +231,7 @@ impl EtcdOptions {
         Ok(Connected {
             client,
             version: status.version().to_string(),
+            status: etcd_status(&label, &status),
             endpoint: label,
             cluster_id,
             revision,
@@ -293,6 +294,22 @@ pub async fn speaks_plain_http2(endpoint: &str, timeout: Duration) -> bool {
     matches!(tokio::time::timeout(timeout, probe).await, Ok(Some(true)))
 }
 
+/// etcd-client's Status answer as the model keeps it.
+pub fn etcd_status(endpoint: &str, s: &etcd_client::StatusResponse) -> crate::model::EtcdStatus {
+    crate::model::EtcdStatus {
+        endpoint: endpoint.to_string(),
+        member_id: s.header().map_or(0, |h| h.member_id()),
+        leader: s.leader(),
+        raft_term: s.raft_term(),
+        raft_index: s.raft_index(),
+        raft_applied_index: s.raft_applied_index(),
+        db_size: s.db_size(),
+        db_size_in_use: s.raft_used_db_size(),
+        is_learner: s.is_learner(),
+        errors: s.errors().to_vec(),
+    }
+}
+
 /// A checked connection to one etcd member.
 pub struct Connected {
     pub client: Client,
@@ -304,6 +321,8 @@ pub struct Connected {
     pub cluster_id: u64,
     /// etcd's head revision when the Status call was answered.
     pub revision: i64,
+    /// The whole Status answer.
+    pub status: crate::model::EtcdStatus,
 }
 
 /// Reads a PEM file and checks it holds what the flag needs (catches swapped --cert/--key

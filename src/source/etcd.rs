@@ -53,6 +53,9 @@ pub struct SyncOptions {
     pub watch_max_decode_bytes: usize,
     /// How often we ask etcd for a progress notification.
     pub progress_interval: Duration,
+    /// How often the member's Status (sizes, raft position, alarms) is asked while
+    /// watching; checked on the progress ticker, so at least `progress_interval`.
+    pub status_interval: Duration,
     /// No response at all for this long: "etcd not responding", reconnect.
     pub liveness_window: Duration,
     /// Bound on connecting and on each unary request.
@@ -73,6 +76,7 @@ impl Default for SyncOptions {
             max_decode_bytes: 16 << 20,
             watch_max_decode_bytes: 512 << 20,
             progress_interval: Duration::from_secs(5),
+            status_interval: Duration::from_secs(10),
             liveness_window: Duration::from_secs(15),
             request_timeout: Duration::from_secs(10),
             backoff_max: Duration::from_secs(2),
@@ -251,6 +255,7 @@ impl EtcdSource {
                     cluster_id: conn.cluster_id,
                 })
                 .await
+                || !out.send(Observation::EtcdStatus(conn.status)).await
             {
                 return;
             }
@@ -261,7 +266,8 @@ impl EtcdSource {
             // A restore that has since moved past our revision keeps the cluster ID (same
             // name and peer URLs) and the revision check: ask etcd about a key we know.
             let diverged = if forwarded.is_some() && !rewound && !new_cluster {
-                self.anchor_diverged(&mut client, kept.anchor.as_ref()).await
+                self.anchor_diverged(&mut client, kept.anchor.as_ref())
+                    .await
             } else {
                 None
             };
@@ -554,6 +560,8 @@ impl EtcdSource {
         let mut marker_id: Option<i64> = None;
         let mut last_msg = Instant::now();
         let mut last_msg_wall = SystemTime::now();
+        let mut last_status = Instant::now();
+        let endpoint = self.etcd.endpoint_label();
         let mut ticker = tokio::time::interval(self.sync.progress_interval);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ticker.tick().await;
@@ -682,6 +690,15 @@ impl EtcdSource {
                     }
                     // Bounded: the request channel may be full if etcd stopped reading.
                     let _ = tokio::time::timeout(Duration::from_secs(1), stream.request_progress()).await;
+                    if last_status.elapsed() >= self.sync.status_interval {
+                        last_status = Instant::now();
+                        if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(1), client.status()).await {
+                            let s = super::connect::etcd_status(&endpoint, &s);
+                            if !out.send(Observation::EtcdStatus(s)).await {
+                                return WatchEnd::Closed;
+                            }
+                        }
+                    }
                 }
             }
         }

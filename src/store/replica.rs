@@ -26,8 +26,8 @@ use super::list_progress::ListProgress;
 use super::packing::{self, Codebook, Val};
 use super::stats::{Growth, GrowthSample, ResourceStats, ResourceSummary};
 use crate::model::{
-    escape_bytes, CompactionSeen, CompactionSource, ConnState, EventKind, Gap, KeyPath, KeyValue,
-    Observation, Revision, Stamped, WatchEvent,
+    escape_bytes, CompactionSeen, CompactionSource, ConnState, EtcdStatus, EventKind, Gap, KeyPath,
+    KeyValue, Observation, Revision, Stamped, WatchEvent,
 };
 
 /// Default history budget: 256 MiB of superseded values and tombstones.
@@ -175,6 +175,8 @@ pub struct Summary {
     pub compactions: Vec<CompactionSeen>,
     /// etcd's head as its watch announced it, and the watch anomalies counted.
     pub watch: WatchHealth,
+    /// etcd's latest Status answer (alarms included), when one came.
+    pub etcd_status: Option<EtcdStatus>,
 }
 
 /// What the replica holds in memory, in bytes: for the header, `snapshot --json` and the
@@ -244,6 +246,9 @@ pub struct Replica {
     /// rely on (checkpoint format 3 and later; older checkpoints start it empty).
     #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
     watch: WatchHealth,
+    /// etcd's latest Status answer and when it came (checkpoint format 3 and later).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
+    etcd_status: Option<(SystemTime, EtcdStatus)>,
 }
 
 /// etcd's head as its watch stream announced it, and the departures from the watch
@@ -326,6 +331,7 @@ impl Replica {
             change_seq: 0,
             last_observed: None,
             watch: WatchHealth::default(),
+            etcd_status: None,
         }
     }
 
@@ -444,6 +450,27 @@ impl Replica {
                 self.progress_seen(*revision, st.at);
                 self.advance(*revision, st.at);
                 self.growth.record(unix_second(st.at), self.applied, 0);
+            }
+            Observation::EtcdStatus(s) => {
+                let before = self
+                    .etcd_status
+                    .as_ref()
+                    .map(|(_, s)| s.alarms())
+                    .unwrap_or_default();
+                let now = s.alarms();
+                if now != before {
+                    let n = if now.is_empty() {
+                        format!("etcd's alarms cleared (were {})", before.join(", "))
+                    } else {
+                        format!(
+                            "etcd raised alarm {} ({})",
+                            now.join(", "),
+                            s.errors.join("; ").trim()
+                        )
+                    };
+                    self.note(st.at, n);
+                }
+                self.etcd_status = Some((st.at, s.clone()));
             }
             Observation::HeadAtLeast { revision } => {
                 self.progress_seen(*revision, st.at);
@@ -895,6 +922,12 @@ impl Replica {
         self.applied
     }
 
+    /// etcd's latest `Maintenance.Status` answer (sizes, raft position, alarms) and when
+    /// it came; `None` before the first.
+    pub fn etcd_status(&self) -> Option<&(SystemTime, EtcdStatus)> {
+        self.etcd_status.as_ref()
+    }
+
     /// etcd's head revision as far as its watch stream told, and the departures from the
     /// watch contract seen (see [`WatchHealth`]).
     pub fn watch_health(&self) -> &WatchHealth {
@@ -1215,6 +1248,7 @@ impl Replica {
             gaps: self.gaps.clone(),
             compactions: self.compactions.iter().cloned().collect(),
             watch: self.watch.clone(),
+            etcd_status: self.etcd_status.as_ref().map(|(_, s)| s.clone()),
         }
     }
 
@@ -1581,6 +1615,37 @@ mod tests {
         );
         assert!(r.events().back().unwrap().value.is_empty());
         assert_eq!(r.watch_health().unknown_deletes, 1);
+    }
+
+    #[test]
+    fn etcd_alarms_raised_and_cleared_are_noted_once_each() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        let status = |errors: Vec<&str>| {
+            Observation::EtcdStatus(EtcdStatus {
+                errors: errors.into_iter().map(String::from).collect(),
+                ..Default::default()
+            })
+        };
+        obs(&mut r, 1, status(vec![]));
+        obs(
+            &mut r,
+            2,
+            status(vec![
+                "memberID:1 alarm:NOSPACE ",
+                "memberID:2 alarm:NOSPACE ",
+            ]),
+        );
+        obs(&mut r, 3, status(vec!["memberID:1 alarm:NOSPACE "]));
+        assert_eq!(r.etcd_status().unwrap().1.alarms(), vec!["NOSPACE"]);
+        obs(&mut r, 4, status(vec![]));
+        let notes: Vec<&str> = r.notes().iter().map(|(_, n)| n.as_str()).collect();
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].starts_with("etcd raised alarm NOSPACE"),
+            "{notes:?}"
+        );
+        assert!(notes[1].contains("cleared (were NOSPACE)"), "{notes:?}");
+        assert_eq!(r.summary().etcd_status.unwrap().errors.len(), 0);
     }
 
     #[test]

@@ -179,12 +179,50 @@ pub async fn assert_verified(h: &Harness) {
 }
 
 /// A TCP proxy on a fixed loopback port that can be cut (listener closed, every
-/// connection dropped) and restored on the same port.
+/// connection dropped) and restored on the same port, stalled (connections stay open, no
+/// byte passes) and throttled (bytes per second in each direction).
 pub struct Proxy {
     pub addr: SocketAddr,
     target: SocketAddr,
     stop: Arc<Notify>,
     task: Option<JoinHandle<()>>,
+    shape: Arc<Shape>,
+}
+
+/// What the proxy does to the bytes it forwards.
+#[derive(Default)]
+struct Shape {
+    stalled: std::sync::atomic::AtomicBool,
+    /// Bytes per second in each direction; 0: unlimited.
+    rate: std::sync::atomic::AtomicU64,
+}
+
+/// Copies `from` to `to` in chunks, holding them while stalled and pacing them when
+/// throttled.
+async fn pipe(
+    mut from: tokio::net::tcp::OwnedReadHalf,
+    mut to: tokio::net::tcp::OwnedWriteHalf,
+    shape: Arc<Shape>,
+) {
+    use std::sync::atomic::Ordering;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        let n = match from.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        while shape.stalled.load(Ordering::Relaxed) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let rate = shape.rate.load(Ordering::Relaxed);
+        if rate > 0 {
+            tokio::time::sleep(Duration::from_secs_f64(n as f64 / rate as f64)).await;
+        }
+        if to.write_all(&buf[..n]).await.is_err() {
+            return;
+        }
+    }
 }
 
 impl Proxy {
@@ -196,6 +234,7 @@ impl Proxy {
             target,
             stop: Arc::new(Notify::new()),
             task: None,
+            shape: Arc::new(Shape::default()),
         };
         p.serve(listener);
         p
@@ -204,16 +243,20 @@ impl Proxy {
     fn serve(&mut self, listener: TcpListener) {
         let stop = self.stop.clone();
         let target = self.target;
+        let shape = self.shape.clone();
         self.task = Some(tokio::spawn(async move {
             let mut conns: Vec<JoinHandle<()>> = Vec::new();
             loop {
                 tokio::select! {
                     _ = stop.notified() => break,
                     acc = listener.accept() => {
-                        let Ok((mut inbound, _)) = acc else { break };
+                        let Ok((inbound, _)) = acc else { break };
+                        let shape = shape.clone();
                         conns.push(tokio::spawn(async move {
-                            if let Ok(mut outbound) = TcpStream::connect(target).await {
-                                let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                            if let Ok(outbound) = TcpStream::connect(target).await {
+                                let (ir, iw) = inbound.into_split();
+                                let (or, ow) = outbound.into_split();
+                                tokio::join!(pipe(ir, ow, shape.clone()), pipe(or, iw, shape));
                             }
                         }));
                     }
@@ -235,6 +278,26 @@ impl Proxy {
         if let Some(t) = self.task.take() {
             let _ = t.await;
         }
+    }
+
+    /// Holds every byte (connections stay open) until [`Proxy::unstall`].
+    pub fn stall(&self) {
+        self.shape
+            .stalled
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn unstall(&self) {
+        self.shape
+            .stalled
+            .store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Paces each direction to `bytes_per_sec` (0: unlimited).
+    pub fn throttle(&self, bytes_per_sec: u64) {
+        self.shape
+            .rate
+            .store(bytes_per_sec, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Listens again on the same port.

@@ -83,6 +83,23 @@ fn conn_label(app: &App, room: u16) -> (String, Role) {
     }
 }
 
+/// What an etcd alarm means and what to do (the first alarm raised): `short` for the alert
+/// row (fits 100 columns), else in full for the Apiserver panel. etcd's alarms (etcd v3
+/// `AlarmType`): NOSPACE, raised when the backend file reaches `--quota-backend-bytes`,
+/// makes etcd refuse writes until disarmed; CORRUPT, raised by the corruption check when
+/// members' data disagree.
+pub(crate) fn alarm_advice(app: &App, short: bool) -> Option<String> {
+    let (_, s) = app.session.replica.etcd_status()?;
+    let alarm = s.alarms().into_iter().next()?;
+    Some(match (alarm.as_str(), short) {
+        ("NOSPACE", true) => " ✖ etcd alarm NOSPACE: writes fail — compact, defrag, `etcdctl alarm disarm` (4: more)".to_string(),
+        ("NOSPACE", false) => "✖ etcd alarm NOSPACE: etcd refuses every write, so the apiserver fails creates, updates and deletes. Compact (`etcdctl compact` to the current revision), defragment every member (`etcdctl defrag`), then `etcdctl alarm disarm`; if the data itself outgrew the quota, raise etcd's --quota-backend-bytes.".to_string(),
+        ("CORRUPT", true) => " ✖ etcd alarm CORRUPT: members' data disagree — stop writes (4: more)".to_string(),
+        ("CORRUPT", false) => "✖ etcd alarm CORRUPT: the members' data disagree (etcd's corruption check). Stop writes, find the member whose hash differs (`etcdctl endpoint hashkv --cluster`), and replace it from a good member's snapshot.".to_string(),
+        (other, _) => format!(" ✖ etcd alarm {other} — see `etcdctl alarm list`"),
+    })
+}
+
 /// The alert row, when there is something the user must not miss.
 pub(crate) fn alert(app: &App) -> Option<Line<'static>> {
     let t = &app.s.theme;
@@ -97,6 +114,7 @@ pub(crate) fn alert(app: &App) -> Option<Line<'static>> {
         ConnState::Failed { error } => {
             format!(" ✖ source failed — data shown is stale: {error}")
         }
+        _ if alarm_advice(app, true).is_some() => alarm_advice(app, true).unwrap_or_default(),
         _ if app.source_ended => {
             return Some(
                 Line::from(" source ended — the data shown is final; the console stays usable")

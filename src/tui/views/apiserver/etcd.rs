@@ -120,7 +120,22 @@ fn health_lines(app: &App, h: &EtcdHealth, w: usize) -> Vec<Line<'static>> {
     out
 }
 
+/// etcd's alarms from its Status answer: each raised one in red with what to do, or
+/// "no alarm" once a Status came.
+fn alarm_lines(app: &App, w: usize) -> Vec<Line<'static>> {
+    let Some((_, s)) = app.session.replica.etcd_status() else {
+        return Vec::new();
+    };
+    let alarms = s.alarms();
+    if alarms.is_empty() {
+        return vec![Line::from(sp(app, "no etcd alarm", Role::StatusOk))];
+    }
+    let text = crate::tui::views::header::alarm_advice(app, false).unwrap_or_default();
+    wrap(app, text.trim(), Role::StatusError, w)
+}
+
 pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+    let alarms = alarm_lines(app, w);
     let mut top = match &v.etcd_health {
         Some(h) => health_lines(app, h, w),
         None => vec![Line::from(sp(
@@ -133,6 +148,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
             Role::Muted,
         ))],
     };
+    top.splice(0..0, alarms);
 
     let cols = vec![
         Col::name("objects", 12),
