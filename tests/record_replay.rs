@@ -1565,3 +1565,77 @@ async fn record_under_a_memory_limit_it_cannot_keep_stops_with_a_readable_file()
     let player = Player::open(&file).expect("the file closed cleanly");
     assert!(player.damage().is_empty(), "{:?}", player.damage());
 }
+
+/// etcd's alarms and the watch anomalies are in the recording: markers to jump to, and the
+/// same counts at the end of a replay (from any checkpoint) as live.
+#[test]
+fn alarms_and_watch_anomalies_are_markers_and_replay_exactly() {
+    let status = |errors: &[&str]| {
+        Observation::EtcdStatus(regscope::model::EtcdStatus {
+            errors: errors.iter().map(|e| e.to_string()).collect(),
+            ..Default::default()
+        })
+    };
+    let put = |rev: i64| Observation::Events {
+        revision: rev,
+        events: vec![WatchEvent {
+            kind: EventKind::Put,
+            kv: kv("/registry/configmaps/ns/a", rev, rev - 1, b"v".to_vec()),
+            prev_kv: None,
+        }],
+    };
+    let mut obs = vec![
+        Observation::ListBegin { revision: 1 },
+        Observation::ListPage { kvs: vec![] },
+        Observation::ListDone {
+            revision: 1,
+            compacted: None,
+        },
+        status(&[]),
+    ];
+    for r in 2..60 {
+        obs.push(put(r));
+    }
+    // etcd-io/etcd#15220: the head announced before the event at 61.
+    obs.push(Observation::HeadAtLeast { revision: 61 });
+    obs.push(put(60));
+    obs.push(put(61));
+    obs.push(status(&["memberID:1 alarm:NOSPACE "]));
+    for r in 62..100 {
+        obs.push(put(r));
+    }
+    obs.push(status(&[]));
+    let all: Vec<Stamped> = obs
+        .into_iter()
+        .enumerate()
+        .map(|(i, obs)| Stamped {
+            at: at(i as u64),
+            obs,
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("alarm.rgs");
+    record_stream(&file, &all, small_policy(), false);
+    let mut p = Player::open(&file).unwrap();
+    let labels: Vec<String> = p.markers(1.0, 10.0).into_iter().map(|m| m.label).collect();
+    let has = |s: &str| labels.iter().any(|l| l.starts_with(s));
+    assert!(has("etcd alarm NOSPACE"), "{labels:?}");
+    assert!(has("etcd alarms cleared (NOSPACE)"), "{labels:?}");
+    assert!(
+        has("watch anomaly: etcd announced revision 61"),
+        "{labels:?}"
+    );
+    let mut live = Session::new(SessionInfo::default());
+    for st in &all {
+        live.apply(st);
+    }
+    let end = p.seek(Target::End);
+    assert_eq!(end.replica.watch_health(), live.replica.watch_health());
+    // Both events at or below the announced head (60 and 61) came after it.
+    assert_eq!(end.replica.watch_health().progress_ahead_of_events, 2);
+    assert_eq!(end.replica.revision(), 99);
+    assert_eq!(
+        end.replica.etcd_status().map(|(_, s)| s.clone()),
+        live.replica.etcd_status().map(|(_, s)| s.clone())
+    );
+}

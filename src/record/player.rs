@@ -799,6 +799,9 @@ pub struct MarkerScan {
     scrape_bad: [bool; 2],
     p99_high: bool,
     lag_high: bool,
+    /// etcd's alarms as last seen, and the watch anomalies counted so far.
+    alarms: Vec<String>,
+    anomalies: u64,
 }
 
 impl MarkerScan {
@@ -813,6 +816,12 @@ impl MarkerScan {
             scrape_bad: [false, false],
             p99_high: false,
             lag_high: false,
+            alarms: session
+                .replica
+                .etcd_status()
+                .map(|(_, s)| s.alarms())
+                .unwrap_or_default(),
+            anomalies: session.replica.watch_health().anomalies(),
         }
     }
 
@@ -834,7 +843,25 @@ impl MarkerScan {
             }
             self.compacted = c;
         }
+        // Departures from etcd's watch contract (see `WatchHealth`), with the replica's note.
+        let anomalies = s.replica.watch_health().anomalies();
+        if anomalies > self.anomalies {
+            let why = s.replica.notes().back().map_or("", |(_, n)| n.as_str());
+            mark(format!("watch anomaly: {why}"));
+            self.anomalies = anomalies;
+        }
         match &st.obs {
+            Observation::EtcdStatus(status) => {
+                let alarms = status.alarms();
+                if alarms != self.alarms {
+                    mark(if alarms.is_empty() {
+                        format!("etcd alarms cleared ({})", self.alarms.join(", "))
+                    } else {
+                        format!("etcd alarm {}", alarms.join(", "))
+                    });
+                    self.alarms = alarms;
+                }
+            }
             Observation::ListDone {
                 revision,
                 compacted: Some(c),
