@@ -567,6 +567,47 @@ fn head_announced_and_watch_anomaly_160x48() {
     insta::assert_snapshot!(text);
 }
 
+/// After a failover to another of the endpoints given, the title names the member read now.
+#[test]
+fn the_title_follows_a_failover() {
+    let mut r = fixture();
+    r.apply(&Stamped {
+        at: at(50),
+        obs: Observation::Server {
+            endpoint: "http://127.0.0.1:22379".into(),
+            version: "3.4.30".into(),
+            cluster_id: 0,
+        },
+    });
+    let mut session = regscope::store::Session::new(regscope::model::SessionInfo {
+        title: "http://127.0.0.1:2379 (+1) /registry/".into(),
+        endpoints: vec![
+            "http://127.0.0.1:2379".into(),
+            "http://127.0.0.1:22379".into(),
+        ],
+        started_at: at(0),
+        ..Default::default()
+    });
+    session.replica = r;
+    let mut a = App::new(session, Settings::default());
+    a.tick(at(52));
+    let text = render(&mut a, 120, 40);
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.contains("regscope http://127.0.0.1:22379 /registry/ (failed over)"),
+        "{text}"
+    );
+    let notes = a.session().replica.notes();
+    assert!(
+        notes
+            .back()
+            .unwrap()
+            .1
+            .contains("failover: reading from http://127.0.0.1:22379"),
+        "{notes:?}"
+    );
+}
+
 /// etcd out of space: the alert row and the etcd section of the Apiserver panel say what
 /// it means and what to do.
 #[test]

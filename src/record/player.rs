@@ -869,6 +869,14 @@ impl MarkerScan {
                 "relist at revision {revision} after compaction at {c} (gap)"
             )),
             Observation::Reset { reason } => mark(format!("history reset: {reason}")),
+            Observation::Server { endpoint, .. }
+                if s.replica
+                    .failovers()
+                    .back()
+                    .is_some_and(|(at, _, to)| *at == st.at && to == endpoint) =>
+            {
+                mark(format!("failover to {endpoint}"));
+            }
             Observation::Conn(c) => {
                 let bad = matches!(
                     c,

@@ -249,6 +249,10 @@ pub struct Replica {
     /// etcd's latest Status answer and when it came (checkpoint format 3 and later).
     #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
     etcd_status: Option<(SystemTime, EtcdStatus)>,
+    /// Each time the source went on reading from another member: when, from which endpoint,
+    /// to which (the newest 64; checkpoint format 3 and later).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
+    failovers: VecDeque<(SystemTime, String, String)>,
 }
 
 /// etcd's head as its watch stream announced it, and the departures from the watch
@@ -332,6 +336,7 @@ impl Replica {
             last_observed: None,
             watch: WatchHealth::default(),
             etcd_status: None,
+            failovers: VecDeque::new(),
         }
     }
 
@@ -482,7 +487,20 @@ impl Replica {
             Observation::Conn(c) => self.conn = c.clone(),
             Observation::Server {
                 endpoint, version, ..
-            } => self.server = Some((endpoint.clone(), version.clone())),
+            } => {
+                if let Some((before, _)) = self.server.as_ref().filter(|(e, _)| e != endpoint) {
+                    let before = before.clone();
+                    self.note(
+                        st.at,
+                        format!("failover: reading from {endpoint} (was {before})"),
+                    );
+                    if self.failovers.len() == 64 {
+                        self.failovers.pop_front();
+                    }
+                    self.failovers.push_back((st.at, before, endpoint.clone()));
+                }
+                self.server = Some((endpoint.clone(), version.clone()));
+            }
             Observation::Note(n) => self.note(st.at, n.clone()),
             Observation::Reset { reason } => self.reset(st.at, reason),
             // The apiserver side lives in `store::metrics` and `store::informer`.
@@ -920,6 +938,12 @@ impl Replica {
     /// after pending events, never with [`Observation::HeadAtLeast`].
     pub fn revision(&self) -> Revision {
         self.applied
+    }
+
+    /// Each change of the member read from: (when, from endpoint, to endpoint), oldest
+    /// first (the newest 64).
+    pub fn failovers(&self) -> &VecDeque<(SystemTime, String, String)> {
+        &self.failovers
     }
 
     /// etcd's latest `Maintenance.Status` answer (sizes, raft position, alarms) and when
@@ -1646,6 +1670,26 @@ mod tests {
         );
         assert!(notes[1].contains("cleared (were NOSPACE)"), "{notes:?}");
         assert_eq!(r.summary().etcd_status.unwrap().errors.len(), 0);
+    }
+
+    #[test]
+    fn a_change_of_member_is_a_failover() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        let server = |e: &str| Observation::Server {
+            endpoint: e.into(),
+            version: "3.5.1".into(),
+            cluster_id: 7,
+        };
+        obs(&mut r, 1, server("http://127.0.0.1:1"));
+        obs(&mut r, 2, server("http://127.0.0.1:1"));
+        assert!(r.failovers().is_empty());
+        obs(&mut r, 3, server("http://127.0.0.1:2"));
+        assert_eq!(r.failovers().len(), 1);
+        assert_eq!(r.failovers()[0].2, "http://127.0.0.1:2");
+        assert_eq!(
+            r.notes().back().unwrap().1,
+            "failover: reading from http://127.0.0.1:2 (was http://127.0.0.1:1)"
+        );
     }
 
     #[test]

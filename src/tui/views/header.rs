@@ -100,6 +100,21 @@ pub(crate) fn alarm_advice(app: &App, short: bool) -> Option<String> {
     })
 }
 
+/// The session's title, with the endpoint read now when the source failed over to another
+/// of the endpoints given (the title is made from the first at the start).
+pub(crate) fn title(app: &App) -> String {
+    let info = app.session.info();
+    match app.session.replica.server() {
+        Some((now, _))
+            if info.endpoints.iter().any(|e| e == now)
+                && !info.title.starts_with(&format!("{now} ")) =>
+        {
+            format!("{now} {}/ (failed over)", info.prefix.trim_end_matches('/'))
+        }
+        _ => info.title.clone(),
+    }
+}
+
 /// The alert row, when there is something the user must not miss.
 pub(crate) fn alert(app: &App) -> Option<Line<'static>> {
     let t = &app.s.theme;
@@ -143,7 +158,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         Layout::horizontal([Constraint::Min(0), Constraint::Length(conn_w)]).areas(row0);
     let mut spans = vec![
         sp(app, " regscope ", Role::Title),
-        sp(app, app.session.info().title.clone(), Role::Header),
+        sp(app, title(app), Role::Header),
         Span::raw("  "),
     ];
     for (i, p) in Panel::ALL.iter().enumerate() {
@@ -232,6 +247,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     let used: usize = stats.iter().map(|s| s.width()).sum();
     if !endpoint.is_empty()
         && endpoint != app.session.info().title
+        && !title(app).starts_with(&format!("{endpoint} "))
         && used + 2 + endpoint.chars().count() <= row1.width as usize
     {
         stats.push(l("  "));
