@@ -1,0 +1,283 @@
+//! Three etcd members on loopback, as a stacked control plane runs them: regscope given all
+//! three endpoints keeps reading when the member it reads from is killed (the leader, moved
+//! there first) or stopped with SIGSTOP, loses and doubles no event (`verify` after each),
+//! notes each failover, and names the member it reads. Prints the time from the fault to
+//! events flowing again (figures for the notes: `cargo test --test ha_etcd -- --nocapture`).
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{assert_verified, fast_sync, Harness};
+use regscope::source::{EtcdOptions, EtcdSource};
+
+const T: Duration = Duration::from_secs(30);
+
+struct Member {
+    name: String,
+    client: String,
+    peer: String,
+    child: Option<Child>,
+}
+
+/// Three members of one new cluster, each with its own data dir under `dir`.
+struct Cluster {
+    dir: tempfile::TempDir,
+    members: Vec<Member>,
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let members: Vec<Member> = (0..3)
+            .map(|i| Member {
+                name: format!("m{i}"),
+                client: format!("http://127.0.0.1:{}", free_port()),
+                peer: format!("http://127.0.0.1:{}", free_port()),
+                child: None,
+            })
+            .collect();
+        let mut c = Cluster { dir, members };
+        for i in 0..3 {
+            c.spawn(i);
+        }
+        c
+    }
+
+    fn spawn(&mut self, i: usize) {
+        let initial: Vec<String> = self
+            .members
+            .iter()
+            .map(|m| format!("{}={}", m.name, m.peer))
+            .collect();
+        let m = &self.members[i];
+        let data = self.dir.path().join(&m.name);
+        let log = std::fs::File::create(self.dir.path().join(format!("{}.log", m.name))).unwrap();
+        let mut cmd = Command::new("etcd");
+        cmd.args(["--name", &m.name])
+            .arg("--data-dir")
+            .arg(&data)
+            .args(["--listen-client-urls", &m.client])
+            .args(["--advertise-client-urls", &m.client])
+            .args(["--listen-peer-urls", &m.peer])
+            .args(["--initial-advertise-peer-urls", &m.peer])
+            .args(["--initial-cluster", &initial.join(",")])
+            .args(["--initial-cluster-state", "new"])
+            .args(["--initial-cluster-token", "regscope-ha-test"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log));
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("ETCD_") {
+                cmd.env_remove(k);
+            }
+        }
+        self.members[i].child = Some(cmd.spawn().expect("etcd on PATH"));
+    }
+
+    fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.members[i].child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    fn signal(&self, i: usize, sig: i32) {
+        let pid = self.members[i].child.as_ref().unwrap().id() as i32;
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe {
+            libc::kill(pid, sig);
+        }
+    }
+
+    fn endpoints(&self) -> Vec<String> {
+        self.members.iter().map(|m| m.client.clone()).collect()
+    }
+
+    fn log(&self) -> String {
+        (0..3)
+            .map(|i| {
+                std::fs::read_to_string(self.dir.path().join(format!("m{i}.log")))
+                    .unwrap_or_default()
+            })
+            .map(|l| l.lines().rev().take(5).collect::<Vec<_>>().join("\n"))
+            .collect::<Vec<_>>()
+            .join("\n--\n")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for i in 0..3 {
+            self.signal_cont_and_kill(i);
+        }
+    }
+}
+
+impl Cluster {
+    fn signal_cont_and_kill(&mut self, i: usize) {
+        if self.members[i].child.is_some() {
+            self.signal(i, libc::SIGCONT);
+            self.kill(i);
+        }
+    }
+}
+
+/// A client to one member, once it answers Status with a leader.
+async fn healthy(endpoint: &str, cluster: &Cluster) -> etcd_client::Client {
+    let deadline = Instant::now() + T;
+    loop {
+        if let Ok(Ok(mut c)) = tokio::time::timeout(
+            Duration::from_secs(2),
+            etcd_client::Client::connect([endpoint], None),
+        )
+        .await
+        {
+            if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(2), c.status()).await {
+                if s.leader() != 0 {
+                    return c;
+                }
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{endpoint} not healthy: {}",
+            cluster.log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// Waits until the replica has events past `rev` read from another member than `from`;
+/// returns how long that took since `t0`.
+async fn flowing_again(h: &mut Harness, from: &str, rev: i64, t0: Instant) -> Duration {
+    let from = from.to_string();
+    h.until("events from another member", T, |r, _| {
+        r.revision() > rev && r.server().is_some_and(|(e, _)| e != from)
+    })
+    .await;
+    t0.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_when_the_member_read_is_killed_or_stopped() {
+    let mut cluster = Cluster::start();
+    let eps = cluster.endpoints();
+    let mut c0 = healthy(&eps[0], &cluster).await;
+    let mut c2 = healthy(&eps[2], &cluster).await;
+    for i in 0..200 {
+        c2.put(format!("/registry/pods/ns/p{i}"), format!("v{i}"), None)
+            .await
+            .unwrap();
+    }
+    // The member read first is the first endpoint; make it the leader, so that killing it
+    // also makes the cluster elect another.
+    let m0_id = c0.status().await.unwrap().header().unwrap().member_id();
+    let leader = c0.status().await.unwrap().leader();
+    if leader != m0_id {
+        let mut at_leader = None;
+        for ep in &eps {
+            let mut c = healthy(ep, &cluster).await;
+            let s = c.status().await.unwrap();
+            if s.header().unwrap().member_id() == leader {
+                at_leader = Some(c);
+            }
+        }
+        at_leader
+            .expect("the leader answers")
+            .move_leader(m0_id)
+            .await
+            .expect("move-leader");
+    }
+
+    let opts = EtcdOptions {
+        endpoints: eps.clone(),
+        ..Default::default()
+    }
+    .with_defaults();
+    let mut h = Harness::start(EtcdSource::new(opts, fast_sync()));
+    h.catch_up(&mut c2, T).await;
+    assert_eq!(h.replica.server().unwrap().0, eps[0]);
+
+    // A writer through the third member, all along (its errors while the cluster elects a
+    // leader are retried).
+    let stop = Arc::new(AtomicBool::new(false));
+    let written = Arc::new(AtomicU64::new(0));
+    let writer = {
+        let (stop, written) = (stop.clone(), written.clone());
+        let ep = eps[2].clone();
+        tokio::spawn(async move {
+            let mut c = etcd_client::Client::connect([ep], None).await.unwrap();
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let put = c.put(
+                    format!("/registry/leases/ns/l{}", i % 50),
+                    format!("{i}"),
+                    None,
+                );
+                if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(2), put).await {
+                    written.fetch_add(1, Ordering::Relaxed);
+                    i += 1;
+                }
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+    };
+
+    // 1. Kill the member read, the leader.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rev = h.replica.revision();
+    let t0 = Instant::now();
+    cluster.kill(0);
+    let killed = flowing_again(&mut h, &eps[0], rev, t0).await;
+    let now_read = h.replica.server().unwrap().0.to_string();
+    assert_eq!(h.replica.failovers().len(), 1);
+
+    // 2. Bring it back, then stop (SIGSTOP) the member read now: a silent member, not a
+    // closed connection.
+    cluster.spawn(0);
+    let _ = healthy(&eps[0], &cluster).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let stopped = eps.iter().position(|e| *e == now_read).unwrap();
+    let mut c_other = healthy(&eps[if stopped == 2 { 0 } else { 2 }], &cluster).await;
+    let rev = h.replica.revision();
+    let t0 = Instant::now();
+    cluster.signal(stopped, libc::SIGSTOP);
+    let silent = flowing_again(&mut h, &now_read, rev, t0).await;
+    assert_eq!(h.replica.failovers().len(), 2);
+    cluster.signal(stopped, libc::SIGCONT);
+
+    stop.store(true, Ordering::Relaxed);
+    writer.await.unwrap();
+    h.catch_up(&mut c_other, T).await;
+    assert!(written.load(Ordering::Relaxed) > 100);
+    // No event lost or doubled: the replica equals etcd at its revision, and every write
+    // came through the watch exactly once.
+    assert_verified(&h).await;
+    assert_eq!(h.replica.watch_health().repeated_events, 0);
+    let notes: Vec<&str> = h.replica.notes().iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(
+        notes.iter().filter(|n| n.starts_with("failover: ")).count(),
+        2,
+        "{notes:?}"
+    );
+    eprintln!(
+        "failover figures: killed leader ({}) -> events again after {} ms; SIGSTOP of the member read ({now_read}) -> events again after {} ms (liveness window {} ms); {} writes",
+        eps[0],
+        killed.as_millis(),
+        silent.as_millis(),
+        fast_sync().liveness_window.as_millis(),
+        written.load(Ordering::Relaxed)
+    );
+}
