@@ -199,6 +199,10 @@ impl EtcdSource {
             anchor: None,
             watch_marker: true,
         };
+        // The endpoints tried, in order: those given, then (when only one was given) the
+        // other members' client URLs from etcd's member list, refreshed on every connection.
+        let mut etcd = self.etcd.clone();
+        let mut last_endpoint: Option<String> = None;
         loop {
             if attempt > 0 {
                 let backoff = (Duration::from_millis(100) * 2u32.saturating_pow(attempt - 1))
@@ -212,7 +216,7 @@ impl EtcdSource {
             {
                 return;
             }
-            let conn = match self.etcd.connect_info(self.sync.request_timeout).await {
+            let conn = match etcd.connect_info(self.sync.request_timeout).await {
                 Ok(c) => c,
                 // Once connected, TLS trouble is more likely a restart than a wrong
                 // certificate: keep retrying; only credentials stay fatal.
@@ -248,6 +252,47 @@ impl EtcdSource {
             ever_connected = true;
             let progress_safe = progress_ordered(&conn.version);
             let mut client = conn.client;
+            if self.etcd.endpoints.len() == 1 {
+                if let Some(found) = self.other_members(&mut client, conn.status.member_id).await {
+                    let mut all = self.etcd.endpoints.clone();
+                    for e in found {
+                        if !all.contains(&e) {
+                            all.push(e);
+                        }
+                    }
+                    if all != etcd.endpoints {
+                        out.send(Observation::Note(format!(
+                            "etcd's member list: {}; regscope reads {} and fails over to the others in this order",
+                            all.join(", "),
+                            conn.endpoint
+                        )))
+                        .await;
+                        etcd.endpoints = all;
+                    }
+                }
+            }
+            // Another member that has not applied as far as the one read before (a follower
+            // a few entries behind): wait for it rather than take it for a restored etcd.
+            let moved = last_endpoint.as_ref().is_some_and(|e| *e != conn.endpoint);
+            if moved
+                && forwarded.is_some_and(|f| conn.revision < f)
+                && cluster_id == Some(conn.cluster_id)
+                && attempt < 10
+            {
+                attempt = attempt.saturating_add(1);
+                out.send(Observation::Conn(ConnState::Reconnecting {
+                    attempt,
+                    error: format!(
+                        "{} is at revision {}, behind revision {} already applied; waiting for it to catch up",
+                        conn.endpoint,
+                        conn.revision,
+                        forwarded.unwrap_or(0)
+                    ),
+                }))
+                .await;
+                continue;
+            }
+            last_endpoint = Some(conn.endpoint.clone());
             if !out
                 .send(Observation::Server {
                     endpoint: conn.endpoint.clone(),
@@ -436,6 +481,35 @@ impl EtcdSource {
             return Err(ListError::Closed);
         }
         Ok(rev)
+    }
+
+    /// The client URLs of the members other than `own` (etcd's `MemberList`), one per
+    /// member, in etcd's order, with the scheme of the endpoint given; `None` when etcd does
+    /// not answer within the request timeout.
+    async fn other_members(&self, client: &mut Client, own: u64) -> Option<Vec<String>> {
+        let list = tokio::time::timeout(self.sync.request_timeout, client.member_list())
+            .await
+            .ok()?
+            .ok()?;
+        let scheme = self
+            .etcd
+            .endpoints
+            .first()?
+            .split("://")
+            .next()?
+            .to_string();
+        Some(
+            list.members()
+                .iter()
+                .filter(|m| !m.is_learner() && m.id() != own)
+                .filter_map(|m| {
+                    m.client_urls()
+                        .iter()
+                        .find(|u| u.starts_with(&format!("{scheme}://")))
+                        .cloned()
+                })
+                .collect(),
+        )
     }
 
     /// The first key under the prefix and its mod_revision at `rev`, as an anchor.

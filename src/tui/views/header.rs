@@ -101,12 +101,16 @@ pub(crate) fn alarm_advice(app: &App, short: bool) -> Option<String> {
 }
 
 /// The session's title, with the endpoint read now when the source failed over to another
-/// of the endpoints given (the title is made from the first at the start).
+/// member (the title is made from the first endpoint given at the start).
 pub(crate) fn title(app: &App) -> String {
     let info = app.session.info();
     match app.session.replica.server() {
+        // A title made from the endpoints given (not the demo's), naming another member.
         Some((now, _))
-            if info.endpoints.iter().any(|e| e == now)
+            if info
+                .endpoints
+                .first()
+                .is_some_and(|first| info.title.starts_with(first.as_str()))
                 && !info.title.starts_with(&format!("{now} ")) =>
         {
             format!("{now} {}/ (failed over)", info.prefix.trim_end_matches('/'))
