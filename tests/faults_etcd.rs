@@ -98,6 +98,8 @@ async fn nospace_alarm_is_seen_and_said_with_what_to_do() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("warning: etcd alarm NOSPACE"), "{stderr}");
     let errors = v["etcd_status"]["errors"].to_string();
     assert!(errors.contains("alarm:NOSPACE"), "{v}");
     assert!(

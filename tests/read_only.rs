@@ -85,6 +85,15 @@ async fn a_user_that_may_only_read_the_prefix_is_enough() {
         .unwrap();
     h.catch_up(&mut root, Duration::from_secs(20)).await;
     assert_eq!(h.replica.live_keys(), 21);
+    // Told once why compactions come only from the watch and the metrics.
+    assert!(
+        h.seen
+            .notes
+            .iter()
+            .any(|n| n.starts_with("no read permission on compact_rev_key")),
+        "{:?}",
+        h.seen.notes
+    );
     // One list, one watch that stayed up: no part of the sync was refused.
     assert_eq!(h.seen.list_begins, 1, "{:?}", h.seen);
     assert!(

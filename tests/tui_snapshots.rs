@@ -597,6 +597,18 @@ fn the_title_follows_a_failover() {
         header.contains("regscope http://127.0.0.1:22379 /registry/ (failed over)"),
         "{text}"
     );
+    // The demo's own title is not made from the endpoint: it stays.
+    let mut demo = regscope::store::Session::new(regscope::model::SessionInfo {
+        title: "demo · etcd 127.0.0.1:22379".into(),
+        endpoints: vec!["http://127.0.0.1:22379".into()],
+        started_at: at(0),
+        ..Default::default()
+    });
+    demo.replica = fixture();
+    let mut d = App::new(demo, Settings::default());
+    d.tick(at(52));
+    let text = render(&mut d, 120, 40);
+    assert!(!text.contains("failed over"), "{text}");
     let notes = a.session().replica.notes();
     assert!(
         notes
@@ -636,6 +648,7 @@ fn nospace_alarm_120x40() {
     keys(&mut a, "4");
     let panel = render(&mut a, 120, 40);
     assert!(panel.contains("defragment every member"), "{panel}");
+    assert!(panel.contains("accepts only reads and deletes"), "{panel}");
     insta::assert_snapshot!(panel);
 }
 

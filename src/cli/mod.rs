@@ -144,7 +144,9 @@ pub async fn snapshot_replica(
             None => Ok(()),
         }
     })
-    .await
+    .await?;
+    warn_etcd_alarms(session);
+    Ok(())
 }
 
 /// One key in `snapshot --json --keys`.
@@ -373,6 +375,25 @@ pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
     })
 }
 
+/// Says on stderr when etcd has an alarm raised (NOSPACE: it accepts only reads and
+/// deletes), for `snapshot` and `verify`, whose output is otherwise about the data only.
+pub fn warn_etcd_alarms(session: &Session) {
+    if let Some((_, s)) = session.replica.etcd_status() {
+        let alarms = s.alarms();
+        if !alarms.is_empty() {
+            let advice = if alarms.iter().any(|a| a == "NOSPACE") {
+                ": etcd accepts only reads and deletes (the apiserver fails creates and updates); delete, compact, defragment, then `etcdctl alarm disarm`"
+            } else {
+                ""
+            };
+            eprintln!(
+                "regscope: warning: etcd alarm {}{advice}",
+                alarms.join(", ")
+            );
+        }
+    }
+}
+
 /// Runs the live source until the replica has caught up with etcd's head revision as read
 /// at the start (bounded by `timeout`), then returns the replica.
 ///
@@ -451,6 +472,9 @@ pub async fn sync_until_caught_up(
         }
     };
     task.abort();
+    if result.is_ok() {
+        warn_etcd_alarms(session);
+    }
     result
 }
 

@@ -493,7 +493,8 @@ fn window(
             .and_then(scalar)
     };
     let etcd_head = etcd_get("etcd_current_revision").map(|v| v as Revision);
-    let replica_head = replica.map(|r| r.revision()).filter(|r| *r > 0);
+    // Known-synced rather than applied: revisions written outside the prefix are not lag.
+    let replica_head = replica.map(|r| r.synced_revision()).filter(|r| *r > 0);
     let head = replica_head.or(etcd_head);
     let compact_revision = replica.and_then(|r| r.compact_revision()).or_else(|| {
         etcd_get("etcd_compact_revision")

@@ -271,6 +271,21 @@ impl EtcdSource {
                     }
                 }
             }
+            // compact_rev_key lies outside the prefix: a user that may read only the prefix
+            // is refused it (etcd 3.4.23 then accepts its watch and sends nothing).
+            if kept.watch_marker {
+                let probe = client.get(COMPACT_REV_KEY, Some(GetOptions::new().with_count_only()));
+                if let Ok(Err(e)) = tokio::time::timeout(self.sync.request_timeout, probe).await {
+                    if error_chain(&e).to_lowercase().contains("permission denied") {
+                        kept.watch_marker = false;
+                        out.send(Observation::Note(format!(
+                            "no read permission on {}: watching the prefix alone; compactions are seen from the watch and etcd's metrics only",
+                            String::from_utf8_lossy(COMPACT_REV_KEY)
+                        )))
+                        .await;
+                    }
+                }
+            }
             // Another member that has not applied as far as the one read before (a follower
             // a few entries behind): wait for it rather than take it for a restored etcd.
             let moved = last_endpoint.as_ref().is_some_and(|e| *e != conn.endpoint);
@@ -630,6 +645,7 @@ impl EtcdSource {
         }
         let mut created = 0usize;
         let mut last_progress: Revision = 0;
+        let mut confirmed = false;
         let mut prefix_id: Option<i64> = None;
         let mut marker_id: Option<i64> = None;
         let mut last_msg = Instant::now();
@@ -712,10 +728,15 @@ impl EtcdSource {
                         }
                         // Progress notification (own request or etcd's periodic one). One
                         // that tells nothing new is not forwarded; one below what was
-                        // forwarded is, for the store to count.
-                        if header_rev == last_progress || Some(header_rev) == *forwarded {
+                        // forwarded is, for the store to count. Where progress may run ahead
+                        // of events, the first repeat of a head is forwarded too: a head
+                        // announced twice with no event between is one the prefix has no
+                        // pending event below (`Replica::synced_revision`).
+                        let repeat = header_rev == last_progress;
+                        if Some(header_rev) == *forwarded || (repeat && (progress_safe || confirmed)) {
                             continue;
                         }
+                        confirmed = repeat;
                         last_progress = header_rev;
                         // Only where etcd orders progress after pending events is it "every
                         // event up to here was sent", to apply and resume from
@@ -747,6 +768,9 @@ impl EtcdSource {
                     }).collect();
                     if let Some(last) = events.last() {
                         *forwarded = Some(forwarded.unwrap_or(0).max(last.kv.mod_revision));
+                        // A head must be announced twice again, after these, to count.
+                        last_progress = 0;
+                        confirmed = false;
                     }
                     if let Some(put) = events.iter().rev().find(|e| e.kind == EventKind::Put) {
                         kept.anchor = Some((put.kv.key.to_vec(), put.kv.mod_revision));

@@ -269,6 +269,12 @@ pub struct WatchHealth {
     pub head_at_least: Revision,
     /// The highest revision announced by a progress notification (applied or not).
     pub progress_through: Revision,
+    /// The highest announced head that a later progress notification confirmed with no
+    /// event between the two: no event of the prefix up to it was pending (see
+    /// [`Replica::synced_revision`]).
+    pub quiet_through: Revision,
+    /// An event was applied since the last progress notification.
+    pub events_since_progress: bool,
     /// Progress notifications at a revision below the one already applied: a member that
     /// lags behind the one read before, or a server that breaks the contract.
     pub progress_behind: u64,
@@ -439,6 +445,9 @@ impl Replica {
                     self.apply_event(ev, st.at, second);
                     applied += 1;
                 }
+                if applied > 0 {
+                    self.watch.events_since_progress = true;
+                }
                 self.watch.head_at_least = self.watch.head_at_least.max(*revision);
                 if let Some(last) = events.last() {
                     self.events_through = self.events_through.max(last.kv.mod_revision);
@@ -574,6 +583,10 @@ impl Replica {
     /// fell behind what is applied.
     fn progress_seen(&mut self, rev: Revision, at: SystemTime) {
         let w = &mut self.watch;
+        if !w.events_since_progress && w.progress_through > 0 {
+            w.quiet_through = w.quiet_through.max(w.progress_through.min(rev));
+        }
+        w.events_since_progress = false;
         w.head_at_least = w.head_at_least.max(rev);
         w.progress_through = w.progress_through.max(rev);
         if rev < self.applied {
@@ -950,6 +963,16 @@ impl Replica {
     /// it came; `None` before the first.
     pub fn etcd_status(&self) -> Option<&(SystemTime, EtcdStatus)> {
         self.etcd_status.as_ref()
+    }
+
+    /// The revision the replica is known to be as new as, for lag: its applied revision,
+    /// or a head etcd announced and then confirmed by a second progress notification with
+    /// no event between them (nothing of the prefix was pending: the revisions between were
+    /// written elsewhere in etcd). On etcds whose progress may run ahead of events
+    /// (etcd-io/etcd#15220) those events arrive right after it, before the next progress.
+    /// Never applied: the replica's state stays the one at [`Replica::revision`].
+    pub fn synced_revision(&self) -> Revision {
+        self.applied.max(self.watch.quiet_through)
     }
 
     /// etcd's head revision as far as its watch stream told, and the departures from the
@@ -1690,6 +1713,31 @@ mod tests {
             r.notes().back().unwrap().1,
             "failover: reading from http://127.0.0.1:2 (was http://127.0.0.1:1)"
         );
+    }
+
+    #[test]
+    fn a_head_confirmed_by_two_quiet_progress_notifications_counts_as_synced() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        listed(&mut r, 10, vec![], None);
+        obs(&mut r, 1, Observation::HeadAtLeast { revision: 15 });
+        assert_eq!(r.synced_revision(), 10, "one announcement is not enough");
+        obs(&mut r, 2, Observation::HeadAtLeast { revision: 15 });
+        assert_eq!(r.synced_revision(), 15);
+        assert_eq!(r.revision(), 10);
+        // Events between two announcements: the later head counts only after a quiet pair.
+        obs(&mut r, 3, Observation::HeadAtLeast { revision: 20 });
+        obs(
+            &mut r,
+            3,
+            Observation::Events {
+                revision: 20,
+                events: vec![put(kv("/registry/pods/a/p", "v", 20, 20, 1))],
+            },
+        );
+        obs(&mut r, 4, Observation::HeadAtLeast { revision: 25 });
+        assert_eq!(r.synced_revision(), 20);
+        obs(&mut r, 5, Observation::HeadAtLeast { revision: 25 });
+        assert_eq!(r.synced_revision(), 25);
     }
 
     #[test]

@@ -86,14 +86,14 @@ fn conn_label(app: &App, room: u16) -> (String, Role) {
 /// What an etcd alarm means and what to do (the first alarm raised): `short` for the alert
 /// row (fits 100 columns), else in full for the Apiserver panel. etcd's alarms (etcd v3
 /// `AlarmType`): NOSPACE, raised when the backend file reaches `--quota-backend-bytes`,
-/// makes etcd refuse writes until disarmed; CORRUPT, raised by the corruption check when
+/// makes etcd accept only reads and deletes until disarmed; CORRUPT, raised by the corruption check when
 /// members' data disagree.
 pub(crate) fn alarm_advice(app: &App, short: bool) -> Option<String> {
     let (_, s) = app.session.replica.etcd_status()?;
     let alarm = s.alarms().into_iter().next()?;
     Some(match (alarm.as_str(), short) {
-        ("NOSPACE", true) => " ✖ etcd alarm NOSPACE: writes fail — compact, defrag, `etcdctl alarm disarm` (4: more)".to_string(),
-        ("NOSPACE", false) => "✖ etcd alarm NOSPACE: etcd refuses every write, so the apiserver fails creates, updates and deletes. Compact (`etcdctl compact` to the current revision), defragment every member (`etcdctl defrag`), then `etcdctl alarm disarm`; if the data itself outgrew the quota, raise etcd's --quota-backend-bytes.".to_string(),
+        ("NOSPACE", true) => " ✖ etcd alarm NOSPACE: creates and updates fail — delete, compact, defrag, `etcdctl alarm disarm` (4: more)".to_string(),
+        ("NOSPACE", false) => "✖ etcd alarm NOSPACE: etcd accepts only reads and deletes, so the apiserver fails every create and update. Free space: delete what is not needed (old Events, finished Jobs), compact (`etcdctl compact` to the current revision), defragment every member (`etcdctl defrag`), then `etcdctl alarm disarm`; if the live data itself outgrew the quota, raise etcd's --quota-backend-bytes.".to_string(),
         ("CORRUPT", true) => " ✖ etcd alarm CORRUPT: members' data disagree — stop writes (4: more)".to_string(),
         ("CORRUPT", false) => "✖ etcd alarm CORRUPT: the members' data disagree (etcd's corruption check). Stop writes, find the member whose hash differs (`etcdctl endpoint hashkv --cluster`), and replace it from a good member's snapshot.".to_string(),
         (other, _) => format!(" ✖ etcd alarm {other} — see `etcdctl alarm list`"),
@@ -198,13 +198,18 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     ];
     let w = r.watch_health();
     if w.head_at_least > r.revision() {
-        // etcd's watch named a newer head: writes outside the prefix, or a progress
-        // notification not applied because it may precede queued events.
-        stats.push(sp(
-            app,
-            format!(" (head ≥ {})", thousands_i(w.head_at_least)),
-            Role::Muted,
-        ));
+        // etcd's watch named a newer head: writes outside the prefix (confirmed when a
+        // second progress came with no event), or a progress notification not applied
+        // because it may precede queued events.
+        let text = if r.synced_revision() >= w.head_at_least {
+            format!(
+                " (etcd head {}, nothing pending)",
+                thousands_i(w.head_at_least)
+            )
+        } else {
+            format!(" (head ≥ {})", thousands_i(w.head_at_least))
+        };
+        stats.push(sp(app, text, Role::Muted));
     }
     if w.anomalies() > 0 {
         stats.push(sp(
