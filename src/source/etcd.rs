@@ -274,7 +274,12 @@ impl EtcdSource {
             // compact_rev_key lies outside the prefix: a user that may read only the prefix
             // is refused it (etcd 3.4.23 then accepts its watch and sends nothing).
             if kept.watch_marker {
-                let probe = client.get(COMPACT_REV_KEY, Some(GetOptions::new().with_count_only()));
+                // Serializable: answered by the member itself, also while the cluster
+                // elects a leader after a failover.
+                let probe = client.get(
+                    COMPACT_REV_KEY,
+                    Some(GetOptions::new().with_count_only().with_serializable()),
+                );
                 if let Ok(Err(e)) = tokio::time::timeout(self.sync.request_timeout, probe).await {
                     if error_chain(&e).to_lowercase().contains("permission denied") {
                         kept.watch_marker = false;
