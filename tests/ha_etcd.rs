@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{assert_verified, fast_sync, Harness};
+use common::{assert_verified, fast_sync, free_port, Harness};
 use regscope::source::{EtcdOptions, EtcdSource};
 
 const T: Duration = Duration::from_secs(30);
@@ -28,14 +28,6 @@ struct Member {
 struct Cluster {
     dir: tempfile::TempDir,
     members: Vec<Member>,
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 impl Cluster {

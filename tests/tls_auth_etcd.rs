@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fast_sync, Harness};
+use common::{fast_sync, free_port, Harness};
 use etcd_client::{Permission, PermissionType};
 use regscope::demo::PrivateEtcd;
 use regscope::model::ConnState;
@@ -104,14 +104,6 @@ impl Drop for TlsEtcd {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 async fn tls_etcd() -> Option<TlsEtcd> {

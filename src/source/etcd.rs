@@ -283,11 +283,7 @@ impl EtcdSource {
                 if let Ok(Err(e)) = tokio::time::timeout(self.sync.request_timeout, probe).await {
                     if error_chain(&e).to_lowercase().contains("permission denied") {
                         kept.watch_marker = false;
-                        out.send(Observation::Note(format!(
-                            "no read permission on {}: watching the prefix alone; compactions are seen from the watch and etcd's metrics only",
-                            String::from_utf8_lossy(COMPACT_REV_KEY)
-                        )))
-                        .await;
+                        out.send(marker_refused()).await;
                     }
                 }
             }
@@ -698,10 +694,7 @@ impl EtcdSource {
                             && reason.to_lowercase().contains("permission denied")
                         {
                             kept.watch_marker = false;
-                            out.send(Observation::Note(format!(
-                                "no read permission on {}: watching the prefix alone; compactions are seen from the watch and etcd's metrics only",
-                                String::from_utf8_lossy(COMPACT_REV_KEY)
-                            )))
+                            out.send(marker_refused())
                             .await;
                             return WatchEnd::Lost(format!(
                                 "etcd refused the watch on {} (permission denied); watching again without it",
@@ -806,6 +799,14 @@ impl EtcdSource {
             }
         }
     }
+}
+
+/// The note for a user that may not read compact_rev_key (outside the prefix).
+fn marker_refused() -> Observation {
+    Observation::Note(format!(
+        "no read permission on {}: watching the prefix alone; compactions are seen from the watch and etcd's metrics only",
+        String::from_utf8_lossy(COMPACT_REV_KEY)
+    ))
 }
 
 /// What the sync loop keeps from one watch to the next, beside the forwarded revision.

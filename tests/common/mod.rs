@@ -326,6 +326,15 @@ impl Drop for Proxy {
     }
 }
 
+/// A loopback port free now (another process may take it before it is used).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 pub fn addr_of(endpoint: &str) -> SocketAddr {
     endpoint
         .trim_start_matches("http://")

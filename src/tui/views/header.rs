@@ -122,6 +122,7 @@ pub(crate) fn title(app: &App) -> String {
 /// The alert row, when there is something the user must not miss.
 pub(crate) fn alert(app: &App) -> Option<Line<'static>> {
     let t = &app.s.theme;
+    let alarm = alarm_advice(app, true);
     let text = match app.session.replica.conn() {
         ConnState::NotResponding { since } => format!(
             " ⚠ etcd not responding since {} — data shown is stale",
@@ -133,14 +134,16 @@ pub(crate) fn alert(app: &App) -> Option<Line<'static>> {
         ConnState::Failed { error } => {
             format!(" ✖ source failed — data shown is stale: {error}")
         }
-        _ if alarm_advice(app, true).is_some() => alarm_advice(app, true).unwrap_or_default(),
-        _ if app.source_ended => {
-            return Some(
-                Line::from(" source ended — the data shown is final; the console stays usable")
-                    .style(t.get(Role::Note)),
-            )
-        }
-        _ => return None,
+        _ => match alarm {
+            Some(a) => a,
+            None if app.source_ended => {
+                return Some(
+                    Line::from(" source ended — the data shown is final; the console stays usable")
+                        .style(t.get(Role::Note)),
+                )
+            }
+            None => return None,
+        },
     };
     Some(Line::from(text).style(t.get(Role::Alert)))
 }
