@@ -27,23 +27,25 @@ pub fn counter_increase(prev: f64, cur: f64) -> f64 {
 /// going down, or different bucket bounds) makes `cur` itself the increase.
 pub fn histogram_increase(prev: Option<&Hist>, cur: &Hist) -> Vec<f64> {
     match prev {
-        Some(p)
-            if p.bounds == cur.bounds
-                && p.cumulative.len() == cur.cumulative.len()
-                && p.count <= cur.count
-                && p.cumulative
-                    .iter()
-                    .zip(cur.cumulative.iter())
-                    .all(|(a, b)| a <= b) =>
-        {
-            p.cumulative
-                .iter()
-                .zip(cur.cumulative.iter())
-                .map(|(a, b)| b - a)
-                .collect()
-        }
+        Some(p) if increase_applies(p, cur) => p
+            .cumulative
+            .iter()
+            .zip(cur.cumulative.iter())
+            .map(|(a, b)| b - a)
+            .collect(),
         _ => cur.cumulative.to_vec(),
     }
+}
+
+/// Whether `cur` continues `prev` (same buckets, no count went down): else a reset.
+fn increase_applies(p: &Hist, cur: &Hist) -> bool {
+    p.bounds == cur.bounds
+        && p.cumulative.len() == cur.cumulative.len()
+        && p.count <= cur.count
+        && p.cumulative
+            .iter()
+            .zip(cur.cumulative.iter())
+            .all(|(a, b)| a <= b)
 }
 
 /// The `q`-quantile (0 ≤ q ≤ 1) of a histogram given by finite upper `bounds` (ascending)
@@ -53,24 +55,52 @@ pub fn histogram_increase(prev: Option<&Hist>, cur: &Hist) -> Vec<f64> {
 /// bucket to bucket (possible when scrapes race with observations) are made monotonic
 /// first; the lowest bucket spans 0..bound (or is the bound itself when ≤ 0).
 pub fn histogram_quantile(q: f64, bounds: &[f64], cumulative: &[f64]) -> Quantile {
-    if cumulative.len() != bounds.len() + 1 || !(0.0..=1.0).contains(&q) {
+    quantile_by(q, bounds, cumulative.len(), |i| cumulative[i])
+}
+
+/// `histogram_quantile(q, &cur.bounds, &histogram_increase(prev, cur))` without building
+/// the increase: for the metric store, which computes one per histogram series per scrape.
+pub fn increase_quantile(q: f64, prev: Option<&Hist>, cur: &Hist) -> Quantile {
+    let c = &cur.cumulative;
+    match prev {
+        Some(p) if increase_applies(p, cur) => {
+            let pc = &p.cumulative;
+            quantile_by(q, &cur.bounds, c.len(), |i| c[i] - pc[i])
+        }
+        _ => quantile_by(q, &cur.bounds, c.len(), |i| c[i]),
+    }
+}
+
+/// [`histogram_quantile`] over `n` cumulative counts read by `count(i)`. Two passes over the
+/// counts made monotonic (a running maximum, NaN as 0): the total, then the bucket.
+fn quantile_by(q: f64, bounds: &[f64], n: usize, count: impl Fn(usize) -> f64) -> Quantile {
+    if n != bounds.len() + 1 || !(0.0..=1.0).contains(&q) {
         return Quantile::NoData;
     }
-    let mut mono = Vec::with_capacity(cumulative.len());
-    let mut max = 0.0f64;
-    for c in cumulative {
-        max = max.max(if c.is_nan() { 0.0 } else { *c });
-        mono.push(max);
-    }
-    let total = *mono.last().unwrap_or(&0.0);
+    let step = |max: f64, i: usize| {
+        let c = count(i);
+        max.max(if c.is_nan() { 0.0 } else { c })
+    };
+    let total = (0..n).fold(0.0f64, step);
     if total <= 0.0 {
         return Quantile::NoData;
     }
     let rank = q * total;
-    let b = mono
-        .iter()
-        .position(|c| *c >= rank)
-        .unwrap_or(mono.len() - 1);
+    // The first bucket whose (monotonic) count reaches the rank, the last when none does,
+    // with the monotonic count just below it.
+    let (mut b, mut at, mut below) = (n - 1, total, 0.0f64);
+    let mut max = 0.0f64;
+    for i in 0..n {
+        let prev_max = max;
+        max = step(max, i);
+        if max >= rank {
+            (b, at, below) = (i, max, prev_max);
+            break;
+        }
+        if i == n - 1 {
+            (at, below) = (max, prev_max);
+        }
+    }
     if b == bounds.len() {
         // The +Inf bucket: the value is above every finite bound.
         return match bounds.last() {
@@ -85,9 +115,9 @@ pub fn histogram_quantile(q: f64, bounds: &[f64], cumulative: &[f64]) -> Quantil
         }
         (0.0, 0.0)
     } else {
-        (bounds[b - 1], mono[b - 1])
+        (bounds[b - 1], below)
     };
-    let in_bucket = mono[b] - below;
+    let in_bucket = at - below;
     if in_bucket <= 0.0 {
         return Quantile::Value(upper);
     }
@@ -159,6 +189,83 @@ mod tests {
         match histogram_quantile(0.95, &b, &c) {
             Quantile::Value(v) => assert!((v - 0.095).abs() < 1e-12, "{v}"),
             q => panic!("{q:?}"),
+        }
+    }
+
+    /// The quantile as first written (the increase built, then made monotonic in a
+    /// vector): the two-pass [`quantile_by`] must answer exactly the same.
+    fn reference(q: f64, bounds: &[f64], cumulative: &[f64]) -> Quantile {
+        if cumulative.len() != bounds.len() + 1 || !(0.0..=1.0).contains(&q) {
+            return Quantile::NoData;
+        }
+        let mut mono = Vec::new();
+        let mut max = 0.0f64;
+        for c in cumulative {
+            max = max.max(if c.is_nan() { 0.0 } else { *c });
+            mono.push(max);
+        }
+        let total = *mono.last().unwrap_or(&0.0);
+        if total <= 0.0 {
+            return Quantile::NoData;
+        }
+        let rank = q * total;
+        let b = mono
+            .iter()
+            .position(|c| *c >= rank)
+            .unwrap_or(mono.len() - 1);
+        if b == bounds.len() {
+            return bounds
+                .last()
+                .map_or(Quantile::NoData, |l| Quantile::AtLeast(*l));
+        }
+        let upper = bounds[b];
+        let (lower, below) = if b == 0 {
+            if upper <= 0.0 {
+                return Quantile::Value(upper);
+            }
+            (0.0, 0.0)
+        } else {
+            (bounds[b - 1], mono[b - 1])
+        };
+        let in_bucket = mono[b] - below;
+        if in_bucket <= 0.0 {
+            return Quantile::Value(upper);
+        }
+        Quantile::Value(lower + (upper - lower) * ((rank - below) / in_bucket))
+    }
+
+    fn count() -> impl proptest::strategy::Strategy<Value = f64> {
+        use proptest::prelude::*;
+        prop_oneof![8 => (0u32..50).prop_map(f64::from), 1 => Just(f64::NAN)]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn increase_quantile_answers_as_building_the_increase_does(
+            n in 0usize..6,
+            cur in proptest::collection::vec(count(), 7),
+            prev in proptest::option::of(proptest::collection::vec(count(), 7)),
+            q in proptest::prop_oneof![proptest::strategy::Just(0.0), proptest::strategy::Just(1.0), 0.0f64..=1.0, -1.0f64..2.0],
+        ) {
+            let bounds: Vec<f64> = (0..n).map(|i| i as f64 * 0.25 - 0.25).collect();
+            let mk = |c: &[f64]| {
+                let mut sorted = c[..=n].to_vec();
+                // Mostly cumulative (ascending), as exposed; NaN and dips stay possible.
+                if sorted.iter().all(|v| !v.is_nan()) && n % 2 == 0 {
+                    sorted.sort_by(f64::total_cmp);
+                }
+                hist(&bounds, &sorted)
+            };
+            let cur = mk(&cur);
+            let prev = prev.map(|p| mk(&p));
+            let want = reference(q, &bounds, &histogram_increase(prev.as_ref(), &cur));
+            let got = increase_quantile(q, prev.as_ref(), &cur);
+            proptest::prop_assert_eq!(format!("{want:?}"), format!("{got:?}"));
+            let plain = histogram_quantile(q, &bounds, &cur.cumulative);
+            proptest::prop_assert_eq!(
+                format!("{:?}", reference(q, &bounds, &cur.cumulative)),
+                format!("{plain:?}")
+            );
         }
     }
 }

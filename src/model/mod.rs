@@ -18,7 +18,7 @@ pub type Revision = i64;
 
 /// One version of one key, exactly as etcd reports it in a range or watch response
 /// (`mvccpb.KeyValue`).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct KeyValue {
     /// The key bytes (not necessarily UTF-8).
     pub key: Bytes,
@@ -47,28 +47,103 @@ pub fn shareable(b: Bytes) -> Bytes {
 }
 
 impl KeyValue {
-    /// The key and value made [`shareable`].
-    pub fn make_shareable(&mut self) {
-        self.key = shareable(std::mem::take(&mut self.key));
-        self.value = shareable(std::mem::take(&mut self.value));
+    /// A key-value whose key and value are slices of one [`shareable`] buffer (`key`
+    /// then `value`): one allocation where two shareable copies take four. The key then
+    /// keeps the value's memory for as long as it is held, and the other way round: the
+    /// store copies keys it indexes and holds the two together only in its event log and
+    /// history, where both live equally long anyway.
+    pub fn joined(
+        key: &[u8],
+        create_revision: Revision,
+        mod_revision: Revision,
+        version: i64,
+        lease: i64,
+        value: &[u8],
+    ) -> KeyValue {
+        let mut buf = Vec::with_capacity(key.len() + value.len());
+        buf.extend_from_slice(key);
+        buf.extend_from_slice(value);
+        let all = shareable(Bytes::from(buf));
+        KeyValue {
+            key: all.slice(..key.len()),
+            create_revision,
+            mod_revision,
+            version,
+            lease,
+            value: all.slice(key.len()..),
+        }
     }
 }
 
-impl Observation {
-    /// Every key and value it carries made [`shareable`].
-    pub fn make_shareable(&mut self) {
-        match self {
-            Observation::ListPage { kvs } => kvs.iter_mut().for_each(KeyValue::make_shareable),
-            Observation::Events { events, .. } => {
-                for e in events {
-                    e.kv.make_shareable();
-                    if let Some(p) = e.prev_kv.as_mut() {
-                        p.make_shareable();
-                    }
-                }
-            }
-            _ => {}
+/// Read back as written by the derived `Serialize` (a struct of six fields), into one
+/// buffer per key-value ([`KeyValue::joined`]): recordings are read on the replay's
+/// read-ahead thread, so the session's thread never allocates or frees for it.
+impl<'de> serde::Deserialize<'de> for KeyValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<KeyValue, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename = "KeyValue")]
+        struct Wire<'a> {
+            #[serde(borrow, with = "serde_bytes_cow")]
+            key: std::borrow::Cow<'a, [u8]>,
+            create_revision: Revision,
+            mod_revision: Revision,
+            version: i64,
+            lease: i64,
+            #[serde(borrow, with = "serde_bytes_cow")]
+            value: std::borrow::Cow<'a, [u8]>,
         }
+        let w = Wire::deserialize(d)?;
+        Ok(KeyValue::joined(
+            &w.key,
+            w.create_revision,
+            w.mod_revision,
+            w.version,
+            w.lease,
+            &w.value,
+        ))
+    }
+}
+
+/// Bytes as serde bytes (what `Bytes` serialises to), borrowed from the input when the
+/// format lends it (postcard) and copied when not (JSON's arrays of numbers).
+mod serde_bytes_cow {
+    use std::borrow::Cow;
+    use std::fmt;
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Cow<'de, [u8]>, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Cow<'de, [u8]>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a byte string")
+            }
+            fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+                Ok(Cow::Borrowed(v))
+            }
+            fn visit_bytes<E>(self, v: &[u8]) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v.to_vec()))
+            }
+            fn visit_byte_buf<E>(self, v: Vec<u8>) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v))
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Cow::Borrowed(v.as_bytes()))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v.as_bytes().to_vec()))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+                while let Some(b) = seq.next_element::<u8>()? {
+                    out.push(b);
+                }
+                Ok(Cow::Owned(out))
+            }
+        }
+        d.deserialize_bytes(V)
     }
 }
 
@@ -489,6 +564,52 @@ impl Default for SessionInfo {
             metric_retention: 720,
             scrape_targets: Vec::new(),
             started_at: SystemTime::UNIX_EPOCH,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kv(key: &[u8], value: &[u8]) -> KeyValue {
+        KeyValue {
+            key: Bytes::copy_from_slice(key),
+            create_revision: 3,
+            mod_revision: 7,
+            version: 2,
+            lease: -1,
+            value: Bytes::copy_from_slice(value),
+        }
+    }
+
+    #[test]
+    fn key_values_read_back_as_written_in_one_buffer() {
+        for (k, v) in [
+            (
+                &b"/registry/leases/kube-node-lease/n1"[..],
+                &b"k8s\x00\x0a\x01"[..],
+            ),
+            (b"/registry/pods/default/x", b""),
+            (b"", b"value without a key"),
+            (b"", b""),
+        ] {
+            let want = kv(k, v);
+            let bin = postcard::to_allocvec(&want).unwrap();
+            let got: KeyValue = postcard::from_bytes(&bin).unwrap();
+            assert_eq!(got, want);
+            if !k.is_empty() && !v.is_empty() {
+                // The value starts where the key ends, in the same allocation.
+                assert_eq!(got.key.as_ptr().wrapping_add(k.len()), got.value.as_ptr());
+            }
+            let json = serde_json::to_string(&want).unwrap();
+            let got: KeyValue = serde_json::from_str(&json).unwrap();
+            assert_eq!(got, want);
+        }
+        // A truncated encoding is an error, not a panic.
+        let bin = postcard::to_allocvec(&kv(b"/registry/a", b"bbbb")).unwrap();
+        for n in 0..bin.len() {
+            assert!(postcard::from_bytes::<KeyValue>(&bin[..n]).is_err());
         }
     }
 }

@@ -129,14 +129,12 @@ pub(crate) fn encode_observation(obs: &Observation) -> Vec<u8> {
 
 /// Decodes a segment record's payload.
 pub(crate) fn decode_observation(at_ns: i64, payload: &[u8]) -> Result<Stamped, String> {
+    // Keys and values come out shareable, on the reader's thread (the read-ahead's, in
+    // a replay): see `KeyValue::joined`.
     postcard::from_bytes::<Observation>(payload)
-        .map(|mut obs| {
-            // On the reader's thread (the read-ahead's, in a replay): see `shareable`.
-            obs.make_shareable();
-            Stamped {
-                at: from_ns(at_ns),
-                obs,
-            }
+        .map(|obs| Stamped {
+            at: from_ns(at_ns),
+            obs,
         })
         .map_err(|e| format!("undecodable observation: {e}"))
 }

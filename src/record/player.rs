@@ -418,10 +418,11 @@ impl Player {
     }
 
     /// Hands the applied observations to the read-ahead thread to be dropped.
-    fn recycle(&mut self) {
-        if !self.spent.is_empty() {
+    fn recycle(&mut self, session: &mut Session) {
+        let discarded = session.take_discarded();
+        if !self.spent.is_empty() || !discarded.is_empty() {
             let spent = std::mem::replace(&mut self.spent, Vec::with_capacity(SPENT_BATCH));
-            self.readahead.recycle(spent);
+            self.readahead.recycle(spent, discarded);
         }
     }
 
@@ -744,6 +745,9 @@ impl Player {
         mut each: impl FnMut(&Session, &Stamped, u64),
     ) -> u64 {
         let mut n = 0;
+        // What applying lets go of is freed on the read-ahead thread, with the
+        // observations (see `ReadAhead::recycle`).
+        session.defer_frees(true);
         while n < budget {
             let Some(next) = self.peek() else { break };
             let stop = match target {
@@ -765,10 +769,11 @@ impl Player {
             n += 1;
             self.spent.push(st);
             if self.spent.len() >= SPENT_BATCH {
-                self.recycle();
+                self.recycle(session);
             }
         }
-        self.recycle();
+        self.recycle(session);
+        session.defer_frees(false);
         self.cursor_applied = Some(session.applied());
         n
     }

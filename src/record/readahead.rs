@@ -21,6 +21,7 @@ use super::format::{Error, Item, SegmentReader};
 use super::{decode_observation, RECORD_OBSERVATION, RECORD_SCRAPE_DIGEST};
 use crate::model::Stamped;
 use crate::store::metrics::ScrapeDigest;
+use crate::store::Discarded;
 
 /// Segments decoded ahead of the cursor at most. A segment of the demo holds about
 /// 1,300 observations (1–2 MB decoded), so the queue holds a few MB.
@@ -92,8 +93,9 @@ fn decode_in(
 enum Request {
     /// Decode: (generation, the player's frame index, file, frame of that file).
     Decode(u64, usize, usize, usize),
-    /// Drop observations the player has applied (see [`ReadAhead::recycle`]).
-    Drop(Vec<Stamped>),
+    /// Drop observations the player has applied and what the session let go of (see
+    /// [`ReadAhead::recycle`]).
+    Drop(Vec<Stamped>, Discarded),
 }
 
 /// An answer: (generation, the player's frame index, the frame).
@@ -200,11 +202,15 @@ impl ReadAhead {
     /// session's thread does not spend its time freeing (about a tenth of a replay's
     /// time on the session's thread, `cargo bench --bench record -- replay`). Without
     /// the thread they are dropped here.
-    pub(super) fn recycle(&mut self, spent: Vec<Stamped>) {
+    ///
+    /// The same for what the session let go of while applying them (the event log's
+    /// copies, dropped history, replaced scrape digests: see
+    /// [`crate::store::Session::defer_frees`]).
+    pub(super) fn recycle(&mut self, spent: Vec<Stamped>, discarded: Discarded) {
         if let Some((tx, _)) = &self.worker {
             // A send fails only when the thread is gone; the observations then come back
             // inside the error and are dropped here.
-            let _ = tx.send(Request::Drop(spent));
+            let _ = tx.send(Request::Drop(spent, discarded));
         }
     }
 
@@ -226,8 +232,9 @@ impl ReadAhead {
                 for req in req_rx {
                     let (gen, index, file, frame) = match req {
                         Request::Decode(g, i, fi, fr) => (g, i, fi, fr),
-                        Request::Drop(spent) => {
+                        Request::Drop(spent, discarded) => {
                             drop(spent);
+                            drop(discarded);
                             continue;
                         }
                     };

@@ -9,9 +9,10 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use super::discards::Discards;
 use super::keyspace::{Keyspace, Slot};
 use super::packing::{Codebook, Form, Job, Plan, Val};
-use crate::model::Revision;
+use crate::model::{Bytes, Revision};
 
 /// Fixed cost charged per history entry besides its value bytes (version metadata, queue
 /// slot), so a flood of tiny values still hits the budget.
@@ -244,7 +245,7 @@ impl KeyStore {
     /// Looks at the clock every few hundred keys and events, and sweeps when the last
     /// sweep is [`SWEEP_EVERY`] old.
     #[inline]
-    pub(super) fn maybe_sweep(&mut self, work: usize) {
+    pub(super) fn maybe_sweep(&mut self, work: usize, discards: &mut Discards<Bytes>) {
         let s = self;
         s.since_sweep_check = s.since_sweep_check.saturating_add(work as u32);
         if s.since_sweep_check < SWEEP_CHECK_EVERY {
@@ -252,7 +253,7 @@ impl KeyStore {
         }
         s.since_sweep_check = 0;
         if s.last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_EVERY) {
-            s.sweep();
+            s.sweep(discards);
         }
     }
 
@@ -260,7 +261,9 @@ impl KeyStore {
     /// of the slots written since their last sweep, newest first, until it holds enough
     /// for now. Values of a resource without a dictionary yet are its samples, and their
     /// slots wait for it.
-    pub(super) fn sweep(&mut self) {
+    ///
+    /// Raw values replaced by their packed form go to `discards`.
+    pub(super) fn sweep(&mut self, discards: &mut Discards<Bytes>) {
         let store = self;
         store.last_sweep = Some(Instant::now());
         let (keys, packed) = (&mut store.keys, &mut store.packed);
@@ -276,7 +279,7 @@ impl KeyStore {
             }
             if let Some(p) = Val::from_parts(form, raw_len, data) {
                 packed.add(&p);
-                v.value = p;
+                discards.put(std::mem::replace(&mut v.value, p).into_data());
             }
         });
         for slot in again {

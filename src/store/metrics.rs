@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use crate::metrics::concepts::{self, Mapped, SeriesKey, Value};
 use crate::metrics::exposition;
-use crate::metrics::quantile::{histogram_increase, histogram_quantile};
+use crate::metrics::quantile::increase_quantile;
 use crate::metrics::view::{Quantile, TargetStatus};
 use crate::model::{Observation, ScrapeOutcome, ScrapeTarget, Stamped};
 
@@ -132,6 +132,10 @@ pub struct MetricStore {
     /// See [`MetricStore::take_digest`]; not part of the state.
     #[serde(skip)]
     last_digest: Option<std::sync::Arc<ScrapeDigest>>,
+    /// Digests replaced, kept for the caller to free (see
+    /// [`crate::store::Session::defer_frees`]).
+    #[serde(skip)]
+    discards: crate::store::discards::Discards<std::sync::Arc<ScrapeDigest>>,
 }
 
 impl Default for MetricStore {
@@ -149,6 +153,7 @@ impl MetricStore {
             etcd: TargetSeries::default(),
             retention: retention.max(2),
             last_digest: None,
+            discards: Default::default(),
         }
     }
 
@@ -243,10 +248,23 @@ impl MetricStore {
                         ts.push(st.at, mapped, retention);
                     }
                 }
-                self.last_digest = Some(d);
+                if let Some(old) = self.last_digest.replace(d) {
+                    self.discards.put(old);
+                }
             }
         }
         true
+    }
+
+    /// Whether replaced digests are kept for [`MetricStore::take_discards`] instead of
+    /// freed in place.
+    pub(crate) fn defer_frees(&mut self, on: bool) {
+        self.discards.set(on);
+    }
+
+    /// The digests replaced since the last call, while deferring.
+    pub(crate) fn take_discards(&mut self) -> Vec<std::sync::Arc<ScrapeDigest>> {
+        self.discards.take()
     }
 
     /// The digest of the newest scrape body applied (parsed here or handed in), once: the
@@ -309,13 +327,10 @@ impl TargetSeries {
             };
             let p99 = match (v, pts.back()) {
                 (Value::Histogram(cur), Some(prev)) if prev.seq + 1 == seq => match &prev.value {
-                    Value::Histogram(ph) => {
-                        let inc = histogram_increase(Some(ph), cur);
-                        match histogram_quantile(0.99, &cur.bounds, &inc) {
-                            Quantile::Value(x) | Quantile::AtLeast(x) => x as f32,
-                            Quantile::NoData => f32::NAN,
-                        }
-                    }
+                    Value::Histogram(ph) => match increase_quantile(0.99, Some(ph), cur) {
+                        Quantile::Value(x) | Quantile::AtLeast(x) => x as f32,
+                        Quantile::NoData => f32::NAN,
+                    },
                     _ => f32::NAN,
                 },
                 _ => f32::NAN,

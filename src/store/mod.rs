@@ -5,6 +5,7 @@
 //! in the order the sources (or a recording) produced them: live and replay are the same
 //! code. Views and the CLI read through `&Session`; nothing here knows about drawing or I/O.
 
+mod discards;
 mod image;
 mod informer;
 mod keyspace;
@@ -18,6 +19,7 @@ mod session;
 mod shared_bytes;
 mod stats;
 
+pub use discards::Discarded;
 pub use informer::{InformerLag, InformerState};
 pub use list_progress::ListProgress;
 pub use memory_guard::{MemoryAction, MemoryGuard};

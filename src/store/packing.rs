@@ -94,6 +94,11 @@ pub(crate) struct Val {
 }
 
 impl Val {
+    /// The bytes held (packed or raw), for freeing elsewhere.
+    pub(crate) fn into_data(self) -> Bytes {
+        self.data
+    }
+
     pub(crate) fn tombstone() -> Val {
         Val {
             data: Bytes::new(),

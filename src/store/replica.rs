@@ -253,6 +253,9 @@ pub struct Replica {
     /// to which (the newest 64; checkpoint format 3 and later).
     #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
     failovers: VecDeque<(SystemTime, String, String)>,
+    /// Bytes let go of, kept for the caller to free (see [`Replica::defer_frees`]).
+    #[serde(skip)]
+    discards: super::discards::Discards<Bytes>,
 }
 
 /// etcd's head as its watch stream announced it, and the departures from the watch
@@ -343,6 +346,7 @@ impl Replica {
             watch: WatchHealth::default(),
             etcd_status: None,
             failovers: VecDeque::new(),
+            discards: Default::default(),
         }
     }
 
@@ -526,11 +530,11 @@ impl Replica {
     /// Looks at the clock every few hundred keys and events, and sweeps for packing
     /// when the last sweep is old enough (see [`KeyStore::maybe_sweep`]).
     fn maybe_sweep(&mut self, work: usize) {
-        self.store.maybe_sweep(work);
+        self.store.maybe_sweep(work, &mut self.discards);
     }
 
     fn sweep(&mut self) {
-        self.store.sweep();
+        self.store.sweep(&mut self.discards);
     }
 
     /// A clock tick of the stream (once a second): hands the packing worker the values
@@ -739,7 +743,10 @@ impl Replica {
         let (resource, _, _) = self.push_version(&kv.key, version);
         self.resources[resource as usize].count(second, ev.kind == EventKind::Delete);
         if self.events.len() >= self.cfg.event_log_cap {
-            self.events.pop_front();
+            if let Some(old) = self.events.pop_front() {
+                self.discards.put(old.key);
+                self.discards.put(old.value);
+            }
         }
         self.events.push_back(EventRecord {
             at,
@@ -874,6 +881,7 @@ impl Replica {
                 self.history_versions -= 1;
                 let v = older.pop_front().expect("front exists");
                 store.packed.sub(&v.value);
+                self.discards.put(v.value.into_data());
             }
             if older.is_empty() {
                 e.older = None;
@@ -949,6 +957,17 @@ impl Replica {
     /// The replica's applied revision: every event up to it is applied, and nothing past
     /// it. Moves with events, lists and progress notifications from etcds that order them
     /// after pending events, never with [`Observation::HeadAtLeast`].
+    /// Whether bytes let go of are kept for [`Replica::take_discards`] instead of freed in
+    /// place (see [`crate::store::Session::defer_frees`]).
+    pub fn defer_frees(&mut self, on: bool) {
+        self.discards.set(on);
+    }
+
+    /// The bytes let go of since the last call, while deferring.
+    pub fn take_discards(&mut self) -> Vec<Bytes> {
+        self.discards.take()
+    }
+
     pub fn revision(&self) -> Revision {
         self.applied
     }

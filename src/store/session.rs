@@ -139,6 +139,22 @@ impl Session {
         out
     }
 
+    /// Whether what applying lets go of (event-log copies, dropped history, replaced scrape
+    /// digests) is kept for [`Session::take_discarded`] instead of freed in place. A replay
+    /// turns it on and frees on its read-ahead thread; live, freeing in place is cheap.
+    pub fn defer_frees(&mut self, on: bool) {
+        self.replica.defer_frees(on);
+        self.metrics.defer_frees(on);
+    }
+
+    /// What was let go of since the last call while deferring (empty otherwise).
+    pub fn take_discarded(&mut self) -> super::Discarded {
+        super::Discarded {
+            bytes: self.replica.take_discards(),
+            digests: self.metrics.take_discards(),
+        }
+    }
+
     /// The session's clock: the newest observation's stamp (live) or the replay cursor's;
     /// the session's start before anything arrived.
     pub fn now(&self) -> SystemTime {

@@ -1,0 +1,90 @@
+//! What the store lets go of, when the caller frees it elsewhere.
+//!
+//! Applying an observation drops older state: the event log's copies pushed out by newer
+//! events, history versions dropped by the budget or a compaction, the previous scrape's
+//! digest. Live, that is a few frees per event, done in place. A replay applies up to a
+//! million observations a second, most of them allocated on its read-ahead thread: freed on
+//! the session's thread, each is a cold, cross-thread free, together about a fifth of a
+//! replay's time there (`cargo bench --bench record -- replay`). With deferral on
+//! ([`crate::store::Session::defer_frees`]) they are kept instead and handed to the caller
+//! ([`crate::store::Session::take_discarded`]), which drops them on another thread.
+
+use std::sync::Arc;
+
+use crate::model::Bytes;
+use crate::store::metrics::ScrapeDigest;
+
+/// Things let go of, kept while deferral is on and dropped at once otherwise.
+#[derive(Debug)]
+pub(crate) struct Discards<T> {
+    on: bool,
+    held: Vec<T>,
+}
+
+impl<T> Default for Discards<T> {
+    fn default() -> Self {
+        Discards {
+            on: false,
+            held: Vec::new(),
+        }
+    }
+}
+
+impl<T> Discards<T> {
+    /// Keeps `t` for the caller when deferring, else drops it here.
+    pub(crate) fn put(&mut self, t: T) {
+        if self.on {
+            self.held.push(t);
+        }
+    }
+
+    /// Deferral on or off (off drops what is held).
+    pub(crate) fn set(&mut self, on: bool) {
+        self.on = on;
+        if !on {
+            self.held = Vec::new();
+        }
+    }
+
+    /// What is held, emptied.
+    pub(crate) fn take(&mut self) -> Vec<T> {
+        std::mem::take(&mut self.held)
+    }
+}
+
+/// What a session let go of since the last [`crate::store::Session::take_discarded`]: for
+/// the caller to drop wherever suits it. Holding it keeps the memory; dropping it frees.
+#[derive(Debug, Default)]
+pub struct Discarded {
+    /// Keys and values (raw or packed).
+    pub bytes: Vec<Bytes>,
+    /// Scrape digests replaced by newer ones.
+    pub digests: Vec<Arc<ScrapeDigest>>,
+}
+
+impl Discarded {
+    /// Nothing held.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty() && self.digests.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_only_while_deferring() {
+        let mut d = Discards::default();
+        d.put(Bytes::from_static(b"a"));
+        assert!(d.take().is_empty(), "off: dropped at once");
+        d.set(true);
+        d.put(Bytes::from_static(b"b"));
+        d.put(Bytes::from_static(b"c"));
+        assert_eq!(d.take().len(), 2);
+        assert!(d.take().is_empty(), "take empties");
+        d.put(Bytes::from_static(b"d"));
+        d.set(false);
+        assert!(d.take().is_empty(), "off drops what was held");
+    }
+}
