@@ -199,9 +199,33 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
         ..Default::default()
     }
     .with_defaults();
-    let mut h = Harness::start(EtcdSource::new(opts, fast_sync()));
+    // Members polled every second, for the members panel.
+    let sync = regscope::source::SyncOptions {
+        status_interval: Duration::from_secs(1),
+        ..fast_sync()
+    };
+    let mut h = Harness::start(EtcdSource::new(opts, sync));
     h.catch_up(&mut c2, T).await;
     assert_eq!(h.replica.server().unwrap().0, eps[0]);
+    // Every member with its own Status answer, all naming the same leader: m0.
+    h.until("three members polled", T, |r, _| {
+        r.members()
+            .is_some_and(|(_, ms)| ms.len() == 3 && ms.iter().all(|m| m.status.is_some()))
+    })
+    .await;
+    let (_, ms) = h.replica.members().unwrap();
+    let mut names: Vec<&str> = ms.iter().map(|m| m.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["m0", "m1", "m2"]);
+    assert!(
+        ms.iter()
+            .all(|m| m.status.as_ref().unwrap().leader == m0_id),
+        "{ms:?}"
+    );
+    assert!(
+        ms.iter().any(|m| m.id == m0_id && m.endpoint == eps[0]),
+        "{ms:?}"
+    );
 
     // A writer through the third member, all along (its errors while the cluster elects a
     // leader are retried).
@@ -236,6 +260,26 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
     let killed = flowing_again(&mut h, &eps[0], rev, t0).await;
     let now_read = h.replica.server().unwrap().0.to_string();
     assert_eq!(h.replica.failovers().len(), 1);
+    // The members panel shows the killed member without an answer, and another leader.
+    h.until("the killed member polled without an answer", T, |r, _| {
+        r.members().is_some_and(|(_, ms)| {
+            ms.iter()
+                .any(|m| m.id == m0_id && m.status.is_none() && m.error.is_some())
+                && ms
+                    .iter()
+                    .filter_map(|m| m.status.as_ref())
+                    .any(|s| s.leader != 0 && s.leader != m0_id)
+        })
+    })
+    .await;
+    assert!(
+        h.replica
+            .notes()
+            .iter()
+            .any(|(_, n)| n.starts_with("etcd member m0") && n.contains("stopped answering")),
+        "{:?}",
+        h.replica.notes()
+    );
 
     // 2. Bring it back, then stop (SIGSTOP) the member read now: a silent member, not a
     // closed connection.

@@ -652,6 +652,68 @@ fn nospace_alarm_120x40() {
     insta::assert_snapshot!(panel);
 }
 
+/// Three etcd members in the etcd section: the one read from marked, the leader named, a
+/// member that does not answer with its error; the poll that saw it stop left a note.
+#[test]
+fn etcd_members_120x40() {
+    use regscope::model::{EtcdStatus, MemberStatus};
+    let status = |endpoint: &str, id: u64, index: u64| EtcdStatus {
+        endpoint: endpoint.into(),
+        member_id: id,
+        leader: 0x1111,
+        raft_term: 3,
+        raft_index: index,
+        raft_applied_index: index,
+        db_size: 2_330_624,
+        db_size_in_use: 1_200_000,
+        ..Default::default()
+    };
+    let member = |id: u64, name: &str, port: u16, up: bool| MemberStatus {
+        id,
+        name: name.into(),
+        endpoint: format!("http://127.0.0.1:{port}"),
+        is_learner: false,
+        status: up.then(|| status(&format!("http://127.0.0.1:{port}"), id, 4_812)),
+        error: (!up).then(|| "connect timed out after 2 s".to_string()),
+    };
+    let mut r = fixture();
+    for (t, up) in [(48, true), (50, false)] {
+        r.apply(&Stamped {
+            at: at(t),
+            obs: Observation::Members(vec![
+                member(0x1111, "m0", 12379, true),
+                member(0x2222, "m1", 2379, true),
+                member(0x3333, "m2", 32379, up),
+            ]),
+        });
+    }
+    assert!(
+        r.notes()
+            .iter()
+            .any(|(_, n)| n == "etcd member m2 (http://127.0.0.1:32379) stopped answering: connect timed out after 2 s"),
+        "{:?}",
+        r.notes()
+    );
+    let mut a = App::new(
+        regscope::store::Session::from_replica(r, "demo"),
+        Settings::default(),
+    );
+    a.tick(at(52));
+    keys(&mut a, "4");
+    let panel = render(&mut a, 120, 40);
+    for want in [
+        "▸ m1",
+        "leader",
+        "follower",
+        "4,812",
+        "no answer",
+        "connect timed out",
+    ] {
+        assert!(panel.contains(want), "{want}: {panel}");
+    }
+    insta::assert_snapshot!(panel);
+}
+
 #[test]
 fn source_ended_and_config_warning_80x24() {
     let settings = Settings {

@@ -319,6 +319,28 @@ pub enum Observation {
     /// What etcd's `Maintenance.Status` answered for the member read from: sent on every
     /// connection and then every [`crate::source::SyncOptions::status_interval`].
     EtcdStatus(EtcdStatus),
+    /// Every member of the etcd cluster (etcd's `Cluster.MemberList`) with what its own
+    /// `Maintenance.Status` answered, or why it did not: sent every
+    /// [`crate::source::SyncOptions::status_interval`] by a poller beside the watch.
+    Members(Vec<MemberStatus>),
+}
+
+/// One etcd member as the member list names it, and its own Status answer.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct MemberStatus {
+    /// The member's ID (`Member.ID`).
+    pub id: u64,
+    /// Its `--name`; empty for a member added but not started yet.
+    pub name: String,
+    /// The client URL regscope asks (the first of its `clientURLs` with the scheme of the
+    /// endpoints given); empty when it has none.
+    pub endpoint: String,
+    /// A learner (non-voting member, etcd 3.4+).
+    pub is_learner: bool,
+    /// Its Status answer, when it gave one within the request timeout.
+    pub status: Option<EtcdStatus>,
+    /// Why there is no answer: the connection or request error, or a timeout.
+    pub error: Option<String>,
 }
 
 /// etcd's `Maintenance.Status` answer for one member (etcd v3 API `StatusResponse`):
@@ -380,6 +402,7 @@ impl Observation {
             Observation::Tick => "tick",
             Observation::HeadAtLeast { .. } => "head_at_least",
             Observation::EtcdStatus(_) => "etcd_status",
+            Observation::Members(_) => "members",
         }
     }
 }

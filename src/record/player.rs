@@ -807,6 +807,8 @@ pub struct MarkerScan {
     /// etcd's alarms as last seen, and the watch anomalies counted so far.
     alarms: Vec<String>,
     anomalies: u64,
+    /// The etcd members as last polled.
+    members: Vec<crate::model::MemberStatus>,
 }
 
 impl MarkerScan {
@@ -827,6 +829,11 @@ impl MarkerScan {
                 .map(|(_, s)| s.alarms())
                 .unwrap_or_default(),
             anomalies: session.replica.watch_health().anomalies(),
+            members: session
+                .replica
+                .members()
+                .map(|(_, m)| m.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -856,6 +863,12 @@ impl MarkerScan {
             self.anomalies = anomalies;
         }
         match &st.obs {
+            Observation::Members(now) => {
+                for line in crate::store::member_changes(&self.members, now) {
+                    mark(line);
+                }
+                self.members.clone_from(now);
+            }
             Observation::EtcdStatus(status) => {
                 let alarms = status.alarms();
                 if alarms != self.alarms {

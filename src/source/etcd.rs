@@ -144,6 +144,11 @@ impl Emitter {
         self.tx.send(Stamped::now(obs)).await.is_ok()
     }
 
+    /// Whether the consumer is gone.
+    pub(super) fn closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+
     /// Waits until at most `queued` observations wait in the channel for the consumer (or
     /// it is closed). The channel bounds observations, not bytes: a list checks this
     /// before each page so that a slow consumer holds a few pages, not hundreds of MiB.
@@ -185,6 +190,13 @@ impl EtcdSource {
     }
 
     async fn run(self, tx: mpsc::Sender<Stamped>, resume_after: Option<Revision>) {
+        // The members panel's poller lives as long as this source.
+        let members = tokio::spawn(super::members::poll(
+            self.etcd.clone(),
+            self.sync.clone(),
+            Emitter { tx: tx.clone() },
+        ));
+        let _stop_members = AbortOnDrop(members);
         let out = Emitter { tx };
         let endpoint = self.etcd.endpoint_label();
         let mut forwarded: Option<Revision> = resume_after;
@@ -798,6 +810,15 @@ impl EtcdSource {
                 }
             }
         }
+    }
+}
+
+/// Aborts a task when dropped (whichever way the owner returns).
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

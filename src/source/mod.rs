@@ -9,6 +9,7 @@ pub mod informer;
 pub mod kubeconfig;
 pub mod list;
 pub mod live;
+mod members;
 pub mod process;
 pub mod scrape;
 

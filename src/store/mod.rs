@@ -25,8 +25,8 @@ pub use list_progress::ListProgress;
 pub use memory_guard::{MemoryAction, MemoryGuard};
 pub use metrics::MetricStore;
 pub use replica::{
-    Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig, ReplicaMemory, Summary,
-    VersionMeta, VersionView, WatchHealth, DEFAULT_HISTORY_BUDGET,
+    member_changes, Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig,
+    ReplicaMemory, Summary, VersionMeta, VersionView, WatchHealth, DEFAULT_HISTORY_BUDGET,
 };
 pub use session::{Applied, Session};
 pub use shared_bytes::CHECKPOINT_FORMAT;

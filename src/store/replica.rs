@@ -27,7 +27,7 @@ use super::packing::{self, Codebook, Val};
 use super::stats::{Growth, GrowthSample, ResourceStats, ResourceSummary};
 use crate::model::{
     escape_bytes, CompactionSeen, CompactionSource, ConnState, EtcdStatus, EventKind, Gap, KeyPath,
-    KeyValue, Observation, Revision, Stamped, WatchEvent,
+    KeyValue, MemberStatus, Observation, Revision, Stamped, WatchEvent,
 };
 
 /// Default history budget: 256 MiB of superseded values and tombstones.
@@ -177,6 +177,9 @@ pub struct Summary {
     pub watch: WatchHealth,
     /// etcd's latest Status answer (alarms included), when one came.
     pub etcd_status: Option<EtcdStatus>,
+    /// Every member of the cluster with its own Status answer, as last polled (empty before
+    /// the first poll).
+    pub members: Vec<MemberStatus>,
 }
 
 /// What the replica holds in memory, in bytes: for the header, `snapshot --json` and the
@@ -253,9 +256,61 @@ pub struct Replica {
     /// to which (the newest 64; checkpoint format 3 and later).
     #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
     failovers: VecDeque<(SystemTime, String, String)>,
+    /// The cluster's members and their Status answers, as last polled, and when
+    /// (checkpoint format 4 and later).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_4")]
+    members: Option<(SystemTime, Vec<MemberStatus>)>,
     /// Bytes let go of, kept for the caller to free (see [`Replica::defer_frees`]).
     #[serde(skip)]
     discards: super::discards::Discards<Bytes>,
+}
+
+/// Notes for what changed between two polls of the members: a member that stopped or
+/// started answering, and the leader moving (as the members that answer name it). The
+/// replica notes them; a replay's markers are the same lines.
+pub fn member_changes(before: &[MemberStatus], now: &[MemberStatus]) -> Vec<String> {
+    let label = |m: &MemberStatus| {
+        if m.name.is_empty() {
+            format!("{:x} ({})", m.id, m.endpoint)
+        } else {
+            format!("{} ({})", m.name, m.endpoint)
+        }
+    };
+    let leader = |ms: &[MemberStatus]| {
+        ms.iter()
+            .filter_map(|m| m.status.as_ref())
+            .map(|s| s.leader)
+            .find(|l| *l != 0)
+    };
+    let mut out = Vec::new();
+    for m in now {
+        let was = before.iter().find(|b| b.id == m.id);
+        match (was.map(|b| b.status.is_some()), m.status.is_some()) {
+            (Some(true), false) => out.push(format!(
+                "etcd member {} stopped answering: {}",
+                label(m),
+                m.error.as_deref().unwrap_or("no answer")
+            )),
+            (Some(false), true) => out.push(format!("etcd member {} answers again", label(m))),
+            _ => {}
+        }
+    }
+    if let (Some(a), Some(b)) = (leader(before), leader(now)) {
+        if a != b {
+            let name = |id: u64| {
+                now.iter()
+                    .chain(before)
+                    .find(|m| m.id == id)
+                    .map_or_else(|| format!("{id:x}"), label)
+            };
+            out.push(format!(
+                "etcd's leader moved from {} to {}",
+                name(a),
+                name(b)
+            ));
+        }
+    }
+    out
 }
 
 /// etcd's head as its watch stream announced it, and the departures from the watch
@@ -346,6 +401,7 @@ impl Replica {
             watch: WatchHealth::default(),
             etcd_status: None,
             failovers: VecDeque::new(),
+            members: None,
             discards: Default::default(),
         }
     }
@@ -489,6 +545,13 @@ impl Replica {
                     self.note(st.at, n);
                 }
                 self.etcd_status = Some((st.at, s.clone()));
+            }
+            Observation::Members(now) => {
+                let before = self.members.take().map(|(_, m)| m).unwrap_or_default();
+                for n in member_changes(&before, now) {
+                    self.note(st.at, n);
+                }
+                self.members = Some((st.at, now.clone()));
             }
             Observation::HeadAtLeast { revision } => {
                 self.progress_seen(*revision, st.at);
@@ -978,6 +1041,12 @@ impl Replica {
         &self.failovers
     }
 
+    /// Every member of the cluster with its own Status answer (or why none), as last
+    /// polled, and when; `None` before the first poll.
+    pub fn members(&self) -> Option<&(SystemTime, Vec<MemberStatus>)> {
+        self.members.as_ref()
+    }
+
     /// etcd's latest `Maintenance.Status` answer (sizes, raft position, alarms) and when
     /// it came; `None` before the first.
     pub fn etcd_status(&self) -> Option<&(SystemTime, EtcdStatus)> {
@@ -1315,6 +1384,11 @@ impl Replica {
             compactions: self.compactions.iter().cloned().collect(),
             watch: self.watch.clone(),
             etcd_status: self.etcd_status.as_ref().map(|(_, s)| s.clone()),
+            members: self
+                .members
+                .as_ref()
+                .map(|(_, m)| m.clone())
+                .unwrap_or_default(),
         }
     }
 
@@ -1425,6 +1499,40 @@ fn unix_second(t: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn member_changes_name_who_stopped_answering_and_where_the_leader_went() {
+        let m = |id: u64, leader: u64, up: bool| MemberStatus {
+            id,
+            name: format!("m{id}"),
+            endpoint: format!("http://e{id}"),
+            is_learner: false,
+            status: up.then(|| EtcdStatus {
+                member_id: id,
+                leader,
+                ..Default::default()
+            }),
+            error: (!up).then(|| "refused".to_string()),
+        };
+        let before = [m(1, 1, true), m(2, 1, true), m(3, 1, true)];
+        assert!(member_changes(&before, &before).is_empty());
+        assert!(
+            member_changes(&[], &before).is_empty(),
+            "the first poll says nothing"
+        );
+        let after = [m(1, 2, false), m(2, 2, true), m(3, 2, true)];
+        assert_eq!(
+            member_changes(&before, &after),
+            [
+                "etcd member m1 (http://e1) stopped answering: refused",
+                "etcd's leader moved from m1 (http://e1) to m2 (http://e2)"
+            ]
+        );
+        assert_eq!(
+            member_changes(&after, &[m(1, 2, true), m(2, 2, true), m(3, 2, true)]),
+            ["etcd member m1 (http://e1) answers again"]
+        );
+    }
     use std::time::Duration;
 
     fn kv(key: &str, val: &str, create: i64, modr: i64, ver: i64) -> KeyValue {

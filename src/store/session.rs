@@ -241,6 +241,23 @@ mod tests {
                     compacted: None,
                 },
             },
+            Stamped {
+                at: at(1),
+                obs: Observation::Members(vec![crate::model::MemberStatus {
+                    id: 7,
+                    name: "m0".into(),
+                    endpoint: "http://127.0.0.1:2379".into(),
+                    is_learner: false,
+                    status: Some(crate::model::EtcdStatus {
+                        member_id: 7,
+                        leader: 7,
+                        raft_term: 2,
+                        raft_index: 40,
+                        ..Default::default()
+                    }),
+                    error: None,
+                }]),
+            },
         ];
         for r in 3..40 {
             v.push(Stamped {
@@ -275,7 +292,7 @@ mod tests {
             obs: Observation::Tick,
         });
         assert_eq!(s.now(), at(39));
-        assert_eq!(s.applied(), 41);
+        assert_eq!(s.applied(), 42);
     }
 
     #[test]
@@ -301,5 +318,8 @@ mod tests {
         );
         assert_eq!(resumed.revision(), 39);
         assert_eq!(resumed.now(), whole.now());
+        // The members polled before the checkpoint came through it (format 4).
+        let (_, members) = resumed.replica.members().expect("members restored");
+        assert_eq!(members[0].name, "m0");
     }
 }

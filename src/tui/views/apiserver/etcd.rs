@@ -134,8 +134,93 @@ fn alarm_lines(app: &App, w: usize) -> Vec<Line<'static>> {
     wrap(app, text.trim(), Role::StatusError, w)
 }
 
+/// Every member of the cluster as last polled: name (marked when regscope reads from it),
+/// endpoint, role, raft term and index, db size, and whether it answered (its error
+/// wrapped below when not). Nothing before the first poll.
+fn member_lines(app: &App, w: usize) -> Vec<Line<'static>> {
+    let Some((_, members)) = app.session.replica.members() else {
+        return Vec::new();
+    };
+    let reading = app.session.replica.server().map(|(e, _)| e.to_string());
+    let leader = members
+        .iter()
+        .filter_map(|m| m.status.as_ref())
+        .map(|s| s.leader)
+        .find(|l| *l != 0);
+    let cols = vec![
+        Col::name("member", 8),
+        Col::text("endpoint", 40, 2),
+        Col::text("role", 8, 1),
+        Col::num("term", 8, 4),
+        Col::num("raft index", 12, 3),
+        Col::num("db size", 10, 3),
+        Col::text("health", 12, 1),
+    ];
+    let cells: Vec<Vec<Cell>> = members
+        .iter()
+        .map(|m| {
+            let read = reading.as_deref() == Some(m.endpoint.as_str());
+            let name = if m.name.is_empty() {
+                format!("{:x}", m.id)
+            } else {
+                m.name.clone()
+            };
+            // As the members that answer name the leader; unknown for one that did not.
+            let role = if m.is_learner {
+                "learner"
+            } else if leader == Some(m.id) {
+                "leader"
+            } else if leader.is_some() && m.status.is_some() {
+                "follower"
+            } else {
+                "—"
+            };
+            let st = m.status.as_ref();
+            vec![
+                (
+                    if read {
+                        format!("▸ {name}")
+                    } else {
+                        format!("  {name}")
+                    },
+                    if read { Role::HeaderValue } else { Role::Text },
+                ),
+                (m.endpoint.clone(), Role::Text),
+                (role.to_string(), Role::Text),
+                fmt::opt(st.map(|s| s.raft_term), |t| (thousands(t), Role::Text)),
+                fmt::opt(st.map(|s| s.raft_index), |i| (thousands(i), Role::Text)),
+                fmt::opt(st.map(|s| s.db_size), |b| {
+                    (fmt::bytes(b.max(0) as f64), Role::Text)
+                }),
+                match (st, &m.error) {
+                    (Some(s), _) if !s.errors.is_empty() => ("alarm".into(), Role::StatusError),
+                    (Some(_), _) => ("ok".into(), Role::StatusOk),
+                    (None, _) => ("no answer".into(), Role::StatusError),
+                },
+            ]
+        })
+        .collect();
+    let table = Table::fit(cols, &cells, w);
+    let mut out = vec![table.header(app)];
+    for (m, c) in members.iter().zip(cells) {
+        out.push(table.row(app, c));
+        if let (None, Some(e)) = (&m.status, &m.error) {
+            out.extend(wrap(app, &format!("    {e}"), Role::StatusError, w));
+        }
+    }
+    if reading.is_some() {
+        out.push(Line::from(sp(
+            app,
+            "▸ the member regscope reads from",
+            Role::Muted,
+        )));
+    }
+    out
+}
+
 pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
-    let alarms = alarm_lines(app, w);
+    let mut alarms = alarm_lines(app, w);
+    alarms.extend(member_lines(app, w));
     let mut top = match &v.etcd_health {
         Some(h) => health_lines(app, h, w),
         None => vec![Line::from(sp(
