@@ -46,7 +46,19 @@ fn main() -> ExitCode {
     }
 }
 
-async fn dispatch(cli: Cli) -> Result<ExitCode> {
+async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
+    // `--user NAME` without a password: asked on the terminal, as etcdctl does.
+    let conn = match &mut cli.command {
+        None => Some(&mut cli.conn),
+        Some(Command::Snapshot(s)) if s.from.is_none() => Some(&mut s.conn),
+        Some(Command::Verify(v)) => Some(&mut v.conn),
+        Some(Command::Record(r)) => Some(&mut r.conn),
+        _ => None,
+    };
+    if let Some(conn) = conn {
+        conn.prompt_password()
+            .map_err(|e| anyhow::anyhow!("reading the etcd password from the terminal: {e}"))?;
+    }
     match cli.command {
         None => console(&cli.conn, &cli.ui, &cli.metrics).await,
         Some(Command::Demo(d)) => demo(&cli.conn, &cli.ui, &d, &cli.metrics).await,

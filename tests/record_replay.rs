@@ -416,12 +416,27 @@ fn scrape_body() -> String {
 }
 
 fn record_stream(path: &Path, all: &[Stamped], policy: CheckpointPolicy, show_secrets: bool) {
+    record_stream_from(path, &[], all, policy, show_secrets);
+}
+
+/// As [`record_stream`], with the recording started after `before` was applied (a
+/// recording begun mid-session).
+fn record_stream_from(
+    path: &Path,
+    before: &[Stamped],
+    all: &[Stamped],
+    policy: CheckpointPolicy,
+    show_secrets: bool,
+) {
     let info = SessionInfo {
         title: "synthetic".into(),
         started_at: at(0),
         ..Default::default()
     };
     let mut session = Session::new(info);
+    for st in before {
+        session.apply(st);
+    }
     let mut rec = Recorder::create(
         RecordOptions {
             show_secrets,
@@ -535,6 +550,42 @@ fn whole(s: &Session) -> (String, SystemTime, u64) {
         s.now(),
         s.applied(),
     )
+}
+
+/// A recording that starts before etcd was listed opens just after the first list (not on
+/// an empty screen); one that starts with keys opens at its start.
+#[test]
+fn replay_opens_after_the_first_list_when_the_start_is_empty() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.rgs");
+    let all = stream(30);
+    record_stream(&path, &all, small_policy(), false);
+    let mut p = Player::open(&path).unwrap();
+    assert_eq!(p.seek(Target::Position(0)).replica.live_keys(), 0);
+    let s = p.seek_first_view();
+    let pos = p.position();
+    assert_eq!(s.replica.live_keys(), 9);
+    assert!(s.replica.listing().is_none(), "the list is done");
+    assert!(
+        p.seek(Target::Position(pos - 1))
+            .replica
+            .listing()
+            .is_some(),
+        "just after the list's end, not later"
+    );
+    // Played on from there, it is the same session as seeking there afresh.
+    let mut played = s;
+    p.seek(Target::Position(pos));
+    p.advance(&mut played, Target::Position(40), u64::MAX, |_, _, _| {});
+    assert_eq!(whole(&played), whole(&p.seek(Target::Position(40))));
+
+    // Started mid-session (keys in the first checkpoint): the start.
+    let path = dir.path().join("mid.rgs");
+    record_stream_from(&path, &all[..10], &all[10..], small_policy(), false);
+    let mut p = Player::open(&path).unwrap();
+    let s = p.seek_first_view();
+    assert_eq!(s.replica.live_keys(), 9);
+    assert_eq!(whole(&s), whole(&p.seek(Target::Position(0))));
 }
 
 #[test]

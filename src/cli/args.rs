@@ -652,6 +652,24 @@ impl ConnArgs {
         }
     }
 
+    /// With `--user NAME` and no password given (neither in `--user NAME:PASSWORD` nor
+    /// `--password`/`ETCDCTL_PASSWORD`), asks for it on the terminal without echo, as
+    /// etcdctl does. Without a terminal it asks nothing (etcd then refuses the user, and
+    /// the error says so). Errors: the terminal could not be read.
+    pub fn prompt_password(&mut self) -> std::io::Result<()> {
+        use std::io::IsTerminal;
+        let Some(user) = &self.user else {
+            return Ok(());
+        };
+        if user.contains(':') || self.password.is_some() || !std::io::stdin().is_terminal() {
+            return Ok(());
+        }
+        self.password = Some(rpassword::prompt_password(format!(
+            "etcd password for {user}: "
+        ))?);
+        Ok(())
+    }
+
     /// Connection options with etcdctl's `name:password` form split and defaults applied.
     pub fn etcd_options(&self) -> EtcdOptions {
         let (user, password) = match &self.user {

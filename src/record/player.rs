@@ -29,6 +29,11 @@ const IN_PLACE_MAX: u64 = 100_000;
 /// there ([`ReadAhead::recycle`]): about a segment's worth.
 const SPENT_BATCH: usize = 1024;
 
+/// Observations a replay looks through for the end of the first list when the recording
+/// starts empty (see [`Player::seek_first_view`]): a list of a million keys is a few
+/// thousand pages.
+const FIRST_VIEW_SCAN: u64 = 100_000;
+
 /// Where to seek.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Target {
@@ -731,6 +736,29 @@ impl Player {
         self.next_digest = None;
         self.advance(&mut session, target, u64::MAX, |_, _, _| {});
         session
+    }
+
+    /// The session a replay opens on: the first checkpoint, or, when nothing was held then
+    /// (a recording started before etcd was listed: an empty screen), just after the first
+    /// list completed, when one completes within [`FIRST_VIEW_SCAN`] observations.
+    pub fn seek_first_view(&mut self) -> Session {
+        let mut session = self.seek(Target::Position(0));
+        if session.replica.live_keys() > 0 || session.replica.listing().is_some() {
+            return session;
+        }
+        let mut looked = 0u64;
+        while looked < FIRST_VIEW_SCAN {
+            let Some(next) = self.peek() else { break };
+            let done = matches!(next.obs, Observation::ListDone { .. });
+            looked += self
+                .advance(&mut session, Target::End, 1, |_, _, _| {})
+                .max(1);
+            if done {
+                return session;
+            }
+        }
+        // No list near the start: the start itself.
+        self.seek(Target::Position(0))
     }
 
     /// Applies observations to `session` until `target` is reached or `budget`

@@ -26,7 +26,8 @@ pub(crate) struct ReplayDriver {
 }
 
 impl ReplayDriver {
-    /// Restores the recording's first checkpoint into the app, paused at the start, and
+    /// Restores the recording's first checkpoint into the app (or the end of the first
+    /// list when the recording starts empty: [`Player::seek_first_view`]), paused, and
     /// starts reading the markers on a thread of their own.
     pub(crate) fn start(
         mut player: Box<Player>,
@@ -36,7 +37,10 @@ impl ReplayDriver {
         app: &mut App,
     ) -> ReplayDriver {
         player.set_bodies(false);
-        let session = player.seek(at.unwrap_or(Target::Position(0)));
+        let session = match at {
+            Some(at) => player.seek(at),
+            None => player.seek_first_view(),
+        };
         app.replace_session(session);
         let (start, end) = player.span();
         let (tx, rx) = std::sync::mpsc::channel();

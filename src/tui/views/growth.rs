@@ -231,7 +231,11 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         sp(app, "Top resources by writes", Role::PanelTitle),
         sp(
             app,
-            format!(" ({RATE_WINDOW} s rates; {} resources)", rows.len()),
+            format!(
+                " ({RATE_WINDOW} s rates; {} resource{})",
+                rows.len(),
+                if rows.len() == 1 { "" } else { "s" }
+            ),
             Role::Muted,
         ),
     ];
