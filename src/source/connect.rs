@@ -394,12 +394,22 @@ pub fn classify(endpoint: &str, opts: &EtcdOptions, e: &etcd_client::Error) -> C
                     detail: s.message().to_string(),
                 }
             }
+            // A gRPC server without etcd's services (etcd has served Maintenance.Status
+            // since v3.0).
+            tonic::Code::Unimplemented => {
+                return ConnectError::Unreachable {
+                    endpoint,
+                    detail: s.message().to_string(),
+                    hint: "a gRPC server answered, but not etcd: check --endpoints (etcd's client port, 2379 by default)".into(),
+                }
+            }
             _ => {}
         }
     }
     if lower.contains("certificate")
         || lower.contains("tls")
         || lower.contains("handshake")
+        || (endpoint.starts_with("https://") && lower.contains("corrupt message"))
         || lower.contains("unknownissuer")
         || lower.contains("invalid peer")
     {
@@ -444,6 +454,17 @@ pub fn classify(endpoint: &str, opts: &EtcdOptions, e: &etcd_client::Error) -> C
             endpoint,
             detail,
             hint,
+        };
+    }
+    // Something that is not HTTP/2 (an HTTP/1 server, a metrics or peer port of another
+    // kind) answered the h2c connection preface with bytes h2 cannot frame.
+    if endpoint.starts_with("http://")
+        && (lower.contains("h2 protocol error") || lower.contains("frame with invalid size"))
+    {
+        return ConnectError::Unreachable {
+            endpoint,
+            detail,
+            hint: "the port answered, but not as etcd (gRPC over HTTP/2): check --endpoints (etcd's client port, 2379 by default)".into(),
         };
     }
     if lower.contains("connection refused")

@@ -216,12 +216,13 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
 
     let mut legend = Vec::new();
     if cache_hidden {
-        legend.extend(wrap(
-            app,
-            "watch-cache lag: not exposed by this version (apiserver_watch_cache_resource_version, 1.31+)",
-            Role::Muted,
-            w,
-        ));
+        // Without the apiserver's metrics nothing is known of its version.
+        let why = if v.apiserver.configured {
+            "watch-cache lag: not exposed by this version (apiserver_watch_cache_resource_version, 1.31+)"
+        } else {
+            "watch-cache lag: needs the apiserver's metrics (see above)"
+        };
+        legend.extend(wrap(app, why, Role::Muted, w));
     }
     legend.extend(table.legends(app, &cells));
     if !cache_hidden {
