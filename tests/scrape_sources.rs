@@ -607,6 +607,58 @@ async fn etcd_endpoint_metrics_from_a_private_etcd() {
     .await;
 }
 
+/// etcd's metrics with several endpoints given: after a failed scrape of the first (a
+/// member down), the next scrape asks the next endpoint's `/metrics`, and stays there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_metrics_move_to_the_next_endpoint_after_a_failure() {
+    init();
+    bounded(60, async {
+        let etcd = regscope::demo::PrivateEtcd::start().await.expect("etcd");
+        // A port nothing listens on: bound, then closed.
+        let dead = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}", l.local_addr().unwrap())
+        };
+        let opts = EtcdOptions {
+            endpoints: vec![dead.clone(), etcd.endpoint()],
+            ..Default::default()
+        }
+        .with_defaults();
+        let how = ScrapeFrom::etcd(&opts).unwrap();
+        assert_eq!(how.source(), format!("{dead}/metrics"));
+        let (tx, mut rx) = mpsc::channel(8);
+        let h = spawn_scraper(
+            ScrapeTarget::Etcd,
+            how,
+            Duration::from_millis(200),
+            Duration::from_secs(2),
+            tx,
+        );
+        let mut sources = Vec::new();
+        for _ in 0..3 {
+            let Observation::Scrape { outcome, .. } = rx.recv().await.unwrap().obs else {
+                panic!("a scrape")
+            };
+            sources.push(match outcome {
+                ScrapeOutcome::Failed { source, .. } => format!("failed {source}"),
+                ScrapeOutcome::Body { source, body } => {
+                    assert!(std::str::from_utf8(&body)
+                        .unwrap()
+                        .contains("etcd_debugging_mvcc_current_revision"));
+                    format!("body {source}")
+                }
+            });
+        }
+        let live = format!("body {}/metrics", etcd.endpoint());
+        assert_eq!(
+            sources,
+            [format!("failed {dead}/metrics"), live.clone(), live]
+        );
+        h.abort();
+    })
+    .await;
+}
+
 // ---------------------------------------------------------------------------------------
 // Files.
 

@@ -196,7 +196,7 @@ pub struct MetricsArgs {
     pub apiserver_insecure_skip_tls_verify: bool,
     /// etcd metrics URL, e.g. http://127.0.0.1:2381/metrics (etcd's --listen-metrics-urls;
     /// https uses --cacert/--cert/--key). Default: the etcd endpoint's /metrics with the
-    /// etcd connection's certificates.
+    /// etcd connection's certificates (the next endpoint given after a failed scrape).
     #[arg(long, global = true, value_name = "URL")]
     pub etcd_metrics_url: Option<String>,
     /// Time between scrapes of each /metrics endpoint, at least 1s (e.g. 5s, 30s, 1m).

@@ -23,7 +23,8 @@ use crate::model::{Observation, ScrapeTarget, Stamped};
 /// Where etcd's `/metrics` is scraped from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EtcdMetricsFrom {
-    /// `<first etcd endpoint>/metrics` with the etcd connection's certificates (default).
+    /// `<etcd endpoint>/metrics` with the etcd connection's certificates (default): the first
+    /// endpoint given, then the next after a failed scrape.
     Endpoint,
     /// `--etcd-metrics-url`.
     Url(String),
@@ -123,7 +124,7 @@ impl ScrapeConfig {
 
     /// Starts the live side: the apiserver scraper and informers (when the apiserver is
     /// configured and its metrics are not replaced by files) and the etcd scraper (unless
-    /// replaced by files or off). `etcd` is the etcd connection in use (its first endpoint
+    /// replaced by files or off). `etcd` is the etcd connection in use (its endpoints
     /// and certificates). Fails only when the apiserver was named explicitly
     /// (`--kubeconfig`, `--apiserver-metrics-url`) and cannot be used; anything else
     /// becomes a note, sent on `tx` as `Observation::Note` and returned.

@@ -74,6 +74,10 @@ pub enum ScrapeFrom {
         url: String,
         /// Bearer token: the file to re-read and the value last read from it.
         token: Option<(PathBuf, String)>,
+        /// URLs to move on to, in turn, after a failed scrape: the `/metrics` of the other
+        /// etcd members given in `--endpoints`, so that etcd's metrics keep coming from a
+        /// member that is up after the first one fails.
+        others: Vec<String>,
     },
 }
 
@@ -156,17 +160,37 @@ impl ScrapeFrom {
             client,
             url: url.to_string(),
             token,
+            others: Vec::new(),
         })
     }
 
     /// etcd's `/metrics` on its first client endpoint (etcd 3.4+ serves it there), with the
     /// etcd connection's CA and client certificate, as etcd serves them on its client URL (etcd 3.4+).
     pub fn etcd(opts: &EtcdOptions) -> Result<Self, String> {
-        let endpoint = opts
+        let mut urls = opts
             .endpoints
-            .first()
-            .ok_or_else(|| "no etcd endpoint".to_string())?;
-        Self::etcd_url(&format!("{}/metrics", endpoint.trim_end_matches('/')), opts)
+            .iter()
+            .map(|e| format!("{}/metrics", e.trim_end_matches('/')));
+        let first = urls.next().ok_or_else(|| "no etcd endpoint".to_string())?;
+        let mut how = Self::etcd_url(&first, opts)?;
+        if let ScrapeFrom::Http { others, .. } = &mut how {
+            // One client for all: they share the scheme and certificates.
+            others.extend(urls.filter(|u| u.starts_with(first.split("://").next().unwrap_or(""))));
+        }
+        Ok(how)
+    }
+
+    /// After a failed scrape: the next URL to try, when there are others (the first is
+    /// tried again after the last). Returns whether the URL changed.
+    pub fn next_url(&mut self) -> bool {
+        match self {
+            ScrapeFrom::Http { url, others, .. } if !others.is_empty() => {
+                others.push(std::mem::take(url));
+                *url = others.remove(0);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// `--etcd-metrics-url`: any URL (e.g. etcd's `--listen-metrics-urls`), with the etcd
@@ -194,6 +218,7 @@ impl ScrapeFrom {
             client,
             url: url.to_string(),
             token: None,
+            others: Vec::new(),
         })
     }
 
@@ -228,7 +253,9 @@ pub async fn scrape_once(how: &ScrapeFrom, timeout: Duration) -> ScrapeOutcome {
     let fut = async {
         match how {
             ScrapeFrom::Kube { client, .. } => fetch_kube(client).await,
-            ScrapeFrom::Http { client, url, token } => fetch_http(client, url, token).await,
+            ScrapeFrom::Http {
+                client, url, token, ..
+            } => fetch_http(client, url, token).await,
         }
     };
     match tokio::time::timeout(timeout, fut).await {
@@ -410,7 +437,7 @@ pub fn error_detail(e: &(dyn std::error::Error + 'static)) -> String {
 /// endpoint delays the next tick instead of causing a burst.
 pub fn spawn_scraper(
     target: ScrapeTarget,
-    how: ScrapeFrom,
+    mut how: ScrapeFrom,
     interval: Duration,
     timeout: Duration,
     tx: mpsc::Sender<Stamped>,
@@ -424,6 +451,9 @@ pub fn spawn_scraper(
                 return;
             }
             let outcome = scrape_once(&how, timeout).await;
+            if matches!(outcome, ScrapeOutcome::Failed { .. }) {
+                how.next_url();
+            }
             let obs = Observation::Scrape { target, outcome };
             if tx.send(Stamped::now(obs)).await.is_err() {
                 return;
