@@ -454,6 +454,53 @@ async fn a_member_removed_and_added_again_while_read() {
     );
 }
 
+/// The member read loses its quorum (the other two stop) but keeps running: it has no
+/// leader, and the watch (which requires one) is ended by etcd instead of staying open at a
+/// stale revision; regscope says so and does not claim to be watching. With the others back,
+/// it reads again and stays exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_member_without_a_leader_is_not_watched_as_if_live() {
+    let mut cluster = Cluster::start();
+    let eps = cluster.endpoints();
+    let _ = healthy(&eps[0], &cluster).await;
+    let mut c1 = healthy(&eps[1], &cluster).await;
+    for i in 0..50 {
+        c1.put(format!("/registry/pods/ns/p{i}"), "v", None)
+            .await
+            .unwrap();
+    }
+    let opts = EtcdOptions {
+        endpoints: eps.clone(),
+        ..Default::default()
+    }
+    .with_defaults();
+    let mut h = Harness::start(EtcdSource::new(opts, fast_sync()));
+    h.catch_up(&mut c1, T).await;
+    assert_eq!(h.replica.server().unwrap().0, eps[0]);
+
+    let t0 = Instant::now();
+    cluster.kill(1);
+    cluster.kill(2);
+    h.until("the leaderless member no longer watched", T, |r, _| {
+        matches!(r.conn(), regscope::model::ConnState::Reconnecting { error, .. } if error.contains("no leader"))
+    })
+    .await;
+    let noticed = t0.elapsed();
+
+    cluster.spawn(1);
+    cluster.spawn(2);
+    let mut c1 = healthy(&eps[1], &cluster).await;
+    c1.put("/registry/pods/ns/after", "v", None).await.unwrap();
+    h.catch_up(&mut c1, T).await;
+    assert!(h.replica.get(b"/registry/pods/ns/after").is_some());
+    assert_verified(&h).await;
+    assert_eq!(h.replica.watch_health().repeated_events, 0);
+    eprintln!(
+        "failover figures: member read left without a leader -> watch ended after {} ms",
+        noticed.as_millis()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn given_one_member_the_others_are_found_through_the_member_list() {
     let mut cluster = Cluster::start();

@@ -182,12 +182,37 @@ impl EtcdOptions {
         }))
     }
 
-    async fn connect_one(
+    /// A second connection to `endpoint` for the watch, whose requests carry etcd's
+    /// require-leader flag (gRPC metadata `hasleader`, what `clientv3.WithRequireLeader`
+    /// sets and kube-apiserver's watches use): etcd refuses a watch on a member without a
+    /// leader and cancels open ones once the member has had none for a few election
+    /// timeouts (etcd's `v3rpc` `monitorLeader`). Without it, a member cut off from the
+    /// others (partitioned, or removed and not stopped yet) keeps the watch open and answers
+    /// progress requests at its own stale revision, and the console would show it as live.
+    pub async fn connect_require_leader(
         &self,
         endpoint: &str,
         timeout: Duration,
-    ) -> Result<Connected, ConnectError> {
-        let label = endpoint.to_string();
+    ) -> Result<Client, ConnectError> {
+        let opts = self
+            .connect_options(endpoint, timeout)?
+            .with_require_leader(true);
+        match tokio::time::timeout(timeout, Client::connect([endpoint], Some(opts))).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(e)) => Err(classify(endpoint, self, &e)),
+            Err(_) => Err(ConnectError::NotResponding {
+                endpoint: endpoint.to_string(),
+                secs: timeout.as_secs(),
+                detail: "connect timed out".into(),
+            }),
+        }
+    }
+
+    fn connect_options(
+        &self,
+        endpoint: &str,
+        timeout: Duration,
+    ) -> Result<ConnectOptions, ConnectError> {
         let mut opts = ConnectOptions::new()
             .with_connect_timeout(timeout)
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(10))
@@ -202,6 +227,16 @@ impl EtcdOptions {
         if let Some(user) = &self.user {
             opts = opts.with_user(user.clone(), self.password.clone().unwrap_or_default());
         }
+        Ok(opts)
+    }
+
+    async fn connect_one(
+        &self,
+        endpoint: &str,
+        timeout: Duration,
+    ) -> Result<Connected, ConnectError> {
+        let label = endpoint.to_string();
+        let opts = self.connect_options(endpoint, timeout)?;
         let fut = Client::connect([endpoint], Some(opts));
         let mut client = match tokio::time::timeout(timeout, fut).await {
             Ok(Ok(c)) => c,

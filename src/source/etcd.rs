@@ -433,6 +433,7 @@ impl EtcdSource {
             match self
                 .watch(
                     &mut client,
+                    last_endpoint.as_deref().unwrap_or_default(),
                     start,
                     &out,
                     &mut forwarded,
@@ -455,6 +456,21 @@ impl EtcdSource {
                     relist_for = Some(c);
                 }
                 WatchEnd::Lost(reason) => {
+                    // A member without a leader (cut off from the others, or removed)
+                    // still answers Status: try it last, so that the next connection
+                    // goes to a member of the quorum.
+                    if reason.contains("no leader") {
+                        if let Some(read) = last_endpoint.as_ref() {
+                            if let Some(i) = etcd.endpoints.iter().position(|e| e == read) {
+                                let e = etcd.endpoints.remove(i);
+                                etcd.endpoints.push(e);
+                            }
+                            out.send(Observation::Note(format!(
+                                "etcd member {read} has no leader (cut off from the others, or removed): reading from another member"
+                            )))
+                            .await;
+                        }
+                    }
                     attempt = 1;
                     out.send(Observation::Conn(ConnState::Reconnecting {
                         attempt,
@@ -618,9 +634,11 @@ impl EtcdSource {
         out.send(Observation::Note(msg)).await;
     }
 
+    #[allow(clippy::too_many_arguments)]
     async fn watch(
         &self,
         client: &mut Client,
+        read_from: &str,
         start: Revision,
         out: &Emitter,
         forwarded: &mut Option<Revision>,
@@ -637,7 +655,16 @@ impl EtcdSource {
             // busy prefix seconds late while `etcdctl watch` (no `--prev-kv`) kept up
             // (`LIVE_LOAD=txn cargo bench --bench live`).
             .with_progress_notify();
-        let mut wc = client
+        // The watch on a connection of its own that requires a leader (see
+        // `EtcdOptions::connect_require_leader`); on the main one if that cannot be made.
+        let leader_client = self
+            .etcd
+            .connect_require_leader(read_from, self.sync.request_timeout)
+            .await
+            .ok();
+        let mut wc = leader_client
+            .as_ref()
+            .unwrap_or(client)
             .watch_client()
             .max_decoding_message_size(self.sync.watch_max_decode_bytes);
         let mut stream = match tokio::time::timeout(
