@@ -360,6 +360,9 @@ pub struct App {
     storage_second: u64,
     pub(crate) view: Viewports,
     pub(crate) debug_panic: bool,
+    /// The newest message about something the user did (a recording started or saved),
+    /// shown in the message row instead of a warning until a newer warning arrives.
+    pub(crate) notice: Option<(usize, String)>,
     quit: bool,
     dirty: bool,
     clear_requested: bool,
@@ -408,6 +411,7 @@ impl App {
             storage_second: 0,
             view: Viewports::default(),
             debug_panic: false,
+            notice: None,
             quit: false,
             dirty: true,
             clear_requested: false,
@@ -453,6 +457,20 @@ impl App {
     /// panic leaves the terminal restored).
     pub fn set_debug_panic(&mut self, on: bool) {
         self.debug_panic = on;
+    }
+
+    /// Shows `msg` in the message row as information (not a warning) until a newer
+    /// warning arrives.
+    pub(crate) fn notify(&mut self, msg: String) {
+        self.notice = Some((self.s.warnings.len(), msg));
+    }
+
+    /// The message row's notice, while no warning came after it.
+    pub(crate) fn current_notice(&self) -> Option<&str> {
+        self.notice
+            .as_ref()
+            .filter(|(n, _)| *n == self.s.warnings.len())
+            .map(|(_, m)| m.as_str())
     }
 
     /// Takes one observation from the live stream: applied to the session, or held back
@@ -1610,6 +1628,20 @@ mod tests {
         assert_eq!(before, after);
         app.perform(Action::Top);
         assert!(app.events.follow, "back at the newest row follows again");
+    }
+
+    #[test]
+    fn a_notice_shows_until_a_newer_warning() {
+        let mut app = App::new(
+            Session::from_replica(listed(1), "demo"),
+            Settings::default(),
+        );
+        assert_eq!(app.current_notice(), None);
+        app.notify("recording saved: a.rgs".into());
+        assert_eq!(app.current_notice(), Some("recording saved: a.rgs"));
+        assert!(app.s.warnings.is_empty(), "a notice is not a warning");
+        app.s.warnings.push("pause ended".into());
+        assert_eq!(app.current_notice(), None, "the newer warning shows");
     }
 
     #[test]

@@ -447,7 +447,7 @@ impl LiveDriver {
                         for st in app.cursor.backlog.iter() {
                             r.record(st);
                         }
-                        app.s.warnings.push(format!(
+                        app.notify(format!(
                             "recording to {} (R stops; Secret values redacted)",
                             path.display()
                         ));
@@ -467,7 +467,7 @@ impl LiveDriver {
         if let Some(r) = self.recorder.take() {
             let path = r.path();
             match r.finish() {
-                Ok(n) => app.s.warnings.push(format!(
+                Ok(n) => app.notify(format!(
                     "recording saved: {} ({}) — regscope replay {0}",
                     path.display(),
                     format::bytes(n)

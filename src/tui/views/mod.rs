@@ -32,7 +32,7 @@ pub fn draw(app: &App, f: &mut Frame) {
     let area = f.area();
     let alert = header::alert(app);
     let timeline = header::timeline(app, area.width);
-    let warn = !app.s.warnings.is_empty();
+    let warn = !app.s.warnings.is_empty() || app.current_notice().is_some();
     let [head, timeline_row, alert_row, warn_row, main, foot] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Length(u16::from(timeline.is_some())),
@@ -79,6 +79,12 @@ pub(crate) fn help_len(app: &App) -> usize {
 }
 
 fn draw_warning(app: &App, f: &mut Frame, area: Rect) {
+    if let Some(n) = app.current_notice() {
+        let line = Line::from(vec![Span::raw(" ● "), Span::raw(n.to_string())])
+            .style(app.s.theme.get(Role::Note));
+        f.render_widget(Paragraph::new(line), area);
+        return;
+    }
     let w = &app.s.warnings;
     let more = if w.len() > 1 {
         format!("  (+{} more; ? shows all)", w.len() - 1)
