@@ -78,6 +78,23 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
         Some(Command::Replay(r)) => regscope::cli::record::replay(&r, ui_options(&cli.ui)?).await,
         Some(Command::Export(e)) => regscope::cli::record::export(&e, &cli.ui),
         Some(Command::Decode(d)) => regscope::cli::decode::run(&d, &cli.ui),
+        Some(Command::Completions { shell }) => {
+            use clap::CommandFactory;
+            let mut cmd = Cli::command();
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut cmd, "regscope", &mut script);
+            out(format_args!("{}", String::from_utf8_lossy(&script)));
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Man) => {
+            use clap::CommandFactory;
+            let mut page = Vec::new();
+            clap_mangen::Man::new(Cli::command())
+                .render(&mut page)
+                .map_err(|e| anyhow::anyhow!("rendering the manual page: {e}"))?;
+            out(format_args!("{}", String::from_utf8_lossy(&page)));
+            Ok(ExitCode::SUCCESS)
+        }
         Some(Command::PrintConfig { which }) => {
             use regscope::cli::args::ConfigFile;
             match which {

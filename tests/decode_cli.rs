@@ -691,3 +691,40 @@ fn etcdctl_json_export_streams_in_every_output_form() {
         "{err}"
     );
 }
+
+/// Shell completions and the manual page are made from the command-line definitions: every
+/// subcommand and flag appears, and each shell's script is in that shell's form.
+#[test]
+fn completions_and_the_man_page_come_from_the_flags() {
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_regscope"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for (shell, form) in [
+        ("bash", "complete -F _regscope"),
+        ("zsh", "#compdef regscope"),
+        ("fish", "complete -c regscope"),
+    ] {
+        let script = run(&["completions", shell]);
+        assert!(script.contains(form), "{shell}: {script:.200}");
+        for word in ["replay", "endpoints", "etcd-metrics-url"] {
+            assert!(script.contains(word), "{shell} lacks {word}");
+        }
+    }
+    let man = run(&["man"]);
+    assert!(man.contains(".TH regscope 1"), "{man:.200}");
+    for word in ["replay", "record", "ETCDCTL_ENDPOINTS", "Examples"] {
+        assert!(man.contains(word), "the man page lacks {word}");
+    }
+    // An unknown shell is a usage error naming the choices.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_regscope"))
+        .args(["completions", "tcsh"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("bash"));
+}

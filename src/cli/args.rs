@@ -41,6 +41,7 @@ const EXAMPLES: &str = "Examples:
   regscope record -o incident.rgs --duration 30m   record headless (R in the console)
   regscope replay incident.rgs                     scrub through a recording
   etcdctl get /registry/pods/default/p1 -w json | regscope decode   one stored object
+  regscope completions bash > /etc/bash_completion.d/regscope; regscope man | man -l -
 Keys inside the console: press ? for help.";
 
 #[derive(Debug, Subcommand)]
@@ -68,6 +69,16 @@ pub enum Command {
     /// value bytes, from FILE or stdin. Prints the object on stdout, a header on stderr.
     #[command(long_about = DECODE_ABOUT, after_help = DECODE_EXAMPLES)]
     Decode(DecodeArgs),
+    /// Print a shell completion script: `regscope completions bash >
+    /// /etc/bash_completion.d/regscope`, `regscope completions zsh > ~/.zfunc/_regscope`,
+    /// `regscope completions fish > ~/.config/fish/completions/regscope.fish`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff), made from these same flags and texts:
+    /// `regscope man | man -l -`, or `regscope man > /usr/local/share/man/man1/regscope.1`.
+    Man,
     /// Print the embedded default keymap or theme (TOML), to copy and override:
     /// `regscope print-config keymap > keys.toml`, then `regscope --keymap keys.toml`.
     PrintConfig {
