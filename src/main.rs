@@ -332,6 +332,12 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
     let mut session = Session::new(conn.session_info(String::new()));
     if !files_only {
         snapshot_replica(&source, &mut session, conn.memory_limit.map(|b| b as u64)).await?;
+        // The members, polled once (the console polls them beside its watch).
+        if let Some(rows) =
+            regscope::source::members_once(&source.etcd, source.sync.request_timeout).await
+        {
+            session.apply(&Stamped::now(regscope::model::Observation::Members(rows)));
+        }
     }
     for st in &files {
         session.apply(st);

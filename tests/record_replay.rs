@@ -199,6 +199,14 @@ async fn live_recording_with_compaction_restart_and_scrape_loss_replays_exactly(
     assert!(status.success(), "record: {status}: {err}");
     assert!(err.contains("SIGTERM"), "{err}");
     let live = snapshot_live(&ep);
+    // The one member, polled once by the live snapshot, with its Status answer.
+    let members = live["members"].as_array().expect("members");
+    assert_eq!(members.len(), 1, "{members:?}");
+    assert_eq!(members[0]["endpoint"], ep.as_str());
+    assert!(
+        members[0]["status"]["raft_index"].as_u64().unwrap() > 0,
+        "{members:?}"
+    );
 
     // Replay to the end: the replica is exactly etcd at that revision.
     let mut player = Player::open(&file).unwrap();

@@ -277,16 +277,17 @@ async fn sleep_until(t: Option<tokio::time::Instant>) {
 /// `--at`).
 pub async fn replay(r: &ReplayArgs, opts: crate::tui::UiOptions) -> Result<ExitCode> {
     use std::io::IsTerminal;
+    // The file first: a missing or damaged file is the error to report, terminal or not.
+    let mut player = match open(&r.file) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         eprintln!(
             "regscope: replay opens the console and needs a terminal; for scripts use `replay --check`, `export` or `snapshot --json --from`"
         );
         return Ok(ExitCode::from(2));
     }
-    let mut player = match open(&r.file) {
-        Ok(p) => p,
-        Err(code) => return Ok(code),
-    };
     let at = match r.at.as_deref().map(|a| parse_at("--at", a, &player)) {
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => {

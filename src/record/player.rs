@@ -739,11 +739,12 @@ impl Player {
     }
 
     /// The session a replay opens on: the first checkpoint, or, when nothing was held then
-    /// (a recording started before etcd was listed: an empty screen), just after the first
-    /// list completed, when one completes within [`FIRST_VIEW_SCAN`] observations.
+    /// or a list was under way (a recording started before etcd was listed: an empty or
+    /// half-filled screen), just after that list completed, when it completes within
+    /// [`FIRST_VIEW_SCAN`] observations.
     pub fn seek_first_view(&mut self) -> Session {
         let mut session = self.seek(Target::Position(0));
-        if session.replica.live_keys() > 0 || session.replica.listing().is_some() {
+        if session.replica.live_keys() > 0 && session.replica.listing().is_none() {
             return session;
         }
         let mut looked = 0u64;

@@ -21,7 +21,9 @@ use etcd_client::{Client, EventType, GetOptions, WatchOptions};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::connect::{classify, error_chain, prefix_end, top_level_prefixes, EtcdOptions};
+use super::connect::{
+    classify, error_chain, prefix_end, short_detail, top_level_prefixes, EtcdOptions,
+};
 use crate::model::{
     Bytes, CompactionSource, ConnState, EventKind, KeyValue, Observation, Revision, Stamped,
     WatchEvent,
@@ -674,13 +676,13 @@ impl EtcdSource {
         .await
         {
             Ok(Ok(s)) => s,
-            Ok(Err(e)) => return WatchEnd::Lost(error_chain(&e)),
+            Ok(Err(e)) => return WatchEnd::Lost(short_detail(&e)),
             Err(_) => return WatchEnd::Silent(SystemTime::now()),
         };
         if kept.watch_marker {
             let key_opts = WatchOptions::new().with_start_revision(start);
             if let Err(e) = stream.watch(COMPACT_REV_KEY, Some(key_opts)).await {
-                return WatchEnd::Lost(error_chain(&e));
+                return WatchEnd::Lost(short_detail(&e));
             }
         }
         let mut created = 0usize;
@@ -701,7 +703,7 @@ impl EtcdSource {
                     let resp = match msg {
                         Ok(Some(r)) => r,
                         Ok(None) => return WatchEnd::Lost("watch stream closed by etcd".into()),
-                        Err(e) => return WatchEnd::Lost(error_chain(&e)),
+                        Err(e) => return WatchEnd::Lost(short_detail(&e)),
                     };
                     last_msg = Instant::now();
                     last_msg_wall = SystemTime::now();

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use etcd_client::Client;
 
-use super::connect::{error_chain, etcd_status, EtcdOptions};
+use super::connect::{etcd_status, short_detail, EtcdOptions};
 use super::etcd::{Emitter, SyncOptions};
 use crate::model::{MemberStatus, Observation};
 
@@ -25,6 +25,7 @@ const MEMBER_TIMEOUT: Duration = Duration::from_secs(2);
 pub(super) async fn poll(etcd: EtcdOptions, sync: SyncOptions, out: Emitter) {
     let timeout = sync.request_timeout.min(MEMBER_TIMEOUT);
     let mut clients: HashMap<String, Client> = HashMap::new();
+    let mut known: Vec<Listed> = Vec::new();
     let mut ticker = tokio::time::interval(sync.status_interval.max(Duration::from_millis(100)));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -32,56 +33,83 @@ pub(super) async fn poll(etcd: EtcdOptions, sync: SyncOptions, out: Emitter) {
         if out.closed() {
             return;
         }
-        let Some(list) = member_list(&etcd, &mut clients, timeout).await else {
+        let Some(rows) = poll_once(&etcd, &mut clients, &mut known, timeout).await else {
             continue;
         };
-        let scheme = etcd
-            .endpoints
-            .first()
-            .and_then(|e| e.split_once("://"))
-            .map_or("http", |(s, _)| s)
-            .to_string();
-        let mut rows = Vec::with_capacity(list.len());
-        for (id, name, urls, is_learner) in list {
-            let endpoint = urls
-                .iter()
-                .find(|u| u.starts_with(&format!("{scheme}://")))
-                .or(urls.first())
-                .cloned()
-                .unwrap_or_default();
-            let (status, error) = if endpoint.is_empty() {
-                (
-                    None,
-                    Some("no client URL (a member added but not started?)".into()),
-                )
-            } else {
-                match status_of(&etcd, &mut clients, &endpoint, timeout).await {
-                    Ok(s) => (Some(s), None),
-                    Err(e) => (None, Some(e)),
-                }
-            };
-            rows.push(MemberStatus {
-                id,
-                name,
-                endpoint,
-                is_learner,
-                status,
-                error,
-            });
-        }
         if !out.send(Observation::Members(rows)).await {
             return;
         }
     }
 }
 
-/// (ID, name, client URLs, learner) of every member, from the first endpoint given that
-/// answers; `None` when none does.
+/// Every member with its Status answer, once, for a one-shot command (`snapshot`): `None`
+/// when no endpoint answers the member list. Bounded by about two seconds per member.
+pub async fn members_once(etcd: &EtcdOptions, timeout: Duration) -> Option<Vec<MemberStatus>> {
+    let timeout = timeout.min(MEMBER_TIMEOUT);
+    poll_once(etcd, &mut HashMap::new(), &mut Vec::new(), timeout).await
+}
+
+/// (ID, name, client URLs, learner) of one member as the member list gave it.
+type Listed = (u64, String, Vec<String>, bool);
+
+/// One poll: the member list (or, when no endpoint answers it, the members `known` from
+/// the last list, so that their rows say they do not answer rather than keep their last
+/// answer), then each member's Status. `None` before any list was read.
+async fn poll_once(
+    etcd: &EtcdOptions,
+    clients: &mut HashMap<String, Client>,
+    known: &mut Vec<Listed>,
+    timeout: Duration,
+) -> Option<Vec<MemberStatus>> {
+    if let Some(list) = member_list(etcd, clients, timeout).await {
+        *known = list;
+    } else if known.is_empty() {
+        return None;
+    }
+    let scheme = etcd
+        .endpoints
+        .first()
+        .and_then(|e| e.split_once("://"))
+        .map_or("http", |(s, _)| s)
+        .to_string();
+    let mut rows = Vec::with_capacity(known.len());
+    for (id, name, urls, is_learner) in known.iter() {
+        let endpoint = urls
+            .iter()
+            .find(|u| u.starts_with(&format!("{scheme}://")))
+            .or(urls.first())
+            .cloned()
+            .unwrap_or_default();
+        let (status, error) = if endpoint.is_empty() {
+            (
+                None,
+                Some("no client URL (a member added but not started?)".into()),
+            )
+        } else {
+            match status_of(etcd, clients, &endpoint, timeout).await {
+                Ok(s) => (Some(s), None),
+                Err(e) => (None, Some(e)),
+            }
+        };
+        rows.push(MemberStatus {
+            id: *id,
+            name: name.clone(),
+            endpoint,
+            is_learner: *is_learner,
+            status,
+            error,
+        });
+    }
+    Some(rows)
+}
+
+/// Every member as the member list gives it, from the first endpoint given that answers;
+/// `None` when none does.
 async fn member_list(
     etcd: &EtcdOptions,
     clients: &mut HashMap<String, Client>,
     timeout: Duration,
-) -> Option<Vec<(u64, String, Vec<String>, bool)>> {
+) -> Option<Vec<Listed>> {
     for endpoint in &etcd.endpoints {
         let Ok(client) = client_for(etcd, clients, endpoint, timeout).await else {
             continue;
@@ -120,7 +148,7 @@ async fn status_of(
     let client = client_for(etcd, clients, endpoint, timeout).await?;
     let answer = match tokio::time::timeout(timeout, client.status()).await {
         Ok(Ok(s)) => Ok(etcd_status(endpoint, &s)),
-        Ok(Err(e)) => Err(error_chain(&e)),
+        Ok(Err(e)) => Err(short_detail(&e)),
         Err(_) => Err(format!("no answer within {} s", timeout.as_secs_f64())),
     };
     if answer.is_err() {

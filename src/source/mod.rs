@@ -18,4 +18,5 @@ pub use etcd::{EtcdSource, SyncOptions};
 pub use informer::{spawn_informers, InformerResource};
 pub use kubeconfig::{ApiserverAccess, KubeconfigChoice, KubeconfigOrigin};
 pub use live::{EtcdMetricsFrom, LiveSources, ScrapeConfig};
+pub use members::members_once;
 pub use scrape::{file_scrapes, spawn_scraper, HttpAuth, ScrapeFrom};

@@ -18,7 +18,12 @@ use crate::tui::format::{thousands, thousands_i};
 use crate::tui::theme::Role;
 use crate::tui::views::sp;
 
-fn health_lines(app: &App, h: &EtcdHealth, w: usize) -> Vec<Line<'static>> {
+fn health_lines(
+    app: &App,
+    h: &EtcdHealth,
+    apiserver_configured: bool,
+    w: usize,
+) -> Vec<Line<'static>> {
     let val = |s: String| sp(app, s, Role::HeaderValue);
     let txt = |s: &'static str| sp(app, s, Role::Text);
     let na = || sp(app, "n/a", Role::Muted);
@@ -104,6 +109,12 @@ fn health_lines(app: &App, h: &EtcdHealth, w: usize) -> Vec<Line<'static>> {
     });
     segs.push(match &h.apiserver_db_size_bytes {
         Reading::Value(b) => vec![txt("apiserver sees "), val(fmt::bytes(*b))],
+        // Without the apiserver's metrics nothing is known of its version.
+        Reading::NotExposed if !apiserver_configured => vec![sp(
+            app,
+            "apiserver's db size: no apiserver metrics",
+            Role::Muted,
+        )],
         Reading::NotExposed => vec![sp(
             app,
             format!("apiserver's db size: {}", fmt::NOT_EXPOSED_TEXT),
@@ -222,7 +233,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     let mut alarms = alarm_lines(app, w);
     alarms.extend(member_lines(app, w));
     let mut top = match &v.etcd_health {
-        Some(h) => health_lines(app, h, w),
+        Some(h) => health_lines(app, h, v.apiserver.configured, w),
         None => vec![Line::from(sp(
             app,
             if v.etcd.configured {
@@ -257,6 +268,9 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
                 ),
                 match &o.apiserver {
                     Reading::Value(n) => (thousands_i(*n), res_role),
+                    Reading::NotExposed if !v.apiserver.configured => {
+                        (fmt::NONE.into(), Role::Muted)
+                    }
                     Reading::NotExposed => (fmt::NOT_EXPOSED.into(), Role::Muted),
                     Reading::Unavailable => ("n/a".into(), Role::Note),
                     Reading::Pending => (fmt::PENDING.into(), Role::Muted),
