@@ -318,6 +318,24 @@ fn header_shows_memory_and_history_budget() {
         row.contains("mem 300.0 MiB (values 463.0 MiB packed to 122.0 MiB, history"),
         "{row:?}"
     );
+    // Narrower: the packed values go first, then the history; the row is never cut inside.
+    let text = render(&mut a, 120, 24);
+    let row = text
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .trim_end()
+        .to_string();
+    assert!(row.ends_with(" of 256.0 MiB)"), "{row:?}");
+    assert!(!row.contains("packed"), "{row:?}");
+    let text = render(&mut a, 95, 24);
+    let row = text
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .trim_end()
+        .to_string();
+    assert!(row.ends_with("mem 300.0 MiB"), "{row:?}");
 }
 
 /// While a list runs the header says how far it is: the whole line where it fits, the share

@@ -233,28 +233,49 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         l(" ev/s"),
     ]);
     if let Some(m) = app.memory {
-        // What regscope holds and what of it the history budget keeps.
+        // What regscope holds and what of it the history budget keeps: the longest form
+        // that fits the row (packed values, then history dropped first), never cut.
         let (_, history) = r.history_usage();
-        stats.push(l("  mem "));
-        stats.push(v(bytes(m.resident)));
-        if let Some(limit) = m.limit {
-            stats.push(l(" of "));
-            stats.push(v(bytes(limit)));
+        let used: usize = stats.iter().map(|s| s.width()).sum();
+        let form = |packed: bool, hist: bool| {
+            let mut out = vec![l("  mem "), v(bytes(m.resident))];
+            if let Some(limit) = m.limit {
+                out.push(l(" of "));
+                out.push(v(bytes(limit)));
+            }
+            let packed = m.packed.filter(|_| packed);
+            if packed.is_none() && !hist {
+                return out;
+            }
+            out.push(l(" ("));
+            if let Some((raw, held)) = packed {
+                // Values kept compressed in memory, counted at their raw size elsewhere.
+                out.push(l("values "));
+                out.push(v(bytes(raw)));
+                out.push(l(" packed to "));
+                out.push(v(bytes(held)));
+                if hist {
+                    out.push(l(", "));
+                }
+            }
+            if hist {
+                out.push(l("history "));
+                out.push(v(bytes(history as u64)));
+                out.push(l(" of "));
+                out.push(v(bytes(r.history_budget() as u64)));
+            }
+            out.push(l(")"));
+            out
+        };
+        let fits = |f: &Vec<Span<'static>>| {
+            used + f.iter().map(|s| s.width()).sum::<usize>() <= row1.width as usize
+        };
+        if let Some(f) = [form(true, true), form(false, true), form(false, false)]
+            .into_iter()
+            .find(fits)
+        {
+            stats.extend(f);
         }
-        stats.push(l(" ("));
-        if let Some((raw, held)) = m.packed {
-            // Values kept compressed in memory, counted at their raw size everywhere else.
-            stats.push(l("values "));
-            stats.push(v(bytes(raw)));
-            stats.push(l(" packed to "));
-            stats.push(v(bytes(held)));
-            stats.push(l(", "));
-        }
-        stats.push(l("history "));
-        stats.push(v(bytes(history as u64)));
-        stats.push(l(" of "));
-        stats.push(v(bytes(r.history_budget() as u64)));
-        stats.push(l(")"));
     }
     let used: usize = stats.iter().map(|s| s.width()).sum();
     if !endpoint.is_empty()
