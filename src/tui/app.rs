@@ -1021,7 +1021,7 @@ impl App {
                 let Some(ev) = self.events_row(self.events.selected) else {
                     return;
                 };
-                let key = ev.key.clone();
+                let (key, revision) = (ev.key.clone(), ev.revision);
                 let resource = KeyPath::parse(self.session.replica.prefix(), &key)
                     .resource
                     .into_owned();
@@ -1033,7 +1033,8 @@ impl App {
                 self.keys.selected = Some(key.clone());
                 self.keys.view_after = None;
                 self.normalize_keys();
-                self.open_detail(key);
+                // The object as this event left it, not as it is now.
+                self.open_detail_at(key, Some(revision));
             }
             Mode::Keys => match self.keys.focus {
                 KeysFocus::Resources => {
@@ -1784,6 +1785,31 @@ mod tests {
         press(&mut app, 'E');
         code(&mut app, KeyCode::Esc);
         assert_eq!(app.mode(), Mode::Keys);
+    }
+
+    #[test]
+    fn an_event_opens_the_object_as_that_event_left_it() {
+        let mut app = App::new(
+            Session::from_replica(listed(1), "demo"),
+            Settings::default(),
+        );
+        let key = "/registry/configmaps/ns/cm000000";
+        for rev in 3..=5 {
+            put(&mut app, rev as u64, key, rev);
+        }
+        press(&mut app, '2');
+        let row = (0..10)
+            .find(|i| app.events_row(*i).is_some_and(|e| e.revision == 4))
+            .expect("the event at revision 4");
+        app.events.follow = false;
+        app.events.selected = row;
+        code(&mut app, KeyCode::Enter);
+        let shown = app
+            .detail
+            .as_ref()
+            .and_then(|d| d.shown())
+            .map(|v| v.mod_revision);
+        assert_eq!(shown, Some(4), "not the newest (5)");
     }
 
     #[test]

@@ -62,8 +62,18 @@ impl DetailState {
 
 impl App {
     pub(crate) fn open_detail(&mut self, key: Bytes) {
+        self.open_detail_at(key, None);
+    }
+
+    /// Opens `key` on the version written at `revision` (an event's), or the newest held
+    /// at or before it; on the newest version without one, or when history before it was
+    /// dropped.
+    pub(crate) fn open_detail_at(&mut self, key: Bytes, revision: Option<Revision>) {
         let history = self.session.replica.history(&key);
-        let index = history.len().saturating_sub(1);
+        let newest = history.len().saturating_sub(1);
+        let index = revision
+            .and_then(|r| history.iter().rposition(|v| v.mod_revision <= r))
+            .unwrap_or(newest);
         let mut d = DetailState {
             key,
             history,
