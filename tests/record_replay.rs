@@ -198,6 +198,15 @@ async fn live_recording_with_compaction_restart_and_scrape_loss_replays_exactly(
     rec.stderr.take().unwrap().read_to_string(&mut err).unwrap();
     assert!(status.success(), "record: {status}: {err}");
     assert!(err.contains("SIGTERM"), "{err}");
+    // The restart left a log line each way on stderr (for nohup and systemd).
+    assert!(
+        err.contains("regscope record: etcd connection lost"),
+        "{err}"
+    );
+    assert!(
+        err.contains("regscope record: etcd connection restored"),
+        "{err}"
+    );
     let live = snapshot_live(&ep);
     // The one member, polled once by the live snapshot, with its Status answer.
     let members = live["members"].as_array().expect("members");

@@ -110,6 +110,44 @@ pub async fn record(r: &RecordArgs, scfg: &ScrapeConfig, show_secrets: bool) -> 
     .await
 }
 
+/// One stderr line when etcd's connection is lost and when it is restored (and on each
+/// failover), so that a headless recorder under nohup or systemd leaves a log of the outage.
+#[derive(Default)]
+struct ConnLog {
+    bad: bool,
+}
+
+impl ConnLog {
+    fn observe(&mut self, st: &Stamped) {
+        use crate::model::{ConnState, Observation};
+        match &st.obs {
+            Observation::Conn(c) => {
+                let line = match c {
+                    ConnState::Reconnecting { error, .. } => {
+                        format!("etcd connection lost: {error}")
+                    }
+                    ConnState::NotResponding { .. } => "etcd not responding".to_string(),
+                    ConnState::Failed { error } => format!("etcd source failed: {error}"),
+                    ConnState::Watching if self.bad => {
+                        self.bad = false;
+                        eprintln!("regscope record: etcd connection restored");
+                        return;
+                    }
+                    _ => return,
+                };
+                if !self.bad {
+                    self.bad = true;
+                    eprintln!("regscope record: {line}");
+                }
+            }
+            Observation::Note(n) if n.starts_with("failover: ") => {
+                eprintln!("regscope record: {n}");
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Records the live sources of a session (`source` for etcd, `scfg` for the rest) into
 /// `opts.path` headless, until `duration`, a signal or `--max-size`, then closes the file
 /// cleanly. Progress goes to stderr once a minute. With `memory_limit` (bytes resident),
@@ -173,6 +211,7 @@ pub async fn record_session(
     let started = Instant::now();
     let mut last_report = Instant::now();
     let mut progress = super::progress::StderrProgress::new("listing", "listed");
+    let mut conn_log = ConnLog::default();
     let why = loop {
         tokio::select! {
             biased;
@@ -184,12 +223,14 @@ pub async fn record_session(
                 let Some(st) = st else { break "the sources ended" };
                 session.apply(&st);
                 rec.record_applied(&st, &mut session);
+                conn_log.observe(&st);
                 let mut n = 1;
                 while n < 10_000 {
                     match rx.try_recv() {
                         Ok(st) => {
                             session.apply(&st);
                             rec.record_applied(&st, &mut session);
+                            conn_log.observe(&st);
                             n += 1;
                         }
                         Err(_) => break,
