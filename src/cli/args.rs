@@ -137,7 +137,7 @@ pub struct ConnArgs {
     /// (e.g. 256MiB, 1GiB); older history is dropped first.
     #[arg(long, default_value = "256MiB", value_parser = parse_size)]
     pub history_budget: usize,
-    /// Resident memory regscope keeps under (e.g. 1GiB), checked every 100 ms during a list
+    /// Resident memory regscope keeps under (e.g. 1GiB), checked every 25 ms during a list
     /// and every second otherwise. Over it, history is dropped first; if the newest values
     /// alone do not fit, updates stop with a message saying so (the console keeps what it
     /// shows; `snapshot`, `verify` and `record` exit 2) instead of regscope growing until

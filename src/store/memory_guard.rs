@@ -31,7 +31,7 @@ pub enum MemoryAction {
 }
 
 /// Keeps a session's process under `limit` bytes resident. Check often (once a second,
-/// and every 100 ms or so while a list brings keys in fast).
+/// and every 25 ms while a list brings keys in fast).
 #[derive(Debug)]
 pub struct MemoryGuard {
     limit: u64,

@@ -46,6 +46,21 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
     let narrow = area.width < 64;
     let prefix = app.session.replica.prefix();
     let off = app.s.utc_offset;
+    // The key column's width: what the borders and the other columns (each with one space
+    // before the next) leave.
+    let others: u16 = 8
+        + 10
+        + 6
+        + if wide { 22 } else { 0 }
+        + if narrow {
+            0
+        } else if wide {
+            18 + 9
+        } else {
+            12 + 9
+        };
+    let columns = 4 + u16::from(wide) + if narrow { 0 } else { 2 };
+    let key_w = usize::from(area.width.saturating_sub(2 + others + columns - 1));
     let rows: Vec<Row> = app
         .events_filtered()
         .skip(scroll)
@@ -77,6 +92,8 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
                     .unwrap_or(&ev.key);
                 escape_bytes(rel).into_owned()
             };
+            // Too long: cut from the left, so the namespace and name stay.
+            let key = elide_left(key, key_w);
             let mut cells = vec![
                 Cell::from(Span::styled(clock(ev.at, off), t.get(Role::Muted))),
                 Cell::from(Line::from(thousands_i(ev.revision)).right_aligned()),
@@ -167,6 +184,16 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
         return;
     }
     f.render_stateful_widget(table, area, &mut state);
+}
+
+/// `s` in at most `w` columns: whole when it fits, else `…` and its last `w - 1` chars.
+fn elide_left(s: String, w: usize) -> String {
+    let n = s.chars().count();
+    if n <= w || w == 0 {
+        return s;
+    }
+    let tail: String = s.chars().skip(n - (w - 1)).collect();
+    format!("…{tail}")
 }
 
 fn draw_notes(app: &App, f: &mut Frame, area: Rect) {
