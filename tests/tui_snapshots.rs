@@ -1828,7 +1828,7 @@ fn apiserver_br10_db_size_quota_and_defrag() {
                 "not in use 28 %",
                 "28.0 MiB reclaimable by defrag",
             ][..],
-            &["normal after a defrag"][..],
+            &["nothing to reclaim"][..],
         ),
         (
             defragged,
@@ -1836,7 +1836,7 @@ fn apiserver_br10_db_size_quota_and_defrag() {
             &[
                 "db size 72.0 MiB",
                 "3.5 % used",
-                "0 % not in use — normal after a defrag",
+                "0 % not in use — nothing to reclaim",
             ][..],
             &["reclaimable"][..],
         ),

@@ -157,7 +157,9 @@ pub struct UiArgs {
     /// Colour theme TOML overriding the embedded default.
     #[arg(long, global = true)]
     pub theme: Option<PathBuf>,
-    /// Show Secret data instead of `<redacted: N bytes>`.
+    /// Show Secret data instead of `<redacted: N bytes>` (console, decode, export). With
+    /// `record`: write Secret values into the file as etcd holds them (the file's header
+    /// says so and its replay warns).
     #[arg(long, global = true)]
     pub show_secrets: bool,
     /// The kube-apiserver's EncryptionConfiguration (its `--encryption-provider-config`), to

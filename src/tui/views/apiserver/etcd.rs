@@ -2,7 +2,7 @@
 //!
 //! Quota use is the physical file size against the quota, because that is what etcd's space
 //! alarm compares; "not in use" is the share of the file a defrag would give back, and 0 %
-//! right after a defrag is normal, not a problem. The apiserver's object count per resource
+//! (right after a defrag, or on a young etcd) means nothing to reclaim, not a problem. The apiserver's object count per resource
 //! stands next to the replica's own count; disagreements are flagged with the reason the
 //! view gives, and a count the apiserver could not read (its −1) is said to be unavailable,
 //! never shown as −1 or 0.
@@ -58,10 +58,10 @@ fn health_lines(
         txt("in use "),
         h.db_in_use_bytes.map_or_else(na, |b| val(fmt::bytes(b))),
     ]);
-    if h.just_defragmented || h.not_in_use_percent == Some(0.0) {
+    if h.just_defragmented {
         segs.push(vec![sp(
             app,
-            "0 % not in use — normal after a defrag",
+            "0 % not in use — nothing to reclaim",
             Role::StatusOk,
         )]);
     } else {
