@@ -144,6 +144,21 @@ impl Cluster {
     }
 }
 
+/// regscope given every member's endpoint (the first is read first), its members polled
+/// every second for the members panel.
+fn reading_all(eps: &[String]) -> Harness {
+    let opts = EtcdOptions {
+        endpoints: eps.to_vec(),
+        ..Default::default()
+    }
+    .with_defaults();
+    let sync = regscope::source::SyncOptions {
+        status_interval: Duration::from_secs(1),
+        ..fast_sync()
+    };
+    Harness::start(EtcdSource::new(opts, sync))
+}
+
 /// A client to one member, once it answers Status with a leader.
 async fn healthy(endpoint: &str, cluster: &Cluster) -> etcd_client::Client {
     let deadline = Instant::now() + T;
@@ -211,17 +226,7 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
             .expect("move-leader");
     }
 
-    let opts = EtcdOptions {
-        endpoints: eps.clone(),
-        ..Default::default()
-    }
-    .with_defaults();
-    // Members polled every second, for the members panel.
-    let sync = regscope::source::SyncOptions {
-        status_interval: Duration::from_secs(1),
-        ..fast_sync()
-    };
-    let mut h = Harness::start(EtcdSource::new(opts, sync));
+    let mut h = reading_all(&eps);
     h.catch_up(&mut c2, T).await;
     assert_eq!(h.replica.server().unwrap().0, eps[0]);
     // Every member with its own Status answer, all naming the same leader: m0.
@@ -378,16 +383,7 @@ async fn a_member_removed_and_added_again_while_read() {
             .unwrap();
     }
     let m0_id = c0.status().await.unwrap().header().unwrap().member_id();
-    let opts = EtcdOptions {
-        endpoints: eps.clone(),
-        ..Default::default()
-    }
-    .with_defaults();
-    let sync = regscope::source::SyncOptions {
-        status_interval: Duration::from_secs(1),
-        ..fast_sync()
-    };
-    let mut h = Harness::start(EtcdSource::new(opts, sync));
+    let mut h = reading_all(&eps);
     h.catch_up(&mut c2, T).await;
     assert_eq!(h.replica.server().unwrap().0, eps[0]);
 
@@ -469,12 +465,7 @@ async fn a_member_without_a_leader_is_not_watched_as_if_live() {
             .await
             .unwrap();
     }
-    let opts = EtcdOptions {
-        endpoints: eps.clone(),
-        ..Default::default()
-    }
-    .with_defaults();
-    let mut h = Harness::start(EtcdSource::new(opts, fast_sync()));
+    let mut h = reading_all(&eps);
     h.catch_up(&mut c1, T).await;
     assert_eq!(h.replica.server().unwrap().0, eps[0]);
 

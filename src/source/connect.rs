@@ -117,6 +117,21 @@ impl EtcdOptions {
         self
     }
 
+    /// The scheme of the endpoints given (`http` or `https`; `http` when none).
+    pub fn scheme(&self) -> &str {
+        self.endpoints
+            .first()
+            .and_then(|e| e.split_once("://"))
+            .map_or("http", |(s, _)| s)
+    }
+
+    /// Of a member's client URLs (etcd's `Member.clientURLs`), the first with the scheme of
+    /// the endpoints given: the connection's TLS options fit it.
+    pub fn client_url<'a>(&self, urls: &'a [String]) -> Option<&'a String> {
+        let scheme = format!("{}://", self.scheme());
+        urls.iter().find(|u| u.starts_with(&scheme))
+    }
+
     /// The first endpoint, for messages.
     pub fn endpoint_label(&self) -> String {
         match self.endpoints.as_slice() {

@@ -537,23 +537,11 @@ impl EtcdSource {
             .await
             .ok()?
             .ok()?;
-        let scheme = self
-            .etcd
-            .endpoints
-            .first()?
-            .split("://")
-            .next()?
-            .to_string();
         Some(
             list.members()
                 .iter()
                 .filter(|m| !m.is_learner() && m.id() != own)
-                .filter_map(|m| {
-                    m.client_urls()
-                        .iter()
-                        .find(|u| u.starts_with(&format!("{scheme}://")))
-                        .cloned()
-                })
+                .filter_map(|m| self.etcd.client_url(m.client_urls()).cloned())
                 .collect(),
         )
     }

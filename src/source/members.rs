@@ -66,17 +66,10 @@ async fn poll_once(
     } else if known.is_empty() {
         return None;
     }
-    let scheme = etcd
-        .endpoints
-        .first()
-        .and_then(|e| e.split_once("://"))
-        .map_or("http", |(s, _)| s)
-        .to_string();
     let mut rows = Vec::with_capacity(known.len());
     for (id, name, urls, is_learner) in known.iter() {
-        let endpoint = urls
-            .iter()
-            .find(|u| u.starts_with(&format!("{scheme}://")))
+        let endpoint = etcd
+            .client_url(urls)
             .or(urls.first())
             .cloned()
             .unwrap_or_default();

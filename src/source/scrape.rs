@@ -167,15 +167,16 @@ impl ScrapeFrom {
     /// etcd's `/metrics` on its first client endpoint (etcd 3.4+ serves it there), with the
     /// etcd connection's CA and client certificate, as etcd serves them on its client URL (etcd 3.4+).
     pub fn etcd(opts: &EtcdOptions) -> Result<Self, String> {
+        // One client for all: the endpoints of the first one's scheme share its TLS setup.
         let mut urls = opts
             .endpoints
             .iter()
+            .filter(|e| opts.client_url(std::slice::from_ref(e)).is_some())
             .map(|e| format!("{}/metrics", e.trim_end_matches('/')));
         let first = urls.next().ok_or_else(|| "no etcd endpoint".to_string())?;
         let mut how = Self::etcd_url(&first, opts)?;
         if let ScrapeFrom::Http { others, .. } = &mut how {
-            // One client for all: they share the scheme and certificates.
-            others.extend(urls.filter(|u| u.starts_with(first.split("://").next().unwrap_or(""))));
+            others.extend(urls);
         }
         Ok(how)
     }

@@ -32,7 +32,7 @@ impl<T> Default for Discards<T> {
 
 impl<T> Discards<T> {
     /// Keeps `t` for the caller when deferring, else drops it here.
-    pub(crate) fn put(&mut self, t: T) {
+    pub(crate) fn keep(&mut self, t: T) {
         if self.on {
             self.held.push(t);
         }
@@ -76,14 +76,14 @@ mod tests {
     #[test]
     fn keeps_only_while_deferring() {
         let mut d = Discards::default();
-        d.put(Bytes::from_static(b"a"));
+        d.keep(Bytes::from_static(b"a"));
         assert!(d.take().is_empty(), "off: dropped at once");
         d.set(true);
-        d.put(Bytes::from_static(b"b"));
-        d.put(Bytes::from_static(b"c"));
+        d.keep(Bytes::from_static(b"b"));
+        d.keep(Bytes::from_static(b"c"));
         assert_eq!(d.take().len(), 2);
         assert!(d.take().is_empty(), "take empties");
-        d.put(Bytes::from_static(b"d"));
+        d.keep(Bytes::from_static(b"d"));
         d.set(false);
         assert!(d.take().is_empty(), "off drops what was held");
     }

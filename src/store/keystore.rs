@@ -279,7 +279,7 @@ impl KeyStore {
             }
             if let Some(p) = Val::from_parts(form, raw_len, data) {
                 packed.add(&p);
-                discards.put(std::mem::replace(&mut v.value, p).into_data());
+                discards.keep(std::mem::replace(&mut v.value, p).into_data());
             }
         });
         for slot in again {

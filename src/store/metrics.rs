@@ -249,7 +249,7 @@ impl MetricStore {
                     }
                 }
                 if let Some(old) = self.last_digest.replace(d) {
-                    self.discards.put(old);
+                    self.discards.keep(old);
                 }
             }
         }

@@ -807,8 +807,8 @@ impl Replica {
         self.resources[resource as usize].count(second, ev.kind == EventKind::Delete);
         if self.events.len() >= self.cfg.event_log_cap {
             if let Some(old) = self.events.pop_front() {
-                self.discards.put(old.key);
-                self.discards.put(old.value);
+                self.discards.keep(old.key);
+                self.discards.keep(old.value);
             }
         }
         self.events.push_back(EventRecord {
@@ -944,7 +944,7 @@ impl Replica {
                 self.history_versions -= 1;
                 let v = older.pop_front().expect("front exists");
                 store.packed.sub(&v.value);
-                self.discards.put(v.value.into_data());
+                self.discards.keep(v.value.into_data());
             }
             if older.is_empty() {
                 e.older = None;

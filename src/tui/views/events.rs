@@ -46,21 +46,35 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
     let narrow = area.width < 64;
     let prefix = app.session.replica.prefix();
     let off = app.s.utc_offset;
+    let mut header = vec!["time", "revision", "op"];
+    let mut widths = vec![
+        Constraint::Length(8),
+        Constraint::Length(10),
+        Constraint::Length(6),
+    ];
+    if wide {
+        header.push("resource");
+        widths.push(Constraint::Length(22));
+    }
+    if !narrow {
+        header.extend(["kind", "size"]);
+        widths.extend([
+            Constraint::Length(if wide { 18 } else { 12 }),
+            Constraint::Length(9),
+        ]);
+    }
+    header.push(if wide { "key" } else { "key (under prefix)" });
+    widths.push(Constraint::Min(10));
     // The key column's width: what the borders and the other columns (each with one space
     // before the next) leave.
-    let others: u16 = 8
-        + 10
-        + 6
-        + if wide { 22 } else { 0 }
-        + if narrow {
-            0
-        } else if wide {
-            18 + 9
-        } else {
-            12 + 9
-        };
-    let columns = 4 + u16::from(wide) + if narrow { 0 } else { 2 };
-    let key_w = usize::from(area.width.saturating_sub(2 + others + columns - 1));
+    let fixed: u16 = widths
+        .iter()
+        .map(|c| match c {
+            Constraint::Length(n) => n + 1,
+            _ => 0,
+        })
+        .sum();
+    let key_w = usize::from(area.width.saturating_sub(2 + fixed));
     let rows: Vec<Row> = app
         .events_filtered()
         .skip(scroll)
@@ -112,25 +126,6 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             Row::new(cells)
         })
         .collect();
-    let mut header = vec!["time", "revision", "op"];
-    let mut widths = vec![
-        Constraint::Length(8),
-        Constraint::Length(10),
-        Constraint::Length(6),
-    ];
-    if wide {
-        header.push("resource");
-        widths.push(Constraint::Length(22));
-    }
-    if !narrow {
-        header.extend(["kind", "size"]);
-        widths.extend([
-            Constraint::Length(if wide { 18 } else { 12 }),
-            Constraint::Length(9),
-        ]);
-    }
-    header.push(if wide { "key" } else { "key (under prefix)" });
-    widths.push(Constraint::Min(10));
     let header = Row::new(
         header
             .into_iter()
