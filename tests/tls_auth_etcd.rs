@@ -351,9 +351,15 @@ async fn an_http1_server_is_named_not_etcd() {
     std::thread::spawn(move || {
         for conn in listener.incoming().take(16) {
             let Ok(mut c) = conn else { continue };
-            let mut buf = [0u8; 1024];
-            let _ = c.read(&mut buf);
-            let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+            // One thread per connection, open until the client closes (bounded), so every
+            // client reads the answer before any close, as from a real HTTP/1 server.
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 1024];
+                let _ = c.read(&mut buf);
+                let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
+                let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
+                while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
+            });
         }
     });
     for (scheme, want) in [

@@ -508,13 +508,17 @@ pub fn classify(endpoint: &str, opts: &EtcdOptions, e: &etcd_client::Error) -> C
     }
     // Something that is not HTTP/2 (an HTTP/1 server, a metrics or peer port of another
     // kind) answered the h2c connection preface with bytes h2 cannot frame.
+    // Or closed the connection on it without an answer (hyper: "operation was canceled:
+    // connection closed"), which a TLS-only etcd does too.
     if endpoint.starts_with("http://")
-        && (lower.contains("h2 protocol error") || lower.contains("frame with invalid size"))
+        && (lower.contains("h2 protocol error")
+            || lower.contains("frame with invalid size")
+            || (lower.contains("operation was canceled") && lower.contains("connection closed")))
     {
         return ConnectError::Unreachable {
             endpoint,
             detail,
-            hint: "the port answered, but not as etcd (gRPC over HTTP/2): check --endpoints (etcd's client port, 2379 by default)".into(),
+            hint: "the port answered, but not as etcd (gRPC over HTTP/2): check --endpoints (etcd's client port, 2379 by default; https:// if it serves TLS)".into(),
         };
     }
     if lower.contains("connection refused")
