@@ -36,6 +36,7 @@ pub mod decrypt;
 pub mod demo;
 pub mod metrics;
 pub mod model;
+pub mod node;
 pub mod record;
 pub mod source;
 pub mod store;

@@ -47,6 +47,7 @@ fn main() -> ExitCode {
 }
 
 async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
+    let discovery = discover_node(&mut cli);
     // `--user NAME` without a password: asked on the terminal, as etcdctl does.
     let conn = match &mut cli.command {
         None => Some(&mut cli.conn),
@@ -60,7 +61,11 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("reading the etcd password from the terminal: {e}"))?;
     }
     match cli.command {
-        None => console(&cli.conn, &cli.ui, &cli.metrics).await,
+        None => console(&cli.conn, &cli.ui, &cli.metrics, discovery.as_ref()).await,
+        Some(Command::Doctor(d)) => {
+            let d_found = discovery.unwrap_or_default();
+            regscope::cli::doctor::run(&d, &d_found, &cli.metrics).await
+        }
         Some(Command::Demo(d)) => demo(&cli.conn, &cli.ui, &d, &cli.metrics).await,
         Some(Command::Snapshot(s)) if s.from.is_some() => regscope::cli::record::snapshot_from(&s),
         Some(Command::Snapshot(s)) => snapshot(&s.conn, &s, &cli.metrics).await,
@@ -109,10 +114,59 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// Reads what the node runs (under `--root`) for the commands that connect or decrypt,
+/// and fills in what the flags left unset: etcd access and prefix ([`ConnArgs::apply_discovery`]),
+/// etcd's metrics URL when etcd access came from the node, and the encryption config.
+fn discover_node(cli: &mut Cli) -> Option<regscope::node::Discovery> {
+    let files =
+        !cli.metrics.apiserver_metrics_file.is_empty() || !cli.metrics.etcd_metrics_file.is_empty();
+    // The console shows the endpoints in its header; doctor prints every fact.
+    let say = !matches!(cli.command, None | Some(Command::Doctor(_)));
+    let conn = match &mut cli.command {
+        None => Some(&mut cli.conn),
+        Some(Command::Snapshot(s)) if s.from.is_none() => Some(&mut s.conn),
+        Some(Command::Verify(v)) => Some(&mut v.conn),
+        Some(Command::Record(r)) => Some(&mut r.conn),
+        Some(Command::Doctor(d)) => Some(&mut d.conn),
+        Some(Command::Decode(_) | Command::Export(_) | Command::Snapshot(_)) => None,
+        Some(Command::Replay(r)) if !r.check => None,
+        _ => return None,
+    };
+    let d = regscope::node::discover(&cli.node.root);
+    cli.metrics.node_root = Some(cli.node.root.clone());
+    if let Some(conn) = conn {
+        // Metric files without endpoints are an offline snapshot: no etcd to find.
+        let offline = files && conn.endpoints.is_empty();
+        if !offline {
+            for note in conn.apply_discovery(&d) {
+                if say {
+                    eprintln!("regscope: {note}");
+                }
+            }
+            let from_node = d
+                .etcd
+                .as_ref()
+                .is_some_and(|e| e.endpoints == conn.endpoints);
+            if from_node && cli.metrics.etcd_metrics_url.is_none() && !files {
+                cli.metrics.etcd_metrics_url.clone_from(&d.etcd_metrics_url);
+            }
+        }
+    }
+    if let Some(p) = &d.encryption_config {
+        let manifest = d
+            .facts
+            .iter()
+            .find(|f| f.flag.as_deref() == Some("--encryption-provider-config"))
+            .map_or_else(String::new, |f| f.file.clone());
+        cli.ui.discovered_encryption = Some((p.clone(), manifest));
+    }
+    Some(d)
+}
+
 /// Console options from the flags. Fails only when `--encryption-config` names a file that
-/// cannot be used; a kubeadm-discovered config that cannot be used becomes a warning.
+/// cannot be used; a config found on the node that cannot be used becomes a warning.
 fn ui_options(ui: &UiArgs) -> Result<UiOptions> {
-    let (keyring, note) = regscope::cli::load_keyring(ui.encryption_config.as_deref())?;
+    let (keyring, note) = regscope::cli::load_keyring(ui)?;
     Ok(UiOptions {
         keymap_path: ui.keymap.clone(),
         theme_path: ui.theme.clone(),
@@ -131,7 +185,12 @@ fn scrape_config(m: &MetricsArgs) -> Result<ScrapeConfig, ExitCode> {
     })
 }
 
-async fn console(conn: &ConnArgs, ui: &UiArgs, m: &MetricsArgs) -> Result<ExitCode> {
+async fn console(
+    conn: &ConnArgs,
+    ui: &UiArgs,
+    m: &MetricsArgs,
+    discovery: Option<&regscope::node::Discovery>,
+) -> Result<ExitCode> {
     let scfg = match scrape_config(m) {
         Ok(c) => c,
         Err(code) => return Ok(code),
@@ -141,11 +200,20 @@ async fn console(conn: &ConnArgs, ui: &UiArgs, m: &MetricsArgs) -> Result<ExitCo
         Ok(c) => c,
         Err(e) => {
             eprintln!("regscope: {e}");
+            eprintln!(
+                "regscope: `regscope doctor` checks each etcd member, certificate and file it uses"
+            );
             return Ok(ExitCode::from(2));
         }
     };
     let mut opts = ui_options(ui)?;
     opts.memory_limit = conn.memory_limit.map(|b| b as u64);
+    for p in discovery.map_or(&[][..], |d| &d.problems) {
+        opts.warnings.push(format!(
+            "node discovery: {}: {} (run `regscope doctor`)",
+            p.file, p.message
+        ));
+    }
     run_console(source, info, opts, &scfg, cluster_id).await
 }
 

@@ -7,89 +7,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{fast_sync, free_port, Harness};
+use common::{fast_sync, free_port, pki, Harness};
 use etcd_client::{Permission, PermissionType};
 use regscope::demo::PrivateEtcd;
 use regscope::model::ConnState;
 use regscope::source::connect::speaks_plain_http2;
 use regscope::source::{ConnectError, EtcdOptions, EtcdSource};
 
-fn openssl(dir: &Path, args: &[&str]) {
-    let st = Command::new("openssl")
-        .current_dir(dir)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("openssl");
-    assert!(st.success(), "openssl {args:?}");
-}
-
 /// A CA, a server certificate for 127.0.0.1 and a client certificate, plus an unrelated CA.
 fn make_pki(dir: &Path) {
-    for ca in ["ca", "other-ca"] {
-        openssl(
-            dir,
-            &[
-                "req",
-                "-x509",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-days",
-                "2",
-                "-keyout",
-                &format!("{ca}.key"),
-                "-out",
-                &format!("{ca}.crt"),
-                "-subj",
-                &format!("/CN=regscope-test-{ca}"),
-            ],
-        );
+    for c in ["ca", "other-ca"] {
+        pki::ca(dir, c);
     }
-    std::fs::write(
-        dir.join("server.ext"),
-        "subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth,clientAuth\n",
-    )
-    .unwrap();
-    std::fs::write(dir.join("client.ext"), "extendedKeyUsage=clientAuth\n").unwrap();
-    for leaf in ["server", "client"] {
-        openssl(
-            dir,
-            &[
-                "req",
-                "-newkey",
-                "rsa:2048",
-                "-nodes",
-                "-keyout",
-                &format!("{leaf}.key"),
-                "-out",
-                &format!("{leaf}.csr"),
-                "-subj",
-                &format!("/CN={leaf}"),
-            ],
-        );
-        openssl(
-            dir,
-            &[
-                "x509",
-                "-req",
-                "-in",
-                &format!("{leaf}.csr"),
-                "-CA",
-                "ca.crt",
-                "-CAkey",
-                "ca.key",
-                "-CAcreateserial",
-                "-days",
-                "2",
-                "-out",
-                &format!("{leaf}.crt"),
-                "-extfile",
-                &format!("{leaf}.ext"),
-            ],
-        );
-    }
+    pki::leaf(dir, "server", "ca", Some(pki::SERVER_EXT));
+    pki::leaf(dir, "client", "ca", Some(pki::CLIENT_EXT));
 }
 
 struct TlsEtcd {

@@ -11,10 +11,12 @@ use crate::store::ReplicaConfig;
 /// regscope: watch what kube-apiserver does to etcd, live.
 ///
 /// Without a subcommand, opens the console on the etcd given by --endpoints (or
-/// ETCDCTL_ENDPOINTS). With no endpoint at all it tries https://127.0.0.1:2379 with kubeadm's
-/// apiserver etcd client certificates (/etc/kubernetes/pki/apiserver-etcd-client.{crt,key},
-/// CA /etc/kubernetes/pki/etcd/ca.crt) when readable, so on a kubeadm control-plane node
-/// `sudo regscope` just works. regscope never writes to an etcd it did not start itself.
+/// ETCDCTL_ENDPOINTS). With no endpoint given it reads what the control-plane node runs
+/// (kubeadm's and RKE2's static pod manifests, k3s's etcd config): every etcd member and the
+/// apiserver's etcd client certificate, its --etcd-prefix, encryption config and etcd's
+/// metrics URL, so on a control-plane node `sudo regscope` just works; `regscope doctor`
+/// prints what was found and checks it. Flags and ETCDCTL_* win over what is found.
+/// regscope never writes to an etcd it did not start itself.
 #[derive(Debug, Parser)]
 #[command(name = "regscope", version, about, long_about, after_help = EXAMPLES)]
 pub struct Cli {
@@ -26,6 +28,24 @@ pub struct Cli {
     pub ui: UiArgs,
     #[command(flatten)]
     pub metrics: MetricsArgs,
+    #[command(flatten)]
+    pub node: NodeArgs,
+}
+
+/// Where the node's files are read (global).
+#[derive(Debug, Args, Clone)]
+#[command(next_help_heading = "Node discovery")]
+pub struct NodeArgs {
+    /// Read the node's manifests, certificates and configs under DIR instead of / (a
+    /// copied node's files, a test tree). Paths found in them are read under DIR too.
+    #[arg(long, global = true, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+}
+
+impl Default for NodeArgs {
+    fn default() -> Self {
+        NodeArgs { root: "/".into() }
+    }
 }
 
 const EXAMPLES: &str = "Examples:
@@ -34,6 +54,7 @@ const EXAMPLES: &str = "Examples:
   regscope --endpoints http://127.0.0.1:2379      a plain-HTTP etcd
   regscope snapshot --json | jq .resources        what is stored, per resource
   regscope verify                                 replica vs etcd, exit 1 on any difference
+  sudo regscope doctor                            what the node runs, every connection checked
   regscope --kubeconfig ~/.kube/config --context prod    apiserver metrics and informers too
   regscope --apiserver-metrics-url https://127.0.0.1:6443/metrics \
       --apiserver-token-file token --apiserver-cacert /etc/kubernetes/pki/ca.crt
@@ -69,6 +90,12 @@ pub enum Command {
     /// value bytes, from FILE or stdin. Prints the object on stdout, a header on stderr.
     #[command(long_about = DECODE_ABOUT, after_help = DECODE_EXAMPLES)]
     Decode(DecodeArgs),
+    /// Print what the node runs (found in its manifests and configs, with the file and
+    /// flag of each fact), then check every connection: each etcd member (TLS, auth,
+    /// version, leader, db size), an events etcd, etcd's metrics, the encryption config.
+    /// Says what to do for each failure. Exit 0 when all is well, 1 otherwise.
+    #[command(after_help = DOCTOR_EXAMPLES)]
+    Doctor(DoctorArgs),
     /// Print a shell completion script: `regscope completions bash >
     /// /etc/bash_completion.d/regscope`, `regscope completions zsh > ~/.zfunc/_regscope`,
     /// `regscope completions fish > ~/.config/fish/completions/regscope.fish`.
@@ -86,6 +113,24 @@ pub enum Command {
         #[arg(value_enum)]
         which: Option<ConfigFile>,
     },
+}
+
+const DOCTOR_EXAMPLES: &str = "Examples:
+  sudo regscope doctor                      on a kubeadm, RKE2 or k3s control-plane node
+  regscope doctor --json | jq '.checks[] | select(.ok | not)'
+  regscope doctor --root /tmp/node-copy     a copied node's /etc and /var/lib trees";
+
+/// `regscope doctor` options.
+#[derive(Debug, Args, Clone)]
+pub struct DoctorArgs {
+    /// Print JSON: {root, layout, facts, problems, checks, ok}.
+    #[arg(long)]
+    pub json: bool,
+    /// Seconds to wait for each connection.
+    #[arg(long, default_value = "3s", value_parser = parse_duration, value_name = "DURATION")]
+    pub timeout: std::time::Duration,
+    #[command(flatten)]
+    pub conn: ConnArgs,
 }
 
 /// One of the embedded configuration files.
@@ -121,9 +166,13 @@ pub struct ConnArgs {
     /// etcd password (or give it in --user name:password).
     #[arg(long, env = "ETCDCTL_PASSWORD", hide_env_values = true)]
     pub password: Option<String>,
-    /// Key prefix the apiserver stores under (kube-apiserver --etcd-prefix).
+    /// Key prefix the apiserver stores under (kube-apiserver --etcd-prefix; default: the
+    /// node's, else /registry).
     #[arg(long, default_value = "/registry")]
     pub prefix: String,
+    /// Whether --prefix was given (else the node's --etcd-prefix may replace the default).
+    #[arg(skip)]
+    pub prefix_given: bool,
     /// Keys in the first list page; later pages hold about 4 MiB of keys and values (at
     /// most 50,000 keys), and shrink when a page exceeds the gRPC message limit.
     #[arg(long, default_value_t = 500, value_parser = clap::value_parser!(i64).range(1..))]
@@ -164,10 +213,13 @@ pub struct UiArgs {
     pub show_secrets: bool,
     /// The kube-apiserver's EncryptionConfiguration (its `--encryption-provider-config`), to
     /// decrypt values encrypted at rest (aescbc, aesgcm, secretbox; KMS values are only
-    /// identified). Default: the file named in the kubeadm manifest
-    /// /etc/kubernetes/manifests/kube-apiserver.yaml, when that is readable.
+    /// identified). Default: the file the node's kube-apiserver manifest names in its
+    /// --encryption-provider-config, when there is one.
     #[arg(long, global = true, value_name = "FILE")]
     pub encryption_config: Option<PathBuf>,
+    /// The node's encryption config and the manifest naming it (see [`crate::node`]).
+    #[arg(skip)]
+    pub discovered_encryption: Option<(PathBuf, String)>,
 }
 
 /// The kube-apiserver side and the `/metrics` scrapers (global: they apply to the console,
@@ -238,6 +290,9 @@ pub struct MetricsArgs {
         value_name = "LIST"
     )]
     pub informers: Vec<String>,
+    /// `--root`, for kubeadm's admin.conf (see [`crate::node`]).
+    #[arg(skip)]
+    pub node_root: Option<PathBuf>,
 }
 
 impl Default for MetricsArgs {
@@ -260,6 +315,7 @@ impl Default for MetricsArgs {
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            node_root: None,
         }
     }
 }
@@ -268,10 +324,14 @@ impl MetricsArgs {
     /// Resolves the flags against the real environment (`$KUBECONFIG`, `$HOME`, kubeadm's
     /// admin.conf). An error (one line) means exit status 2.
     pub fn scrape_config(&self) -> Result<crate::source::ScrapeConfig, String> {
-        self.scrape_config_with(
-            &crate::source::kubeconfig::DiscoveryEnv::from_process(),
-            &crate::source::kubeconfig::probe_file,
-        )
+        let mut env = crate::source::kubeconfig::DiscoveryEnv::from_process();
+        if let Some(root) = &self.node_root {
+            env.kubeadm_admin = crate::node::under(
+                root,
+                std::path::Path::new(crate::source::kubeconfig::KUBEADM_ADMIN_CONF),
+            );
+        }
+        self.scrape_config_with(&env, &crate::source::kubeconfig::probe_file)
     }
 
     /// As [`MetricsArgs::scrape_config`] with the environment and file probe given (tests).
@@ -611,10 +671,29 @@ impl Cli {
         let root = cli.conn.clone();
         match (&mut cli.command, matches.subcommand()) {
             (Some(Command::Snapshot(SnapshotArgs { conn, .. })), Some((_, sub)))
+            | (Some(Command::Doctor(DoctorArgs { conn, .. })), Some((_, sub)))
             | (Some(Command::Verify(VerifyArgs { conn })), Some((_, sub))) => {
                 conn.inherit(&root, &matches, sub)
             }
             _ => {}
+        }
+        let given = |m: &clap::ArgMatches| {
+            m.value_source("prefix") == Some(clap::parser::ValueSource::CommandLine)
+        };
+        cli.conn.prefix_given = given(&matches);
+        let root_given = cli.conn.prefix_given;
+        if let (Some(cmd), Some((_, sub))) = (&mut cli.command, matches.subcommand()) {
+            let conn = match cmd {
+                Command::Snapshot(a) => Some(&mut a.conn),
+                Command::Doctor(a) => Some(&mut a.conn),
+                Command::Verify(a) => Some(&mut a.conn),
+                Command::Record(a) => Some(&mut a.conn),
+                _ => None,
+            };
+            if let Some(conn) = conn {
+                conn.prefix_given =
+                    root_given || sub.try_contains_id("prefix").unwrap_or(false) && given(sub);
+            }
         }
         Ok(cli)
     }
@@ -681,6 +760,34 @@ impl ConnArgs {
             "etcd password for {user}: "
         ))?);
         Ok(())
+    }
+
+    /// Fills what flags and `ETCDCTL_*` left unset from what the node runs: with no
+    /// endpoint and no TLS file given, the apiserver's etcd members and client certificate;
+    /// the apiserver's `--etcd-prefix` unless `--prefix` was given. Returns a line for each
+    /// value taken, for the console's status line and `snapshot`'s stderr.
+    pub fn apply_discovery(&mut self, d: &crate::node::Discovery) -> Vec<String> {
+        let mut notes = Vec::new();
+        let untouched = self.endpoints.iter().all(|e| e.trim().is_empty())
+            && self.cacert.is_none()
+            && self.cert.is_none()
+            && self.key.is_none();
+        if let (true, Some(etcd)) = (untouched, &d.etcd) {
+            self.endpoints = etcd.endpoints.clone();
+            self.cacert = etcd.cacert.clone();
+            self.cert = etcd.cert.clone();
+            self.key = etcd.key.clone();
+            notes.push(format!(
+                "etcd {} from the node's {} files",
+                etcd.endpoints.join(","),
+                d.layout.map_or("", |l| l.name())
+            ));
+        }
+        if let (false, Some(p)) = (self.prefix_given, &d.prefix) {
+            self.prefix = p.clone();
+            notes.push(format!("prefix {p} from kube-apiserver --etcd-prefix"));
+        }
+        notes
     }
 
     /// Connection options with etcdctl's `name:password` form split and defaults applied.

@@ -4,6 +4,7 @@
 
 pub mod args;
 pub mod decode;
+pub mod doctor;
 pub mod etcdctl_json;
 pub mod memory;
 pub mod progress;
@@ -171,34 +172,30 @@ struct SnapshotJson {
 
 /// Renders the snapshot JSON for a replica. `with_keys` adds `key_list` (every live key).
 /// The EncryptionConfiguration to decrypt with: `--encryption-config FILE` (an error if it
-/// cannot be read or parsed), else the file the kubeadm kube-apiserver manifest names in
-/// `--encryption-provider-config`, when the manifest exists (a warning, not an error, when
-/// that file cannot be used: decoding then shows encrypted values as such). Returns the
-/// keyring and, for the automatic case, a note saying where it came from or why not.
+/// cannot be read or parsed), else the file the node's kube-apiserver manifest names in
+/// `--encryption-provider-config` ([`crate::node::discover`], filled into
+/// `ui.discovered_encryption`): a note, not an error, when that file cannot be used
+/// (decoding then shows encrypted values as such). Returns the keyring and, for the
+/// discovered case, a note saying where it came from or why not.
 pub fn load_keyring(
-    explicit: Option<&std::path::Path>,
+    ui: &args::UiArgs,
 ) -> Result<(Option<crate::decrypt::Keyring>, Option<String>)> {
-    use crate::decrypt::{encryption_config_from_manifest, Keyring, KUBEADM_APISERVER_MANIFEST};
-    if let Some(path) = explicit {
+    use crate::decrypt::Keyring;
+    if let Some(path) = &ui.encryption_config {
         let k = Keyring::load(path).with_context(|| "--encryption-config".to_string())?;
         return Ok((Some(k), None));
     }
-    let manifest = std::path::Path::new(KUBEADM_APISERVER_MANIFEST);
-    if !manifest.exists() {
+    let Some((path, manifest)) = &ui.discovered_encryption else {
         return Ok((None, None));
-    }
-    match encryption_config_from_manifest(manifest) {
-        Ok(Some(path)) => match Keyring::load(&path) {
-            Ok(k) => Ok((
-                Some(k),
-                Some(format!(
-                    "decrypting with {} (from {KUBEADM_APISERVER_MANIFEST})",
-                    path.display()
-                )),
+    };
+    match Keyring::load(path) {
+        Ok(k) => Ok((
+            Some(k),
+            Some(format!(
+                "decrypting with {} (from {manifest})",
+                path.display()
             )),
-            Err(e) => Ok((None, Some(format!("encrypted values stay encrypted: {e}")))),
-        },
-        Ok(None) => Ok((None, None)),
+        )),
         Err(e) => Ok((None, Some(format!("encrypted values stay encrypted: {e}")))),
     }
 }

@@ -488,7 +488,7 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    let keyring = match crate::cli::load_keyring(ui.encryption_config.as_deref()) {
+    let keyring = match crate::cli::load_keyring(ui) {
         Ok((k, _)) => k,
         Err(err) => {
             eprintln!("regscope: {err:#}");

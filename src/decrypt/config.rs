@@ -1,23 +1,17 @@
-//! Reading kube-apiserver's EncryptionConfiguration, and finding it through the apiserver's
-//! static pod manifest.
+//! Reading kube-apiserver's EncryptionConfiguration (the file its
+//! `--encryption-provider-config` names; [`crate::node`] finds it on a node).
 //!
 //! The YAML is read into a generic tree and walked by hand, so that error texts can name the
 //! place in the file without ever quoting a secret.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use base64::Engine as _;
 use serde_norway::Value;
 
 use super::{Cipher, KeyBytes, NamedKey, Provider, ResourceEntry};
 
-/// Where kubeadm writes the kube-apiserver static pod manifest.
-pub const KUBEADM_APISERVER_MANIFEST: &str = "/etc/kubernetes/manifests/kube-apiserver.yaml";
-
-/// kube-apiserver's flag naming the EncryptionConfiguration file.
-const FLAG: &str = "--encryption-provider-config";
-
-/// A problem reading an EncryptionConfiguration or an apiserver manifest. Every variant names
+/// A problem reading an EncryptionConfiguration. Every variant names
 /// the file; none contains key material.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -261,153 +255,4 @@ fn base64_problem(e: &base64::DecodeError) -> String {
 
 fn non_empty_seq(value: Option<&Value>) -> Option<&Vec<Value>> {
     value.and_then(Value::as_sequence).filter(|s| !s.is_empty())
-}
-
-/// Finds `--encryption-provider-config=PATH` (or `--encryption-provider-config PATH` as two
-/// arguments) in a kube-apiserver static pod manifest (kubeadm:
-/// [`KUBEADM_APISERVER_MANIFEST`]).
-///
-/// Looks through `spec.containers[*].command` and `args` (also inside a single shell-string
-/// argument), and falls back to any list of strings when the YAML is not a Pod. The flag
-/// `--encryption-provider-config-automatic-reload` is not confused with it. The path is a
-/// path inside the container: when it lies under one of that container's `volumeMounts` whose
-/// volume is a `hostPath`, it is translated to the host path (kubeadm usually mounts the same
-/// path, so it is unchanged). Relative paths are returned as written (kube-apiserver resolves
-/// them against its working directory).
-///
-/// Returns `Ok(None)` when the flag is absent or empty (encryption at rest not configured).
-/// Errors: [`ConfigError::Read`] (names the manifest), [`ConfigError::Yaml`].
-pub fn encryption_config_from_manifest(manifest: &Path) -> Result<Option<PathBuf>, ConfigError> {
-    let text = std::fs::read_to_string(manifest).map_err(|error| ConfigError::Read {
-        path: manifest.to_path_buf(),
-        error,
-    })?;
-    let doc: Value = serde_norway::from_str(&text).map_err(|e| ConfigError::Yaml {
-        file: manifest.display().to_string(),
-        message: e.to_string(),
-    })?;
-
-    let spec = doc.get("spec");
-    if let Some(containers) = spec
-        .and_then(|s| s.get("containers"))
-        .and_then(Value::as_sequence)
-    {
-        for container in containers {
-            let args: Vec<&str> = ["command", "args"]
-                .iter()
-                .filter_map(|field| container.get(*field).and_then(Value::as_sequence))
-                .flatten()
-                .filter_map(Value::as_str)
-                .collect();
-            if let Some(found) = find_flag(&args) {
-                return Ok(found.map(|p| host_path(spec, container, &p)));
-            }
-        }
-        return Ok(None);
-    }
-
-    let mut lists = Vec::new();
-    string_lists(&doc, &mut lists);
-    for args in lists {
-        if let Some(found) = find_flag(&args) {
-            return Ok(found.map(PathBuf::from));
-        }
-    }
-    Ok(None)
-}
-
-/// The flag's value in an argument list: `Some(Some(path))`, `Some(None)` when given empty,
-/// `None` when absent. Looks at whole arguments first, then at whitespace-separated words
-/// (shell-string commands).
-fn find_flag(args: &[&str]) -> Option<Option<String>> {
-    fn scan(words: &[&str]) -> Option<Option<String>> {
-        for (i, word) in words.iter().enumerate() {
-            if *word == FLAG {
-                let value = words.get(i + 1).filter(|v| !v.starts_with("--"));
-                return Some(value.map(|v| v.to_string()).filter(|v| !v.is_empty()));
-            }
-            if let Some(value) = word.strip_prefix(FLAG).and_then(|v| v.strip_prefix('=')) {
-                let value = value.trim_matches(|c| c == '"' || c == '\'');
-                return Some(Some(value.to_string()).filter(|v| !v.is_empty()));
-            }
-        }
-        None
-    }
-    scan(args).or_else(|| {
-        let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
-        scan(&words)
-    })
-}
-
-/// Translates a container path to the host through the container's hostPath volume mounts
-/// (longest mount path wins).
-fn host_path(spec: Option<&Value>, container: &Value, path: &str) -> PathBuf {
-    let mounts = container.get("volumeMounts").and_then(Value::as_sequence);
-    let volumes = spec
-        .and_then(|s| s.get("volumes"))
-        .and_then(Value::as_sequence);
-    let (Some(mounts), Some(volumes)) = (mounts, volumes) else {
-        return PathBuf::from(path);
-    };
-    let mut best: Option<(usize, String)> = None;
-    for mount in mounts {
-        let (Some(name), Some(mount_path)) = (
-            mount.get("name").and_then(Value::as_str),
-            mount.get("mountPath").and_then(Value::as_str),
-        ) else {
-            continue;
-        };
-        let mount_path = mount_path.trim_end_matches('/');
-        let rest = if path == mount_path {
-            ""
-        } else if let Some(rest) = path.strip_prefix(mount_path).filter(|r| r.starts_with('/')) {
-            rest
-        } else {
-            continue;
-        };
-        if best
-            .as_ref()
-            .is_some_and(|(len, _)| *len >= mount_path.len())
-        {
-            continue;
-        }
-        let host = volumes
-            .iter()
-            .find(|v| v.get("name").and_then(Value::as_str) == Some(name))
-            .and_then(|v| v.get("hostPath"))
-            .and_then(|h| h.get("path"))
-            .and_then(Value::as_str);
-        if let Some(host) = host {
-            let host = host.trim_end_matches('/');
-            let host = if host.is_empty() && rest.is_empty() {
-                "/"
-            } else {
-                host
-            };
-            best = Some((mount_path.len(), format!("{host}{rest}")));
-        }
-    }
-    PathBuf::from(best.map(|(_, p)| p).unwrap_or_else(|| path.to_string()))
-}
-
-/// Every sequence of strings anywhere in the document.
-fn string_lists<'a>(value: &'a Value, out: &mut Vec<Vec<&'a str>>) {
-    match value {
-        Value::Sequence(items) => {
-            let strings: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
-            if !strings.is_empty() {
-                out.push(strings);
-            }
-            for item in items {
-                string_lists(item, out);
-            }
-        }
-        Value::Mapping(map) => {
-            for (_, v) in map {
-                string_lists(v, out);
-            }
-        }
-        Value::Tagged(tagged) => string_lists(&tagged.value, out),
-        _ => {}
-    }
 }

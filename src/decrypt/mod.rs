@@ -29,7 +29,7 @@ pub(crate) mod tests;
 use std::fmt;
 use std::path::Path;
 
-pub use config::{encryption_config_from_manifest, ConfigError, KUBEADM_APISERVER_MANIFEST};
+pub use config::ConfigError;
 
 /// Prefix of every value an encrypting provider wrote (`value.PrefixTransformer` in
 /// kube-apiserver).
@@ -188,6 +188,18 @@ impl Keyring {
     /// `source` given to [`Keyring::from_yaml`]).
     pub fn source(&self) -> &str {
         &self.source
+    }
+
+    /// The resources each entry covers, in configuration order (`secrets`, `*.*`, …), as
+    /// written in the file.
+    pub fn resources(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in self.entries.iter().flat_map(|e| &e.resources) {
+            if !out.contains(r) {
+                out.push(r.clone());
+            }
+        }
+        out
     }
 
     /// Every configured (provider, key name), in configuration order, for display. Providers

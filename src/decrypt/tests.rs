@@ -22,7 +22,6 @@
 
 use super::*;
 use proptest::prelude::*;
-use std::path::PathBuf;
 
 /// The shared test keys: A = 0x00..0x1f, B = 0x20..0x3f, G = 0x40..0x5f.
 pub(crate) const KEY_A: &str = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
@@ -761,101 +760,6 @@ fn escaped_paths_in_messages() {
         .message()
         .unwrap()
         .ends_with("(written under /registry/secrets/default/s\\xfe)"));
-}
-
-fn write_manifest(dir: &Path, command: &str) -> PathBuf {
-    let path = dir.join("kube-apiserver.yaml");
-    let text = format!(
-        "apiVersion: v1
-kind: Pod
-metadata:
-  name: kube-apiserver
-  namespace: kube-system
-spec:
-  containers:
-  - name: kube-apiserver
-    image: registry.k8s.io/kube-apiserver:v1.31.0
-    command:
-    - kube-apiserver
-    - --advertise-address=10.0.0.10
-    - --encryption-provider-config-automatic-reload=true
-{command}
-    - --etcd-servers=https://127.0.0.1:2379
-    volumeMounts:
-    - name: enc
-      mountPath: /etc/kubernetes/enc
-      readOnly: true
-    - name: k8s-certs
-      mountPath: /etc/kubernetes/pki
-  volumes:
-  - name: enc
-    hostPath:
-      path: /srv/kubernetes/enc
-      type: DirectoryOrCreate
-  - name: k8s-certs
-    hostPath:
-      path: /etc/kubernetes/pki
-"
-    );
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-#[test]
-fn encryption_config_path_from_the_apiserver_manifest() {
-    let dir = tempfile::tempdir().unwrap();
-
-    let m = write_manifest(
-        dir.path(),
-        "    - --encryption-provider-config=/etc/kubernetes/pki/enc.yaml",
-    );
-    assert_eq!(
-        encryption_config_from_manifest(&m).unwrap(),
-        Some(PathBuf::from("/etc/kubernetes/pki/enc.yaml"))
-    );
-
-    let m = write_manifest(
-        dir.path(),
-        "    - --encryption-provider-config\n    - /etc/kubernetes/pki/enc2.yaml",
-    );
-    assert_eq!(
-        encryption_config_from_manifest(&m).unwrap(),
-        Some(PathBuf::from("/etc/kubernetes/pki/enc2.yaml"))
-    );
-
-    // A path inside the container under a hostPath mount is translated to the host.
-    let m = write_manifest(
-        dir.path(),
-        "    - --encryption-provider-config=/etc/kubernetes/enc/config.yaml",
-    );
-    assert_eq!(
-        encryption_config_from_manifest(&m).unwrap(),
-        Some(PathBuf::from("/srv/kubernetes/enc/config.yaml"))
-    );
-
-    // Absent (only the automatic-reload flag, which must not be mistaken for it).
-    let m = write_manifest(dir.path(), "    - --secure-port=6443");
-    assert_eq!(encryption_config_from_manifest(&m).unwrap(), None);
-
-    // A shell-string command and a non-Pod document.
-    let shell = dir.path().join("shell.yaml");
-    std::fs::write(
-        &shell,
-        "command: [sh, -c, 'exec kube-apiserver --encryption-provider-config=/e.yaml --v=2']\n",
-    )
-    .unwrap();
-    assert_eq!(
-        encryption_config_from_manifest(&shell).unwrap(),
-        Some(PathBuf::from("/e.yaml"))
-    );
-
-    let missing = dir.path().join("nope.yaml");
-    let err = encryption_config_from_manifest(&missing).unwrap_err();
-    assert!(err.to_string().contains("nope.yaml"), "{err}");
-    assert_eq!(
-        KUBEADM_APISERVER_MANIFEST,
-        "/etc/kubernetes/manifests/kube-apiserver.yaml"
-    );
 }
 
 fn proptest_ring() -> Keyring {

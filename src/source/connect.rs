@@ -1,5 +1,5 @@
 //! Connecting to etcd: endpoints, TLS and authentication options (the same environment
-//! variables etcdctl honours), kubeadm defaults, and one-line errors that say what to do.
+//! variables etcdctl honours), the local default, and one-line errors that say what to do.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -7,18 +7,10 @@ use std::time::Duration;
 
 use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
 
-/// kubeadm's client certificate for the apiserver's etcd connection
-/// (kubeadm: /etc/kubernetes/pki/apiserver-etcd-client.{crt,key}, CA /etc/kubernetes/pki/etcd/ca.crt).
-pub const KUBEADM_CERT: &str = "/etc/kubernetes/pki/apiserver-etcd-client.crt";
-pub const KUBEADM_KEY: &str = "/etc/kubernetes/pki/apiserver-etcd-client.key";
-pub const KUBEADM_CA: &str = "/etc/kubernetes/pki/etcd/ca.crt";
-/// etcd's client URL on a kubeadm control-plane node.
-pub const KUBEADM_ENDPOINT: &str = "https://127.0.0.1:2379";
-
 /// How to reach etcd. Built from flags and `ETCDCTL_*` variables by the CLI.
 #[derive(Clone, Debug, Default)]
 pub struct EtcdOptions {
-    /// Endpoint URLs, e.g. `https://127.0.0.1:2379`. Empty: kubeadm defaults.
+    /// Endpoint URLs, e.g. `https://127.0.0.1:2379`. Empty: see [`EtcdOptions::with_defaults`].
     pub endpoints: Vec<String>,
     pub cacert: Option<PathBuf>,
     pub cert: Option<PathBuf>,
@@ -87,25 +79,16 @@ impl ConnectError {
 }
 
 impl EtcdOptions {
-    /// Fills unset fields: no endpoints → kubeadm's `https://127.0.0.1:2379` with kubeadm's
-    /// apiserver-etcd-client certificates when they are readable, else `http://127.0.0.1:2379`.
+    /// Fills unset fields: no endpoints → etcd's local client URL, `https://127.0.0.1:2379`
+    /// when TLS files are given, else `http://127.0.0.1:2379`. (What a control-plane node
+    /// runs is found by [`crate::node::discover`] before this.)
     pub fn with_defaults(mut self) -> Self {
         if self.endpoints.is_empty() {
-            let readable = |p: &str| std::fs::File::open(p).is_ok();
-            if self.cert.is_none()
-                && readable(KUBEADM_CERT)
-                && readable(KUBEADM_KEY)
-                && readable(KUBEADM_CA)
-            {
-                self.endpoints = vec![KUBEADM_ENDPOINT.into()];
-                self.cert = Some(KUBEADM_CERT.into());
-                self.key = Some(KUBEADM_KEY.into());
-                self.cacert = Some(KUBEADM_CA.into());
-            } else if self.cert.is_some() || self.cacert.is_some() {
-                self.endpoints = vec![KUBEADM_ENDPOINT.into()];
+            self.endpoints = vec![if self.cert.is_some() || self.cacert.is_some() {
+                crate::node::LOCAL_ETCD.into()
             } else {
-                self.endpoints = vec!["http://127.0.0.1:2379".into()];
-            }
+                "http://127.0.0.1:2379".into()
+            }];
         }
         // etcdctl accepts bare host:port; tonic needs a scheme.
         let tls = self.cacert.is_some() || self.cert.is_some();

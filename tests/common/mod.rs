@@ -2,6 +2,8 @@
 //! replica, and a TCP proxy that can be cut to simulate a network partition.
 #![allow(dead_code)]
 
+pub mod pki;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

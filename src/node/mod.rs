@@ -1,0 +1,448 @@
+//! What the control-plane node runs, read from its files: where etcd is and how to reach it,
+//! the apiserver's storage settings, and where each fact was found.
+//!
+//! Layouts, tried in order (paths under `--root`, `/` by default):
+//! - **kubeadm**: static pods in `/etc/kubernetes/manifests/{kube-apiserver,etcd}.yaml`;
+//!   without a readable apiserver manifest, kubeadm's apiserver etcd client certificate
+//!   (`/etc/kubernetes/pki/apiserver-etcd-client.{crt,key}`, CA `pki/etcd/ca.crt`) against
+//!   `https://127.0.0.1:2379`.
+//! - **RKE2**: static pods in `/var/lib/rancher/rke2/agent/pod-manifests/` (same flags).
+//! - **k3s** with embedded etcd: no manifests (the apiserver runs inside the k3s process);
+//!   etcd's config file `/var/lib/rancher/k3s/server/db/etcd/config` and the client
+//!   certificate k3s gives its apiserver, `/var/lib/rancher/k3s/server/tls/etcd/client.{crt,key}`
+//!   with CA `server-ca.crt` (the files the k3s documentation tells etcdctl to use).
+//!
+//! From kube-apiserver's flags: `--etcd-servers` (every member), `--etcd-cafile`,
+//! `--etcd-certfile`, `--etcd-keyfile`, `--etcd-prefix`, `--etcd-servers-overrides`
+//! (`group/resource#url;url,…`, e.g. Events in their own etcd cluster),
+//! `--encryption-provider-config`, `--etcd-compaction-interval`, `--watch-cache-sizes`,
+//! `--default-watch-cache-size`, `--secure-port`. From etcd's: `--listen-metrics-urls`
+//! (kubeadm's plain `http://127.0.0.1:2381`), `--quota-backend-bytes`,
+//! `--auto-compaction-mode/-retention`, `--data-dir`. File paths are translated from the
+//! container to the host through the pod's hostPath mounts, then read under the root.
+//!
+//! Nothing here connects anywhere: `regscope doctor` checks what was found.
+
+pub mod certs;
+pub mod manifest;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use manifest::{Manifest, ManifestError};
+
+/// kubeadm's kube-apiserver static pod manifest.
+pub const KUBEADM_APISERVER_MANIFEST: &str = "/etc/kubernetes/manifests/kube-apiserver.yaml";
+/// kubeadm's etcd static pod manifest.
+pub const KUBEADM_ETCD_MANIFEST: &str = "/etc/kubernetes/manifests/etcd.yaml";
+/// kubeadm's client certificate for the apiserver's etcd connection, its key and the etcd CA.
+pub const KUBEADM_CERT: &str = "/etc/kubernetes/pki/apiserver-etcd-client.crt";
+pub const KUBEADM_KEY: &str = "/etc/kubernetes/pki/apiserver-etcd-client.key";
+pub const KUBEADM_CA: &str = "/etc/kubernetes/pki/etcd/ca.crt";
+/// etcd's client URL on a kubeadm, RKE2 or k3s server node.
+pub const LOCAL_ETCD: &str = "https://127.0.0.1:2379";
+const RKE2_APISERVER_MANIFEST: &str =
+    "/var/lib/rancher/rke2/agent/pod-manifests/kube-apiserver.yaml";
+const RKE2_ETCD_MANIFEST: &str = "/var/lib/rancher/rke2/agent/pod-manifests/etcd.yaml";
+const K3S_ETCD_CONFIG: &str = "/var/lib/rancher/k3s/server/db/etcd/config";
+const K3S_CERT: &str = "/var/lib/rancher/k3s/server/tls/etcd/client.crt";
+const K3S_KEY: &str = "/var/lib/rancher/k3s/server/tls/etcd/client.key";
+const K3S_CA: &str = "/var/lib/rancher/k3s/server/tls/etcd/server-ca.crt";
+
+/// Which distribution's layout the facts came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    Kubeadm,
+    Rke2,
+    K3s,
+}
+
+impl Layout {
+    pub fn name(self) -> &'static str {
+        match self {
+            Layout::Kubeadm => "kubeadm",
+            Layout::Rke2 => "RKE2",
+            Layout::K3s => "k3s",
+        }
+    }
+}
+
+/// One fact and where it was found: the file as on the node (without the root) and the
+/// flag or key in it (`None` for a file found by its well-known path).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Fact {
+    pub name: &'static str,
+    pub value: String,
+    pub file: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flag: Option<String>,
+}
+
+/// How to reach one etcd cluster: client URLs and TLS files (paths under the root, ready
+/// to open).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct EtcdAccess {
+    pub endpoints: Vec<String>,
+    pub cacert: Option<PathBuf>,
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+/// A resource kube-apiserver stores in another etcd cluster (`--etcd-servers-overrides`),
+/// reached with the same TLS files as the main one (kube-apiserver has one set).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct EtcdOverride {
+    /// `group/resource` as written (`/events` for core Events).
+    pub resource: String,
+    pub endpoints: Vec<String>,
+}
+
+/// A file that should have told something and could not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Problem {
+    pub file: String,
+    pub message: String,
+    pub advice: String,
+}
+
+/// Everything found on the node. Empty (no layout) when the node runs none of the
+/// layouts above or its files cannot be read (not root: try sudo).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Discovery {
+    pub root: PathBuf,
+    pub layout: Option<Layout>,
+    pub facts: Vec<Fact>,
+    pub problems: Vec<Problem>,
+    pub etcd: Option<EtcdAccess>,
+    pub overrides: Vec<EtcdOverride>,
+    /// kube-apiserver `--etcd-prefix` (default `/registry`).
+    pub prefix: Option<String>,
+    pub encryption_config: Option<PathBuf>,
+    /// etcd's plain-HTTP metrics endpoint with `/metrics`, when etcd serves one.
+    pub etcd_metrics_url: Option<String>,
+    /// kube-apiserver's own `/metrics` on this node (`https://127.0.0.1:<secure-port>`).
+    pub apiserver_metrics_url: Option<String>,
+}
+
+impl Discovery {
+    /// `path` (as on the node) under the root.
+    pub fn under(&self, path: &Path) -> PathBuf {
+        under(&self.root, path)
+    }
+
+    /// Whether discovery was partial: a layout was recognised but a file in it could
+    /// not be used.
+    pub fn partial(&self) -> bool {
+        !self.problems.is_empty()
+    }
+
+    fn fact(
+        &mut self,
+        name: &'static str,
+        value: impl Into<String>,
+        file: &str,
+        flag: Option<&str>,
+    ) {
+        self.facts.push(Fact {
+            name,
+            value: value.into(),
+            file: file.to_string(),
+            flag: flag.map(str::to_string),
+        });
+    }
+
+    fn problem(&mut self, file: &str, message: impl Into<String>, advice: impl Into<String>) {
+        self.problems.push(Problem {
+            file: file.to_string(),
+            message: message.into(),
+            advice: advice.into(),
+        });
+    }
+
+    fn readable(&self, path: &str) -> bool {
+        std::fs::File::open(under(&self.root, Path::new(path))).is_ok()
+    }
+}
+
+/// `path` (absolute on the node, or relative as a manifest may write it) under `root`.
+pub fn under(root: &Path, path: &Path) -> PathBuf {
+    if root == Path::new("/") || path.is_relative() {
+        return path.to_path_buf();
+    }
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// Reads the node's files under `root` (`/` on a real node). Never fails: what cannot be
+/// read becomes a [`Problem`] (for a recognised layout) or is simply not found.
+pub fn discover(root: &Path) -> Discovery {
+    let mut d = Discovery {
+        root: root.to_path_buf(),
+        ..Default::default()
+    };
+    let layouts = [
+        (
+            Layout::Kubeadm,
+            KUBEADM_APISERVER_MANIFEST,
+            KUBEADM_ETCD_MANIFEST,
+        ),
+        (Layout::Rke2, RKE2_APISERVER_MANIFEST, RKE2_ETCD_MANIFEST),
+    ];
+    for (layout, apiserver, etcd) in layouts {
+        let path = d.under(Path::new(apiserver));
+        if !path.exists() && !d.under(Path::new(etcd)).exists() {
+            continue;
+        }
+        d.layout = Some(layout);
+        match Manifest::read(&path) {
+            Ok(m) => from_apiserver(&mut d, &m, apiserver),
+            Err(e) if path.exists() => d.problem(
+                apiserver,
+                e.to_string(),
+                "fix the manifest (the kubelet cannot run it either), or pass --endpoints, --cacert, --cert and --key",
+            ),
+            Err(_) => d.problem(
+                apiserver,
+                "no kube-apiserver manifest beside etcd's",
+                "pass --endpoints, --cacert, --cert and --key",
+            ),
+        }
+        let etcd_path = d.under(Path::new(etcd));
+        if etcd_path.exists() {
+            match Manifest::read(&etcd_path) {
+                Ok(m) => from_etcd_flags(&mut d, &m, etcd),
+                Err(e) => d.problem(
+                    etcd,
+                    e.to_string(),
+                    "fix the manifest, or pass --etcd-metrics-url",
+                ),
+            }
+        }
+        if d.etcd.is_none() && layout == Layout::Kubeadm {
+            kubeadm_certificates(&mut d);
+        }
+        return d;
+    }
+    if d.readable(KUBEADM_CERT) && d.readable(KUBEADM_KEY) && d.readable(KUBEADM_CA) {
+        d.layout = Some(Layout::Kubeadm);
+        kubeadm_certificates(&mut d);
+        return d;
+    }
+    let k3s = d.under(Path::new(K3S_ETCD_CONFIG));
+    if k3s.exists() || d.readable(K3S_CERT) {
+        d.layout = Some(Layout::K3s);
+        from_k3s(&mut d, &k3s);
+    }
+    d
+}
+
+/// kubeadm's certificate files at their default paths, against the local member.
+fn kubeadm_certificates(d: &mut Discovery) {
+    if !(d.readable(KUBEADM_CERT) && d.readable(KUBEADM_KEY) && d.readable(KUBEADM_CA)) {
+        return;
+    }
+    d.fact("etcd endpoints", LOCAL_ETCD, "(kubeadm default)", None);
+    d.fact("etcd client certificate", KUBEADM_CERT, KUBEADM_CERT, None);
+    d.etcd = Some(EtcdAccess {
+        endpoints: vec![LOCAL_ETCD.into()],
+        cacert: Some(d.under(Path::new(KUBEADM_CA))),
+        cert: Some(d.under(Path::new(KUBEADM_CERT))),
+        key: Some(d.under(Path::new(KUBEADM_KEY))),
+    });
+}
+
+fn split_urls(v: &str, sep: char) -> Vec<String> {
+    v.split(sep)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn from_apiserver(d: &mut Discovery, m: &Manifest, file: &str) {
+    let path_fact = |d: &mut Discovery, name, flag: &str| -> Option<PathBuf> {
+        let p = m.path_flag(flag)?;
+        d.fact(name, p.display().to_string(), file, Some(flag));
+        Some(d.under(&p))
+    };
+    let endpoints = m
+        .flag("--etcd-servers")
+        .map(|v| split_urls(&v, ','))
+        .unwrap_or_default();
+    let cacert = path_fact(d, "etcd CA", "--etcd-cafile");
+    let cert = path_fact(d, "etcd client certificate", "--etcd-certfile");
+    let key = path_fact(d, "etcd client key", "--etcd-keyfile");
+    if endpoints.is_empty() {
+        d.problem(
+            file,
+            "kube-apiserver has no --etcd-servers flag (misspelt?)",
+            "check the manifest's flags, or pass --endpoints",
+        );
+    } else {
+        d.facts.insert(
+            0,
+            Fact {
+                name: "etcd endpoints",
+                value: endpoints.join(","),
+                file: file.to_string(),
+                flag: Some("--etcd-servers".into()),
+            },
+        );
+        d.etcd = Some(EtcdAccess {
+            endpoints,
+            cacert,
+            cert,
+            key,
+        });
+    }
+    if let Some(p) = m.flag("--etcd-prefix").filter(|p| !p.is_empty()) {
+        d.fact("etcd prefix", &p, file, Some("--etcd-prefix"));
+        d.prefix = Some(p);
+    }
+    if let Some(v) = m.flag("--etcd-servers-overrides").filter(|v| !v.is_empty()) {
+        d.fact(
+            "etcd servers overrides",
+            &v,
+            file,
+            Some("--etcd-servers-overrides"),
+        );
+        for entry in v.split(',') {
+            let Some((resource, urls)) = entry.split_once('#') else {
+                d.problem(
+                    file,
+                    format!(
+                        "--etcd-servers-overrides entry {entry:?} is not group/resource#url;url"
+                    ),
+                    "check the flag's format",
+                );
+                continue;
+            };
+            d.overrides.push(EtcdOverride {
+                resource: resource.trim().to_string(),
+                endpoints: split_urls(urls, ';'),
+            });
+        }
+    }
+    if let Some(p) = path_fact(d, "encryption config", "--encryption-provider-config") {
+        d.encryption_config = Some(p);
+    }
+    for (name, flag) in [
+        ("compaction interval", "--etcd-compaction-interval"),
+        ("watch cache sizes", "--watch-cache-sizes"),
+        ("default watch cache size", "--default-watch-cache-size"),
+    ] {
+        if let Some(v) = m.flag(flag) {
+            d.fact(name, v, file, Some(flag));
+        }
+    }
+    let port = m.flag("--secure-port");
+    let url = format!(
+        "https://127.0.0.1:{}/metrics",
+        port.as_deref().unwrap_or("6443")
+    );
+    match port {
+        Some(_) => d.fact("apiserver metrics", &url, file, Some("--secure-port")),
+        None => d.fact(
+            "apiserver metrics",
+            &url,
+            file,
+            Some("(--secure-port default)"),
+        ),
+    }
+    d.apiserver_metrics_url = Some(url);
+}
+
+/// The first plain-HTTP URL of a `--listen-metrics-urls` value, with `/metrics`, a
+/// wildcard address read as loopback.
+fn metrics_url(v: &str) -> Option<String> {
+    let url = split_urls(v, ',')
+        .into_iter()
+        .find(|u| u.starts_with("http://"))?;
+    let url = url
+        .replace("://0.0.0.0:", "://127.0.0.1:")
+        .replace("://[::]:", "://127.0.0.1:");
+    Some(format!("{}/metrics", url.trim_end_matches('/')))
+}
+
+fn from_etcd_flags(d: &mut Discovery, m: &Manifest, file: &str) {
+    if let Some(v) = m.flag("--listen-metrics-urls") {
+        d.fact("etcd metrics URLs", &v, file, Some("--listen-metrics-urls"));
+        d.etcd_metrics_url = metrics_url(&v);
+    }
+    for (name, flag) in [
+        ("etcd quota (bytes)", "--quota-backend-bytes"),
+        ("etcd auto-compaction mode", "--auto-compaction-mode"),
+        (
+            "etcd auto-compaction retention",
+            "--auto-compaction-retention",
+        ),
+        ("etcd data dir", "--data-dir"),
+    ] {
+        if let Some(v) = m.flag(flag) {
+            d.fact(name, v, file, Some(flag));
+        }
+    }
+}
+
+fn from_k3s(d: &mut Discovery, config: &Path) {
+    let mut endpoints = vec![LOCAL_ETCD.to_string()];
+    match Manifest::read(config) {
+        Ok(m) => {
+            if let Some(v) = m.key("listen-client-urls") {
+                let urls = split_urls(&v, ',');
+                if let Some(local) = urls.iter().find(|u| u.contains("://127.0.0.1:")) {
+                    endpoints = vec![local.clone()];
+                }
+                d.fact(
+                    "etcd endpoints",
+                    endpoints.join(","),
+                    K3S_ETCD_CONFIG,
+                    Some("listen-client-urls"),
+                );
+            }
+            if let Some(v) = m.key("listen-metrics-urls") {
+                d.fact(
+                    "etcd metrics URLs",
+                    &v,
+                    K3S_ETCD_CONFIG,
+                    Some("listen-metrics-urls"),
+                );
+                d.etcd_metrics_url = metrics_url(&v);
+            }
+            for (name, key) in [
+                ("etcd quota (bytes)", "quota-backend-bytes"),
+                ("etcd auto-compaction mode", "auto-compaction-mode"),
+                (
+                    "etcd auto-compaction retention",
+                    "auto-compaction-retention",
+                ),
+                ("etcd data dir", "data-dir"),
+            ] {
+                if let Some(v) = m.key(key) {
+                    d.fact(name, v, K3S_ETCD_CONFIG, Some(key));
+                }
+            }
+        }
+        Err(e) if config.exists() => d.problem(K3S_ETCD_CONFIG, e.to_string(), "pass --endpoints"),
+        Err(_) => d.fact("etcd endpoints", LOCAL_ETCD, "(k3s default)", None),
+    }
+    if d.readable(K3S_CERT) && d.readable(K3S_KEY) && d.readable(K3S_CA) {
+        d.fact("etcd client certificate", K3S_CERT, K3S_CERT, None);
+        d.etcd = Some(EtcdAccess {
+            endpoints,
+            cacert: Some(d.under(Path::new(K3S_CA))),
+            cert: Some(d.under(Path::new(K3S_CERT))),
+            key: Some(d.under(Path::new(K3S_KEY))),
+        });
+    } else {
+        d.problem(
+            K3S_CERT,
+            "k3s's etcd client certificate, key or CA cannot be read",
+            "run as root (sudo), or pass --cacert, --cert and --key",
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;

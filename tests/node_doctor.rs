@@ -1,0 +1,420 @@
+//! Node discovery and `regscope doctor` against a kubeadm-like tree built under a temp dir
+//! (`--root`): static pod manifests, certificates made with openssl, an encryption config,
+//! a TLS three-member etcd on loopback and a separate TLS etcd for Events
+//! (`--etcd-servers-overrides`). Then broken variants of the tree, each with its verdict.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, pki};
+use regscope::source::EtcdOptions;
+
+const BIN: &str = env!("CARGO_BIN_EXE_regscope");
+
+/// etcd members started with client TLS (peers in the clear), killed on drop.
+struct Members {
+    children: Vec<Child>,
+    clients: Vec<String>,
+    metrics: Vec<String>,
+}
+
+impl Drop for Members {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Starts `n` members of one cluster serving `server.crt` (client auth against `ca.crt`),
+/// each with a plain-HTTP metrics URL.
+fn start_cluster(etcd: &Path, data: &Path, pki_dir: &Path, name: &str, n: usize) -> Members {
+    let ports: Vec<(u16, u16, u16)> = (0..n)
+        .map(|_| (free_port(), free_port(), free_port()))
+        .collect();
+    let initial: Vec<String> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, (_, p, _))| format!("{name}{i}=http://127.0.0.1:{p}"))
+        .collect();
+    let p = |f: &str| pki_dir.join(f).display().to_string();
+    let mut m = Members {
+        children: Vec::new(),
+        clients: Vec::new(),
+        metrics: Vec::new(),
+    };
+    for (i, (c, peer, met)) in ports.iter().enumerate() {
+        let client = format!("https://127.0.0.1:{c}");
+        let metrics = format!("http://127.0.0.1:{met}");
+        let child = Command::new(etcd)
+            .args([
+                "--name",
+                &format!("{name}{i}"),
+                "--data-dir",
+                &data.join(format!("{name}{i}")).display().to_string(),
+                "--listen-client-urls",
+                &client,
+                "--advertise-client-urls",
+                &client,
+                "--listen-peer-urls",
+                &format!("http://127.0.0.1:{peer}"),
+                "--initial-advertise-peer-urls",
+                &format!("http://127.0.0.1:{peer}"),
+                "--initial-cluster",
+                &initial.join(","),
+                "--initial-cluster-token",
+                name,
+                "--listen-metrics-urls",
+                &metrics,
+                "--cert-file",
+                &p("server.crt"),
+                "--key-file",
+                &p("server.key"),
+                "--trusted-ca-file",
+                &p("ca.crt"),
+                "--client-cert-auth",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn etcd");
+        m.children.push(child);
+        m.clients.push(client);
+        m.metrics.push(metrics);
+    }
+    m
+}
+
+async fn wait_serving(m: &mut Members, pki_dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for ep in m.clients.clone() {
+        let opts = EtcdOptions {
+            endpoints: vec![ep.clone()],
+            cacert: Some(pki_dir.join("ca.crt")),
+            cert: Some(pki_dir.join("client.crt")),
+            key: Some(pki_dir.join("client.key")),
+            ..Default::default()
+        };
+        loop {
+            if let Ok(c) = opts.connect_info(Duration::from_secs(2)).await {
+                if c.status.leader != 0 {
+                    break;
+                }
+            }
+            for ch in &mut m.children {
+                assert!(ch.try_wait().ok().flatten().is_none(), "an etcd exited");
+            }
+            assert!(Instant::now() < deadline, "etcd {ep} did not come up");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+}
+
+fn write(root: &Path, path: &str, text: &str) {
+    let p = root.join(path.trim_start_matches('/'));
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(p, text).unwrap();
+}
+
+const ENC: &str = "apiVersion: apiserver.config.k8s.io/v1
+kind: EncryptionConfiguration
+resources:
+  - resources: [secrets]
+    providers:
+      - aescbc: {keys: [{name: key1, secret: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=}]}
+      - identity: {}
+";
+
+fn apiserver_manifest(servers: &[String], events: &[String]) -> String {
+    format!(
+        "apiVersion: v1
+kind: Pod
+metadata:
+  name: kube-apiserver
+  namespace: kube-system
+spec:
+  containers:
+  - name: kube-apiserver
+    command:
+    - kube-apiserver
+    - --etcd-servers={}
+    - --etcd-servers-overrides=/events#{}
+    - --etcd-cafile=/etc/kubernetes/pki/etcd/ca.crt
+    - --etcd-certfile=/etc/kubernetes/pki/apiserver-etcd-client.crt
+    - --etcd-keyfile=/etc/kubernetes/pki/apiserver-etcd-client.key
+    - --encryption-provider-config=/etc/kubernetes/enc/enc.yaml
+    - --etcd-compaction-interval=5m
+    volumeMounts:
+    - name: k8s-certs
+      mountPath: /etc/kubernetes/pki
+  volumes:
+  - name: k8s-certs
+    hostPath:
+      path: /etc/kubernetes/pki
+",
+        servers.join(","),
+        events.join(";")
+    )
+}
+
+/// A kubeadm tree for these clusters under `root`.
+fn build_tree(root: &Path, pki_dir: &Path, main: &Members, events: &Members) {
+    let pk = root.join("etc/kubernetes/pki");
+    std::fs::create_dir_all(pk.join("etcd")).unwrap();
+    std::fs::copy(pki_dir.join("ca.crt"), pk.join("etcd/ca.crt")).unwrap();
+    std::fs::copy(
+        pki_dir.join("client.crt"),
+        pk.join("apiserver-etcd-client.crt"),
+    )
+    .unwrap();
+    std::fs::copy(
+        pki_dir.join("client.key"),
+        pk.join("apiserver-etcd-client.key"),
+    )
+    .unwrap();
+    write(root, "/etc/kubernetes/enc/enc.yaml", ENC);
+    write(
+        root,
+        "/etc/kubernetes/manifests/kube-apiserver.yaml",
+        &apiserver_manifest(&main.clients, &events.clients),
+    );
+    write(
+        root,
+        "/etc/kubernetes/manifests/etcd.yaml",
+        &format!(
+            "apiVersion: v1
+kind: Pod
+spec:
+  containers:
+  - name: etcd
+    command: [etcd, --data-dir=/var/lib/etcd, --listen-metrics-urls={}, --quota-backend-bytes=2147483648]
+",
+            main.metrics[0]
+        ),
+    );
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN)
+        .args(args)
+        .env_remove("ETCDCTL_ENDPOINTS")
+        .env_remove("ETCDCTL_CACERT")
+        .env_remove("ETCDCTL_CERT")
+        .env_remove("ETCDCTL_KEY")
+        .env("KUBECONFIG", "/nonexistent")
+        .output()
+        .expect("run regscope");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn doctor(root: &Path) -> (i32, serde_json::Value, String) {
+    let r = root.display().to_string();
+    let (code, out, err) = run(&["doctor", "--json", "--root", &r, "--informers", "none"]);
+    let v: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("doctor JSON: {e}: {out}\n{err}"));
+    (code, v, err)
+}
+
+fn failed(v: &serde_json::Value) -> Vec<(String, String, String)> {
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["ok"] == false)
+        .map(|c| {
+            (
+                c["check"].as_str().unwrap_or_default().to_string(),
+                c["detail"].as_str().unwrap_or_default().to_string(),
+                c["advice"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named() {
+    let (Some(etcd), Some(_)) = (
+        regscope::demo::etcd_server::find_on_path("etcd"),
+        regscope::demo::etcd_server::find_on_path("openssl"),
+    ) else {
+        eprintln!("etcd or openssl missing; skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let pki_dir = dir.path().join("pki");
+    std::fs::create_dir(&pki_dir).unwrap();
+    pki::ca(&pki_dir, "ca");
+    pki::ca(&pki_dir, "other-ca");
+    pki::leaf(&pki_dir, "server", "ca", Some(pki::SERVER_EXT));
+    pki::leaf(&pki_dir, "client", "ca", Some(pki::CLIENT_EXT));
+    pki::leaf(&pki_dir, "v1server", "ca", None);
+    let data = dir.path().join("data");
+    let mut main = start_cluster(&etcd, &data, &pki_dir, "main", 3);
+    let mut events = start_cluster(&etcd, &data, &pki_dir, "events", 1);
+    wait_serving(&mut main, &pki_dir).await;
+    wait_serving(&mut events, &pki_dir).await;
+    // Something to list (written by the test, not by regscope).
+    {
+        let opts = EtcdOptions {
+            endpoints: vec![main.clients[0].clone()],
+            cacert: Some(pki_dir.join("ca.crt")),
+            cert: Some(pki_dir.join("client.crt")),
+            key: Some(pki_dir.join("client.key")),
+            ..Default::default()
+        };
+        let (mut c, _) = opts.connect(Duration::from_secs(5)).await.unwrap();
+        c.put("/registry/configmaps/default/cm1", "x", None)
+            .await
+            .unwrap();
+    }
+    let root = dir.path().join("node");
+    build_tree(&root, &pki_dir, &main, &events);
+    let r = root.display().to_string();
+
+    // All is well: every fact found, every check passes.
+    let (code, v, err) = doctor(&root);
+    assert_eq!(code, 0, "{v:#}\n{err}");
+    assert_eq!(v["layout"], "kubeadm");
+    assert_eq!(v["ok"], true);
+    let checks = v["checks"].as_array().unwrap();
+    let count = |kind: &str| checks.iter().filter(|c| c["check"] == kind).count();
+    assert_eq!(count("etcd member"), 3, "{v:#}");
+    assert_eq!(count("etcd for /events"), 1, "{v:#}");
+    assert_eq!(count("etcd metrics"), 1);
+    assert_eq!(count("encryption config"), 1);
+    let leaders = checks
+        .iter()
+        .filter(|c| c["detail"].as_str().unwrap_or("").contains("leader,"))
+        .count();
+    assert_eq!(leaders, 2, "one leader per cluster: {v:#}");
+    let facts = v["facts"].as_array().unwrap();
+    let fact = |name: &str| {
+        facts
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap_or_else(|| panic!("fact {name}: {v:#}"))
+            .clone()
+    };
+    assert_eq!(fact("etcd endpoints")["value"], main.clients.join(","));
+    assert_eq!(fact("etcd endpoints")["flag"], "--etcd-servers");
+    assert_eq!(
+        fact("etcd endpoints")["file"],
+        "/etc/kubernetes/manifests/kube-apiserver.yaml"
+    );
+    assert_eq!(fact("etcd quota (bytes)")["value"], "2147483648");
+    assert_eq!(fact("compaction interval")["value"], "5m");
+
+    // The text report says the same for people.
+    let (code, text, _) = run(&["doctor", "--root", &r, "--informers", "none"]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.starts_with("Found a kubeadm control-plane node under"),
+        "{text}"
+    );
+    assert!(text.contains("All checks passed."), "{text}");
+
+    // snapshot uses what was found: the members, the certificates, the prefix.
+    let (code, out, err) = run(&["snapshot", "--json", "--root", &r, "--informers", "none"]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    let snap: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(snap["keys"], 1, "{snap:#}");
+
+    // Broken: the key file is missing.
+    let key = root.join("etc/kubernetes/pki/apiserver-etcd-client.key");
+    std::fs::rename(&key, key.with_extension("moved")).unwrap();
+    let (code, v, _) = doctor(&root);
+    assert_eq!(code, 1);
+    let f = failed(&v);
+    assert!(
+        f.iter()
+            .any(|(k, d, a)| k == "file" && d.contains("cannot read") && a.contains("sudo")),
+        "{f:#?}"
+    );
+    std::fs::rename(key.with_extension("moved"), &key).unwrap();
+
+    // Broken: the CA is another one than signed etcd's certificate.
+    let ca = root.join("etc/kubernetes/pki/etcd/ca.crt");
+    std::fs::copy(pki_dir.join("other-ca.crt"), &ca).unwrap();
+    let (code, v, _) = doctor(&root);
+    assert_eq!(code, 1);
+    let f = failed(&v);
+    let members: Vec<_> = f.iter().filter(|(k, _, _)| k == "etcd member").collect();
+    assert_eq!(members.len(), 3, "{f:#?}");
+    assert!(
+        members.iter().all(|(_, d, _)| d.contains("a different CA")),
+        "{f:#?}"
+    );
+    std::fs::copy(pki_dir.join("ca.crt"), &ca).unwrap();
+
+    // Broken: a typo in the apiserver manifest.
+    let manifest = root.join("etc/kubernetes/manifests/kube-apiserver.yaml");
+    let good = std::fs::read_to_string(&manifest).unwrap();
+    std::fs::write(&manifest, good.replace("  containers:", "  containers: [")).unwrap();
+    let (code, v, _) = doctor(&root);
+    assert_eq!(code, 1);
+    let f = failed(&v);
+    assert!(
+        f.iter()
+            .any(|(k, d, _)| k == "discovery" && d.contains("not valid YAML")),
+        "{f:#?}"
+    );
+    std::fs::write(&manifest, &good).unwrap();
+
+    // Broken: an encryption config that cannot be used.
+    write(&root, "/etc/kubernetes/enc/enc.yaml", "kind: [\n");
+    let (code, v, _) = doctor(&root);
+    assert_eq!(code, 1);
+    let f = failed(&v);
+    assert!(f.iter().any(|(k, _, _)| k == "encryption config"), "{f:#?}");
+    assert_eq!(f.len(), 1, "only the encryption config: {f:#?}");
+    write(&root, "/etc/kubernetes/enc/enc.yaml", ENC);
+    assert_eq!(doctor(&root).0, 0, "repaired");
+
+    // An X.509 v1 server certificate (openssl x509 -req without extensions): named as such
+    // instead of "transport error".
+    drop(main);
+    drop(events);
+    std::fs::copy(pki_dir.join("v1server.crt"), pki_dir.join("server.crt")).unwrap();
+    std::fs::copy(pki_dir.join("v1server.key"), pki_dir.join("server.key")).unwrap();
+    let v1 = start_cluster(&etcd, &dir.path().join("data-v1"), &pki_dir, "v1", 1);
+    let p = |f: &str| pki_dir.join(f).display().to_string();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let f = loop {
+        let (code, out, err) = run(&[
+            "doctor",
+            "--json",
+            "--root",
+            &empty.display().to_string(),
+            "--endpoints",
+            &v1.clients[0],
+            "--cacert",
+            &p("ca.crt"),
+            "--cert",
+            &p("client.crt"),
+            "--key",
+            &p("client.key"),
+        ]);
+        assert_eq!(code, 1, "{out}\n{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let f = failed(&v);
+        if f.iter().any(|(_, d, _)| d.contains("X.509 v1")) || Instant::now() > deadline {
+            break f;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    };
+    assert!(
+        f.iter()
+            .any(|(k, d, _)| k == "etcd member" && d.contains("X.509 v1") && d.contains("etcdctl")),
+        "{f:#?}"
+    );
+}
