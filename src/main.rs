@@ -47,6 +47,10 @@ fn main() -> ExitCode {
 }
 
 async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
+    for w in &cli.config_warnings {
+        eprintln!("regscope: {w}");
+    }
+    cli.ui.config_warnings = cli.config_warnings.clone();
     let discovery = discover_node(&mut cli);
     // `--user NAME` without a password: asked on the terminal, as etcdctl does.
     let conn = match &mut cli.command {
@@ -107,11 +111,39 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
                     out(format_args!("{}", regscope::config::DEFAULT_KEYMAP))
                 }
                 Some(ConfigFile::Theme) => out(format_args!("{}", regscope::config::DEFAULT_THEME)),
-                None => out(format_args!("{}", regscope::config::print_defaults())),
+                None => out(format_args!("{}", settings_text(&cli.settings))),
             }
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `regscope print-config`: one TOML line per setting, its origin as a comment.
+fn settings_text(settings: &[regscope::cli::args::Setting]) -> String {
+    let file = regscope::config::config_file()
+        .map_or("none ($REGSCOPE_CONFIG is empty)".into(), |p| {
+            p.display().to_string()
+        });
+    let mut s = format!(
+        "# regscope settings in effect; the config file: {file}\n\
+         # (its lines have this form; the command line and ETCDCTL_* win over it)\n"
+    );
+    let w = settings.iter().map(|x| x.key.len()).max().unwrap_or(0);
+    for x in settings {
+        let line = match &x.value {
+            Some(v) => format!("{:w$} = {}", x.key, toml_string(v)),
+            None => format!("# {:w$} (unset)", x.key),
+        };
+        s.push_str(&format!("{line:50}  # {}\n", x.origin));
+    }
+    s.push_str(
+        "# `regscope print-config keymap` and `print-config theme` print the key bindings and colours.\n",
+    );
+    s
+}
+
+fn toml_string(v: &str) -> String {
+    toml::Value::String(v.to_string()).to_string()
 }
 
 /// Reads what the node runs (under `--root`) for the commands that connect or decrypt,
@@ -171,7 +203,7 @@ fn ui_options(ui: &UiArgs) -> Result<UiOptions> {
         keymap_path: ui.keymap.clone(),
         theme_path: ui.theme.clone(),
         show_secrets: ui.show_secrets,
-        warnings: note.into_iter().collect(),
+        warnings: ui.config_warnings.iter().cloned().chain(note).collect(),
         keyring: keyring.map(std::sync::Arc::new),
         memory_limit: None,
     })

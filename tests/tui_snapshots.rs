@@ -263,6 +263,79 @@ fn render(app: &mut App, w: u16, h: u16) -> String {
     out
 }
 
+/// Draws `app` and returns the screen as text, then each row's styles as one letter per
+/// cell (`.` for the terminal's default style) and the legend of the letters: what a
+/// theme changes is visible in a text snapshot.
+fn render_styles(app: &mut App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).expect("terminal");
+    term.draw(|f| views::draw(app, f)).expect("draw");
+    app.mark_drawn();
+    let frame = term.draw(|f| views::draw(app, f)).expect("draw");
+    let buf = frame.buffer;
+    let mut legend: Vec<ratatui::style::Style> = Vec::new();
+    let mut text = String::new();
+    let mut grid = String::new();
+    for y in 0..buf.area.height {
+        let mut line = String::new();
+        let mut styles = String::new();
+        for x in 0..buf.area.width {
+            let cell = &buf[(x, y)];
+            line.push_str(cell.symbol());
+            let st = cell.style();
+            if st
+                == ratatui::style::Style::default()
+                    .fg(ratatui::style::Color::Reset)
+                    .bg(ratatui::style::Color::Reset)
+                || st == ratatui::style::Style::default()
+            {
+                styles.push('.');
+                continue;
+            }
+            let i = legend.iter().position(|l| *l == st).unwrap_or_else(|| {
+                legend.push(st);
+                legend.len() - 1
+            });
+            styles.push(char::from(b'a' + (i % 26) as u8));
+        }
+        text.push_str(line.trim_end());
+        text.push('\n');
+        grid.push_str(styles.trim_end_matches('.'));
+        grid.push('\n');
+    }
+    let mut out = text;
+    out.push_str("---- styles ----\n");
+    out.push_str(&grid);
+    for (i, st) in legend.iter().enumerate() {
+        out.push_str(&format!(
+            "{} = fg {:?} bg {:?} {:?}\n",
+            char::from(b'a' + (i % 26) as u8),
+            st.fg,
+            st.bg,
+            st.add_modifier
+        ));
+    }
+    out
+}
+
+#[test]
+fn every_shipped_theme_on_the_growth_screen() {
+    use regscope::tui::{ColorDepth, Theme};
+    for (name, _) in regscope::config::THEMES {
+        let (spec, mut w) = regscope::config::load_theme(Some(std::path::Path::new(name)));
+        let theme = Theme::from_spec(&spec, ColorDepth::TrueColor, &mut w);
+        assert!(w.is_empty(), "{name}: {w:?}");
+        let mut a = App::new(
+            regscope::store::Session::from_replica(fixture(), "demo"),
+            Settings {
+                theme,
+                ..Settings::default()
+            },
+        );
+        a.tick(at(30));
+        insta::assert_snapshot!(format!("theme_{name}"), render_styles(&mut a, 80, 24));
+    }
+}
+
 #[test]
 fn growth_80x24() {
     insta::assert_snapshot!(render(&mut app(), 80, 24));

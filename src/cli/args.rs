@@ -30,6 +30,43 @@ pub struct Cli {
     pub metrics: MetricsArgs,
     #[command(flatten)]
     pub node: NodeArgs,
+    /// Every [`CONFIG_KEYS`] setting as in effect and where it came from.
+    #[arg(skip)]
+    pub settings: Vec<Setting>,
+    /// What in the config file could not be used.
+    #[arg(skip)]
+    pub config_warnings: Vec<String>,
+}
+
+/// The [`CONFIG_KEYS`] settings at the root, with their values and origins.
+fn settings(m: &clap::ArgMatches) -> Vec<Setting> {
+    use clap::parser::ValueSource;
+    CONFIG_KEYS
+        .iter()
+        .map(|&key| {
+            let id = key.replace('-', "_");
+            let value = m.try_get_raw(&id).ok().flatten().map(|vals| {
+                vals.map(|v| v.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            });
+            let origin = match m.value_source(&id) {
+                Some(ValueSource::CommandLine) => "command line",
+                Some(ValueSource::EnvVariable) => "environment",
+                _ => "default",
+            };
+            // A password given in --user NAME:PASSWORD is not printed.
+            let value = match (key, value) {
+                ("user", Some(u)) => Some(u.split(':').next().unwrap_or("").to_string()),
+                (_, v) => v,
+            };
+            Setting {
+                key,
+                value,
+                origin: origin.to_string(),
+            }
+        })
+        .collect()
 }
 
 /// Where the node's files are read (global).
@@ -106,10 +143,13 @@ pub enum Command {
     /// Print the manual page (roff), made from these same flags and texts:
     /// `regscope man | man -l -`, or `regscope man > /usr/local/share/man/man1/regscope.1`.
     Man,
-    /// Print the embedded default keymap or theme (TOML), to copy and override:
-    /// `regscope print-config keymap > keys.toml`, then `regscope --keymap keys.toml`.
+    /// Print the effective settings and where each came from (command line, environment,
+    /// config file, default); with `keymap` or `theme`, the embedded default file (TOML) to
+    /// copy and override: `regscope print-config keymap > keys.toml`, then
+    /// `regscope --keymap keys.toml`. The config file (~/.config/regscope/config.toml, or
+    /// $REGSCOPE_CONFIG) sets default flags: `theme = "light"`, `history-budget = "1GiB"`.
     PrintConfig {
-        /// Which file; both (as two commented sections) when omitted.
+        /// Which file; the settings when omitted.
         #[arg(value_enum)]
         which: Option<ConfigFile>,
     },
@@ -200,11 +240,14 @@ pub struct ConnArgs {
 #[derive(Debug, Args, Clone, Default)]
 #[command(next_help_heading = "Display and decryption")]
 pub struct UiArgs {
-    /// Keymap TOML overriding the embedded default (see `regscope print-config`).
-    #[arg(long, global = true)]
+    /// Key bindings: a shipped set (default: vim-style; emacs), the name of a file in
+    /// ~/.config/regscope/keymaps/, or a TOML file; merged over the default (see
+    /// `regscope print-config keymap`).
+    #[arg(long, global = true, value_name = "NAME|FILE")]
     pub keymap: Option<PathBuf>,
-    /// Colour theme TOML overriding the embedded default.
-    #[arg(long, global = true)]
+    /// Colour theme: a shipped one (default, light, high-contrast, 16-colour), the name of
+    /// a file in ~/.config/regscope/themes/, or a TOML file; merged over the default.
+    #[arg(long, global = true, value_name = "NAME|FILE")]
     pub theme: Option<PathBuf>,
     /// Show Secret data instead of `<redacted: N bytes>` (console, decode, export). With
     /// `record`: write Secret values into the file as etcd holds them (the file's header
@@ -220,6 +263,9 @@ pub struct UiArgs {
     /// The node's encryption config and the manifest naming it (see [`crate::node`]).
     #[arg(skip)]
     pub discovered_encryption: Option<(PathBuf, String)>,
+    /// What in the config file could not be used, for the console's warning row.
+    #[arg(skip)]
+    pub config_warnings: Vec<String>,
 }
 
 /// The kube-apiserver side and the `/metrics` scrapers (global: they apply to the console,
@@ -651,12 +697,182 @@ pub enum DecodeOutput {
     Raw,
 }
 
+/// Settings the config file may give, as long flag names. Not `show-secrets` (showing
+/// Secrets is asked for each time) nor `password` (no passwords in a plain file: use
+/// `ETCDCTL_PASSWORD` or the prompt).
+pub const CONFIG_KEYS: &[&str] = &[
+    "theme",
+    "keymap",
+    "endpoints",
+    "cacert",
+    "cert",
+    "key",
+    "user",
+    "prefix",
+    "page-limit",
+    "list-concurrency",
+    "history-budget",
+    "memory-limit",
+    "encryption-config",
+    "kubeconfig",
+    "context",
+    "apiserver-metrics-url",
+    "apiserver-token-file",
+    "apiserver-cert",
+    "apiserver-key",
+    "apiserver-cacert",
+    "etcd-metrics-url",
+    "scrape-interval",
+    "scrape-timeout",
+    "informers",
+    "root",
+];
+
+/// One setting as in effect, for `regscope print-config`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Setting {
+    pub key: &'static str,
+    /// The value (lists joined with commas); `None` when unset.
+    pub value: Option<String>,
+    /// `command line`, `environment`, `config file PATH` or `default`.
+    pub origin: String,
+}
+
+/// The config file's settings turned into flags: `--key value` for each key neither given
+/// on the command line (`argv`) nor by its environment variable (`env_set`), plus warnings
+/// for what cannot be used (unknown keys, values of the wrong type, an unreadable file).
+/// `Ok` with nothing when the file does not exist.
+pub fn config_file_args(
+    path: &std::path::Path,
+    argv: &[std::ffi::OsString],
+    env_set: &dyn Fn(&str) -> bool,
+) -> (Vec<std::ffi::OsString>, Vec<&'static str>, Vec<String>) {
+    let (mut args, mut keys, mut warnings) = (Vec::new(), Vec::new(), Vec::new());
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (args, keys, warnings),
+        Err(e) => {
+            warnings.push(format!("config file {}: cannot read ({e})", path.display()));
+            return (args, keys, warnings);
+        }
+    };
+    let table = match text.parse::<toml::Table>() {
+        Ok(t) => t,
+        Err(e) => {
+            let msg = e.to_string();
+            warnings.push(format!(
+                "config file {}: not valid TOML ({}); ignored",
+                path.display(),
+                msg.lines().next().unwrap_or("").trim()
+            ));
+            return (args, keys, warnings);
+        }
+    };
+    let on_command_line = |k: &str| {
+        let flag = format!("--{k}");
+        let eq = format!("--{k}=");
+        argv.iter()
+            .filter_map(|a| a.to_str())
+            .any(|a| a == flag || a.starts_with(&eq))
+    };
+    for (k, v) in table {
+        let Some(key) = CONFIG_KEYS.iter().copied().find(|c| *c == k) else {
+            warnings.push(format!(
+                "config file {}: unknown setting `{k}` (ignored; settings: {})",
+                path.display(),
+                CONFIG_KEYS.join(", ")
+            ));
+            continue;
+        };
+        let env = match key {
+            "endpoints" => Some("ETCDCTL_ENDPOINTS"),
+            "cacert" => Some("ETCDCTL_CACERT"),
+            "cert" => Some("ETCDCTL_CERT"),
+            "key" => Some("ETCDCTL_KEY"),
+            "user" => Some("ETCDCTL_USER"),
+            _ => None,
+        };
+        if on_command_line(key) || env.is_some_and(env_set) {
+            continue;
+        }
+        let value = match &v {
+            toml::Value::String(s) => s.clone(),
+            toml::Value::Integer(i) => i.to_string(),
+            toml::Value::Float(f) => f.to_string(),
+            toml::Value::Array(items) => {
+                let parts: Option<Vec<String>> = items
+                    .iter()
+                    .map(|i| i.as_str().map(str::to_string))
+                    .collect();
+                match parts {
+                    Some(p) => p.join(","),
+                    None => {
+                        warnings.push(format!(
+                            "config file {}: `{key}` should be a string or a list of strings (ignored)",
+                            path.display()
+                        ));
+                        continue;
+                    }
+                }
+            }
+            _ => {
+                warnings.push(format!(
+                    "config file {}: `{key}` should be a string or a number (ignored)",
+                    path.display()
+                ));
+                continue;
+            }
+        };
+        args.push(format!("--{key}").into());
+        args.push(value.into());
+        keys.push(key);
+    }
+    (args, keys, warnings)
+}
+
 impl Cli {
     /// Parses the process arguments (exits on `--help` and usage errors, as
-    /// [`Parser::parse`]). Connection flags given before a connecting subcommand
-    /// (`regscope --endpoints X snapshot`) apply to it unless the subcommand repeats them.
+    /// [`Parser::parse`]), with the config file's settings ([`crate::config::config_file`])
+    /// for the flags the command line and the environment leave unset. Connection flags given
+    /// before a connecting subcommand (`regscope --endpoints X snapshot`) apply to it unless
+    /// the subcommand repeats them.
     pub fn parse_merged() -> Cli {
-        Self::try_parse_merged_from(std::env::args_os()).unwrap_or_else(|e| e.exit())
+        let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+        let (extra, keys, warnings, path) = match crate::config::config_file() {
+            Some(path) => {
+                let (a, k, w) = config_file_args(&path, &argv, &|v| std::env::var_os(v).is_some());
+                (a, k, w, Some(path))
+            }
+            None => (Vec::new(), Vec::new(), Vec::new(), None),
+        };
+        let mut full = argv;
+        // After the program name, before everything typed: the subcommand's own flags and
+        // values stay where they were.
+        let at = full.len().min(1);
+        full.splice(at..at, extra);
+        let mut cli = match Self::try_parse_merged_from(full) {
+            Ok(c) => c,
+            Err(e)
+                if !keys.is_empty()
+                    && e.kind() != clap::error::ErrorKind::DisplayHelp
+                    && e.kind() != clap::error::ErrorKind::DisplayVersion =>
+            {
+                let file = path
+                    .as_ref()
+                    .map_or(String::new(), |p| p.display().to_string());
+                eprintln!("regscope: with the settings of config file {file}:");
+                e.exit()
+            }
+            Err(e) => e.exit(),
+        };
+        let file = path.map(|p| p.display().to_string()).unwrap_or_default();
+        for s in &mut cli.settings {
+            if keys.contains(&s.key) {
+                s.origin = format!("config file {file}");
+            }
+        }
+        cli.config_warnings = warnings;
+        cli
     }
 
     /// As [`Cli::parse_merged`], from the given arguments (the first is the program name).
@@ -668,6 +884,7 @@ impl Cli {
         use clap::{CommandFactory, FromArgMatches};
         let matches = Cli::command().try_get_matches_from(args)?;
         let mut cli = Cli::from_arg_matches(&matches)?;
+        cli.settings = settings(&matches);
         let root = cli.conn.clone();
         match (&mut cli.command, matches.subcommand()) {
             (Some(Command::Snapshot(SnapshotArgs { conn, .. })), Some((_, sub)))
@@ -895,6 +1112,75 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn config_file_settings_give_way_to_the_command_line_and_the_environment() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        let no_env = |_: &str| false;
+        let argv: Vec<std::ffi::OsString> = vec!["regscope".into()];
+        let (args, keys, w) = config_file_args(&path, &argv, &no_env);
+        assert!(
+            args.is_empty() && keys.is_empty() && w.is_empty(),
+            "no file: nothing"
+        );
+        std::fs::write(
+            &path,
+            "theme = \"light\"\nhistory-budget = \"1GiB\"\npage-limit = 100\n\
+             informers = [\"pods\", \"nodes\"]\nendpoints = \"http://e:1\"\n\
+             show-secrets = true\nprefix = true\n",
+        )
+        .unwrap();
+        let argv: Vec<std::ffi::OsString> = vec![
+            "regscope".into(),
+            "--history-budget=2GiB".into(),
+            "snapshot".into(),
+        ];
+        let env = |v: &str| v == "ETCDCTL_ENDPOINTS";
+        let (args, keys, w) = config_file_args(&path, &argv, &env);
+        let args: Vec<String> = args
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            args,
+            [
+                "--informers",
+                "pods,nodes",
+                "--page-limit",
+                "100",
+                "--theme",
+                "light"
+            ],
+            "the command line's history-budget and the environment's endpoints win"
+        );
+        assert_eq!(keys, ["informers", "page-limit", "theme"]);
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("`prefix` should be a string"), "{w:?}");
+        assert!(w[1].contains("unknown setting `show-secrets`"), "{w:?}");
+        // The flags parse, and the settings say where each came from.
+        let mut full = vec!["regscope".to_string()];
+        full.extend(args);
+        full.push("print-config".into());
+        let cli = Cli::try_parse_merged_from(full).unwrap();
+        assert_eq!(cli.ui.theme.as_deref(), Some(std::path::Path::new("light")));
+        let theme = cli.settings.iter().find(|s| s.key == "theme").unwrap();
+        assert_eq!(theme.value.as_deref(), Some("light"));
+        let budget = cli
+            .settings
+            .iter()
+            .find(|s| s.key == "history-budget")
+            .unwrap();
+        assert_eq!(
+            (budget.value.as_deref(), budget.origin.as_str()),
+            (Some("256MiB"), "default")
+        );
+        // Not TOML: one warning, nothing applied.
+        std::fs::write(&path, "theme = [\n").unwrap();
+        let (args, _, w) = config_file_args(&path, &argv, &no_env);
+        assert!(args.is_empty());
+        assert!(w[0].contains("not valid TOML"), "{w:?}");
+    }
 
     #[test]
     fn sizes() {

@@ -1,9 +1,12 @@
-//! Configuration files: the embedded default keymap and theme, and user overrides from disk.
+//! Configuration files: the embedded keymaps and themes, user overrides from disk, and the
+//! config file of default flags.
 //!
-//! Defaults ship as real TOML files (`keymaps/default.toml`, `themes/default.toml`) embedded
-//! in the binary with `include_str!`. A user file named by path (`--keymap`, `--theme`) is a
-//! partial override merged over the defaults: the entries it names replace the default ones,
-//! everything else stays. Nothing here fails: a file that cannot be read or parsed becomes a
+//! Keymaps and themes ship as real TOML files (`keymaps/*.toml`, `themes/*.toml`) embedded
+//! in the binary with `include_str!`. `--keymap`/`--theme` take a shipped name (`light`,
+//! `emacs`), the name of a user file in the config directory (`~/.config/regscope/themes/
+//! NAME.toml`), or a path. Every choice is a partial override merged over the default: the
+//! entries it names replace the default ones, everything else stays. The config file
+//! (`~/.config/regscope/config.toml`, see [`config_file`]) gives default flags. Nothing here fails: a file that cannot be read or parsed becomes a
 //! warning and the defaults stay in force; an entry of the wrong shape is skipped with a
 //! warning. What names mean (actions, key names, colours) is checked by the TUI
 //! ([`crate::tui::Keymap`], [`crate::tui::Theme`]), which adds its own warnings.
@@ -17,13 +20,72 @@ pub const DEFAULT_KEYMAP: &str = include_str!("../../keymaps/default.toml");
 /// The default colour theme (`themes/default.toml`).
 pub const DEFAULT_THEME: &str = include_str!("../../themes/default.toml");
 
-/// The embedded defaults as TOML text, for `--print-config`: the keymap, then the theme,
-/// each preceded by a comment naming the file it would be saved as.
-pub fn print_defaults() -> String {
-    format!(
-        "# ---- keymaps/default.toml (override with --keymap FILE) ----\n{DEFAULT_KEYMAP}\n\
-         # ---- themes/default.toml (override with --theme FILE) ----\n{DEFAULT_THEME}"
-    )
+/// Themes shipped in `themes/`, by name; all but `default` are merged over `default`.
+pub const THEMES: &[(&str, &str)] = &[
+    ("default", DEFAULT_THEME),
+    ("light", include_str!("../../themes/light.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
+    ("16-colour", include_str!("../../themes/16-colour.toml")),
+];
+
+/// Keymaps shipped in `keymaps/`, by name; all but `default` are merged over `default`.
+pub const KEYMAPS: &[(&str, &str)] = &[
+    ("default", DEFAULT_KEYMAP),
+    ("emacs", include_str!("../../keymaps/emacs.toml")),
+];
+
+/// regscope's user configuration directory: `$XDG_CONFIG_HOME/regscope`, else
+/// `$HOME/.config/regscope` (the XDG Base Directory default); `None` without either.
+pub fn config_dir() -> Option<std::path::PathBuf> {
+    let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .filter(|v| !v.is_empty())
+                .map(|h| std::path::PathBuf::from(h).join(".config"))
+        })?;
+    Some(base.join("regscope"))
+}
+
+/// The config file of default flags: `$REGSCOPE_CONFIG` when set (empty: none), else
+/// `config.toml` in [`config_dir`].
+pub fn config_file() -> Option<std::path::PathBuf> {
+    match std::env::var_os("REGSCOPE_CONFIG") {
+        Some(v) if v.is_empty() => None,
+        Some(v) => Some(v.into()),
+        None => config_dir().map(|d| d.join("config.toml")),
+    }
+}
+
+/// What a `--theme`/`--keymap` value names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Choice {
+    /// A shipped file, by name, and its text.
+    Shipped(&'static str, &'static str),
+    /// A file on disk (a user file in the config directory, or a path).
+    File(std::path::PathBuf),
+}
+
+/// Resolves a `--theme`/`--keymap` value against the shipped `table`, then the user's
+/// `<config dir>/<dir>/NAME.toml`, else takes it as a path.
+pub fn choose(value: &Path, table: &[(&'static str, &'static str)], dir: &str) -> Choice {
+    if let Some(name) = value.to_str() {
+        if let Some((n, text)) = table.iter().find(|(n, _)| *n == name) {
+            return Choice::Shipped(n, text);
+        }
+        if !name.contains('/') && !name.ends_with(".toml") {
+            if let Some(user) = config_dir().map(|d| d.join(dir).join(format!("{name}.toml"))) {
+                if user.exists() {
+                    return Choice::File(user);
+                }
+            }
+        }
+    }
+    Choice::File(value.to_path_buf())
 }
 
 /// Key bindings as written in a file: mode name → key name → action name.
@@ -172,17 +234,27 @@ pub fn parse_theme(text: &str, origin: &str, warnings: &mut Vec<String>) -> Opti
     Some(spec)
 }
 
-/// The effective keymap spec: the embedded defaults with the user file at `user` merged over
-/// them key by key, plus warnings for anything that could not be used.
+/// The effective keymap spec: the embedded defaults with the choice `user` (a shipped name,
+/// a user file's name or a path; see [`choose`]) merged over them key by key, plus warnings
+/// for anything that could not be used.
 pub fn load_keymap(user: Option<&Path>) -> (KeymapSpec, Vec<String>) {
     let mut warnings = Vec::new();
     let mut spec =
         parse_keymap(DEFAULT_KEYMAP, "keymaps/default.toml", &mut warnings).unwrap_or_default();
-    if let Some(path) = user {
-        let origin = format!("keymap {}", path.display());
-        if let Some(text) = read_text(path, "keymap", &mut warnings) {
-            if let Some(over) = parse_keymap(&text, &origin, &mut warnings) {
+    match user.map(|u| choose(u, KEYMAPS, "keymaps")) {
+        None => {}
+        Some(Choice::Shipped(name, text)) => {
+            let origin = format!("keymaps/{name}.toml");
+            if let Some(over) = parse_keymap(text, &origin, &mut warnings) {
                 merge_keymap(&mut spec, over);
+            }
+        }
+        Some(Choice::File(path)) => {
+            let origin = format!("keymap {}", path.display());
+            if let Some(text) = read_text(&path, "keymap", &mut warnings) {
+                if let Some(over) = parse_keymap(&text, &origin, &mut warnings) {
+                    merge_keymap(&mut spec, over);
+                }
             }
         }
     }
@@ -196,17 +268,26 @@ pub fn merge_keymap(base: &mut KeymapSpec, over: KeymapSpec) {
     }
 }
 
-/// The effective theme spec: the embedded defaults with the user file merged over them
-/// field by field, plus warnings.
+/// The effective theme spec: the embedded defaults with the choice `user` (see [`choose`])
+/// merged over them field by field, plus warnings.
 pub fn load_theme(user: Option<&Path>) -> (ThemeSpec, Vec<String>) {
     let mut warnings = Vec::new();
     let mut spec =
         parse_theme(DEFAULT_THEME, "themes/default.toml", &mut warnings).unwrap_or_default();
-    if let Some(path) = user {
-        let origin = format!("theme {}", path.display());
-        if let Some(text) = read_text(path, "theme", &mut warnings) {
-            if let Some(over) = parse_theme(&text, &origin, &mut warnings) {
+    match user.map(|u| choose(u, THEMES, "themes")) {
+        None => {}
+        Some(Choice::Shipped(name, text)) => {
+            let origin = format!("themes/{name}.toml");
+            if let Some(over) = parse_theme(text, &origin, &mut warnings) {
                 merge_theme(&mut spec, over);
+            }
+        }
+        Some(Choice::File(path)) => {
+            let origin = format!("theme {}", path.display());
+            if let Some(text) = read_text(&path, "theme", &mut warnings) {
+                if let Some(over) = parse_theme(&text, &origin, &mut warnings) {
+                    merge_theme(&mut spec, over);
+                }
             }
         }
     }
@@ -232,7 +313,44 @@ mod tests {
         assert!(w.is_empty(), "{w:?}");
         assert!(k.contains_key("global"));
         assert!(t.contains_key("selection"));
-        assert!(print_defaults().contains("[global]"));
+    }
+
+    #[test]
+    fn every_shipped_theme_and_keymap_parses_and_is_chosen_by_name() {
+        for (name, text) in THEMES {
+            let mut w = Vec::new();
+            parse_theme(text, name, &mut w).expect("theme parses");
+            assert!(w.is_empty(), "{name}: {w:?}");
+            let (spec, w) = load_theme(Some(Path::new(name)));
+            assert!(w.is_empty(), "{name}: {w:?}");
+            assert_eq!(
+                spec.len(),
+                load_theme(None).0.len(),
+                "{name}: every role set"
+            );
+        }
+        for (name, text) in KEYMAPS {
+            let mut w = Vec::new();
+            parse_keymap(text, name, &mut w).expect("keymap parses");
+            assert!(w.is_empty(), "{name}: {w:?}");
+            let (spec, w) = load_keymap(Some(Path::new(name)));
+            assert!(w.is_empty(), "{name}: {w:?}");
+            assert_eq!(spec["global"]["q"], "quit", "{name}: defaults stay");
+        }
+        let (light, _) = load_theme(Some(Path::new("light")));
+        assert_eq!(light["selection"].bg.as_deref(), Some("blue"));
+        let (emacs, _) = load_keymap(Some(Path::new("emacs")));
+        assert_eq!(emacs["global"]["ctrl-n"], "down");
+        // The 16-colour theme uses the eight basic colours only.
+        let (sixteen, _) = load_theme(Some(Path::new("16-colour")));
+        let basic = [
+            "black", "red", "green", "yellow", "blue", "magenta", "cyan", "white", "reset",
+        ];
+        for (role, st) in &sixteen {
+            for c in [&st.fg, &st.bg].into_iter().flatten() {
+                assert!(basic.contains(&c.as_str()), "16-colour [{role}] uses {c}");
+            }
+        }
     }
 
     #[test]

@@ -377,6 +377,21 @@ mod tests {
     }
 
     #[test]
+    fn every_shipped_keymap_binds_known_keys_to_known_actions() {
+        for (name, _) in config::KEYMAPS {
+            let (km, w) = Keymap::load(Some(std::path::Path::new(name)));
+            assert!(w.is_empty(), "{name}: {w:?}");
+            let q = key(KeyCode::Char('q'), KeyModifiers::NONE);
+            assert_eq!(km.lookup(Mode::Events, &q), Some(Action::Quit), "{name}");
+        }
+        let (emacs, _) = Keymap::load(Some(std::path::Path::new("emacs")));
+        let ctrl_n = key(KeyCode::Char('n'), KeyModifiers::CONTROL);
+        assert_eq!(emacs.lookup(Mode::Keys, &ctrl_n), Some(Action::Down));
+        let alt_gt = key(KeyCode::Char('>'), KeyModifiers::ALT);
+        assert_eq!(emacs.lookup(Mode::Events, &alt_gt), Some(Action::Bottom));
+    }
+
+    #[test]
     fn shipped_default_keymap_has_no_warnings() {
         let (spec, mut w) = config::load_keymap(None);
         let km = Keymap::from_spec(&spec, &mut w);

@@ -404,6 +404,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_shipped_theme_loads_without_warnings_and_differs() {
+        let mut seen = Vec::new();
+        for (name, _) in config::THEMES {
+            let (spec, mut w) = config::load_theme(Some(std::path::Path::new(name)));
+            let theme = Theme::from_spec(&spec, ColorDepth::TrueColor, &mut w);
+            assert!(w.is_empty(), "{name}: {w:?}");
+            let sel = theme.get(Role::Selection);
+            assert!(
+                !seen.contains(&(sel, theme.get(Role::Header))),
+                "{name} repeats another theme"
+            );
+            seen.push((sel, theme.get(Role::Header)));
+        }
+    }
+
+    #[test]
     fn shipped_default_theme_has_every_role_and_no_warnings() {
         let (spec, mut w) = config::load_theme(None);
         for r in Role::ALL {
