@@ -66,7 +66,8 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
     }
     match cli.command {
         None => console(&cli.conn, &cli.ui, &cli.metrics, discovery.as_ref()).await,
-        Some(Command::Doctor(d)) => {
+        Some(Command::Doctor(mut d)) => {
+            d.encryption_config.clone_from(&cli.ui.encryption_config);
             let d_found = discovery.unwrap_or_default();
             regscope::cli::doctor::run(&d, &d_found, &cli.metrics).await
         }

@@ -678,7 +678,33 @@ fn live_snapshot_with_demo_apiserver() {
     });
     // The runtime's workers keep serving the apiserver while this thread waits.
     let quiet = run(&args);
+    // doctor checks the same access: etcd, the apiserver's /metrics, the informers' lists.
+    let empty = tempfile::tempdir().unwrap();
+    let doctor = run(&[
+        "doctor",
+        "--json",
+        "--root",
+        s(empty.path()),
+        "--endpoints",
+        &endpoint,
+        "--kubeconfig",
+        s(&kubeconfig),
+    ]);
     rt.block_on(api.stop());
+    let d: Value = serde_json::from_slice(&doctor.stdout).expect("doctor JSON");
+    let checks = d["checks"].as_array().expect("checks");
+    let kinds: Vec<&str> = checks.iter().filter_map(|c| c["check"].as_str()).collect();
+    assert!(kinds.contains(&"apiserver metrics"), "{d:#}");
+    assert!(kinds.contains(&"etcd metrics"), "{d:#}");
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "informer").count(),
+        4,
+        "{d:#}"
+    );
+    // Endpoints given: nothing needs finding under the empty root; every check passed.
+    let failed: Vec<&Value> = checks.iter().filter(|c| c["ok"] == false).collect();
+    assert!(failed.is_empty(), "{failed:#?}");
+    assert_eq!(doctor.status.code(), Some(0), "{d:#}");
     drop(etcd);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");

@@ -89,16 +89,21 @@ fn start_cluster(etcd: &Path, data: &Path, pki_dir: &Path, name: &str, n: usize)
     m
 }
 
+/// The test's own client (it writes the keys doctor and snapshot then read).
+fn client_options(pki_dir: &Path, endpoint: &str) -> EtcdOptions {
+    EtcdOptions {
+        endpoints: vec![endpoint.to_string()],
+        cacert: Some(pki_dir.join("ca.crt")),
+        cert: Some(pki_dir.join("client.crt")),
+        key: Some(pki_dir.join("client.key")),
+        ..Default::default()
+    }
+}
+
 async fn wait_serving(m: &mut Members, pki_dir: &Path) {
     let deadline = Instant::now() + Duration::from_secs(60);
     for ep in m.clients.clone() {
-        let opts = EtcdOptions {
-            endpoints: vec![ep.clone()],
-            cacert: Some(pki_dir.join("ca.crt")),
-            cert: Some(pki_dir.join("client.crt")),
-            key: Some(pki_dir.join("client.key")),
-            ..Default::default()
-        };
+        let opts = client_options(pki_dir, &ep);
         loop {
             if let Ok(c) = opts.connect_info(Duration::from_secs(2)).await {
                 if c.status.leader != 0 {
@@ -263,17 +268,20 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
     wait_serving(&mut events, &pki_dir).await;
     // Something to list (written by the test, not by regscope).
     {
-        let opts = EtcdOptions {
-            endpoints: vec![main.clients[0].clone()],
-            cacert: Some(pki_dir.join("ca.crt")),
-            cert: Some(pki_dir.join("client.crt")),
-            key: Some(pki_dir.join("client.key")),
-            ..Default::default()
-        };
+        let opts = client_options(&pki_dir, &main.clients[0]);
         let (mut c, _) = opts.connect(Duration::from_secs(5)).await.unwrap();
         c.put("/registry/configmaps/default/cm1", "x", None)
             .await
             .unwrap();
+        // As kube-apiserver writes a Secret with the aescbc key "key1" (the ciphertext does
+        // not matter here: doctor reads the provider and key name).
+        c.put(
+            "/registry/secrets/default/s1",
+            &b"k8s:enc:aescbc:v1:key1:\x01\x02\x03"[..],
+            None,
+        )
+        .await
+        .unwrap();
     }
     let root = dir.path().join("node");
     build_tree(&root, &pki_dir, &main, &events);
@@ -290,6 +298,7 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
     assert_eq!(count("etcd for /events"), 1, "{v:#}");
     assert_eq!(count("etcd metrics"), 1);
     assert_eq!(count("encryption config"), 1);
+    assert_eq!(count("encrypted values"), 1, "{v:#}");
     let leaders = checks
         .iter()
         .filter(|c| c["detail"].as_str().unwrap_or("").contains("leader,"))
@@ -325,7 +334,7 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
     let (code, out, err) = run(&["snapshot", "--json", "--root", &r, "--informers", "none"]);
     assert_eq!(code, 0, "{out}\n{err}");
     let snap: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(snap["keys"], 1, "{snap:#}");
+    assert_eq!(snap["keys"], 2, "{snap:#}");
 
     // Broken: the key file is missing.
     let key = root.join("etc/kubernetes/pki/apiserver-etcd-client.key");
@@ -377,6 +386,38 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
     assert_eq!(f.len(), 1, "only the encryption config: {f:#?}");
     write(&root, "/etc/kubernetes/enc/enc.yaml", ENC);
     assert_eq!(doctor(&root).0, 0, "repaired");
+
+    // Stored values the config cannot read, or left in plaintext while it encrypts.
+    let client_opts = client_options(&pki_dir, &main.clients[0]);
+    let (mut c, _) = client_opts.connect(Duration::from_secs(5)).await.unwrap();
+    c.put("/registry/secrets/default/s2", "plain", None)
+        .await
+        .unwrap();
+    let (code, v, _) = doctor(&root);
+    assert_eq!(code, 1);
+    let f = failed(&v);
+    assert!(
+        f.iter().any(|(k, d, a)| k == "encrypted values"
+            && d.contains("1 in plaintext")
+            && a.contains("kubectl replace")),
+        "{f:#?}"
+    );
+    c.put(
+        "/registry/secrets/default/s2",
+        &b"k8s:enc:aescbc:v1:oldkey:\x01"[..],
+        None,
+    )
+    .await
+    .unwrap();
+    let (code, v, _) = doctor(&root);
+    assert_eq!(code, 1);
+    let f = failed(&v);
+    assert!(
+        f.iter()
+            .any(|(k, d, _)| k == "encrypted values" && d.contains("aescbc:oldkey")),
+        "{f:#?}"
+    );
+    drop(c);
 
     // An X.509 v1 server certificate (openssl x509 -req without extensions): named as such
     // instead of "transport error".

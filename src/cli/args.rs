@@ -169,6 +169,9 @@ pub struct DoctorArgs {
     /// Seconds to wait for each connection.
     #[arg(long, default_value = "3s", value_parser = parse_duration, value_name = "DURATION")]
     pub timeout: std::time::Duration,
+    /// Filled from the global --encryption-config (checked instead of the node's).
+    #[arg(skip)]
+    pub encryption_config: Option<PathBuf>,
     #[command(flatten)]
     pub conn: ConnArgs,
 }

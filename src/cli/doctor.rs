@@ -5,9 +5,11 @@
 //! `--etcd-servers`); the TLS files (readable, PEM, validity, clientAuth usage, X.509
 //! version); each etcd member on its own (connect and `Maintenance.Status`: version,
 //! leader, db size); each member of an `--etcd-servers-overrides` cluster; etcd's
-//! `/metrics`; the encryption config (readable, which resources it covers). A TLS failure
+//! `/metrics`; the apiserver's `/metrics` and a one-item list of each informer resource;
+//! the encryption config (readable, which resources it covers) and how up to 50 values of
+//! each covered resource are stored (read from etcd). A TLS failure
 //! is explained from the certificates ([`crate::node::certs`]). Read-only like the rest of
-//! regscope: Status and a metrics GET are all it sends.
+//! regscope: Status, Range reads, metrics GETs and lists are all it sends.
 
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime};
@@ -175,24 +177,32 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
             out.push(member(&oo, ep, &label, ca.as_ref(), files_ok, a.timeout).await);
         }
     }
-    if let Some(url) = m
+    match m
         .etcd_metrics_url
         .clone()
         .or_else(|| d.etcd_metrics_url.clone())
     {
-        out.push(etcd_metrics(&url, &opts, a.timeout).await);
+        Some(url) => out.push(etcd_metrics(Some(&url), &opts, a.timeout).await),
+        // As the console does without one: the endpoint's own /metrics.
+        None if given || d.etcd.is_some() => out.push(etcd_metrics(None, &opts, a.timeout).await),
+        None => {}
     }
-    if let Some(path) = &d.encryption_config {
-        out.push(match crate::decrypt::Keyring::load(path) {
+    out.extend(apiserver(m, a.timeout).await);
+    // The config given with --encryption-config, else the node's.
+    let keyring_path = a
+        .encryption_config
+        .clone()
+        .or_else(|| d.encryption_config.clone());
+    if let Some(path) = &keyring_path {
+        match crate::decrypt::Keyring::load(path) {
             Ok(k) => {
-                let providers: Vec<String> =
-                    k.keys().into_iter().map(|(p, _)| p).fold(Vec::new(), |mut v, p| {
-                        if !v.contains(&p) {
-                            v.push(p);
-                        }
-                        v
-                    });
-                Check::ok(
+                let mut providers: Vec<String> = Vec::new();
+                for (p, _) in k.keys() {
+                    if !providers.contains(&p) {
+                        providers.push(p);
+                    }
+                }
+                out.push(Check::ok(
                     "encryption config",
                     path.display().to_string(),
                     format!(
@@ -200,17 +210,217 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
                         k.resources().join(", "),
                         providers.join(", ")
                     ),
-                )
+                ));
+                if files_ok && (given || d.etcd.is_some()) {
+                    let prefix = a.conn.prefix_bytes();
+                    if let Some(c) = stored_values(&opts, &prefix, &k, a.timeout).await {
+                        out.push(c);
+                    }
+                }
             }
-            Err(e) => Check::fail(
+            Err(e) => out.push(Check::fail(
                 "encryption config",
                 path.display().to_string(),
                 e.to_string(),
                 "regscope shows encrypted values as such until it can read this file (run as root, or pass --encryption-config)",
-            ),
-        });
+            )),
+        }
     }
     out
+}
+
+/// The apiserver side: its `/metrics` (through the kubeconfig or `--apiserver-metrics-url`,
+/// as the console reaches it) and, for each informer resource, whether the user may list
+/// it (a list of one item: informer lag needs list and watch). Nothing when the apiserver
+/// side is not configured.
+async fn apiserver(m: &MetricsArgs, timeout: Duration) -> Vec<Check> {
+    use crate::model::ScrapeOutcome;
+    use crate::source::scrape::scrape_once;
+    let mut out = Vec::new();
+    let scfg = match m.scrape_config() {
+        Ok(c) => c,
+        Err(e) => {
+            out.push(Check::fail(
+                "apiserver",
+                "flags",
+                e,
+                "fix the flag named above",
+            ));
+            return out;
+        }
+    };
+    if !scfg.apiserver.is_configured() {
+        return out;
+    }
+    let target = scfg.apiserver.describe();
+    let clients = match scfg.apiserver.connect().await {
+        Ok(Some(c)) => c,
+        Ok(None) => return out,
+        Err(e) => {
+            out.push(Check::fail(
+                "apiserver",
+                target,
+                e,
+                "check the kubeconfig (--kubeconfig, --context) or --apiserver-metrics-url",
+            ));
+            return out;
+        }
+    };
+    out.push(match scrape_once(&clients.metrics, timeout).await {
+        ScrapeOutcome::Body { body, source } => {
+            if body.windows(22).any(|w| w == b"apiserver_request_tota") {
+                Check::ok(
+                    "apiserver metrics",
+                    source,
+                    format!(
+                        "{} of metrics",
+                        crate::tui::format::bytes(body.len() as u64)
+                    ),
+                )
+            } else {
+                Check::fail(
+                    "apiserver metrics",
+                    source,
+                    "answered, but not with kube-apiserver's metrics",
+                    "point --apiserver-metrics-url or the kubeconfig at kube-apiserver",
+                )
+            }
+        }
+        ScrapeOutcome::Failed { source, error } => Check::fail(
+            "apiserver metrics",
+            source,
+            error,
+            "the user needs `get` on the nonResourceURL /metrics (kubeadm's admin.conf has it)",
+        ),
+    });
+    let (resources, errors) =
+        crate::source::informer::resolve_informers(&clients.kube, &scfg.informers).await;
+    for e in errors {
+        out.push(Check::fail(
+            "informer",
+            "--informers",
+            e,
+            "fix the --informers entry",
+        ));
+    }
+    for r in resources {
+        let api: kube::Api<kube::core::DynamicObject> =
+            kube::Api::all_with(clients.kube.clone(), &r.api_resource());
+        let lp = kube::api::ListParams::default().limit(1);
+        out.push(
+            match tokio::time::timeout(timeout, api.list_metadata(&lp)).await {
+                Ok(Ok(_)) => Check::ok("informer", r.label(), "may list and watch"),
+                Ok(Err(e)) => Check::fail(
+                    "informer",
+                    r.label(),
+                    crate::source::informer::one_line_kube(&e),
+                    "informer lag needs list and watch on it: grant them, or leave it out of --informers",
+                ),
+                Err(_) => Check::fail(
+                    "informer",
+                    r.label(),
+                    format!("no answer within {} s", timeout.as_secs()),
+                    "the apiserver is slow or unreachable",
+                ),
+            },
+        );
+    }
+    out
+}
+
+/// How the values stored under the resources the encryption config covers are written,
+/// from up to 50 keys per resource (a read of etcd, nothing else): encrypted with a key the
+/// config has, with one it lacks (regscope cannot decrypt those), or in plaintext while
+/// the config's first provider encrypts (they are encrypted on their next write).
+async fn stored_values(
+    opts: &EtcdOptions,
+    prefix: &[u8],
+    k: &crate::decrypt::Keyring,
+    timeout: Duration,
+) -> Option<Check> {
+    let (mut client, _) = opts.connect(timeout).await.ok()?;
+    let keys = k.keys();
+    let (mut matched, mut plain, mut unknown) = (0usize, 0usize, Vec::<String>::new());
+    let mut resources = Vec::new();
+    for r in k.resources() {
+        if r.contains('*') {
+            continue;
+        }
+        // `secrets` is stored under <prefix>/secrets/, `widgets.example.com` under
+        // <prefix>/example.com/widgets/ (the apiserver's key layout for group resources).
+        let path = match r.split_once('.') {
+            Some((res, group)) => format!("{group}/{res}"),
+            None => r.clone(),
+        };
+        let mut key = prefix.to_vec();
+        key.push(b'/');
+        key.extend_from_slice(path.as_bytes());
+        key.push(b'/');
+        let get = etcd_client::GetOptions::new().with_prefix().with_limit(50);
+        let resp = tokio::time::timeout(timeout, client.get(key, Some(get)))
+            .await
+            .ok()?
+            .ok()?;
+        for kv in resp.kvs() {
+            let v = kv.value();
+            match v.strip_prefix(b"k8s:enc:") {
+                Some(rest) => {
+                    let mut parts = rest.splitn(4, |b| *b == b':');
+                    let provider =
+                        String::from_utf8_lossy(parts.next().unwrap_or_default()).into_owned();
+                    let _version = parts.next();
+                    let name =
+                        String::from_utf8_lossy(parts.next().unwrap_or_default()).into_owned();
+                    let provider = match provider.as_str() {
+                        "kms" => "kmsv1".to_string(),
+                        p => p.to_string(),
+                    };
+                    if keys.iter().any(|(p, n)| *p == provider && *n == name)
+                        || keys
+                            .iter()
+                            .any(|(p, _)| p.starts_with("kms") && provider.starts_with("kms"))
+                    {
+                        matched += 1;
+                    } else if !unknown.contains(&format!("{provider}:{name}")) {
+                        unknown.push(format!("{provider}:{name}"));
+                    }
+                }
+                None => plain += 1,
+            }
+        }
+        resources.push(r);
+    }
+    if resources.is_empty() {
+        return None;
+    }
+    let first_encrypts = keys.first().is_some_and(|(p, _)| p != "identity");
+    let detail = format!(
+        "{} values read under {}: {matched} encrypted with the config's keys, {plain} in plaintext{}",
+        matched + plain + unknown.len(),
+        resources.join(", "),
+        if unknown.is_empty() {
+            String::new()
+        } else {
+            format!(", some with keys the config lacks ({})", unknown.join(", "))
+        }
+    );
+    Some(if !unknown.is_empty() {
+        Check::fail(
+            "encrypted values",
+            "etcd",
+            detail,
+            "values written with a key this config does not have cannot be decrypted: use the apiserver's current config, or add the old key",
+        )
+    } else if plain > 0 && first_encrypts {
+        Check::fail(
+            "encrypted values",
+            "etcd",
+            detail,
+            "the config encrypts, but some values were written before it: rewrite them (kubectl get secrets -A -o json | kubectl replace -f -)",
+        )
+    } else {
+        Check::ok("encrypted values", "etcd", detail)
+    })
 }
 
 /// The TLS files: readable and usable. Returns the CA certificate when it parsed.
@@ -374,13 +584,26 @@ async fn member(
     }
 }
 
-async fn etcd_metrics(url: &str, opts: &EtcdOptions, timeout: Duration) -> Check {
+async fn etcd_metrics(url: Option<&str>, opts: &EtcdOptions, timeout: Duration) -> Check {
     use crate::model::ScrapeOutcome;
     use crate::source::scrape::{scrape_once, ScrapeFrom};
-    let how = match ScrapeFrom::etcd_url(url, opts) {
-        Ok(h) => h,
-        Err(e) => return Check::fail("etcd metrics", url, e, "pass --etcd-metrics-url"),
+    let how = match url {
+        Some(u) => ScrapeFrom::etcd_url(u, opts),
+        None => ScrapeFrom::etcd(opts),
     };
+    let how = match how {
+        Ok(h) => h,
+        Err(e) => {
+            return Check::fail(
+                "etcd metrics",
+                url.unwrap_or("(endpoint)"),
+                e,
+                "pass --etcd-metrics-url",
+            )
+        }
+    };
+    let url = how.source().to_string();
+    let url = url.as_str();
     match scrape_once(&how, timeout).await {
         ScrapeOutcome::Body { body, .. } => {
             if body.windows(12).any(|w| w == b"etcd_server_") {
