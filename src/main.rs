@@ -207,6 +207,7 @@ fn ui_options(ui: &UiArgs) -> Result<UiOptions> {
         warnings: ui.config_warnings.iter().cloned().chain(note).collect(),
         keyring: keyring.map(std::sync::Arc::new),
         memory_limit: None,
+        screenshot_dir: ui.screenshot_dir.clone().unwrap_or_default(),
     })
 }
 

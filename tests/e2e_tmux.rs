@@ -648,3 +648,74 @@ fn thousands(n: i64) -> String {
     }
     out
 }
+
+/// The config file picks the theme and the screenshot folder; `S` saves the screen as SVG
+/// (in that theme's colours, text kept) and text, mode 0600, and says where.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn screenshot_in_the_config_files_theme() {
+    use std::os::unix::fs::PermissionsExt;
+    if !have("tmux") {
+        eprintln!("tmux not installed; scripts/setup.sh installs it");
+        return;
+    }
+    let e = seeded_etcd().await;
+    let dir = tempfile::tempdir().unwrap();
+    let shots = dir.path().join("shots");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "theme = \"high-contrast\"\nscreenshot-dir = \"{}\"\n",
+            shots.display()
+        ),
+    )
+    .unwrap();
+    let cmd = format!(
+        "env REGSCOPE_CONFIG={} {BIN} --endpoints {} --root {}",
+        config.display(),
+        e.endpoint(),
+        dir.path().display()
+    );
+    let t = Tmux::start(120, 40, &cmd);
+    let port = e.endpoint().rsplit(':').next().unwrap().to_string();
+    t.wait_for(
+        "header with endpoint and 31 keys",
+        Duration::from_secs(20),
+        |s| s.contains(&port) && s.contains("31"),
+    );
+    t.keys(&["S"]);
+    let screen = t.wait_for("screenshot notice", Duration::from_secs(10), |s| {
+        s.contains("screenshot saved")
+    });
+    let files: Vec<_> = std::fs::read_dir(&shots)
+        .expect("screenshot dir")
+        .map(|f| f.unwrap().path())
+        .collect();
+    let svg = files
+        .iter()
+        .find(|p| p.extension().is_some_and(|x| x == "svg"))
+        .unwrap_or_else(|| panic!("no SVG in {files:?}\n{screen}"));
+    assert!(
+        screen.contains("regscope-2"),
+        "the notice names the file: {screen}"
+    );
+    let mode = std::fs::metadata(svg).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let body = std::fs::read_to_string(svg).unwrap();
+    assert!(body.starts_with("<svg"), "{}", &body[..100]);
+    assert!(body.contains(&port), "the header's text is kept");
+    // high-contrast: the active tab is black on white (the default theme's is on cyan).
+    assert!(body.contains(r##"fill="#ffffff"/>"##), "white backgrounds");
+    assert!(
+        !body.contains(r##"fill="#00cdcd"/>"##),
+        "no default-theme cyan tab"
+    );
+    let text = std::fs::read_to_string(svg.with_extension("txt")).unwrap();
+    assert!(text.contains("Growth") && text.contains(&port), "{text}");
+    t.keys(&["q"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !t.pane_dead() {
+        assert!(Instant::now() < deadline, "regscope did not quit on q");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -250,17 +250,8 @@ fn render(app: &mut App, w: u16, h: u16) -> String {
     term.draw(|f| views::draw(app, f)).expect("draw");
     app.mark_drawn();
     let frame = term.draw(|f| views::draw(app, f)).expect("draw");
-    let buf = frame.buffer;
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        let mut line = String::new();
-        for x in 0..buf.area.width {
-            line.push_str(buf[(x, y)].symbol());
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    // The same text as a screenshot's `.txt`.
+    regscope::tui::screenshot::text(frame.buffer)
 }
 
 /// Draws `app` and returns the screen as text, then each row's styles as one letter per

@@ -263,6 +263,10 @@ pub struct UiArgs {
     /// --encryption-provider-config, when there is one.
     #[arg(long, global = true, value_name = "FILE")]
     pub encryption_config: Option<PathBuf>,
+    /// Where `S` in the console saves screenshots (SVG and text; default: the current
+    /// directory).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub screenshot_dir: Option<PathBuf>,
     /// The node's encryption config and the manifest naming it (see [`crate::node`]).
     #[arg(skip)]
     pub discovered_encryption: Option<(PathBuf, String)>,
@@ -729,6 +733,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "scrape-timeout",
     "informers",
     "root",
+    "screenshot-dir",
 ];
 
 /// One setting as in effect, for `regscope print-config`.

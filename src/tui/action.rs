@@ -81,6 +81,8 @@ pub enum Action {
     PrevMarker,
     /// Replay: type where to seek (a time, an offset or a revision).
     SeekPrompt,
+    /// Save the screen as SVG and plain text (into `--screenshot-dir`).
+    Screenshot,
     /// Show the previous (older) version of the open key.
     OlderVersion,
     /// Show the next (newer) version of the open key.
@@ -141,6 +143,7 @@ impl Action {
         Action::NextMarker,
         Action::PrevMarker,
         Action::SeekPrompt,
+        Action::Screenshot,
         Action::OlderVersion,
         Action::NewerVersion,
         Action::ToggleJson,
@@ -191,6 +194,7 @@ impl Action {
             Action::NextMarker => "next_marker",
             Action::PrevMarker => "prev_marker",
             Action::SeekPrompt => "seek_prompt",
+            Action::Screenshot => "screenshot",
             Action::OlderVersion => "older_version",
             Action::NewerVersion => "newer_version",
             Action::ToggleJson => "toggle_json",
@@ -242,6 +246,7 @@ impl Action {
             Action::NextMarker => "replay: jump to the next marker (compaction, relist, 410, connection, failed scrape, p99 or lag threshold)",
             Action::PrevMarker => "replay: jump to the previous marker",
             Action::SeekPrompt => "replay: seek to a time (14:32:10, -5m) or a revision (r1234)",
+            Action::Screenshot => "save the screen as SVG and text (--screenshot-dir)",
             Action::OlderVersion => "show the older version",
             Action::NewerVersion => "show the newer version",
             Action::ToggleJson => "show the value as YAML / as JSON",
@@ -293,6 +298,7 @@ impl Action {
             Action::NextMarker => "next mark",
             Action::PrevMarker => "prev mark",
             Action::SeekPrompt => "seek",
+            Action::Screenshot => "screenshot",
             Action::OlderVersion => "older",
             Action::NewerVersion => "newer",
             Action::ToggleJson => "yaml/json",

@@ -363,6 +363,8 @@ pub struct App {
     /// The newest message about something the user did (a recording started or saved),
     /// shown in the message row instead of a warning until a newer warning arrives.
     pub(crate) notice: Option<(usize, String)>,
+    /// `S` was pressed: the next frame drawn is saved (see [`super::screenshot`]).
+    screenshot: bool,
     quit: bool,
     dirty: bool,
     clear_requested: bool,
@@ -412,6 +414,7 @@ impl App {
             view: Viewports::default(),
             debug_panic: false,
             notice: None,
+            screenshot: false,
             quit: false,
             dirty: true,
             clear_requested: false,
@@ -461,8 +464,14 @@ impl App {
 
     /// Shows `msg` in the message row as information (not a warning) until a newer
     /// warning arrives.
+    /// Whether the frame about to be drawn should be saved as a screenshot (once).
+    pub(crate) fn take_screenshot(&mut self) -> bool {
+        std::mem::take(&mut self.screenshot)
+    }
+
     pub(crate) fn notify(&mut self, msg: String) {
         self.notice = Some((self.s.warnings.len(), msg));
+        self.dirty = true;
     }
 
     /// The message row's notice, while no warning came after it.
@@ -710,6 +719,10 @@ impl App {
         if key.kind == KeyEventKind::Release {
             return;
         }
+        // A notice answers the last key; the next one dismisses it.
+        if self.notice.take().is_some() {
+            self.dirty = true;
+        }
         let mode = self.mode();
         if let Some(action) = self.s.keymap.lookup(mode, key) {
             self.perform(action);
@@ -872,6 +885,10 @@ impl App {
                     self.requests
                         .push(Request::Marker(action == Action::NextMarker));
                 }
+            }
+            Action::Screenshot => {
+                self.screenshot = true;
+                self.dirty = true;
             }
             Action::SeekPrompt => {
                 if self.cursor.replay.is_some() {
@@ -1632,7 +1649,7 @@ mod tests {
     }
 
     #[test]
-    fn a_notice_shows_until_a_newer_warning() {
+    fn a_notice_shows_until_a_newer_warning_or_the_next_key() {
         let mut app = App::new(
             Session::from_replica(listed(1), "demo"),
             Settings::default(),
@@ -1643,6 +1660,13 @@ mod tests {
         assert!(app.s.warnings.is_empty(), "a notice is not a warning");
         app.s.warnings.push("pause ended".into());
         assert_eq!(app.current_notice(), None, "the newer warning shows");
+        app.notify("screenshot saved: s.svg".into());
+        app.handle_key(&KeyEvent::new(KeyCode::Char('2'), KeyModifiers::NONE));
+        assert_eq!(
+            app.current_notice(),
+            None,
+            "the next key dismisses a notice"
+        );
     }
 
     #[test]

@@ -21,13 +21,14 @@ pub mod diff;
 pub mod format;
 pub mod keymap;
 mod replay;
+pub mod screenshot;
 pub mod storage;
 mod syntax;
 mod terminal;
 pub mod theme;
 pub mod views;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 use futures::StreamExt;
@@ -67,6 +68,8 @@ pub struct UiOptions {
     pub keyring: Option<std::sync::Arc<crate::decrypt::Keyring>>,
     /// `--memory-limit` in bytes: history is dropped to stay under it, then updates stop.
     pub memory_limit: Option<u64>,
+    /// Where `S` saves screenshots (`--screenshot-dir`; empty: the current directory).
+    pub screenshot_dir: PathBuf,
 }
 
 /// Builds the app settings from `opts`: loads keymap and theme (defaults plus overrides),
@@ -133,6 +136,7 @@ pub enum Feed {
 /// Errors: terminal I/O failures (e.g. stdout closed) and signal registration failures.
 pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Result<Exit> {
     let mut app = App::new(session, settings(&opts));
+    let opts_screenshot_dir = opts.screenshot_dir.clone();
     app.set_debug_panic(std::env::var("REGSCOPE_DEBUG_PANIC").is_ok_and(|v| v == "1"));
 
     let mut sigterm = signal(SignalKind::terminate())?;
@@ -196,8 +200,22 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
                 let _ = guard.terminal().clear();
             }
             app.prepare_frame();
-            guard.terminal().draw(|f| views::draw(&app, f))?;
+            let shot = app.take_screenshot();
+            let frame = guard.terminal().draw(|f| views::draw(&app, f))?;
+            let saved = shot.then(|| {
+                let dir = if opts_screenshot_dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    opts_screenshot_dir.as_path()
+                };
+                screenshot::save(frame.buffer, dir, SystemTime::now())
+            });
             app.mark_drawn();
+            match saved {
+                Some(Ok(p)) => app.notify(format!("screenshot saved: {} (and .txt)", p.display())),
+                Some(Err(e)) => app.notify(format!("screenshot not saved: {e}")),
+                None => {}
+            }
             last_draw = Some(Instant::now());
             continue;
         }
