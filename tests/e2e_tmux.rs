@@ -712,6 +712,18 @@ async fn screenshot_in_the_config_files_theme() {
     );
     let text = std::fs::read_to_string(svg.with_extension("txt")).unwrap();
     assert!(text.contains("Growth") && text.contains(&port), "{text}");
+    // A pane resize relayouts: the footer moves to the new last row.
+    let st = tmux_cmd(&t.socket)
+        .args(["resize-window", "-t", &t.session, "-x", "100", "-y", "30"])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    t.wait_for("relayout at 100x30", Duration::from_secs(10), |s| {
+        let lines: Vec<&str> = s.lines().collect();
+        lines.len() == 30
+            && lines[29].contains("quit")
+            && lines.iter().all(|l| l.chars().count() <= 100)
+    });
     t.keys(&["q"]);
     let deadline = Instant::now() + Duration::from_secs(10);
     while !t.pane_dead() {

@@ -1746,6 +1746,36 @@ fn apiserver_all_sections_120x40() {
     insta::assert_snapshot!(text);
 }
 
+/// `/` filters the rows of every apiserver section; esc clears it.
+#[test]
+fn apiserver_filter_keeps_matching_rows_in_every_section() {
+    let mut a = apiserver_app(av::v134());
+    let all = render(&mut a, 120, 40);
+    keys(&mut a, "/pods\n");
+    let text = render(&mut a, 120, 40);
+    assert_shows(
+        &text,
+        &["filter \"pods\"", "Request latency", "Watch cache"],
+    );
+    // Rows that do not mention pods are gone, rows that do stay.
+    assert!(
+        all.contains("workload-low") && !text.contains("workload-low"),
+        "{text}"
+    );
+    assert!(
+        text.contains("✖ informer pods lags") || text.contains("pods"),
+        "{text}"
+    );
+    // `/` edits the filter in place (as in Events and Keys): clear it first.
+    keys(&mut a, "\x1b/zzz-nothing\n");
+    let none = render(&mut a, 120, 40);
+    assert!(none.contains("no row matches \"zzz-nothing\""), "{none}");
+    keys(&mut a, "\x1b");
+    let back = render(&mut a, 120, 40);
+    assert!(!back.contains("filter \""), "esc clears the filter: {back}");
+    insta::assert_snapshot!(text);
+}
+
 #[test]
 fn apiserver_80x24_shows_one_section_with_a_strip() {
     let mut a = apiserver_app(av::v134());

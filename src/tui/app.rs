@@ -125,6 +125,8 @@ pub(crate) struct ApiserverState {
     pub zoomed: bool,
     /// First visible row of each section, by [`Section::index`].
     pub scroll: [usize; 5],
+    /// Lower-case text every section's rows are filtered by (`/`); empty: all rows.
+    pub filter: String,
 }
 
 /// Which list of the key browser has the focus.
@@ -174,6 +176,8 @@ pub(crate) enum InputTarget {
     Events,
     /// The key browser's filter.
     Keys,
+    /// The apiserver panel's row filter (every section).
+    Apiserver,
     /// A replay seek: a time (`14:32:10`, RFC 3339), a relative time (`-5m`, `+30s`) or a
     /// revision (`r1234`, or a plain number).
     Seek,
@@ -756,7 +760,11 @@ impl App {
                 } else if self.keys.encryption.is_some() {
                     self.keys.encryption = None;
                 } else if mode == Mode::Apiserver {
-                    self.apiserver.zoomed = false;
+                    if self.apiserver.filter.is_empty() {
+                        self.apiserver.zoomed = false;
+                    } else {
+                        self.set_apiserver_filter(String::new());
+                    }
                 }
             }
             Action::NextPanel | Action::PrevPanel => {
@@ -822,7 +830,8 @@ impl App {
                 let (target, text) = match self.panel {
                     Panel::Events => (InputTarget::Events, self.events.filter.clone()),
                     Panel::Keys => (InputTarget::Keys, self.keys.filter.clone()),
-                    Panel::Growth | Panel::Apiserver => return,
+                    Panel::Apiserver => (InputTarget::Apiserver, self.apiserver.filter.clone()),
+                    Panel::Growth => return,
                 };
                 if target == InputTarget::Keys {
                     self.detail = None;
@@ -926,6 +935,7 @@ impl App {
                     match input.target {
                         InputTarget::Events => self.set_events_filter(input.text),
                         InputTarget::Keys => self.set_keys_filter(input.text),
+                        InputTarget::Apiserver => self.set_apiserver_filter(input.text),
                         InputTarget::Seek => {
                             match parse_seek(&input.text, self.session.now(), self.s.utc_offset) {
                                 Ok(to) => self.requests.push(Request::Seek(to)),
@@ -1153,6 +1163,12 @@ impl App {
         self.events.filter = f;
         self.events.selected = 0;
         self.events.scroll = 0;
+    }
+
+    fn set_apiserver_filter(&mut self, f: String) {
+        self.apiserver.filter = f.to_lowercase();
+        self.apiserver.scroll = [0; 5];
+        self.dirty = true;
     }
 
     fn set_keys_filter(&mut self, f: String) {

@@ -137,6 +137,7 @@ pub enum Feed {
 pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Result<Exit> {
     let mut app = App::new(session, settings(&opts));
     let opts_screenshot_dir = opts.screenshot_dir.clone();
+    let mut drawn_size: Option<ratatui::layout::Size> = None;
     app.set_debug_panic(std::env::var("REGSCOPE_DEBUG_PANIC").is_ok_and(|v| v == "1"));
 
     let mut sigterm = signal(SignalKind::terminate())?;
@@ -202,6 +203,7 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
             app.prepare_frame();
             let shot = app.take_screenshot();
             let frame = guard.terminal().draw(|f| views::draw(&app, f))?;
+            drawn_size = Some(frame.area.as_size());
             let saved = shot.then(|| {
                 let dir = if opts_screenshot_dir.as_os_str().is_empty() {
                     Path::new(".")
@@ -265,6 +267,14 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
                 }
             },
             _ = tick.tick() => {
+                // A resize can arrive without its event (a tmux pane resized while
+                // detached): compare the size with the last frame's.
+                if let (Ok(now), Some(drawn)) = (guard.terminal().size(), drawn_size) {
+                    if now != drawn {
+                        let _ = guard.terminal().autoresize();
+                        app.mark_dirty();
+                    }
+                }
                 // Packing runs behind the apply: take what it has done while no
                 // observation comes (a paused replay, a quiet cluster). When it has just
                 // caught up, what it replaced is freed: give that back to the kernel.

@@ -134,15 +134,42 @@ pub(crate) fn max_scroll(app: &App, section: Section) -> usize {
 }
 
 /// Title spans (after the name) and body of a section at inner width `w`.
+/// With a filter (`/`), only the rows whose text holds it (any case) are kept, and the
+/// title says so.
 fn build(app: &App, section: Section, w: usize) -> (Vec<Span<'static>>, Body) {
     let v = &app.apiserver.view;
-    match section {
+    let (mut title, mut body) = match section {
         Section::Latency => latency::body(app, v, w),
         Section::Window => window::body(app, v, w),
         Section::WatchCache => cache::body(app, v, w),
         Section::Etcd => etcd::body(app, v, w),
         Section::Apf => apf::body(app, v, w),
+    };
+    let f = &app.apiserver.filter;
+    if !f.is_empty() {
+        let before = body.rows.len();
+        body.rows.retain(|lines| {
+            lines.iter().any(|l| {
+                l.spans
+                    .iter()
+                    .map(|s| s.content.as_ref())
+                    .collect::<String>()
+                    .to_lowercase()
+                    .contains(f.as_str())
+            })
+        });
+        title.push(Span::styled(
+            format!(" filter \"{f}\" {}/{before}", body.rows.len()),
+            app.s.theme.get(Role::Filter),
+        ));
+        if body.rows.is_empty() {
+            body.empty = Some(Line::from(Span::styled(
+                format!("no row matches \"{f}\" (esc clears the filter)"),
+                app.s.theme.get(Role::Muted),
+            )));
+        }
     }
+    (title, body)
 }
 
 fn title(section: Section) -> &'static str {
