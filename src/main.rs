@@ -132,6 +132,7 @@ fn settings_text(settings: &[regscope::cli::args::Setting]) -> String {
     let w = settings.iter().map(|x| x.key.len()).max().unwrap_or(0);
     for x in settings {
         let line = match &x.value {
+            Some(v) if x.key == "mouse" => format!("{:w$} = {v}", x.key),
             Some(v) => format!("{:w$} = {}", x.key, toml_string(v)),
             None => format!("# {:w$} (unset)", x.key),
         };
@@ -208,6 +209,7 @@ fn ui_options(ui: &UiArgs) -> Result<UiOptions> {
         keyring: keyring.map(std::sync::Arc::new),
         memory_limit: None,
         screenshot_dir: ui.screenshot_dir.clone().unwrap_or_default(),
+        mouse: ui.mouse,
     })
 }
 

@@ -1746,6 +1746,67 @@ fn apiserver_all_sections_120x40() {
     insta::assert_snapshot!(text);
 }
 
+fn click(app: &mut App, column: u16, row: u16) {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    app.handle_mouse(&MouseEvent {
+        kind: MouseEventKind::Down(MouseButton::Left),
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    });
+}
+
+/// With `--mouse`: a click on a tab switches panels, a click on a row selects it and a
+/// second click opens it; the wheel moves the selection.
+#[test]
+fn mouse_clicks_tabs_and_rows() {
+    let mut a = app();
+    let text = render(&mut a, 120, 40);
+    let row0 = text.lines().next().unwrap();
+    let col = row0.find("2 Events").expect("tab") as u16 + 1;
+    click(&mut a, col, 0);
+    let events = render(&mut a, 120, 40);
+    assert_eq!(a.panel(), regscope::tui::Panel::Events, "{events}");
+    // The third data row of the list: find its screen row by its text.
+    let lines: Vec<&str> = events.lines().collect();
+    let header = lines
+        .iter()
+        .position(|l| l.contains("rev") && l.contains("key"))
+        .expect("list header");
+    let target = (header + 3) as u16;
+    let key_text: String = lines[header + 3]
+        .split(|c: char| c.is_whitespace() || c == '│')
+        .find(|w| w.contains('/'))
+        .unwrap_or("")
+        .to_string();
+    click(&mut a, 10, target);
+    render(&mut a, 120, 40);
+    click(&mut a, 10, target);
+    let opened = render(&mut a, 120, 40);
+    assert!(
+        opened.contains("create_revision"),
+        "a second click opens the row: {opened}"
+    );
+    assert!(
+        key_text.is_empty() || opened.contains(key_text.trim_start_matches('…')),
+        "{key_text}\n{opened}"
+    );
+    // The wheel scrolls; a click outside any list does nothing.
+    keys(&mut a, "\x1b");
+    render(&mut a, 120, 40);
+    let before = a.panel();
+    use crossterm::event::{MouseEvent, MouseEventKind};
+    a.handle_mouse(&MouseEvent {
+        kind: MouseEventKind::ScrollDown,
+        column: 10,
+        row: 10,
+        modifiers: KeyModifiers::NONE,
+    });
+    click(&mut a, 119, 39);
+    render(&mut a, 120, 40);
+    assert_eq!(a.panel(), before);
+}
+
 /// `/` filters the rows of every apiserver section; esc clears it.
 #[test]
 fn apiserver_filter_keeps_matching_rows_in_every_section() {

@@ -263,6 +263,11 @@ pub struct UiArgs {
     /// --encryption-provider-config, when there is one.
     #[arg(long, global = true, value_name = "FILE")]
     pub encryption_config: Option<PathBuf>,
+    /// Mouse in the console: click tabs and rows (a click on the selected row opens it),
+    /// scroll with the wheel. Off by default: with it, selecting text needs the terminal's
+    /// modifier (often Shift).
+    #[arg(long, global = true)]
+    pub mouse: bool,
     /// Where `S` in the console saves screenshots (SVG and text; default: the current
     /// directory).
     #[arg(long, global = true, value_name = "DIR")]
@@ -734,6 +739,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "informers",
     "root",
     "screenshot-dir",
+    "mouse",
 ];
 
 /// One setting as in effect, for `regscope print-config`.
@@ -805,6 +811,21 @@ pub fn config_file_args(
         }
         let value = match &v {
             toml::Value::String(s) => s.clone(),
+            // The one switch: `mouse = true` (or "true") gives `--mouse`.
+            _ if key == "mouse" => {
+                match (v.as_bool(), v.as_str()) {
+                    (Some(true), _) | (_, Some("true")) => {
+                        args.push(format!("--{key}").into());
+                        keys.push(key);
+                    }
+                    (Some(false), _) | (_, Some("false")) => {}
+                    _ => warnings.push(format!(
+                        "config file {}: `mouse` should be true or false (ignored)",
+                        path.display()
+                    )),
+                }
+                continue;
+            }
             toml::Value::Integer(i) => i.to_string(),
             toml::Value::Float(f) => f.to_string(),
             toml::Value::Array(items) => {

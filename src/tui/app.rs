@@ -326,6 +326,34 @@ pub(crate) struct Viewports {
     /// Inner (width, height) of each apiserver section's scrolling rows, by
     /// [`Section::index`]; (0, 0) when not drawn in the last frame.
     pub apiserver: [Cell<(u16, u16)>; 5],
+    /// For mouse clicks: the columns `[from, to)` of each panel tab on the first row.
+    pub tabs: Cell<[(u16, u16); 4]>,
+    /// For mouse clicks: a list's rows as drawn: the area's columns `[x0, x1)`, the screen
+    /// row of its first data row, the index shown there and the rows shown.
+    pub events_rows: Cell<ListRows>,
+    pub resources_rows: Cell<ListRows>,
+    pub keys_rows: Cell<ListRows>,
+    /// The key list's selected row index (within [`Viewports::keys_rows`]), when shown.
+    pub keys_selected: Cell<Option<usize>>,
+}
+
+/// Where a list's rows were drawn (see [`Viewports::events_rows`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct ListRows {
+    pub x0: u16,
+    pub x1: u16,
+    pub y0: u16,
+    pub first: usize,
+    pub rows: usize,
+}
+
+impl ListRows {
+    /// The list index at screen cell (`x`, `y`), when it is one of the rows drawn.
+    pub fn index_at(&self, x: u16, y: u16) -> Option<usize> {
+        let inside = x >= self.x0 && x < self.x1 && y >= self.y0;
+        let row = usize::from(y.checked_sub(self.y0)?);
+        (inside && row < self.rows).then_some(self.first + row)
+    }
 }
 
 /// The console: the replica it displays plus all UI state. See the module docs.
@@ -713,8 +741,75 @@ impl App {
         match ev {
             Event::Key(k) => self.handle_key(k),
             Event::Resize(_, _) => self.dirty = true,
+            Event::Mouse(m) => self.handle_mouse(m),
             _ => {}
         }
+    }
+
+    /// Mouse (with `--mouse`): the wheel scrolls what has the focus, three rows a notch; a
+    /// click on a tab switches panels; a click on a row of the event list or of the key
+    /// browser's lists selects it, and a click on the selected row opens it.
+    pub fn handle_mouse(&mut self, m: &crossterm::event::MouseEvent) {
+        use crossterm::event::{MouseButton, MouseEventKind};
+        if self.input.is_some() {
+            return;
+        }
+        let mode = self.mode();
+        match m.kind {
+            MouseEventKind::ScrollDown => self.step(mode, 3),
+            MouseEventKind::ScrollUp => self.step(mode, -3),
+            MouseEventKind::Down(MouseButton::Left) => {
+                self.notice = None;
+                if m.row == 0 {
+                    let tabs = self.view.tabs.get();
+                    if let Some(i) = tabs
+                        .iter()
+                        .position(|(a, b)| m.column >= *a && m.column < *b)
+                    {
+                        self.switch(Panel::ALL[i]);
+                    }
+                } else if mode == Mode::Events {
+                    if let Some(i) = self.view.events_rows.get().index_at(m.column, m.row) {
+                        if i < self.events_len() {
+                            if i == self.events.selected {
+                                self.perform(Action::Open);
+                            } else {
+                                self.step(mode, i as i64 - self.events.selected as i64);
+                            }
+                        }
+                    }
+                } else if mode == Mode::Keys {
+                    if let Some(i) = self.view.resources_rows.get().index_at(m.column, m.row) {
+                        self.keys.focus = KeysFocus::Resources;
+                        let names = self.resource_names();
+                        let cur = self
+                            .keys
+                            .resource
+                            .as_ref()
+                            .and_then(|r| names.iter().position(|n| n == r))
+                            .unwrap_or(0);
+                        if i < names.len() {
+                            self.step(Mode::Keys, i as i64 - cur as i64);
+                        }
+                    } else if let Some(row) = self.view.keys_rows.get().index_at(m.column, m.row) {
+                        let was = self.keys.focus;
+                        self.keys.focus = KeysFocus::Keys;
+                        self.normalize_keys();
+                        let first = self.view.keys_rows.get().first;
+                        let sel = self.view.keys_selected.get();
+                        match sel {
+                            Some(s) if s == row && was == KeysFocus::Keys => {
+                                self.perform(Action::Open)
+                            }
+                            Some(s) => self.step(Mode::Keys, row as i64 - s as i64),
+                            None => self.step(Mode::Keys, (row - first) as i64),
+                        }
+                    }
+                }
+            }
+            _ => return,
+        }
+        self.dirty = true;
     }
 
     /// Looks the key up in the keymap for the current mode and performs the action; in

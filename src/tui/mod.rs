@@ -70,6 +70,8 @@ pub struct UiOptions {
     pub memory_limit: Option<u64>,
     /// Where `S` saves screenshots (`--screenshot-dir`; empty: the current directory).
     pub screenshot_dir: PathBuf,
+    /// Report mouse events (`--mouse`): click tabs and rows, scroll with the wheel.
+    pub mouse: bool,
 }
 
 /// Builds the app settings from `opts`: loads keymap and theme (defaults plus overrides),
@@ -144,7 +146,7 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
     let mut sighup = signal(SignalKind::hangup())?;
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigcont = signal(SignalKind::from_raw(libc::SIGCONT))?;
-    let mut guard = terminal::TerminalGuard::setup()?;
+    let mut guard = terminal::TerminalGuard::setup(opts.mouse)?;
     let mut input = crossterm::event::EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -1,4 +1,5 @@
-//! Terminal setup and restore: raw mode and the alternate screen, undone exactly once.
+//! Terminal setup and restore: raw mode, the alternate screen and (with `--mouse`) mouse
+//! reporting, undone exactly once.
 //!
 //! Restore runs from whichever comes first: the [`TerminalGuard`] being dropped (quit, an
 //! error returned through `?`, a signal ending the loop) or the chained panic hook. A
@@ -16,6 +17,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Once;
 
 use crossterm::cursor::Show;
+use crossterm::event::{DisableMouseCapture, EnableMouseCapture};
 use crossterm::execute;
 use crossterm::terminal::{
     disable_raw_mode, enable_raw_mode, EnterAlternateScreen, LeaveAlternateScreen,
@@ -28,6 +30,8 @@ pub type Tui = Terminal<CrosstermBackend<Stdout>>;
 
 /// Set while the terminal is in raw mode on the alternate screen.
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Set while the terminal reports mouse events (`--mouse`).
+static MOUSE: AtomicBool = AtomicBool::new(false);
 static HOOK: Once = Once::new();
 
 /// Owns the set-up terminal; dropping it restores the terminal (once).
@@ -36,9 +40,10 @@ pub struct TerminalGuard {
 }
 
 impl TerminalGuard {
-    /// Enters raw mode and the alternate screen and installs the panic hook (once per
-    /// process, chained to the hook that was installed before).
-    pub fn setup() -> io::Result<TerminalGuard> {
+    /// Enters raw mode and the alternate screen (and mouse reporting with `mouse`) and
+    /// installs the panic hook (once per process, chained to the hook that was installed
+    /// before).
+    pub fn setup(mouse: bool) -> io::Result<TerminalGuard> {
         install_panic_hook();
         enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
@@ -46,6 +51,13 @@ impl TerminalGuard {
         if let Err(e) = execute!(out, EnterAlternateScreen) {
             restore();
             return Err(e);
+        }
+        if mouse {
+            MOUSE.store(true, Ordering::SeqCst);
+            if let Err(e) = execute!(out, EnableMouseCapture) {
+                restore();
+                return Err(e);
+            }
         }
         match Terminal::new(CrosstermBackend::new(io::stdout())) {
             Ok(t) => Ok(TerminalGuard {
@@ -64,6 +76,9 @@ impl TerminalGuard {
     pub fn resume(&mut self) -> io::Result<()> {
         enable_raw_mode()?;
         execute!(io::stdout(), EnterAlternateScreen)?;
+        if MOUSE.load(Ordering::SeqCst) {
+            execute!(io::stdout(), EnableMouseCapture)?;
+        }
         self.terminal.clear()
     }
 
@@ -87,6 +102,9 @@ pub fn restore() {
         return;
     }
     let mut out = io::stdout();
+    if MOUSE.swap(false, Ordering::SeqCst) {
+        let _ = execute!(out, DisableMouseCapture);
+    }
     let _ = execute!(out, LeaveAlternateScreen, Show);
     let _ = out.flush();
     let _ = disable_raw_mode();

@@ -40,6 +40,13 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
     if rows_h > 0 && selected >= scroll + rows_h {
         scroll = selected + 1 - rows_h;
     }
+    app.view.events_rows.set(crate::tui::app::ListRows {
+        x0: area.x,
+        x1: area.right(),
+        y0: area.y + 2,
+        first: scroll,
+        rows: rows_h.min(total.saturating_sub(scroll)),
+    });
     let wide = area.width >= 110;
     // Below this the table cannot hold every column at full width, and ratatui would cut
     // numbers from the left (`,546` for 4,546): drop kind and size instead.

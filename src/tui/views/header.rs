@@ -168,15 +168,24 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         sp(app, title(app), Role::Header),
         Span::raw("  "),
     ];
+    let mut x = left.x + spans.iter().map(|s| s.width() as u16).sum::<u16>();
+    let mut tabs = [(0u16, 0u16); 4];
     for (i, p) in Panel::ALL.iter().enumerate() {
         let role = if *p == app.panel {
             Role::TabActive
         } else {
             Role::TabInactive
         };
-        spans.push(sp(app, format!(" {} {} ", i + 1, p.label()), role));
+        let tab = sp(app, format!(" {} {} ", i + 1, p.label()), role);
+        let w = tab.width() as u16;
+        if let Some(t) = tabs.get_mut(i) {
+            *t = (x.min(left.right()), (x + w).min(left.right()));
+        }
+        x += w + 1;
+        spans.push(tab);
         spans.push(Span::raw(" "));
     }
+    app.view.tabs.set(tabs);
     f.render_widget(
         Paragraph::new(Line::from(spans)).style(t.get(Role::Header)),
         left,

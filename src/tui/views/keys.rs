@@ -42,6 +42,13 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         Some(s) if rows_h > 0 && s >= rows_h => s + 1 - rows_h,
         _ => 0,
     };
+    app.view.resources_rows.set(crate::tui::app::ListRows {
+        x0: area.x,
+        x1: area.right(),
+        y0: area.y + 2,
+        first: scroll,
+        rows: rows_h.min(res.len().saturating_sub(scroll)),
+    });
     let show_bytes = area.width >= 36;
     let rows: Vec<Row> = res
         .iter()
@@ -93,6 +100,14 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
         .selected
         .as_ref()
         .and_then(|s| scan.keys.iter().position(|k| k == s));
+    app.view.keys_rows.set(crate::tui::app::ListRows {
+        x0: area.x,
+        x1: area.right(),
+        y0: area.y + 2,
+        first: 0,
+        rows: scan.keys.len().min(rows_h),
+    });
+    app.view.keys_selected.set(sel);
     // Widths from what is visible, so narrow terminals keep room for the name.
     let mut w_rev = "mod rev".len();
     let mut w_ver = "ver".len();
