@@ -15,5 +15,5 @@ echo "regscope tests: the etcd-facing suites again, against etcd 3.5.1 ($etcd35)
 PATH="$etcd35:$PATH" REGSCOPE_TEST_ETCD_VERSION=3.5.1 cargo test --locked \
   --test sync_etcd --test tls_auth_etcd --test demo_etcd --test demo_apiserver \
   --test record_replay --test scrape_sources --test apiserver_cli --test decode_cli --test read_only \
-  --test faults_etcd --test ha_etcd \
+  --test faults_etcd --test ha_etcd --test node_doctor \
   -- --test-threads=2

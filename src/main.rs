@@ -64,6 +64,27 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
         conn.prompt_password()
             .map_err(|e| anyhow::anyhow!("reading the etcd password from the terminal: {e}"))?;
     }
+    // The console takes over a terminal: say what to use instead when there is none.
+    let console_cmd = match &cli.command {
+        None | Some(Command::Demo(_)) => true,
+        Some(Command::Replay(r)) => !r.check,
+        _ => false,
+    };
+    {
+        use std::io::IsTerminal;
+        if console_cmd && !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
+            eprintln!(
+                "regscope: the console needs a terminal (stdin and stdout); without one use `regscope snapshot --json`, `regscope record -o FILE` or `regscope replay --check FILE`"
+            );
+            return Ok(ExitCode::from(2));
+        }
+    }
+    if let Some(Command::Doctor(d)) = &cli.command {
+        if d.timeout.is_zero() {
+            eprintln!("regscope: doctor --timeout must be more than 0 (e.g. 3s)");
+            return Ok(ExitCode::from(2));
+        }
+    }
     match cli.command {
         None => console(&cli.conn, &cli.ui, &cli.metrics, discovery.as_ref()).await,
         Some(Command::Doctor(mut d)) => {
@@ -166,6 +187,13 @@ fn discover_node(cli: &mut Cli) -> Option<regscope::node::Discovery> {
         Some(Command::Replay(r)) if !r.check => None,
         _ => return None,
     };
+    if !cli.node.root.is_dir() {
+        eprintln!(
+            "regscope: --root {}: not a directory (give the directory holding the node's etc/ and var/)",
+            cli.node.root.display()
+        );
+        std::process::exit(2);
+    }
     let d = regscope::node::discover(&cli.node.root);
     cli.metrics.node_root = Some(cli.node.root.clone());
     if let Some(conn) = conn {
@@ -175,6 +203,14 @@ fn discover_node(cli: &mut Cli) -> Option<regscope::node::Discovery> {
             for note in conn.apply_discovery(&d) {
                 if say {
                     eprintln!("regscope: {note}");
+                }
+            }
+            if say {
+                for p in &d.problems {
+                    eprintln!(
+                        "regscope: node discovery: {}: {} (`regscope doctor` checks the node's setup)",
+                        p.file, p.message
+                    );
                 }
             }
             let from_node = d

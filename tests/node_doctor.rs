@@ -328,13 +328,35 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
         text.starts_with("Found a kubeadm control-plane node under"),
         "{text}"
     );
-    assert!(text.contains("All checks passed."), "{text}");
+    // No kubeconfig in the tree: the apiserver side is said to be not checked.
+    assert!(
+        text.contains("All checks made passed (1 not checked)."),
+        "{text}"
+    );
+    assert!(text.contains("skip  apiserver not checked"), "{text}");
+    assert!(!text.contains("FAIL"), "{text}");
 
     // snapshot uses what was found: the members, the certificates, the prefix.
     let (code, out, err) = run(&["snapshot", "--json", "--root", &r, "--informers", "none"]);
     assert_eq!(code, 0, "{out}\n{err}");
     let snap: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(snap["keys"], 2, "{snap:#}");
+    // A flag overrides only what it names: another member, still with the node's files.
+    let (code, out, err) = run(&[
+        "snapshot",
+        "--json",
+        "--root",
+        &r,
+        "--informers",
+        "none",
+        "--endpoints",
+        &main.clients[2],
+    ]);
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(
+        err.contains("CA, client certificate and key from the kubeadm node's files"),
+        "{err}"
+    );
 
     // Broken: the key file is missing.
     let key = root.join("etc/kubernetes/pki/apiserver-etcd-client.key");
@@ -457,5 +479,25 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
         f.iter()
             .any(|(k, d, _)| k == "etcd member" && d.contains("X.509 v1") && d.contains("etcdctl")),
         "{f:#?}"
+    );
+    // snapshot says the same, instead of rustls's "transport error" alone.
+    let (code, _, err) = run(&[
+        "snapshot",
+        "--json",
+        "--root",
+        &empty.display().to_string(),
+        "--endpoints",
+        &v1.clients[0],
+        "--cacert",
+        &p("ca.crt"),
+        "--cert",
+        &p("client.crt"),
+        "--key",
+        &p("client.key"),
+    ]);
+    assert_eq!(code, 2, "{err}");
+    assert!(
+        err.contains("because etcd's server certificate is an X.509 v1"),
+        "{err}"
     );
 }

@@ -764,7 +764,12 @@ pub fn config_file_args(
     let (mut args, mut keys, mut warnings) = (Vec::new(), Vec::new(), Vec::new());
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (args, keys, warnings),
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                && std::env::var_os("REGSCOPE_CONFIG").is_none() =>
+        {
+            return (args, keys, warnings)
+        }
         Err(e) => {
             warnings.push(format!("config file {}: cannot read ({e})", path.display()));
             return (args, keys, warnings);
@@ -791,10 +796,23 @@ pub fn config_file_args(
     };
     for (k, v) in table {
         let Some(key) = CONFIG_KEYS.iter().copied().find(|c| *c == k) else {
+            if k == "show-secrets" || k == "password" {
+                warnings.push(format!(
+                    "config file {}: `{k}` is never read from a file (ignored): give it on the command line{}",
+                    path.display(),
+                    if k == "password" { ", in ETCDCTL_PASSWORD or at the prompt" } else { "" }
+                ));
+                continue;
+            }
+            let first = !warnings.iter().any(|w| w.contains("unknown setting"));
             warnings.push(format!(
-                "config file {}: unknown setting `{k}` (ignored; settings: {})",
+                "config file {}: unknown setting `{k}` (ignored{})",
                 path.display(),
-                CONFIG_KEYS.join(", ")
+                if first {
+                    format!("; settings: {}", CONFIG_KEYS.join(", "))
+                } else {
+                    String::new()
+                }
             ));
             continue;
         };
@@ -874,27 +892,70 @@ impl Cli {
             }
             None => (Vec::new(), Vec::new(), Vec::new(), None),
         };
-        let mut full = argv;
+        let file = path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         // After the program name, before everything typed: the subcommand's own flags and
         // values stay where they were.
-        let at = full.len().min(1);
-        full.splice(at..at, extra);
-        let mut cli = match Self::try_parse_merged_from(full) {
-            Ok(c) => c,
-            Err(e)
-                if !keys.is_empty()
-                    && e.kind() != clap::error::ErrorKind::DisplayHelp
-                    && e.kind() != clap::error::ErrorKind::DisplayVersion =>
-            {
-                let file = path
-                    .as_ref()
-                    .map_or(String::new(), |p| p.display().to_string());
-                eprintln!("regscope: with the settings of config file {file}:");
-                e.exit()
-            }
-            Err(e) => e.exit(),
+        let with = |extra: &[std::ffi::OsString]| {
+            let mut full = argv.clone();
+            let at = full.len().min(1);
+            full.splice(at..at, extra.iter().cloned());
+            full
         };
-        let file = path.map(|p| p.display().to_string()).unwrap_or_default();
+        let (mut extra, mut keys, mut warnings) = (extra, keys, warnings);
+        let mut cli = match Self::try_parse_merged_from(with(&extra)) {
+            Ok(c) => c,
+            Err(e) if keys.is_empty() => e.exit(),
+            Err(e) => {
+                // The command line itself is wrong (help and version land here too): say
+                // so without the config file's settings.
+                if let Err(plain) = Self::try_parse_merged_from(argv.clone()) {
+                    plain.exit()
+                }
+                drop(e);
+                // A setting of the config file is: keep those that parse, warn about the rest.
+                let mut kept: Vec<std::ffi::OsString> = Vec::new();
+                let mut kept_keys = Vec::new();
+                // One group per setting: its `--flag`, then its value when it has one.
+                let mut groups: Vec<Vec<std::ffi::OsString>> = Vec::new();
+                for a in &extra {
+                    let flag = groups.is_empty()
+                        || a.to_str().is_some_and(|t| {
+                            t.starts_with("--") && keys.iter().any(|k| t == format!("--{k}"))
+                        });
+                    match groups.last_mut() {
+                        Some(g) if !flag => g.push(a.clone()),
+                        _ => groups.push(vec![a.clone()]),
+                    }
+                }
+                for (pair, key) in groups.iter().zip(keys.iter()) {
+                    let mut trial = kept.clone();
+                    trial.extend(pair.iter().cloned());
+                    match Self::try_parse_merged_from(with(&trial)) {
+                        Ok(_) => {
+                            kept = trial;
+                            kept_keys.push(*key);
+                        }
+                        Err(err) => {
+                            let msg = err.to_string();
+                            let first = msg
+                                .lines()
+                                .next()
+                                .unwrap_or("")
+                                .trim_start_matches("error: ");
+                            warnings
+                                .push(format!("config file {file}: `{key}`: {first} (ignored)"));
+                        }
+                    }
+                }
+                extra = kept;
+                keys = kept_keys;
+                Self::try_parse_merged_from(with(&extra)).unwrap_or_else(|e| e.exit())
+            }
+        };
+        let _ = &extra;
         for s in &mut cli.settings {
             if keys.contains(&s.key) {
                 s.origin = format!("config file {file}");
@@ -1008,26 +1069,39 @@ impl ConnArgs {
         Ok(())
     }
 
-    /// Fills what flags and `ETCDCTL_*` left unset from what the node runs: with no
-    /// endpoint and no TLS file given, the apiserver's etcd members and client certificate;
-    /// the apiserver's `--etcd-prefix` unless `--prefix` was given. Returns a line for each
-    /// value taken, for the console's status line and `snapshot`'s stderr.
+    /// Fills what flags and `ETCDCTL_*` left unset from what the node runs, field by
+    /// field: the endpoints (every member of the apiserver's `--etcd-servers`), the CA,
+    /// the client certificate and key (as a pair: a `--cert` given keeps its own key), and
+    /// the apiserver's `--etcd-prefix` unless `--prefix` was given. So `--endpoints
+    /// https://<another member>:2379` still uses the node's certificates. Returns a line
+    /// for each value taken, for `snapshot`'s stderr.
     pub fn apply_discovery(&mut self, d: &crate::node::Discovery) -> Vec<String> {
         let mut notes = Vec::new();
-        let untouched = self.endpoints.iter().all(|e| e.trim().is_empty())
-            && self.cacert.is_none()
-            && self.cert.is_none()
-            && self.key.is_none();
-        if let (true, Some(etcd)) = (untouched, &d.etcd) {
-            self.endpoints = etcd.endpoints.clone();
-            self.cacert = etcd.cacert.clone();
-            self.cert = etcd.cert.clone();
-            self.key = etcd.key.clone();
-            notes.push(format!(
-                "etcd {} from the node's {} files",
-                etcd.endpoints.join(","),
-                d.layout.map_or("", |l| l.name())
-            ));
+        let layout = d.layout.map_or("node", |l| l.name());
+        if let Some(etcd) = &d.etcd {
+            if self.endpoints.iter().all(|e| e.trim().is_empty()) {
+                self.endpoints = etcd.endpoints.clone();
+                notes.push(format!(
+                    "etcd {} from the {layout} node's files",
+                    etcd.endpoints.join(",")
+                ));
+            }
+            let mut taken = Vec::new();
+            if self.cacert.is_none() && etcd.cacert.is_some() {
+                self.cacert = etcd.cacert.clone();
+                taken.push("CA");
+            }
+            if self.cert.is_none() && self.key.is_none() && etcd.cert.is_some() {
+                self.cert = etcd.cert.clone();
+                self.key = etcd.key.clone();
+                taken.push("client certificate and key");
+            }
+            if !taken.is_empty() {
+                notes.push(format!(
+                    "etcd {} from the {layout} node's files",
+                    taken.join(", ")
+                ));
+            }
         }
         if let (false, Some(p)) = (self.prefix_given, &d.prefix) {
             self.prefix = p.clone();
@@ -1186,7 +1260,10 @@ mod tests {
         assert_eq!(keys, ["informers", "page-limit", "theme"]);
         assert_eq!(w.len(), 2, "{w:?}");
         assert!(w[0].contains("`prefix` should be a string"), "{w:?}");
-        assert!(w[1].contains("unknown setting `show-secrets`"), "{w:?}");
+        assert!(
+            w[1].contains("`show-secrets` is never read from a file"),
+            "{w:?}"
+        );
         // The flags parse, and the settings say where each came from.
         let mut full = vec!["regscope".to_string()];
         full.extend(args);

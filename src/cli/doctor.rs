@@ -36,6 +36,9 @@ pub struct Check {
     /// What to do, for a failure.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub advice: Option<String>,
+    /// Not checked (nothing to check it with); `ok` stays true.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
 }
 
 impl Check {
@@ -46,6 +49,14 @@ impl Check {
             ok: true,
             detail: detail.into(),
             advice: None,
+            skipped: false,
+        }
+    }
+
+    fn skip(check: &str, target: impl Into<String>, detail: impl Into<String>) -> Check {
+        Check {
+            skipped: true,
+            ..Check::ok(check, target, detail)
         }
     }
 
@@ -61,6 +72,7 @@ impl Check {
             ok: false,
             detail: detail.into(),
             advice: Some(advice.into()),
+            skipped: false,
         }
     }
 }
@@ -126,7 +138,13 @@ pub fn text(d: &Discovery, checks: &[Check]) -> String {
     for c in checks {
         s.push_str(&format!(
             "  {}  {} {}: {}\n",
-            if c.ok { "ok  " } else { "FAIL" },
+            if c.skipped {
+                "skip"
+            } else if c.ok {
+                "ok  "
+            } else {
+                "FAIL"
+            },
             c.check,
             c.target,
             c.detail
@@ -136,9 +154,11 @@ pub fn text(d: &Discovery, checks: &[Check]) -> String {
         }
     }
     let failed = checks.iter().filter(|c| !c.ok).count();
-    s.push_str(&match failed {
-        0 => "\nAll checks passed.\n".to_string(),
-        n => format!("\n{n} check(s) failed.\n"),
+    let skipped = checks.iter().filter(|c| c.skipped).count();
+    s.push_str(&match (failed, skipped) {
+        (0, 0) => "\nAll checks passed.\n".to_string(),
+        (0, k) => format!("\nAll checks made passed ({k} not checked).\n"),
+        (n, _) => format!("\n{n} check(s) failed.\n"),
     });
     s
 }
@@ -159,11 +179,11 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
     }
     let opts = a.conn.etcd_options();
     let now = SystemTime::now();
-    let ca = file_checks(&opts, now, &mut out);
+    file_checks(&opts, now, &mut out);
     let files_ok = out.iter().all(|c| c.check != "file" || c.ok);
     if given || d.etcd.is_some() {
         for ep in &opts.endpoints {
-            out.push(member(&opts, ep, "etcd member", ca.as_ref(), files_ok, a.timeout).await);
+            out.push(member(&opts, ep, "etcd member", files_ok, a.timeout).await);
         }
     }
     for o in &d.overrides {
@@ -174,7 +194,7 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
         .with_defaults();
         let label = format!("etcd for {}", o.resource);
         for ep in &oo.endpoints {
-            out.push(member(&oo, ep, &label, ca.as_ref(), files_ok, a.timeout).await);
+            out.push(member(&oo, ep, &label, files_ok, a.timeout).await);
         }
     }
     match m
@@ -218,12 +238,20 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
                     }
                 }
             }
-            Err(e) => out.push(Check::fail(
-                "encryption config",
-                path.display().to_string(),
-                e.to_string(),
-                "regscope shows encrypted values as such until it can read this file (run as root, or pass --encryption-config)",
-            )),
+            Err(e) => {
+                let advice = match &e {
+                    crate::decrypt::ConfigError::Read { .. } => {
+                        "regscope shows encrypted values as such until it can read this file (run as root, or pass --encryption-config)"
+                    }
+                    _ => "fix the file (kube-apiserver cannot start with it either), or pass the one it runs with in --encryption-config",
+                };
+                let target = path.display().to_string();
+                let msg = e.to_string();
+                let msg = msg
+                    .strip_prefix(&format!("{target}: "))
+                    .map_or(msg.clone(), str::to_string);
+                out.push(Check::fail("encryption config", target, msg, advice))
+            }
         }
     }
     out
@@ -250,6 +278,11 @@ async fn apiserver(m: &MetricsArgs, timeout: Duration) -> Vec<Check> {
         }
     };
     if !scfg.apiserver.is_configured() {
+        out.push(Check::skip(
+            "apiserver",
+            "not checked",
+            "no kubeconfig found (admin.conf under the root, $KUBECONFIG, ~/.kube/config): pass --kubeconfig or --apiserver-metrics-url to check /metrics and the informers",
+        ));
         return out;
     }
     let target = scfg.apiserver.describe();
@@ -286,12 +319,14 @@ async fn apiserver(m: &MetricsArgs, timeout: Duration) -> Vec<Check> {
                 )
             }
         }
-        ScrapeOutcome::Failed { source, error } => Check::fail(
-            "apiserver metrics",
-            source,
-            error,
-            "the user needs `get` on the nonResourceURL /metrics (kubeadm's admin.conf has it)",
-        ),
+        ScrapeOutcome::Failed { source, error } => {
+            let advice = if denied(&error) {
+                "the user needs `get` on the nonResourceURL /metrics (kubeadm's admin.conf has it)"
+            } else {
+                "is kube-apiserver running there? check the kubeconfig's server (or --apiserver-metrics-url)"
+            };
+            Check::fail("apiserver metrics", source, error, advice)
+        }
     });
     let (resources, errors) =
         crate::source::informer::resolve_informers(&clients.kube, &scfg.informers).await;
@@ -310,12 +345,15 @@ async fn apiserver(m: &MetricsArgs, timeout: Duration) -> Vec<Check> {
         out.push(
             match tokio::time::timeout(timeout, api.list_metadata(&lp)).await {
                 Ok(Ok(_)) => Check::ok("informer", r.label(), "may list and watch"),
-                Ok(Err(e)) => Check::fail(
-                    "informer",
-                    r.label(),
-                    crate::source::informer::one_line_kube(&e),
-                    "informer lag needs list and watch on it: grant them, or leave it out of --informers",
-                ),
+                Ok(Err(e)) => {
+                    let msg = crate::source::informer::one_line_kube(&e);
+                    let advice = if denied(&msg) {
+                        "informer lag needs list and watch on it: grant them, or leave it out of --informers"
+                    } else {
+                        "the apiserver did not answer the list: is it running, and is the kubeconfig's server right?"
+                    };
+                    Check::fail("informer", r.label(), msg, advice)
+                }
                 Err(_) => Check::fail(
                     "informer",
                     r.label(),
@@ -326,6 +364,14 @@ async fn apiserver(m: &MetricsArgs, timeout: Duration) -> Vec<Check> {
         );
     }
     out
+}
+
+/// Whether an error is the apiserver refusing the user (401/403), not a failure to reach it.
+fn denied(error: &str) -> bool {
+    let e = error.to_ascii_lowercase();
+    ["401", "403", "forbidden", "unauthorized"]
+        .iter()
+        .any(|w| e.contains(w))
 }
 
 /// How the values stored under the resources the encryption config covers are written,
@@ -395,8 +441,9 @@ async fn stored_values(
     }
     let first_encrypts = keys.first().is_some_and(|(p, _)| p != "identity");
     let detail = format!(
-        "{} values read under {}: {matched} encrypted with the config's keys, {plain} in plaintext{}",
+        "{} value{} read under {}: {matched} encrypted with the config's keys, {plain} in plaintext{}",
         matched + plain + unknown.len(),
+        if matched + plain + unknown.len() == 1 { "" } else { "s" },
         resources.join(", "),
         if unknown.is_empty() {
             String::new()
@@ -502,7 +549,6 @@ async fn member(
     opts: &EtcdOptions,
     ep: &str,
     label: &str,
-    ca: Option<&CertInfo>,
     files_ok: bool,
     timeout: Duration,
 ) -> Check {
@@ -564,19 +610,14 @@ async fn member(
             }
             .to_string();
             if ep.starts_with("https://") && files_ok {
-                let ep_owned = ep.to_string();
-                let chain =
-                    tokio::task::spawn_blocking(move || certs::server_chain(&ep_owned, timeout))
+                let (o, ep_owned) = (one.clone(), ep.to_string());
+                let faults =
+                    tokio::task::spawn_blocking(move || certs::diagnose(&o, &ep_owned, timeout))
                         .await
-                        .unwrap_or_else(|e| Err(e.to_string()));
-                if let Ok(chain) = chain {
-                    if let Some(Ok(leaf)) = chain.first().map(|d| CertInfo::from_der(d)) {
-                        let faults = leaf.server_faults(certs::host_of(ep), ca, SystemTime::now());
-                        if !faults.is_empty() {
-                            detail = faults.join("; ");
-                            advice = "fix the certificate named above (etcd's --cert-file, or the CA given with --etcd-cafile/--cacert)".into();
-                        }
-                    }
+                        .unwrap_or_default();
+                if !faults.is_empty() {
+                    detail = format!("TLS refused: {}", faults.join("; "));
+                    advice = "fix the certificate named above (the client's --cert, etcd's --cert-file, or the CA given with --etcd-cafile/--cacert)".into();
                 }
             }
             Check::fail(label, ep, detail, advice)

@@ -70,12 +70,10 @@ pub async fn connect_session(
     conn: &args::ConnArgs,
 ) -> Result<(EtcdSource, u64, crate::model::SessionInfo), String> {
     let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
-    let cluster_id = source
-        .etcd
-        .connect_info(source.sync.request_timeout)
-        .await
-        .map_err(|e| e.to_string())?
-        .cluster_id;
+    let cluster_id = match source.etcd.connect_info(source.sync.request_timeout).await {
+        Ok(c) => c.cluster_id,
+        Err(e) => return Err(explain(&source.etcd, e).await),
+    };
     let title = format!(
         "{} {}/",
         source.etcd.endpoint_label(),
@@ -83,6 +81,31 @@ pub async fn connect_session(
     );
     let info = conn.session_info(title);
     Ok((source, cluster_id, info))
+}
+
+/// A connection error as one line, and for a TLS failure what the certificates say is
+/// wrong with them ([`crate::node::certs::diagnose`]: expired, X.509 v1, no SAN, …),
+/// which rustls's own message ("transport error", "UnknownIssuer") does not.
+pub async fn explain(opts: &crate::source::EtcdOptions, e: crate::source::ConnectError) -> String {
+    use crate::source::ConnectError as E;
+    let line = e.to_string();
+    let tls = matches!(e, E::Tls { .. })
+        || (matches!(e, E::Other { .. } | E::Unreachable { .. })
+            && line.contains("transport error"));
+    let Some(endpoint) = opts.endpoints.first().cloned().filter(|_| tls) else {
+        return line;
+    };
+    let o = opts.clone();
+    let why = tokio::task::spawn_blocking(move || {
+        crate::node::certs::diagnose(&o, &endpoint, Duration::from_secs(3))
+    })
+    .await
+    .unwrap_or_default();
+    if why.is_empty() {
+        line
+    } else {
+        format!("{line}\n  because {}", why.join("\n  and "))
+    }
 }
 
 /// Connects and lists the prefix once at revision `at` (0: now), handing every observation
@@ -94,11 +117,10 @@ async fn list_with(
     at: Revision,
     mut each: impl FnMut(Stamped) -> Result<()>,
 ) -> Result<()> {
-    let conn = source
-        .etcd
-        .connect_info(source.sync.request_timeout)
-        .await
-        .map_err(anyhow::Error::new)?;
+    let conn = match source.etcd.connect_info(source.sync.request_timeout).await {
+        Ok(c) => c,
+        Err(e) => bail!("{}", explain(&source.etcd, e).await),
+    };
     let mut client = conn.client;
     // The member's Status (sizes, alarms) first, as the live source sends it.
     each(Stamped::now(Observation::EtcdStatus(conn.status)))?;

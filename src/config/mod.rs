@@ -61,6 +61,12 @@ pub fn config_file() -> Option<std::path::PathBuf> {
     }
 }
 
+/// A value without a directory or a `.toml` ending: meant as a name.
+fn is_bare_name(p: &Path) -> bool {
+    p.to_str()
+        .is_some_and(|s| !s.contains('/') && !s.ends_with(".toml"))
+}
+
 /// What a `--theme`/`--keymap` value names.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Choice {
@@ -249,6 +255,13 @@ pub fn load_keymap(user: Option<&Path>) -> (KeymapSpec, Vec<String>) {
                 merge_keymap(&mut spec, over);
             }
         }
+        Some(Choice::File(path)) if !path.exists() && is_bare_name(&path) => {
+            warnings.push(format!(
+                "keymap {}: no shipped keymap or file of that name (shipped: {}); using the default",
+                path.display(),
+                KEYMAPS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+            ));
+        }
         Some(Choice::File(path)) => {
             let origin = format!("keymap {}", path.display());
             if let Some(text) = read_text(&path, "keymap", &mut warnings) {
@@ -281,6 +294,17 @@ pub fn load_theme(user: Option<&Path>) -> (ThemeSpec, Vec<String>) {
             if let Some(over) = parse_theme(text, &origin, &mut warnings) {
                 merge_theme(&mut spec, over);
             }
+        }
+        Some(Choice::File(path)) if !path.exists() && is_bare_name(&path) => {
+            warnings.push(format!(
+                "theme {}: no shipped theme or file of that name (shipped: {}); using the default",
+                path.display(),
+                THEMES
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
         }
         Some(Choice::File(path)) => {
             let origin = format!("theme {}", path.display());

@@ -176,6 +176,35 @@ impl CertInfo {
     }
 }
 
+/// Why a TLS connection with these options to `endpoint` fails, from the certificates:
+/// the client certificate's own faults, then the server certificate's (against the CA
+/// given). Empty when nothing is wrong with them (or the endpoint is not `https://`).
+/// Blocking: one TCP connection and a handshake, bounded by `timeout`.
+pub fn diagnose(
+    opts: &crate::source::EtcdOptions,
+    endpoint: &str,
+    timeout: Duration,
+) -> Vec<String> {
+    let now = SystemTime::now();
+    let mut out = Vec::new();
+    if let Some(Ok(c)) = opts.cert.as_deref().map(CertInfo::from_pem_file) {
+        out.extend(c.client_faults(now));
+    }
+    if !endpoint.starts_with("https://") {
+        return out;
+    }
+    let ca = opts
+        .cacert
+        .as_deref()
+        .and_then(|p| CertInfo::from_pem_file(p).ok());
+    if let Ok(chain) = server_chain(endpoint, timeout) {
+        if let Some(Ok(leaf)) = chain.first().map(|d| CertInfo::from_der(d)) {
+            out.extend(leaf.server_faults(host_of(endpoint), ca.as_ref(), now));
+        }
+    }
+    out
+}
+
 /// The certificate chain a TLS server presents at `endpoint` (`https://host:port`), leaf
 /// first, captured during a handshake that trusts anything and sends no client
 /// certificate (the server may then end the handshake; the chain is already known).

@@ -242,8 +242,15 @@ fn kubeadm_certificates(d: &mut Discovery) {
     if !(d.readable(KUBEADM_CERT) && d.readable(KUBEADM_KEY) && d.readable(KUBEADM_CA)) {
         return;
     }
-    d.fact("etcd endpoints", LOCAL_ETCD, "(kubeadm default)", None);
-    d.fact("etcd client certificate", KUBEADM_CERT, KUBEADM_CERT, None);
+    d.fact("etcd endpoints", LOCAL_ETCD, "kubeadm default", None);
+    d.fact("etcd CA", KUBEADM_CA, "kubeadm default", None);
+    d.fact(
+        "etcd client certificate",
+        KUBEADM_CERT,
+        "kubeadm default",
+        None,
+    );
+    d.fact("etcd client key", KUBEADM_KEY, "kubeadm default", None);
     d.etcd = Some(EtcdAccess {
         endpoints: vec![LOCAL_ETCD.into()],
         cacert: Some(d.under(Path::new(KUBEADM_CA))),
@@ -425,10 +432,12 @@ fn from_k3s(d: &mut Discovery, config: &Path) {
             }
         }
         Err(e) if config.exists() => d.problem(K3S_ETCD_CONFIG, e.to_string(), "pass --endpoints"),
-        Err(_) => d.fact("etcd endpoints", LOCAL_ETCD, "(k3s default)", None),
+        Err(_) => d.fact("etcd endpoints", LOCAL_ETCD, "k3s default", None),
     }
     if d.readable(K3S_CERT) && d.readable(K3S_KEY) && d.readable(K3S_CA) {
-        d.fact("etcd client certificate", K3S_CERT, K3S_CERT, None);
+        d.fact("etcd CA", K3S_CA, "k3s default", None);
+        d.fact("etcd client certificate", K3S_CERT, "k3s default", None);
+        d.fact("etcd client key", K3S_KEY, "k3s default", None);
         d.etcd = Some(EtcdAccess {
             endpoints,
             cacert: Some(d.under(Path::new(K3S_CA))),

@@ -288,8 +288,23 @@ impl Keymap {
     }
 
     /// Loads the defaults with the optional user override; warnings for anything skipped.
+    /// An override entry naming an unknown action is skipped as the warning says: the
+    /// default binding of that key stays.
     pub fn load(user: Option<&Path>) -> (Keymap, Vec<String>) {
-        let (spec, mut warnings) = config::load_keymap(user);
+        let (mut spec, mut warnings) = config::load_keymap(user);
+        let (defaults, _) = config::load_keymap(None);
+        for (mode, keys) in spec.iter_mut() {
+            for (key, action) in keys.iter_mut() {
+                if action != "none" && Action::from_name(action).is_none() {
+                    if let Some(d) = defaults.get(mode).and_then(|m| m.get(key)) {
+                        warnings.push(format!(
+                            "keymap: [{mode}] \"{key}\" = \"{action}\": unknown action (ignored; \"{key}\" stays {d})"
+                        ));
+                        action.clone_from(d);
+                    }
+                }
+            }
+        }
         let km = Keymap::from_spec(&spec, &mut warnings);
         (km, warnings)
     }
@@ -374,6 +389,18 @@ mod tests {
 
     fn key(code: KeyCode, mods: KeyModifiers) -> KeyEvent {
         KeyEvent::new(code, mods)
+    }
+
+    #[test]
+    fn an_unknown_action_keeps_the_default_binding() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k.toml");
+        std::fs::write(&path, "[global]\n\"q\" = \"explode\"\n\"x\" = \"quit\"\n").unwrap();
+        let (km, w) = Keymap::load(Some(&path));
+        let q = key(KeyCode::Char('q'), KeyModifiers::NONE);
+        assert_eq!(km.lookup(Mode::Events, &q), Some(Action::Quit), "{w:?}");
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("\"q\" stays quit"), "{w:?}");
     }
 
     #[test]

@@ -212,12 +212,21 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
                 } else {
                     opts_screenshot_dir.as_path()
                 };
-                screenshot::save(frame.buffer, dir, SystemTime::now())
+                screenshot::save(
+                    frame.buffer,
+                    screenshot::Canvas::for_theme(&app.s.theme),
+                    dir,
+                    SystemTime::now(),
+                )
+                .map_err(|e| (dir.to_path_buf(), e))
             });
             app.mark_drawn();
             match saved {
                 Some(Ok(p)) => app.notify(format!("screenshot saved: {} (and .txt)", p.display())),
-                Some(Err(e)) => app.notify(format!("screenshot not saved: {e}")),
+                Some(Err((dir, e))) => app.notify(format!(
+                    "screenshot not saved: cannot write into {}: {e} (set --screenshot-dir to a writable directory)",
+                    dir.display()
+                )),
                 None => {}
             }
             last_draw = Some(Instant::now());

@@ -5,8 +5,8 @@
 //! The SVG is a grid of one monospace `<text>` per row, split into `<tspan>` runs of one
 //! style, over `<rect>` backgrounds. Cell size: 8.4 × 17 px (a 14 px monospace font).
 //! Named ANSI colours are drawn with xterm's default palette, indexed colours with the
-//! xterm 256-colour cube; `Reset` is the terminal's default (light grey on near-black, or
-//! the theme's `text` colour when it sets one).
+//! xterm 256-colour cube; `Reset` is the terminal's default ([`Canvas`]: light grey on
+//! near-black, or near-black on white for a theme made for light terminals).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -16,8 +16,44 @@ use ratatui::style::{Color, Modifier};
 
 const CELL_W: f64 = 8.4;
 const CELL_H: f64 = 17.0;
-const DEFAULT_FG: &str = "#d0d0d0";
-const DEFAULT_BG: &str = "#1c1c1c";
+/// The terminal's own colours (what `Reset` draws), dark or light.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Canvas {
+    pub fg: &'static str,
+    pub bg: &'static str,
+}
+
+/// A dark terminal: light grey on near-black.
+pub const DARK: Canvas = Canvas {
+    fg: "#d0d0d0",
+    bg: "#1c1c1c",
+};
+/// A light terminal: near-black on near-white.
+pub const LIGHT: Canvas = Canvas {
+    fg: "#1c1c1c",
+    bg: "#fafafa",
+};
+
+impl Canvas {
+    /// The canvas a theme is made for: light when its header text is dark (the `light`
+    /// theme writes black on the terminal's background), else dark.
+    pub fn for_theme(theme: &super::theme::Theme) -> Canvas {
+        let fg = theme.get(super::theme::Role::Header).fg.and_then(hex);
+        let dark_text = fg.as_deref().and_then(luminance).is_some_and(|l| l < 0.35);
+        if dark_text {
+            LIGHT
+        } else {
+            DARK
+        }
+    }
+}
+
+/// Relative luminance (0 black .. 1 white) of `#rrggbb`.
+fn luminance(hex: &str) -> Option<f64> {
+    let h = hex.strip_prefix('#')?;
+    let c = |i: usize| u8::from_str_radix(h.get(i..i + 2)?, 16).ok().map(f64::from);
+    Some((0.2126 * c(0)? + 0.7152 * c(2)? + 0.0722 * c(4)?) / 255.0)
+}
 
 /// The 16 ANSI colours as xterm draws them by default.
 const ANSI: [&str; 16] = [
@@ -85,8 +121,9 @@ fn escape(s: &str, out: &mut String) {
     }
 }
 
-/// The buffer as an SVG document.
-pub fn svg(buf: &Buffer) -> String {
+/// The buffer as an SVG document on `canvas`.
+pub fn svg(buf: &Buffer, canvas: Canvas) -> String {
+    let (default_fg, default_bg) = (canvas.fg, canvas.bg);
     let (w, h) = (buf.area.width, buf.area.height);
     let (pw, ph) = (f64::from(w) * CELL_W, f64::from(h) * CELL_H);
     let mut s = String::new();
@@ -96,15 +133,15 @@ pub fn svg(buf: &Buffer) -> String {
     );
     let _ = writeln!(
         s,
-        r#"<rect width="100%" height="100%" fill="{DEFAULT_BG}"/>"#
+        r#"<rect width="100%" height="100%" fill="{default_bg}"/>"#
     );
     // Backgrounds: runs of one colour per row.
     for y in 0..h {
         let mut x = 0;
         while x < w {
-            let bg = cell_colors(buf, x, y).1;
+            let bg = cell_colors(buf, x, y, canvas).1;
             let start = x;
-            while x < w && cell_colors(buf, x, y).1 == bg {
+            while x < w && cell_colors(buf, x, y, canvas).1 == bg {
                 x += 1;
             }
             if let Some(bg) = bg {
@@ -127,10 +164,10 @@ pub fn svg(buf: &Buffer) -> String {
         );
         let mut x = 0;
         while x < w {
-            let key = text_style(buf, x, y);
+            let key = text_style(buf, x, y, canvas);
             let start = x;
             let mut run = String::new();
-            while x < w && text_style(buf, x, y) == key {
+            while x < w && text_style(buf, x, y, canvas) == key {
                 let sym = buf[(x, y)].symbol();
                 run.push_str(if sym.is_empty() { " " } else { sym });
                 x += 1;
@@ -143,7 +180,7 @@ pub fn svg(buf: &Buffer) -> String {
                 s,
                 r#"<tspan x="{:.1}" fill="{}"{}{}{}{}>"#,
                 f64::from(start) * CELL_W,
-                fg.as_deref().unwrap_or(DEFAULT_FG),
+                fg.as_deref().unwrap_or(default_fg),
                 if *bold { r#" font-weight="bold""# } else { "" },
                 if *italic {
                     r#" font-style="italic""#
@@ -167,13 +204,13 @@ pub fn svg(buf: &Buffer) -> String {
 }
 
 /// (fg, bg) of a cell after `REVERSED`, `None` for the defaults.
-fn cell_colors(buf: &Buffer, x: u16, y: u16) -> (Option<String>, Option<String>) {
+fn cell_colors(buf: &Buffer, x: u16, y: u16, canvas: Canvas) -> (Option<String>, Option<String>) {
     let c = &buf[(x, y)];
     let (fg, bg) = (hex(c.fg), hex(c.bg));
     if c.modifier.contains(Modifier::REVERSED) {
         (
-            Some(bg.unwrap_or_else(|| DEFAULT_BG.into())),
-            Some(fg.unwrap_or_else(|| DEFAULT_FG.into())),
+            Some(bg.unwrap_or_else(|| canvas.bg.into())),
+            Some(fg.unwrap_or_else(|| canvas.fg.into())),
         )
     } else {
         (fg, bg)
@@ -182,10 +219,10 @@ fn cell_colors(buf: &Buffer, x: u16, y: u16) -> (Option<String>, Option<String>)
 
 type TextStyle = (Option<String>, bool, bool, bool, bool);
 
-fn text_style(buf: &Buffer, x: u16, y: u16) -> TextStyle {
+fn text_style(buf: &Buffer, x: u16, y: u16, canvas: Canvas) -> TextStyle {
     let m = buf[(x, y)].modifier;
     (
-        cell_colors(buf, x, y).0,
+        cell_colors(buf, x, y, canvas).0,
         m.contains(Modifier::BOLD),
         m.contains(Modifier::ITALIC),
         m.contains(Modifier::UNDERLINED),
@@ -210,7 +247,12 @@ pub fn text(buf: &Buffer) -> String {
 /// Writes `regscope-<UTC time>.svg` and `.txt` into `dir` (created when missing), mode
 /// 0600 like recordings: a screenshot shows cluster data. Returns the SVG's path.
 /// Errors: the directory or a file cannot be written.
-pub fn save(buf: &Buffer, dir: &Path, now: std::time::SystemTime) -> std::io::Result<PathBuf> {
+pub fn save(
+    buf: &Buffer,
+    canvas: Canvas,
+    dir: &Path,
+    now: std::time::SystemTime,
+) -> std::io::Result<PathBuf> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::create_dir_all(dir)?;
@@ -226,7 +268,7 @@ pub fn save(buf: &Buffer, dir: &Path, now: std::time::SystemTime) -> std::io::Re
         n += 1;
         base = dir.join(format!("regscope-{stamp}-{n}"));
     }
-    for (ext, body) in [("svg", svg(buf)), ("txt", text(buf))] {
+    for (ext, body) in [("svg", svg(buf, canvas)), ("txt", text(buf))] {
         let mut f = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -266,7 +308,20 @@ mod tests {
 
     #[test]
     fn svg_keeps_text_and_colours() {
-        insta::assert_snapshot!(svg(&sample()));
+        insta::assert_snapshot!(svg(&sample(), DARK));
+        let light = svg(&sample(), LIGHT);
+        assert!(light.contains(r##"fill="#fafafa"/>"##), "{light}");
+        let t = |name: &str| {
+            let (spec, _) = crate::config::load_theme(Some(Path::new(name)));
+            super::super::theme::Theme::from_spec(
+                &spec,
+                super::super::theme::ColorDepth::TrueColor,
+                &mut Vec::new(),
+            )
+        };
+        assert_eq!(Canvas::for_theme(&t("light")), LIGHT);
+        assert_eq!(Canvas::for_theme(&t("default")), DARK);
+        assert_eq!(Canvas::for_theme(&t("high-contrast")), DARK);
         assert_eq!(text(&sample()), "rev <42> &\nPUT sel\n");
         assert_eq!(hex(Color::Indexed(196)).as_deref(), Some("#ff0000"));
         assert_eq!(hex(Color::Indexed(244)).as_deref(), Some("#808080"));
@@ -278,8 +333,8 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_800_000_000);
-        let a = save(&sample(), &dir.path().join("shots"), t).unwrap();
-        let b = save(&sample(), &dir.path().join("shots"), t).unwrap();
+        let a = save(&sample(), DARK, &dir.path().join("shots"), t).unwrap();
+        let b = save(&sample(), DARK, &dir.path().join("shots"), t).unwrap();
         assert_ne!(a, b);
         assert!(a.ends_with("regscope-20270115T080000.svg"), "{a:?}");
         let mode = std::fs::metadata(&a).unwrap().permissions().mode() & 0o777;
