@@ -451,22 +451,34 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
     let p = |f: &str| pki_dir.join(f).display().to_string();
     let empty = dir.path().join("empty");
     std::fs::create_dir(&empty).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let f = loop {
-        let (code, out, err) = run(&[
-            "doctor",
-            "--json",
+    let (root_s, ca_s, cert_s, key_s) = (
+        empty.display().to_string(),
+        p("ca.crt"),
+        p("client.crt"),
+        p("client.key"),
+    );
+    let with_v1 = |cmd: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = cmd.iter().map(|s| s.to_string()).collect();
+        for x in [
             "--root",
-            &empty.display().to_string(),
+            &root_s,
             "--endpoints",
             &v1.clients[0],
             "--cacert",
-            &p("ca.crt"),
+            &ca_s,
             "--cert",
-            &p("client.crt"),
+            &cert_s,
             "--key",
-            &p("client.key"),
-        ]);
+            &key_s,
+        ] {
+            a.push(x.to_string());
+        }
+        a
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let f = loop {
+        let args = with_v1(&["doctor", "--json"]);
+        let (code, out, err) = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
         assert_eq!(code, 1, "{out}\n{err}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
         let f = failed(&v);
@@ -481,20 +493,8 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
         "{f:#?}"
     );
     // snapshot says the same, instead of rustls's "transport error" alone.
-    let (code, _, err) = run(&[
-        "snapshot",
-        "--json",
-        "--root",
-        &empty.display().to_string(),
-        "--endpoints",
-        &v1.clients[0],
-        "--cacert",
-        &p("ca.crt"),
-        "--cert",
-        &p("client.crt"),
-        "--key",
-        &p("client.key"),
-    ]);
+    let args = with_v1(&["snapshot", "--json"]);
+    let (code, _, err) = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains("because etcd's server certificate is an X.509 v1"),
