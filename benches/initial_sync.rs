@@ -18,7 +18,10 @@
 //! in-process sync (`cli::snapshot_replica`, the code `snapshot` and `verify` run), and
 //! prints the medians and their ratio (target: regscope ≤ 1.0× etcdctl). When a release
 //! build exists (`cargo build --release`), it also runs `regscope snapshot --json` once and
-//! prints its wall time and peak resident memory against the raw key + value bytes.
+//! prints its wall time and peak resident memory against the raw key + value bytes, and
+//! (with tmux) the console's start-up on a node: `regscope --root TREE` where TREE holds a
+//! kube-apiserver static pod manifest naming this etcd, from the process start (discovery
+//! included) to the first full screen showing every key, as a person would see it.
 
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -176,6 +179,59 @@ fn etcdctl(endpoint: &str) -> Duration {
     t.elapsed()
 }
 
+/// The console's start-up on a node, in seconds: a kubeadm-like tree whose kube-apiserver
+/// manifest names `endpoint`, `regscope --root TREE` in a detached tmux pane (120x40), and
+/// the time until the pane shows the header with `keys` keys and the watch running.
+/// `None` without tmux or the binary, or when the screen does not come within 10 minutes.
+fn console_startup(endpoint: &str, keys: usize) -> Option<f64> {
+    let release = PathBuf::from(BIN);
+    if !release.exists() || regscope::demo::etcd_server::find_on_path("tmux").is_none() {
+        return None;
+    }
+    let tree = tempfile::tempdir().ok()?;
+    let manifests = tree.path().join("etc/kubernetes/manifests");
+    std::fs::create_dir_all(&manifests).ok()?;
+    std::fs::write(
+        manifests.join("kube-apiserver.yaml"),
+        format!(
+            "apiVersion: v1\nkind: Pod\nspec:\n  containers:\n  - name: kube-apiserver\n    command:\n    - kube-apiserver\n    - --etcd-servers={endpoint}\n"
+        ),
+    )
+    .ok()?;
+    let sock = format!("regscope-startup-{}", std::process::id());
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .arg("-L")
+            .arg(&sock)
+            .args(args)
+            .output()
+            .ok()
+    };
+    let cmd = format!(
+        "env REGSCOPE_CONFIG= KUBECONFIG=/nonexistent {} --root {} --informers none",
+        release.display(),
+        tree.path().display()
+    );
+    let want = format!("keys {}", regscope::tui::format::thousands(keys as u64));
+    let t = Instant::now();
+    tmux(&["new-session", "-d", "-x", "120", "-y", "40", &cmd])?;
+    let mut secs = None;
+    while t.elapsed() < Duration::from_secs(600) {
+        if let Some(out) = tmux(&["capture-pane", "-p"]) {
+            let screen = String::from_utf8_lossy(&out.stdout);
+            if screen.contains(&want) && screen.contains("watching") {
+                secs = Some(t.elapsed().as_secs_f64());
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = tmux(&["send-keys", "q"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = tmux(&["kill-server"]);
+    secs
+}
+
 /// Runs the release binary's `snapshot --json`: (seconds, peak RSS bytes).
 fn binary_snapshot(endpoint: &str) -> Option<(f64, u64)> {
     let release = PathBuf::from(BIN);
@@ -288,6 +344,11 @@ fn main() {
             o.as_secs_f64(),
             o.as_secs_f64() / e.as_secs_f64()
         );
+        if let Some(secs) = console_startup(&etcd.endpoint, keys) {
+            println!(
+                "initial_sync {set}: console start-up on a node (discovery from the kube-apiserver manifest, then the list) to the first full screen with {keys} keys: {secs:.2} s"
+            );
+        }
         if let Some((secs, rss)) = binary_snapshot(&etcd.endpoint) {
             println!(
                 "initial_sync {set}: regscope snapshot --json {secs:.2} s, peak RSS {:.0} MiB = {:.2}x the raw bytes",
