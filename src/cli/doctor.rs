@@ -183,7 +183,7 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
     let files_ok = out.iter().all(|c| c.check != "file" || c.ok);
     if given || d.etcd.is_some() {
         for ep in &opts.endpoints {
-            out.push(member(&opts, ep, "etcd member", files_ok, a.timeout).await);
+            out.push(member(&opts, ep, "etcd member", a.timeout).await);
         }
     }
     for o in &d.overrides {
@@ -194,7 +194,7 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
         .with_defaults();
         let label = format!("etcd for {}", o.resource);
         for ep in &oo.endpoints {
-            out.push(member(&oo, ep, &label, files_ok, a.timeout).await);
+            out.push(member(&oo, ep, &label, a.timeout).await);
         }
     }
     match m
@@ -387,6 +387,7 @@ async fn stored_values(
     let (mut client, _) = opts.connect(timeout).await.ok()?;
     let keys = k.keys();
     let (mut matched, mut plain, mut unknown) = (0usize, 0usize, Vec::<String>::new());
+    let mut unknown_values = 0usize;
     let mut resources = Vec::new();
     for r in k.resources() {
         if r.contains('*') {
@@ -427,8 +428,11 @@ async fn stored_values(
                             .any(|(p, _)| p.starts_with("kms") && provider.starts_with("kms"))
                     {
                         matched += 1;
-                    } else if !unknown.contains(&format!("{provider}:{name}")) {
-                        unknown.push(format!("{provider}:{name}"));
+                    } else {
+                        unknown_values += 1;
+                        if !unknown.contains(&format!("{provider}:{name}")) {
+                            unknown.push(format!("{provider}:{name}"));
+                        }
                     }
                 }
                 None => plain += 1,
@@ -442,13 +446,20 @@ async fn stored_values(
     let first_encrypts = keys.first().is_some_and(|(p, _)| p != "identity");
     let detail = format!(
         "{} value{} read under {}: {matched} encrypted with the config's keys, {plain} in plaintext{}",
-        matched + plain + unknown.len(),
-        if matched + plain + unknown.len() == 1 { "" } else { "s" },
+        matched + plain + unknown_values,
+        if matched + plain + unknown_values == 1 {
+            ""
+        } else {
+            "s"
+        },
         resources.join(", "),
         if unknown.is_empty() {
             String::new()
         } else {
-            format!(", some with keys the config lacks ({})", unknown.join(", "))
+            format!(
+                ", {unknown_values} with keys the config lacks ({})",
+                unknown.join(", ")
+            )
         }
     );
     Some(if !unknown.is_empty() {
@@ -545,13 +556,7 @@ fn file_checks(opts: &EtcdOptions, now: SystemTime, out: &mut Vec<Check>) -> Opt
 
 /// One member on its own: connect and Status; a TLS failure explained from the
 /// certificates.
-async fn member(
-    opts: &EtcdOptions,
-    ep: &str,
-    label: &str,
-    files_ok: bool,
-    timeout: Duration,
-) -> Check {
+async fn member(opts: &EtcdOptions, ep: &str, label: &str, timeout: Duration) -> Check {
     let one = EtcdOptions {
         endpoints: vec![ep.to_string()],
         ..opts.clone()
@@ -609,7 +614,7 @@ async fn member(
                 E::Other { .. } => "see the error above",
             }
             .to_string();
-            if ep.starts_with("https://") && files_ok {
+            if ep.starts_with("https://") {
                 let (o, ep_owned) = (one.clone(), ep.to_string());
                 let faults =
                     tokio::task::spawn_blocking(move || certs::diagnose(&o, &ep_owned, timeout))
