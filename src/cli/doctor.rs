@@ -300,25 +300,14 @@ async fn apiserver(m: &MetricsArgs, timeout: Duration) -> Vec<Check> {
         }
     };
     out.push(match scrape_once(&clients.metrics, timeout).await {
-        ScrapeOutcome::Body { body, source } => {
-            if body.windows(22).any(|w| w == b"apiserver_request_tota") {
-                Check::ok(
-                    "apiserver metrics",
-                    source,
-                    format!(
-                        "{} of metrics",
-                        crate::tui::format::bytes(body.len() as u64)
-                    ),
-                )
-            } else {
-                Check::fail(
-                    "apiserver metrics",
-                    source,
-                    "answered, but not with kube-apiserver's metrics",
-                    "point --apiserver-metrics-url or the kubeconfig at kube-apiserver",
-                )
-            }
-        }
+        ScrapeOutcome::Body { body, source } => metrics_body(
+            "apiserver metrics",
+            &source,
+            &body,
+            b"apiserver_request_total",
+            "kube-apiserver's",
+            "point --apiserver-metrics-url or the kubeconfig at kube-apiserver",
+        ),
         ScrapeOutcome::Failed { source, error } => {
             let advice = if denied(&error) {
                 "the user needs `get` on the nonResourceURL /metrics (kubeadm's admin.conf has it)"
@@ -481,9 +470,8 @@ async fn stored_values(
     })
 }
 
-/// The TLS files: readable and usable. Returns the CA certificate when it parsed.
-fn file_checks(opts: &EtcdOptions, now: SystemTime, out: &mut Vec<Check>) -> Option<CertInfo> {
-    let mut ca_info = None;
+/// The TLS files: readable and usable.
+fn file_checks(opts: &EtcdOptions, now: SystemTime, out: &mut Vec<Check>) {
     if let Some(ca) = &opts.cacert {
         let target = ca.display().to_string();
         match CertInfo::from_pem_file(ca) {
@@ -499,7 +487,6 @@ fn file_checks(opts: &EtcdOptions, now: SystemTime, out: &mut Vec<Check>) -> Opt
                         "replace the CA bundle (--etcd-cafile / --cacert)",
                     )
                 });
-                ca_info = Some(info);
             }
             Err(e) => out.push(Check::fail(
                 "file",
@@ -551,7 +538,6 @@ fn file_checks(opts: &EtcdOptions, now: SystemTime, out: &mut Vec<Check>) -> Opt
             ),
         });
     }
-    ca_info
 }
 
 /// One member on its own: connect and Status; a TLS failure explained from the
@@ -630,6 +616,35 @@ async fn member(opts: &EtcdOptions, ep: &str, label: &str, timeout: Duration) ->
     }
 }
 
+/// A `/metrics` body that answered: ok when it holds `marker` (a metric name only that
+/// server exposes), else a failure saying it is not `whose` metrics.
+fn metrics_body(
+    check: &str,
+    source: &str,
+    body: &[u8],
+    marker: &[u8],
+    whose: &str,
+    advice: &str,
+) -> Check {
+    if body.windows(marker.len()).any(|w| w == marker) {
+        Check::ok(
+            check,
+            source,
+            format!(
+                "{} of metrics",
+                crate::tui::format::bytes(body.len() as u64)
+            ),
+        )
+    } else {
+        Check::fail(
+            check,
+            source,
+            format!("answered, but not with {whose} metrics"),
+            advice,
+        )
+    }
+}
+
 async fn etcd_metrics(url: Option<&str>, opts: &EtcdOptions, timeout: Duration) -> Check {
     use crate::model::ScrapeOutcome;
     use crate::source::scrape::{scrape_once, ScrapeFrom};
@@ -651,25 +666,14 @@ async fn etcd_metrics(url: Option<&str>, opts: &EtcdOptions, timeout: Duration) 
     let url = how.source().to_string();
     let url = url.as_str();
     match scrape_once(&how, timeout).await {
-        ScrapeOutcome::Body { body, .. } => {
-            if body.windows(12).any(|w| w == b"etcd_server_") {
-                Check::ok(
-                    "etcd metrics",
-                    url,
-                    format!(
-                        "{} of metrics",
-                        crate::tui::format::bytes(body.len() as u64)
-                    ),
-                )
-            } else {
-                Check::fail(
-                    "etcd metrics",
-                    url,
-                    "answered, but not with etcd's metrics",
-                    "check etcd's --listen-metrics-urls, or pass --etcd-metrics-url",
-                )
-            }
-        }
+        ScrapeOutcome::Body { body, .. } => metrics_body(
+            "etcd metrics",
+            url,
+            &body,
+            b"etcd_server_",
+            "etcd's",
+            "check etcd's --listen-metrics-urls, or pass --etcd-metrics-url",
+        ),
         ScrapeOutcome::Failed { error, .. } => Check::fail(
             "etcd metrics",
             url,

@@ -83,7 +83,7 @@ pub fn choose(value: &Path, table: &[(&'static str, &'static str)], dir: &str) -
         if let Some((n, text)) = table.iter().find(|(n, _)| *n == name) {
             return Choice::Shipped(n, text);
         }
-        if !name.contains('/') && !name.ends_with(".toml") {
+        if is_bare_name(value) {
             if let Some(user) = config_dir().map(|d| d.join(dir).join(format!("{name}.toml"))) {
                 if user.exists() {
                     return Choice::File(user);
