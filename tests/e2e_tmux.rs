@@ -615,7 +615,7 @@ async fn record_in_the_console_then_replay_it() {
         "the recording starts with the listed keys:\n{screen}"
     );
     // Seek to the last revision written.
-    t.keys(&[":"]);
+    t.keys(&["t"]);
     t.wait_for("the seek prompt", Duration::from_secs(5), |s| {
         s.contains("seek to")
     });
@@ -730,4 +730,255 @@ async fn screenshot_in_the_config_files_theme() {
         assert!(Instant::now() < deadline, "regscope did not quit on q");
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// A JSON object under `key` whose newest managedFields entry is `manager` doing
+/// `operation` through `subresource` (empty: the main resource), as kube-apiserver stores it.
+fn written_by(key: &str, manager: &str, operation: &str, subresource: &str, i: usize) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": key.rsplit('/').next().unwrap(), "namespace": "default",
+            "managedFields": [
+                {"manager": "creator", "operation": "Update", "time": "2024-01-01T00:00:00Z"},
+                {"manager": manager, "operation": operation, "subresource": subresource,
+                 "time": format!("2024-01-02T00:00:{:02}Z", i % 60)}]},
+        "data": {"i": i.to_string()}
+    }))
+    .unwrap()
+}
+
+/// Who writes: a workload whose managers the test controls shows up on Growth (writers
+/// table and each resource's top writer), under the resource in Keys, and per event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writers_panel_names_the_managers_the_workload_uses() {
+    if !have("tmux") {
+        eprintln!("tmux not installed; scripts/setup.sh installs it");
+        return;
+    }
+    let e = seeded_etcd().await;
+    let mut c = e.client().await.unwrap();
+    let t = Tmux::start(200, 60, &format!("{BIN} --endpoints {}", e.endpoint()));
+    t.wait_for("the console", Duration::from_secs(20), |s| s.contains("31"));
+    // alpha-controller: 12 updates of configmaps, then deletes 3 of them; beta-applier: 7
+    // server-side applies of widgets; gamma: 5 status updates of pods.
+    let mut last = 0;
+    for i in 0..12 {
+        let k = format!("/registry/configmaps/default/a{i}");
+        c.put(
+            k.clone(),
+            written_by(&k, "alpha-controller", "Update", "", i),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    for i in 0..7 {
+        let k = format!("/registry/example.com/widgets/default/w{i}");
+        c.put(
+            k.clone(),
+            written_by(&k, "beta-applier", "Apply", "", i),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    for i in 0..5 {
+        let k = format!("/registry/pods/default/g{i}");
+        c.put(
+            k.clone(),
+            written_by(&k, "gamma", "Update", "status", i),
+            None,
+        )
+        .await
+        .unwrap();
+    }
+    for i in 0..3 {
+        let r = c
+            .delete(format!("/registry/configmaps/default/a{i}"), None)
+            .await
+            .unwrap();
+        last = r.header().unwrap().revision();
+    }
+    let rev = last.to_string();
+    let screen = t.wait_for("every write applied", Duration::from_secs(15), |s| {
+        s.contains(&rev) && s.contains("gamma")
+    });
+    let writers = |s: &str| -> Vec<Vec<String>> {
+        let start = s
+            .lines()
+            .position(|l| l.contains("Writers by managedFields"))
+            .unwrap_or_else(|| panic!("no writers table:\n{s}"));
+        s.lines()
+            .skip(start + 2)
+            .take_while(|l| !l.contains('└'))
+            .map(|l| {
+                l.split('│')
+                    .nth(1)
+                    .unwrap_or("")
+                    .split_whitespace()
+                    .map(str::to_string)
+                    .collect()
+            })
+            .filter(|r: &Vec<String>| !r.is_empty())
+            .collect()
+    };
+    let rows = writers(&screen);
+    let find = |m: &str| {
+        rows.iter()
+            .find(|r| r[0] == m)
+            .unwrap_or_else(|| panic!("no writer {m}:\n{screen}"))
+            .clone()
+    };
+    // writer, how, resource, put/s, del/s, bytes/s (number and unit), puts, deletes, bytes.
+    let alpha = find("alpha-controller");
+    assert_eq!(alpha[1..3], ["Update", "configmaps"], "{alpha:?}");
+    assert_eq!(
+        alpha[alpha.len() - 4..alpha.len() - 2],
+        ["12", "3"],
+        "{alpha:?}"
+    );
+    let beta = find("beta-applier");
+    assert_eq!(beta[1..3], ["Apply", "widgets.example.com"], "{beta:?}");
+    assert_eq!(beta[beta.len() - 4..beta.len() - 2], ["7", "0"], "{beta:?}");
+    let gamma = find("gamma");
+    assert_eq!(gamma[1..3], ["Update/status", "pods"], "{gamma:?}");
+    assert_eq!(
+        gamma[gamma.len() - 4..gamma.len() - 2],
+        ["5", "0"],
+        "{gamma:?}"
+    );
+    // Each resource's top writer in the resources table.
+    let res_row = |r: &str| {
+        screen
+            .lines()
+            .find(|l| l.starts_with(&format!("│{r} ")))
+            .unwrap_or_else(|| panic!("no resource row {r}:\n{screen}"))
+            .to_string()
+    };
+    assert!(
+        res_row("configmaps").contains("alpha-controller"),
+        "{screen}"
+    );
+    assert!(
+        res_row("pods").contains("gamma (Update/status)"),
+        "{screen}"
+    );
+    assert!(
+        res_row("widgets.example.com").contains("beta-applier (Apply)"),
+        "{screen}"
+    );
+
+    // Events: the writer of each PUT; a filter on a writer's name keeps only its events.
+    t.keys(&["2"]);
+    t.wait_for("the events", Duration::from_secs(5), |s| {
+        s.contains("writer")
+    });
+    for k in [&["/"][..], &["-l", "beta-applier"], &["Enter"]] {
+        t.keys(k);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let ev = t.wait_for("the filtered events", Duration::from_secs(5), |s| {
+        s.contains("7 shown")
+    });
+    assert!(ev.contains("beta-applier (Apply)"), "{ev}");
+    assert!(!ev.contains("alpha-controller"), "{ev}");
+
+    // Keys: the selected resource's writers under the resource list.
+    t.keys(&["3"]);
+    t.wait_for("the key browser", Duration::from_secs(5), |s| {
+        s.contains("Resources")
+    });
+    let keys = t.wait_for(
+        "the writers of the selected resource",
+        Duration::from_secs(5),
+        |s| s.contains("Writers of "),
+    );
+    assert!(keys.contains("Writers of configmaps"), "{keys}");
+    assert!(keys.contains("alpha-controller"), "{keys}");
+    t.keys(&["q"]);
+    wait_dead(&t, "the console did not quit");
+}
+
+/// The command palette (`:`), driven in the real binary: a fuzzy action, a resource, a key,
+/// a revision in the event log and one that is not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn command_palette_runs_actions_and_goes_to_resources_keys_and_revisions() {
+    if !have("tmux") {
+        eprintln!("tmux not installed; scripts/setup.sh installs it");
+        return;
+    }
+    let e = seeded_etcd().await;
+    let mut c = e.client().await.unwrap();
+    let t = Tmux::start(160, 40, &format!("{BIN} --endpoints {}", e.endpoint()));
+    t.wait_for("the console", Duration::from_secs(20), |s| s.contains("31"));
+    let pod_rev = c
+        .put("/registry/pods/default/palette-pod", "{}", None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
+    t.wait_for("the pod", Duration::from_secs(10), |s| {
+        s.contains(&format!("rev {pod_rev}"))
+    });
+    let palette = |text: &str| {
+        t.keys(&[":"]);
+        t.wait_for("the palette", Duration::from_secs(5), |s| {
+            s.contains("Command palette")
+        });
+        t.keys(&["-l", text]);
+        std::thread::sleep(Duration::from_millis(300));
+    };
+    // Letters of an action, in order: "tgpau" finds pause.
+    palette("tgpau");
+    let s = t.wait_for("pause on top", Duration::from_secs(5), |s| {
+        s.contains("pause / resume")
+    });
+    assert!(
+        s.contains("toggle_pause"),
+        "the action's name and keys:\n{s}"
+    );
+    t.keys(&["Enter"]);
+    t.wait_for("paused", Duration::from_secs(5), |s| s.contains("PAUSED"));
+    t.keys(&["space"]);
+    t.wait_for("resumed", Duration::from_secs(5), |s| !s.contains("PAUSED"));
+    // A resource opens the key browser on it.
+    palette("pods");
+    t.keys(&["Enter"]);
+    t.wait_for("the pods in Keys", Duration::from_secs(5), |s| {
+        s.contains("/registry/pods/ 1 keys") && s.contains("palette-pod")
+    });
+    // A key path opens the key.
+    palette("/registry/configmaps/default/cm05");
+    t.wait_for("the key offered", Duration::from_secs(5), |s| {
+        s.contains("open key /registry/configmaps/default/cm05")
+    });
+    t.keys(&["Enter"]);
+    t.wait_for("the key opened", Duration::from_secs(5), |s| {
+        s.contains("cm05") && s.contains("history")
+    });
+    t.keys(&["Escape"]);
+    // A revision in the event log selects its event; one outside says so.
+    palette(&format!("r{pod_rev}"));
+    t.keys(&["Enter"]);
+    t.wait_for("Events", Duration::from_secs(5), |s| {
+        s.contains("Events") && s.contains("palette-pod")
+    });
+    palette("r999999");
+    t.keys(&["Enter"]);
+    t.wait_for("the miss explained", Duration::from_secs(5), |s| {
+        s.contains("revision 999999 is not in the event log")
+    });
+    // Escape closes the palette without running anything.
+    t.keys(&[":"]);
+    t.wait_for("the palette", Duration::from_secs(5), |s| {
+        s.contains("Command palette")
+    });
+    t.keys(&["Escape"]);
+    t.wait_for("closed", Duration::from_secs(5), |s| {
+        !s.contains("Command palette")
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    t.keys(&["q"]);
+    wait_dead(&t, "the console did not quit");
 }

@@ -362,7 +362,7 @@ fn stream(seconds: u64) -> Vec<Stamped> {
                             &key,
                             rev,
                             2,
-                            format!("value {rev} {}", "y".repeat(k as usize * 20)).into_bytes(),
+                            configmap_by(&key, k % 3, rev, &"y".repeat(k as usize * 20)),
                         ),
                         prev_kv: Some(prev),
                     }],
@@ -418,6 +418,27 @@ fn stream(seconds: u64) -> Vec<Stamped> {
         });
     }
     out
+}
+
+/// A JSON ConfigMap whose newest managedFields entry names `writer-{w}` (writer-2 through
+/// the `status` subresource with server-side apply), so that who-writes is part of what a
+/// replay must reproduce.
+fn configmap_by(key: &str, w: i64, rev: i64, pad: &str) -> Vec<u8> {
+    let (op, sub) = if w == 2 {
+        ("Apply", "status")
+    } else {
+        ("Update", "")
+    };
+    serde_json::to_vec(&serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": key.rsplit('/').next().unwrap(), "namespace": "ns",
+            "managedFields": [
+                {"manager": "old-writer", "operation": "Update", "time": "2024-01-01T00:00:00Z"},
+                {"manager": format!("writer-{w}"), "operation": op, "subresource": sub,
+                 "time": format!("2024-01-02T00:00:{:02}Z", rev % 60)}]},
+        "data": {"v": format!("value {rev} {pad}")}
+    }))
+    .unwrap()
 }
 
 /// A real kube-apiserver capture (when the shared test data is present) plus special
@@ -543,6 +564,45 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
         assert_eq!(a, c, "position {pos}: forward vs fresh seek");
         assert!(fa == fb && fa == fc, "position {pos}: frames differ");
     }
+    // Who writes is part of the state: at the end, 5 PUTs a second over 60 seconds, by the
+    // managers the stream names (k = 0..5 gives writer-0 twice, writer-1 twice, writer-2
+    // once a second), and the Secret's writes, which carry no managedFields.
+    let end: serde_json::Value = serde_json::from_str(
+        &regscope::cli::record::snapshot_of(&p.seek(Target::End), false).unwrap(),
+    )
+    .unwrap();
+    let writers: Vec<_> = end["writers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            (
+                w["resource"].as_str().unwrap().to_string(),
+                w["manager"].as_str().unwrap().to_string(),
+                w["operation"].as_str().unwrap().to_string(),
+                w["subresource"].as_str().unwrap().to_string(),
+                w["puts"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let row = |r: &str, m: &str, o: &str, s: &str, n: u64| {
+        (
+            r.to_string(),
+            m.to_string(),
+            o.to_string(),
+            s.to_string(),
+            n,
+        )
+    };
+    assert_eq!(
+        writers,
+        [
+            row("configmaps", "writer-0", "Update", "", 120),
+            row("configmaps", "writer-1", "Update", "", 120),
+            row("configmaps", "writer-2", "Apply", "status", 60),
+            row("secrets", "(no managedFields)", "", "", 8),
+        ]
+    );
     // By time and by revision as well.
     let t = at(33);
     let by_time = p.seek(Target::Time(t));

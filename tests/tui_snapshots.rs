@@ -2273,3 +2273,102 @@ fn replay_timeline_120x30() {
         let _ = render(&mut a, w, h);
     }
 }
+
+/// A value as kube-apiserver stores a JSON object whose newest managedFields entry is
+/// (`manager`, `operation`, `subresource`).
+fn managed_value(name: &str, manager: &str, operation: &str, subresource: &str, n: u64) -> Bytes {
+    Bytes::from(
+        serde_json::to_vec(&serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default", "managedFields": [
+                {"manager": manager, "operation": operation, "subresource": subresource,
+                 "time": format!("2024-01-02T00:00:{:02}Z", n % 60)}]},
+            "data": {"n": n.to_string()}
+        }))
+        .unwrap(),
+    )
+}
+
+/// Who writes, on Growth (the writers table, each resource's top writer) and under the
+/// selected resource in Keys, narrow and wide; and the writer column of Events.
+#[test]
+fn writers_on_growth_keys_and_events() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    let apply = |r: &mut Replica, s: u64, obs: Observation| r.apply(&Stamped { at: at(s), obs });
+    apply(&mut r, 0, Observation::ListBegin { revision: 1 });
+    apply(&mut r, 0, Observation::ListPage { kvs: vec![] });
+    apply(
+        &mut r,
+        0,
+        Observation::ListDone {
+            revision: 1,
+            compacted: None,
+        },
+    );
+    apply(&mut r, 0, Observation::Conn(ConnState::Watching));
+    let mut rev = 1;
+    let writers = [
+        ("pods", "kubelet", "Update", "status", 3),
+        ("pods", "kube-scheduler", "Update", "", 1),
+        ("deployments", "argocd-controller", "Apply", "", 1),
+        ("configmaps", "kubectl-client-side-apply", "Update", "", 1),
+    ];
+    for s in 1..=40u64 {
+        for (res, m, op, sub, per_s) in writers {
+            for i in 0..per_s {
+                rev += 1;
+                let name = format!("{m}-{}", (s + i) % 4);
+                let key = format!("/registry/{res}/default/{name}");
+                let delete = res == "pods" && m == "kube-scheduler" && s % 5 == 0;
+                let value = managed_value(&name, m, op, sub, s);
+                apply(
+                    &mut r,
+                    s,
+                    Observation::Events {
+                        revision: rev,
+                        events: vec![WatchEvent {
+                            kind: if delete {
+                                EventKind::Delete
+                            } else {
+                                EventKind::Put
+                            },
+                            kv: KeyValue {
+                                key: Bytes::from(key),
+                                create_revision: if delete { 0 } else { 2 },
+                                mod_revision: rev,
+                                version: if delete { 0 } else { 1 },
+                                lease: 0,
+                                value: if delete { Bytes::new() } else { value },
+                            },
+                            prev_kv: None,
+                        }],
+                    },
+                );
+            }
+        }
+    }
+    let mut a = App::new(
+        regscope::store::Session::from_replica(r, "writers"),
+        Settings::default(),
+    );
+    a.tick(at(41));
+    insta::assert_snapshot!("writers_growth_160x48", render(&mut a, 160, 48));
+    keys(&mut a, "3");
+    insta::assert_snapshot!("writers_keys_160x48", render(&mut a, 160, 48));
+    insta::assert_snapshot!("writers_keys_80x24", render(&mut a, 80, 24));
+    keys(&mut a, "2");
+    insta::assert_snapshot!("writers_events_180x24", render(&mut a, 180, 24));
+}
+
+/// The command palette open with a few letters typed: fuzzy matches, best first.
+#[test]
+fn command_palette_120x30() {
+    let mut a = app();
+    keys(&mut a, ":pod");
+    insta::assert_snapshot!("command_palette_pod_120x30", render(&mut a, 120, 30));
+    // Enter runs the best match: the pods resource in Keys.
+    keys(&mut a, "\n");
+    assert_eq!(a.panel(), regscope::tui::Panel::Keys);
+    let screen = render(&mut a, 120, 30);
+    assert!(screen.contains("/registry/pods/"), "{screen}");
+}

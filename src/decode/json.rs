@@ -71,13 +71,30 @@ struct Entry<'a> {
     #[serde(borrow, default)]
     manager: Option<BStr<'a>>,
     #[serde(borrow, default)]
+    operation: Option<BStr<'a>>,
+    #[serde(borrow, default)]
+    subresource: Option<BStr<'a>>,
+    #[serde(borrow, default)]
     time: Option<BStr<'a>>,
+}
+
+/// Only `metadata.managedFields`, for [`last_writer`].
+#[derive(serde::Deserialize)]
+struct WriterHead<'a> {
+    #[serde(borrow, default)]
+    metadata: Option<WriterMeta<'a>>,
+}
+
+#[derive(serde::Deserialize)]
+struct WriterMeta<'a> {
+    #[serde(rename = "managedFields", borrow, default)]
+    managed: Option<NewestJson<'a>>,
 }
 
 /// The newest managedFields entry's manager, chosen while streaming the array (no Vec).
 /// Kubernetes writes times as RFC 3339 UTC with seconds (`2024-01-01T00:00:00Z`), which
 /// order correctly as strings; entries without a time lose; ties go to the later entry.
-struct NewestJson<'a>(Option<BStr<'a>>);
+struct NewestJson<'a>(Option<Entry<'a>>);
 
 impl<'de: 'a, 'a> Deserialize<'de> for NewestJson<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -91,20 +108,62 @@ impl<'de: 'a, 'a> Deserialize<'de> for NewestJson<'a> {
                 Ok(NewestJson(None))
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
-                let mut best: Option<(Option<BStr<'de>>, Option<BStr<'de>>)> = None;
+                let mut best: Option<Entry<'de>> = None;
                 while let Some(e) = seq.next_element::<Entry<'de>>()? {
                     let better = match &best {
                         None => true,
-                        Some((bt, _)) => e.time.as_ref().map(|t| &t.0) >= bt.as_ref().map(|t| &t.0),
+                        Some(b) => e.time.as_ref().map(|t| &t.0) >= b.time.as_ref().map(|t| &t.0),
                     };
                     if better {
-                        best = Some((e.time, e.manager));
+                        best = Some(e);
                     }
                 }
-                Ok(NewestJson(best.and_then(|(_, m)| m)))
+                Ok(NewestJson(best))
             }
         }
         d.deserialize_any(V)
+    }
+}
+
+/// The newest `managedFields` entry of a JSON object (see [`super::last_writer`]): `Ok(None)`
+/// when the object has none, `Err` when the value is not a JSON object.
+pub(crate) fn last_writer(value: &[u8]) -> Result<Option<super::Writer<'_>>, ()> {
+    // Fast path: kube-apiserver writes map keys sorted, so the first `"managedFields":` is
+    // metadata's (apiVersion, kind and metadata come before spec and status, and inside
+    // metadata only annotation or label keys could spell it). Parse just that array; on
+    // anything unexpected, read the whole object.
+    const FIELD: &[u8] = b"\"managedFields\"";
+    if let Some(at) = memchr::memmem::find(value, FIELD) {
+        let rest = &value[at + FIELD.len()..];
+        let skip = rest.iter().take_while(|b| b.is_ascii_whitespace()).count();
+        if rest.get(skip) == Some(&b':') {
+            let mut de = serde_json::Deserializer::from_slice(&rest[skip + 1..]);
+            if let Ok(n) = NewestJson::deserialize(&mut de) {
+                if let Some(e) = n.0 {
+                    return Ok(Some(writer_of(e)));
+                }
+            }
+        }
+    }
+    let h: WriterHead<'_> = serde_json::from_slice(value).map_err(|_| ())?;
+    Ok(h.metadata
+        .and_then(|m| m.managed)
+        .and_then(|n| n.0)
+        .map(writer_of))
+}
+
+fn writer_of(e: Entry<'_>) -> super::Writer<'_> {
+    fn bytes(s: Option<BStr<'_>>) -> Cow<'_, [u8]> {
+        match s.map(|b| b.0) {
+            Some(Cow::Borrowed(b)) => Cow::Borrowed(b.as_bytes()),
+            Some(Cow::Owned(o)) => Cow::Owned(o.into_bytes()),
+            None => Cow::Borrowed(&b""[..]),
+        }
+    }
+    super::Writer {
+        manager: bytes(e.manager),
+        operation: bytes(e.operation),
+        subresource: bytes(e.subresource),
     }
 }
 
@@ -126,7 +185,7 @@ pub fn summarize(value: &[u8], mut s: ObjectSummary) -> ObjectSummary {
                 s.namespace = owned(m.namespace);
                 s.uid = owned(m.uid);
                 s.creation_timestamp = m.creation.as_ref().and_then(|c| unix_seconds(&c.0));
-                s.manager = m.managed.and_then(|n| owned(n.0));
+                s.manager = m.managed.and_then(|n| n.0).and_then(|e| owned(e.manager));
             }
         }
         Err(e) => s.error = Some(format!("JSON: {e}")),

@@ -221,6 +221,13 @@ fn managers_header_and_last_writer() {
     let v = rich_pod();
     let s = summarize(&v);
     assert_eq!(s.manager.as_deref(), Some("kubelet"));
+    let w = crate::decode::last_writer(&v);
+    assert_eq!(w.label(), "kubelet (Update/status)");
+    let LastWrite::By(w) = w else { panic!() };
+    assert!(
+        matches!(w.manager, std::borrow::Cow::Borrowed(_)),
+        "protobuf is not copied"
+    );
     assert_eq!(s.uid.as_deref(), Some("0000-uid"));
     assert_eq!(s.creation_timestamp, Some(1_704_067_200));
     assert_eq!(s.namespace.as_deref(), Some("prod"));
@@ -544,6 +551,26 @@ fn k8s_api_fixtures_envelopes_and_render() {
                     let mf = &j["metadata"]["managedFields"];
                     if let Some(last) = mf.as_array().and_then(|a| a.last()) {
                         assert_eq!(s.manager.as_deref(), last["manager"].as_str(), "{file}");
+                        // The writer the store counts is the same entry, whole.
+                        let crate::decode::LastWrite::By(w) = crate::decode::last_writer(&v) else {
+                            panic!("{file}: no writer for a value with managedFields");
+                        };
+                        let text = |b: &[u8]| String::from_utf8(b.to_vec()).unwrap();
+                        assert_eq!(
+                            Some(text(&w.manager).as_str()),
+                            last["manager"].as_str(),
+                            "{file}"
+                        );
+                        assert_eq!(
+                            Some(text(&w.operation).as_str()),
+                            last["operation"].as_str(),
+                            "{file}"
+                        );
+                        assert_eq!(
+                            text(&w.subresource),
+                            last["subresource"].as_str().unwrap_or(""),
+                            "{file}"
+                        );
                     }
                     names_checked += 1;
                 }
@@ -1166,4 +1193,59 @@ fn etcdctl_plain_get_output_gets_a_hint() {
     assert!(decode(b"just text\nmore", &DecodeOptions::default())
         .hint
         .is_none());
+}
+
+#[test]
+fn last_writer_agrees_with_the_meta_scan_and_survives_every_truncation() {
+    let v = rich_pod();
+    // The tight scanner names the same entry as the general ObjectMeta scan.
+    let env = parse_envelope(&v).unwrap();
+    let (meta, base) = object_meta_bytes(env.raw, env.raw_offset).unwrap().unwrap();
+    let scanned = scan_meta(meta, base).unwrap().writer.unwrap();
+    let LastWrite::By(w) = last_writer(&v) else {
+        panic!()
+    };
+    assert_eq!(
+        (&w.manager[..], &w.operation[..], &w.subresource[..]),
+        (scanned.manager, scanned.operation, scanned.subresource)
+    );
+    // One trailing newline (etcdctl, auger) is tolerated.
+    let mut nl = v.clone();
+    nl.push(b'\n');
+    assert_eq!(last_writer(&nl).label(), "kubelet (Update/status)");
+    // Cut anywhere: never a panic, and never a writer the value does not hold whole.
+    for n in 0..v.len() {
+        match last_writer(&v[..n]) {
+            LastWrite::By(w) => assert!(
+                [&b"kubelet"[..], b"kube-controller-manager", b"old-tool"]
+                    .iter()
+                    .any(|m| w.manager.as_ref() == *m || m.starts_with(&w.manager)),
+                "cut at {n}: {w:?}"
+            ),
+            LastWrite::NoManagedFields | LastWrite::Undecodable => {}
+            LastWrite::Encrypted => panic!("cut at {n}"),
+        }
+    }
+}
+
+#[test]
+fn last_writer_of_json_reads_metadata_even_when_the_name_appears_elsewhere() {
+    let v = br#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{
+        "annotations":{"managedFields":"not the list"},"name":"w",
+        "managedFields":[{"manager":"a","operation":"Update","time":"2024-01-01T00:00:05Z"},
+                         {"manager":"b","operation":"Apply","time":"2024-01-01T00:00:09Z"}]},
+        "spec":{"managedFields":[{"manager":"spec-field","time":"2099-01-01T00:00:00Z"}]}}"#;
+    assert_eq!(last_writer(v).label(), "b (Apply)");
+    let plain = br#"{"metadata":{"managedFields":[{"manager":"x","operation":"Update","subresource":"status"}]}}"#;
+    assert_eq!(last_writer(plain).label(), "x (Update/status)");
+    assert_eq!(
+        last_writer(br#"{"metadata":{"name":"n"}}"#),
+        LastWrite::NoManagedFields
+    );
+    assert_eq!(last_writer(br#"{"metadata":"#), LastWrite::Undecodable);
+    assert_eq!(
+        last_writer(b"k8s:enc:aescbc:v1:key1:\x00\x01"),
+        LastWrite::Encrypted
+    );
+    assert_eq!(last_writer(b""), LastWrite::Undecodable);
 }

@@ -8,7 +8,7 @@
 //! player ([`Player`]) is a source with a cursor: it rebuilds the [`Session`] at any
 //! position from the nearest checkpoint before it and the observations after.
 //!
-//! # File format (contents version 4; versions 1 to 3 still read)
+//! # File format (contents version 5; versions 1 to 4 still read)
 //!
 //! A file is [`format`]'s container: the magic `RGSCOPE\0`, a version, then frames, each
 //! with a magic, a kind, a length and a CRC-32 of its payload, so a damaged frame is
@@ -25,6 +25,7 @@
 //!   in the image); see `store/image.rs`. Version 1 held them as a map of raw values;
 //!   version 3 adds the replica's watch health (etcd's announced head, watch anomalies);
 //!   version 4 the etcd members as last polled (and segments may hold their polls);
+//!   version 5 the write counters per resource and managedFields writer;
 //! - **segment**: up to a second (or 1 MiB) of observations, zstd-compressed together;
 //!   each record is `kind`, the stamp (unix ns), the stream's revision and `postcard` of
 //!   the [`Observation`]. SIGKILL or power loss loses at most the pending second;
@@ -60,10 +61,12 @@ use crate::model::{Observation, SessionInfo, Stamped};
 use crate::store::Session;
 
 /// Version of what the frames hold (the [`RecordingHeader`], the records and the
-/// checkpoints); [`format`] has its own container version. 3: checkpoints carry the
+/// checkpoints); [`format`] has its own container version. 5: checkpoints carry the
+/// replica's write counters per managedFields writer; 4: checkpoints carry the etcd
+/// members as last polled; 3: checkpoints carry the
 /// replica's watch health and records may hold [`Observation::HeadAtLeast`]; 2: checkpoints
 /// hold the replica's keys as one image with values packed in memory as they were
-/// ([`crate::store::CHECKPOINT_FORMAT`]); files of versions 1 to 3 still read.
+/// ([`crate::store::CHECKPOINT_FORMAT`]); files of every earlier version still read.
 pub const FORMAT_VERSION: u32 = crate::store::CHECKPOINT_FORMAT;
 
 /// Record kind of an observation in a segment.

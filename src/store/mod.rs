@@ -18,6 +18,7 @@ mod replica;
 mod session;
 mod shared_bytes;
 mod stats;
+pub mod writers;
 
 pub use discards::Discarded;
 pub use informer::{InformerLag, InformerState};
@@ -31,3 +32,4 @@ pub use replica::{
 pub use session::{Applied, Session};
 pub use shared_bytes::CHECKPOINT_FORMAT;
 pub use stats::{GrowthSample, ResourceStats, ResourceSummary};
+pub use writers::{WriteRates, WriterStats, WriterSummary};

@@ -25,6 +25,7 @@ use super::keystore::{KeyEntry, KeyStore, Queued, Version, VERSION_OVERHEAD};
 use super::list_progress::ListProgress;
 use super::packing::{self, Codebook, Val};
 use super::stats::{Growth, GrowthSample, ResourceStats, ResourceSummary};
+use super::writers::{WriterStats, WriterSummary, Writers};
 use crate::model::{
     escape_bytes, CompactionSeen, CompactionSource, ConnState, EtcdStatus, EventKind, Gap, KeyPath,
     KeyValue, MemberStatus, Observation, Revision, Stamped, WatchEvent,
@@ -47,6 +48,15 @@ pub struct ReplicaConfig {
     pub event_log_cap: usize,
     /// Seconds of revision-growth samples kept.
     pub growth_cap: usize,
+    /// Attribute each watch event to its managedFields writer ([`Replica::writers`]). On by
+    /// default; a session that only compares keys can leave it off. Not in checkpoints: a
+    /// restored replica counts.
+    #[serde(skip, default = "counting_writers")]
+    pub count_writers: bool,
+}
+
+fn counting_writers() -> bool {
+    true
 }
 
 impl Default for ReplicaConfig {
@@ -56,6 +66,7 @@ impl Default for ReplicaConfig {
             history_budget: DEFAULT_HISTORY_BUDGET,
             event_log_cap: 10_000,
             growth_cap: 3_600,
+            count_writers: true,
         }
     }
 }
@@ -171,6 +182,9 @@ pub struct Summary {
     pub history_versions: u64,
     pub history_bytes: u64,
     pub resources: Vec<ResourceSummary>,
+    /// Who wrote what since the replica started: one row per (resource, managedFields
+    /// writer), most events first (see [`super::writers`]).
+    pub writers: Vec<WriterSummary>,
     pub gaps: Vec<Gap>,
     pub compactions: Vec<CompactionSeen>,
     /// etcd's head as its watch announced it, and the watch anomalies counted.
@@ -260,6 +274,10 @@ pub struct Replica {
     /// (checkpoint format 4 and later).
     #[serde(default, deserialize_with = "super::shared_bytes::since_format_4")]
     members: Option<(SystemTime, Vec<MemberStatus>)>,
+    /// Who writes: counters per (resource, managedFields writer) (checkpoint format 5 and
+    /// later; older checkpoints start them empty).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_5")]
+    writers: Writers,
     /// Bytes let go of, kept for the caller to free (see [`Replica::defer_frees`]).
     #[serde(skip)]
     discards: super::discards::Discards<Bytes>,
@@ -402,6 +420,7 @@ impl Replica {
             etcd_status: None,
             failovers: VecDeque::new(),
             members: None,
+            writers: Writers::default(),
             discards: Default::default(),
         }
     }
@@ -412,6 +431,13 @@ impl Replica {
     /// refused here, not crash the apply later).
     pub(super) fn restored(&mut self) -> Result<(), String> {
         let n = self.resources.len() as u32;
+        if let Some(w) = self.writers.rows().iter().find(|w| w.resource >= n) {
+            return Err(format!(
+                "writer {} names resource {} of {n}",
+                w.manager, w.resource
+            ));
+        }
+        self.writers.restored();
         if let Some((_, k, e)) = self
             .store
             .keys
@@ -804,7 +830,16 @@ impl Replica {
             EventKind::Delete => Version::tombstone(kv.mod_revision),
         };
         let (resource, _, _) = self.push_version(&kv.key, version);
-        self.resources[resource as usize].count(second, ev.kind == EventKind::Delete);
+        let delete = ev.kind == EventKind::Delete;
+        self.resources[resource as usize].count(second, delete);
+        let written = match &deleted {
+            Some(v) if delete => v,
+            _ if delete => &Bytes::new(),
+            _ => &kv.value,
+        };
+        if self.cfg.count_writers {
+            self.writers.count(resource, written, second, delete);
+        }
         if self.events.len() >= self.cfg.event_log_cap {
             if let Some(old) = self.events.pop_front() {
                 self.discards.keep(old.key);
@@ -1327,6 +1362,12 @@ impl Replica {
         &self.resources
     }
 
+    /// Who writes: one row per (resource, writer) seen in the watch events, in first-seen
+    /// order (see [`super::writers`]).
+    pub fn writers(&self) -> &[WriterStats] {
+        self.writers.rows()
+    }
+
     /// Name of a resource id as found in [`EventRecord::resource`].
     pub fn resource_name(&self, id: u32) -> &str {
         self.resources
@@ -1372,6 +1413,32 @@ impl Replica {
             })
             .collect();
         resources.sort_by(|a, b| a.resource.cmp(&b.resource));
+        let mut writers: Vec<WriterSummary> = self
+            .writers
+            .rows()
+            .iter()
+            .map(|w| WriterSummary {
+                resource: self.resource_name(w.resource).to_string(),
+                manager: w.manager.clone(),
+                operation: w.operation.clone(),
+                subresource: w.subresource.clone(),
+                puts: w.puts,
+                deletes: w.deletes,
+                bytes: w.bytes,
+            })
+            .collect();
+        writers.sort_by(|a, b| {
+            (b.puts + b.deletes)
+                .cmp(&(a.puts + a.deletes))
+                .then_with(|| {
+                    (&a.resource, &a.manager, &a.operation, &a.subresource).cmp(&(
+                        &b.resource,
+                        &b.manager,
+                        &b.operation,
+                        &b.subresource,
+                    ))
+                })
+        });
         Summary {
             revision: self.applied,
             compact_revision: self.compacted,
@@ -1380,6 +1447,7 @@ impl Replica {
             history_versions: self.history_versions as u64,
             history_bytes: self.history_bytes as u64,
             resources,
+            writers,
             gaps: self.gaps.clone(),
             compactions: self.compactions.iter().cloned().collect(),
             watch: self.watch.clone(),

@@ -50,6 +50,7 @@ impl Session {
             history_budget: usize::try_from(info.history_budget).unwrap_or(usize::MAX),
             event_log_cap: usize::try_from(info.event_log_cap).unwrap_or(10_000),
             growth_cap: usize::try_from(info.growth_cap).unwrap_or(3_600),
+            count_writers: true,
         });
         let mut metrics = MetricStore::new(usize::try_from(info.metric_retention).unwrap_or(720));
         for (t, src) in &info.scrape_targets {

@@ -97,6 +97,9 @@ pub enum Action {
     ToggleEncryption,
     /// Apply the filter being typed.
     Submit,
+    /// Open the command palette: every action, and go to a resource, key, revision or
+    /// (replay) time, by fuzzy match.
+    Palette,
     /// Abandon the filter being typed.
     Cancel,
     /// Delete the last character of the filter being typed.
@@ -150,6 +153,7 @@ impl Action {
         Action::ToggleDiff,
         Action::MarkVersion,
         Action::ToggleEncryption,
+        Action::Palette,
         Action::Submit,
         Action::Cancel,
         Action::DeleteChar,
@@ -201,6 +205,7 @@ impl Action {
             Action::ToggleDiff => "toggle_diff",
             Action::MarkVersion => "mark_version",
             Action::ToggleEncryption => "toggle_encryption",
+            Action::Palette => "palette",
             Action::Submit => "submit",
             Action::Cancel => "cancel",
             Action::DeleteChar => "delete_char",
@@ -253,6 +258,9 @@ impl Action {
             Action::ToggleDiff => "diff against the previous or the marked version",
             Action::MarkVersion => "mark the shown version as the diff base (again: unmark)",
             Action::ToggleEncryption => "encryption at rest per resource (identity, provider:key)",
+            Action::Palette => {
+                "command palette: every action; go to a resource, a key, a revision or (replay) a time"
+            }
             Action::Submit => "apply the filter",
             Action::Cancel => "cancel typing",
             Action::DeleteChar => "delete a character",
@@ -305,6 +313,7 @@ impl Action {
             Action::ToggleDiff => "diff",
             Action::MarkVersion => "mark",
             Action::ToggleEncryption => "encryption",
+            Action::Palette => "commands",
             Action::Submit => "apply",
             Action::Cancel => "cancel",
             Action::DeleteChar => "delete",

@@ -181,6 +181,8 @@ pub(crate) enum InputTarget {
     /// A replay seek: a time (`14:32:10`, RFC 3339), a relative time (`-5m`, `+30s`) or a
     /// revision (`r1234`, or a plain number).
     Seek,
+    /// The command palette ([`super::palette`]).
+    Palette,
 }
 
 /// Live, paused and replay as one cursor over one session: live, the cursor follows the
@@ -375,6 +377,8 @@ pub struct App {
     pub(crate) input: Option<Input>,
     pub(crate) source_ended: bool,
     pub(crate) growth_scroll: usize,
+    /// The command palette's chosen row (an index into its candidates).
+    pub(crate) palette_selected: usize,
     pub(crate) events: EventsState,
     pub(crate) keys: KeysState,
     pub(crate) detail: Option<DetailState>,
@@ -419,6 +423,7 @@ impl App {
             input: None,
             source_ended: false,
             growth_scroll: 0,
+            palette_selected: 0,
             events: EventsState {
                 filter: String::new(),
                 follow: true,
@@ -722,17 +727,8 @@ impl App {
     pub fn mode(&self) -> Mode {
         if self.input.is_some() {
             Mode::Filter
-        } else if self.help.is_some() {
-            Mode::Help
         } else {
-            match self.panel {
-                Panel::Growth => Mode::Growth,
-                Panel::Events => Mode::Events,
-                Panel::Keys if self.detail.is_some() => Mode::Detail,
-                Panel::Keys if self.keys.encryption.is_some() => Mode::Encryption,
-                Panel::Keys => Mode::Keys,
-                Panel::Apiserver => Mode::Apiserver,
-            }
+            self.mode_under_input()
         }
     }
 
@@ -833,6 +829,7 @@ impl App {
                 .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
             {
                 input.text.push(c);
+                self.palette_selected = 0;
                 self.dirty = true;
             }
         }
@@ -842,7 +839,30 @@ impl App {
     pub fn perform(&mut self, action: Action) {
         self.dirty = true;
         let mode = self.mode();
+        if self.palette_open() {
+            let delta: i64 = match action {
+                Action::Up => -1,
+                Action::Down => 1,
+                Action::PageUp => -10,
+                Action::PageDown => 10,
+                _ => 0,
+            };
+            if delta != 0 {
+                let text = self.input_text().unwrap_or("").to_string();
+                let n = super::palette::entries(self, &text).len();
+                self.palette_selected = add(self.palette_selected, delta, n.saturating_sub(1));
+                return;
+            }
+        }
         match action {
+            Action::Palette => {
+                self.help = None;
+                self.palette_selected = 0;
+                self.input = Some(Input {
+                    target: InputTarget::Palette,
+                    text: String::new(),
+                });
+            }
             Action::Quit => self.quit = true,
             Action::ToggleHelp => {
                 self.help = if self.help.is_some() { None } else { Some(0) };
@@ -1037,6 +1057,16 @@ impl App {
                                 Err(e) => self.requests.push(Request::Notice(e)),
                             }
                         }
+                        InputTarget::Palette => {
+                            let all = super::palette::entries(self, &input.text);
+                            match all.into_iter().nth(self.palette_selected) {
+                                Some(e) => self.go(e.goto),
+                                None => self.notify(format!(
+                                    "palette: nothing matches '{}'",
+                                    input.text.trim()
+                                )),
+                            }
+                        }
                     }
                 }
             }
@@ -1044,11 +1074,93 @@ impl App {
             Action::DeleteChar => {
                 if let Some(i) = self.input.as_mut() {
                     i.text.pop();
+                    self.palette_selected = 0;
                 }
             }
             Action::ClearInput => {
                 if let Some(i) = self.input.as_mut() {
                     i.text.clear();
+                }
+            }
+        }
+    }
+
+    /// Whether the command palette is open.
+    pub(crate) fn palette_open(&self) -> bool {
+        self.input
+            .as_ref()
+            .is_some_and(|i| i.target == InputTarget::Palette)
+    }
+
+    /// The keymap mode under the palette or a filter being typed (what [`Self::mode`] says
+    /// once it closes), for the keys the palette shows beside each action.
+    pub(crate) fn mode_under_input(&self) -> Mode {
+        if self.help.is_some() {
+            return Mode::Help;
+        }
+        match self.panel {
+            Panel::Growth => Mode::Growth,
+            Panel::Events => Mode::Events,
+            Panel::Keys if self.detail.is_some() => Mode::Detail,
+            Panel::Keys if self.keys.encryption.is_some() => Mode::Encryption,
+            Panel::Keys => Mode::Keys,
+            Panel::Apiserver => Mode::Apiserver,
+        }
+    }
+
+    /// Runs what a palette entry names.
+    fn go(&mut self, goto: super::palette::Goto) {
+        use super::palette::Goto;
+        match goto {
+            Goto::Action(a) => self.perform(a),
+            Goto::Seek(to) => self.requests.push(Request::Seek(to)),
+            Goto::Resource(r) => {
+                self.switch(Panel::Keys);
+                self.detail = None;
+                self.keys.encryption = None;
+                self.keys.resource = Some(r);
+                self.keys.filter.clear();
+                self.keys.focus = KeysFocus::Resources;
+                self.keys.selected = None;
+                self.keys.view_after = None;
+                self.normalize_keys();
+            }
+            Goto::Key(key) => {
+                let resource = KeyPath::parse(self.session.replica.prefix(), &key)
+                    .resource
+                    .into_owned();
+                self.switch(Panel::Keys);
+                self.keys.encryption = None;
+                self.keys.resource = Some(resource);
+                self.keys.filter.clear();
+                self.keys.focus = KeysFocus::Keys;
+                self.keys.selected = Some(key.clone());
+                self.keys.view_after = None;
+                self.normalize_keys();
+                self.open_detail(key);
+            }
+            Goto::Revision(rev) => {
+                self.switch(Panel::Events);
+                self.set_events_filter(String::new());
+                let found = self.events_filtered().position(|e| e.revision == rev);
+                match found {
+                    Some(i) => {
+                        self.events.selected = i;
+                        self.events.follow = i == 0;
+                        self.events_keep_visible();
+                    }
+                    None => {
+                        let log = self.session.replica.events();
+                        let span = match (log.front(), log.back()) {
+                            (Some(a), Some(b)) => {
+                                format!("it holds revisions {} to {}", a.revision, b.revision)
+                            }
+                            _ => "it is empty".to_string(),
+                        };
+                        self.notify(format!(
+                            "revision {rev} is not in the event log ({span}); open the key at it with [ and ] in its history"
+                        ));
+                    }
                 }
             }
         }
@@ -1594,7 +1706,16 @@ pub(crate) fn event_matches(replica: &Replica, e: &EventRecord, f: &str) -> bool
         crate::model::EventKind::Put => "put",
         crate::model::EventKind::Delete => "delete",
     };
-    res.contains(f) || op.contains(f)
+    if res.contains(f) || op.contains(f) {
+        return true;
+    }
+    // The writer of a PUT (a field manager such as `kubelet`): decoded only when nothing
+    // cheaper matched.
+    e.kind == crate::model::EventKind::Put
+        && crate::decode::last_writer(&e.value)
+            .label()
+            .to_lowercase()
+            .contains(f)
 }
 
 fn add(v: usize, delta: i64, max: usize) -> usize {

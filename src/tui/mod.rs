@@ -20,6 +20,7 @@ mod detail;
 pub mod diff;
 pub mod format;
 pub mod keymap;
+mod palette;
 mod replay;
 pub mod screenshot;
 pub mod storage;

@@ -70,6 +70,13 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             Constraint::Length(9),
         ]);
     }
+    // Who wrote each PUT (the newest managedFields entry); kube-apiserver records no
+    // writer for a DELETE.
+    let show_writer = area.width >= 170;
+    if show_writer {
+        header.push("writer");
+        widths.push(Constraint::Length(24));
+    }
     header.push(if wide { "key" } else { "key (under prefix)" });
     widths.push(Constraint::Min(10));
     // The key column's width: what the borders and the other columns (each with one space
@@ -93,6 +100,10 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             };
             // A DELETE carries the deleted value (the replica's last copy); `-` when the
             // key was not held.
+            let writer = match ev.kind {
+                EventKind::Put if show_writer => decode::last_writer(&ev.value).label(),
+                _ => "-".to_string(),
+            };
             let (kind, size) = if ev.kind == EventKind::Delete && ev.value.is_empty() {
                 ("-".to_string(), "-".to_string())
             } else {
@@ -128,6 +139,9 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             if !narrow {
                 cells.push(Cell::from(kind));
                 cells.push(Cell::from(Line::from(size).right_aligned()));
+            }
+            if show_writer {
+                cells.push(Cell::from(Span::styled(writer, t.get(Role::Muted))));
             }
             cells.push(Cell::from(key));
             Row::new(cells)

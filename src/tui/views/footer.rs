@@ -31,6 +31,8 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     if let Some(text) = app.input_text() {
         let prompt = if app.typing_seek() {
             " seek to (14:32:10, -5m, +30s, r1234): "
+        } else if app.palette_open() {
+            " : "
         } else {
             " filter: "
         };

@@ -1,6 +1,7 @@
 //! The revision growth panel: revisions per second (sparkline) and the head revision over
 //! time (line chart) from the replica's per-second growth samples; the resources driving
-//! writes (10 s rates and totals); compactions and gaps seen.
+//! writes (10 s rates and totals, and each one's busiest writer); who writes
+//! ([`super::writers`]); compactions and gaps seen.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::symbols::Marker;
@@ -8,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Cell, Chart, Dataset, GraphType, Paragraph, Row, Sparkline, Table};
 use ratatui::Frame;
 
-use super::{pane, sp};
+use super::{header_row, pane, sp};
 use crate::tui::app::App;
 use crate::tui::format::{bytes, clock, rate, thousands, thousands_i};
 use crate::tui::theme::Role;
@@ -60,18 +61,27 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
     draw_rate(app, f, spark);
     draw_head(app, f, chart);
-    if bottom.width >= 110 {
-        let [res, comp] =
+    let (tables, comp) = if bottom.width >= 110 {
+        let [tables, comp] =
             Layout::horizontal([Constraint::Min(60), Constraint::Length(48)]).areas(bottom);
-        draw_resources(app, f, res);
-        draw_compactions(app, f, comp);
+        (tables, comp)
     } else {
         let comp_h = if bottom.height >= 14 { 6 } else { 4 };
-        let [res, comp] =
+        let [tables, comp] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(comp_h)]).areas(bottom);
+        (tables, comp)
+    };
+    // The writers under the resources when there is room for a few rows of each.
+    if tables.height >= 12 {
+        let [res, writers] =
+            Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .areas(tables);
         draw_resources(app, f, res);
-        draw_compactions(app, f, comp);
+        super::writers::draw(app, f, writers, None);
+    } else {
+        draw_resources(app, f, tables);
     }
+    draw_compactions(app, f, comp);
 }
 
 fn draw_rate(app: &App, f: &mut Frame, area: Rect) {
@@ -157,21 +167,22 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect) {
 
 fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
     let now = app.now_second();
-    let mut rows: Vec<(&crate::store::ResourceStats, f64, f64)> = app
+    let mut rows: Vec<(u32, &crate::store::ResourceStats, f64, f64)> = app
         .session
         .replica
         .resources()
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(id, r)| {
             let (p, d) = r.rates(now, RATE_WINDOW);
-            (r, p, d)
+            (id as u32, r, p, d)
         })
         .collect();
     rows.sort_by(|a, b| {
-        (b.1 + b.2)
-            .total_cmp(&(a.1 + a.2))
-            .then((b.0.puts + b.0.deletes).cmp(&(a.0.puts + a.0.deletes)))
-            .then(a.0.resource.cmp(&b.0.resource))
+        (b.2 + b.3)
+            .total_cmp(&(a.2 + a.3))
+            .then((b.1.puts + b.1.deletes).cmp(&(a.1.puts + a.1.deletes)))
+            .then(a.1.resource.cmp(&b.1.resource))
     });
     let inner_h = area.height.saturating_sub(3) as usize;
     app.view.growth.set(inner_h);
@@ -179,12 +190,13 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         .growth_scroll
         .min(rows.len().saturating_sub(inner_h.max(1)));
     let wide = area.width >= 70;
+    let show_writer = area.width >= 100;
     let t = &app.s.theme;
     let body: Vec<Row> = rows
         .iter()
         .skip(skip)
         .take(inner_h)
-        .map(|(r, p, d)| {
+        .map(|(id, r, p, d)| {
             let mut cells = vec![
                 Cell::from(r.resource.clone()),
                 Cell::from(Line::from(thousands(r.keys)).right_aligned()),
@@ -200,6 +212,10 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
             ));
             cells.push(Cell::from(Line::from(thousands(r.puts)).right_aligned()));
             cells.push(Cell::from(Line::from(thousands(r.deletes)).right_aligned()));
+            if show_writer {
+                let w = super::writers::top_writer(app, *id).unwrap_or_default();
+                cells.push(Cell::from(Span::styled(w, t.get(Role::Muted))));
+            }
             Row::new(cells)
         })
         .collect();
@@ -216,17 +232,12 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         Constraint::Length(9),
         Constraint::Length(9),
     ]);
-    let header = Row::new(
-        header
-            .into_iter()
-            .enumerate()
-            .map(|(i, h)| {
-                let l = Line::from(h);
-                Cell::from(if i == 0 { l } else { l.right_aligned() })
-            })
-            .collect::<Vec<_>>(),
-    )
-    .style(t.get(Role::TableHeader));
+    if show_writer {
+        header.push("top writer (60 s)");
+        widths.push(Constraint::Min(18));
+    }
+    let last_number = header.len() - usize::from(show_writer);
+    let header = header_row(app, header, 1..last_number);
     let title = vec![
         sp(app, "Top resources by writes", Role::PanelTitle),
         sp(

@@ -62,14 +62,14 @@ pub(crate) fn lines(app: &App) -> Vec<Line<'static>> {
 fn mode_note(mode: Mode) -> &'static str {
     match mode {
         Mode::Global => " everywhere unless a mode binds the key",
-        Mode::Growth => " revision growth",
-        Mode::Events => " event stream",
+        Mode::Growth => " revision growth, top resources and who writes them (managedFields)",
+        Mode::Events => " event stream (the filter matches key, resource, PUT/DELETE and writer)",
         Mode::Keys => " key browser",
         Mode::Detail => " an opened key",
         Mode::Encryption => " encryption at rest per resource",
         Mode::Apiserver => " apiserver panel: ↑/↓ scroll the focused section",
         Mode::Help => " this screen",
-        Mode::Filter => " typing a filter",
+        Mode::Filter => " typing a filter, a seek, or in the command palette (:)",
     }
 }
 

@@ -1,7 +1,8 @@
 //! The key browser: resources with key counts and bytes on the left, the selected
 //! resource's keys on the right (virtualized: only the visible rows are fetched), each with
 //! its revision, version, size and storage (`identity` or the encryption `provider:key`).
-//! An opened key is drawn by [`super::detail`].
+//! Under the resources, the selected resource's writers ([`super::writers`]). An opened
+//! key is drawn by [`super::detail`].
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
@@ -21,7 +22,24 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     let left_w = (area.width * 35 / 100).clamp(24.min(area.width), 48);
     let [left, right] =
         Layout::horizontal([Constraint::Length(left_w), Constraint::Min(0)]).areas(area);
-    draw_resources(app, f, left);
+    // The selected resource's writers under the list, when there is room for both.
+    let selected = app.keys.resource.as_ref().and_then(|name| {
+        app.session
+            .replica
+            .resources()
+            .iter()
+            .position(|r| &r.resource == name)
+    });
+    match selected {
+        Some(id) if left.height >= 20 => {
+            let writers_h = (left.height / 3).clamp(6, 12);
+            let [list, writers] =
+                Layout::vertical([Constraint::Min(0), Constraint::Length(writers_h)]).areas(left);
+            draw_resources(app, f, list);
+            super::writers::draw(app, f, writers, Some(id as u32));
+        }
+        _ => draw_resources(app, f, left),
+    }
     draw_keys(app, f, right);
 }
 

@@ -14,6 +14,8 @@ mod growth;
 mod header;
 mod help;
 mod keys;
+mod palette;
+mod writers;
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -64,6 +66,9 @@ pub fn draw(app: &App, f: &mut Frame) {
     }
     if let Some(scroll) = app.help {
         help::draw(app, scroll, f, main);
+    }
+    if app.palette_open() {
+        palette::draw(app, app.input_text().unwrap_or(""), f, main);
     }
     footer::draw(app, f, foot);
 }
@@ -134,6 +139,30 @@ pub(crate) fn sp<'a>(
     role: Role,
 ) -> Span<'a> {
     Span::styled(text.into(), app.s.theme.get(role))
+}
+
+/// A table's header row: the columns in `numbers` right-aligned over their numbers.
+pub(crate) fn header_row<'a>(
+    app: &App,
+    names: Vec<&'a str>,
+    numbers: std::ops::Range<usize>,
+) -> ratatui::widgets::Row<'a> {
+    use ratatui::widgets::{Cell, Row};
+    Row::new(
+        names
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| {
+                let l = Line::from(h);
+                Cell::from(if numbers.contains(&i) {
+                    l.right_aligned()
+                } else {
+                    l
+                })
+            })
+            .collect::<Vec<_>>(),
+    )
+    .style(app.s.theme.get(Role::TableHeader))
 }
 
 /// The style for the selected row: full selection when the list has the focus.
