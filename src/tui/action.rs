@@ -321,6 +321,21 @@ impl Action {
         }
     }
 
+    /// Whether the action works only in a replay (the timeline's keys).
+    pub fn replay_only(self) -> bool {
+        matches!(
+            self,
+            Action::SpeedUp
+                | Action::SlowDown
+                | Action::StepEvent
+                | Action::SeekBack
+                | Action::SeekForward
+                | Action::NextMarker
+                | Action::PrevMarker
+                | Action::SeekPrompt
+        )
+    }
+
     /// Looks an action up by its keymap name.
     pub fn from_name(name: &str) -> Option<Action> {
         Action::ALL.iter().copied().find(|a| a.name() == name)

@@ -1108,6 +1108,21 @@ impl App {
         }
     }
 
+    /// Shows `key` selected in the key browser, under its resource.
+    fn select_key(&mut self, key: Bytes) {
+        let resource = KeyPath::parse(self.session.replica.prefix(), &key)
+            .resource
+            .into_owned();
+        self.panel = Panel::Keys;
+        self.keys.encryption = None;
+        self.keys.resource = Some(resource);
+        self.keys.filter.clear();
+        self.keys.focus = KeysFocus::Keys;
+        self.keys.selected = Some(key);
+        self.keys.view_after = None;
+        self.normalize_keys();
+    }
+
     /// Runs what a palette entry names.
     fn go(&mut self, goto: super::palette::Goto) {
         use super::palette::Goto;
@@ -1126,17 +1141,8 @@ impl App {
                 self.normalize_keys();
             }
             Goto::Key(key) => {
-                let resource = KeyPath::parse(self.session.replica.prefix(), &key)
-                    .resource
-                    .into_owned();
-                self.switch(Panel::Keys);
-                self.keys.encryption = None;
-                self.keys.resource = Some(resource);
-                self.keys.filter.clear();
-                self.keys.focus = KeysFocus::Keys;
-                self.keys.selected = Some(key.clone());
-                self.keys.view_after = None;
-                self.normalize_keys();
+                self.help = None;
+                self.select_key(key.clone());
                 self.open_detail(key);
             }
             Goto::Revision(rev) => {
@@ -1256,17 +1262,7 @@ impl App {
                     return;
                 };
                 let (key, revision) = (ev.key.clone(), ev.revision);
-                let resource = KeyPath::parse(self.session.replica.prefix(), &key)
-                    .resource
-                    .into_owned();
-                self.panel = Panel::Keys;
-                self.keys.encryption = None;
-                self.keys.resource = Some(resource);
-                self.keys.filter.clear();
-                self.keys.focus = KeysFocus::Keys;
-                self.keys.selected = Some(key.clone());
-                self.keys.view_after = None;
-                self.normalize_keys();
+                self.select_key(key.clone());
                 // The object as this event left it, not as it is now.
                 self.open_detail_at(key, Some(revision));
             }

@@ -43,18 +43,6 @@ const EDITING: [Action; 5] = [
     Action::Palette,
 ];
 
-/// Actions of the replay's timeline: offered only in a replay.
-const REPLAY_ONLY: [Action; 8] = [
-    Action::SpeedUp,
-    Action::SlowDown,
-    Action::StepEvent,
-    Action::SeekBack,
-    Action::SeekForward,
-    Action::NextMarker,
-    Action::PrevMarker,
-    Action::SeekPrompt,
-];
-
 /// Candidates for `text`, best first: first what `text` names exactly (a time or revision
 /// to seek to, a revision to select, a key), then the actions and resources it matches
 /// fuzzily (see [`fuzzy_score`]); with nothing typed, every action then every resource.
@@ -91,7 +79,7 @@ pub(crate) fn entries(app: &App, text: &str) -> Vec<Entry> {
     let actions = Action::ALL
         .iter()
         .copied()
-        .filter(|a| !EDITING.contains(a) && (replay || !REPLAY_ONLY.contains(a)));
+        .filter(|a| !EDITING.contains(a) && (replay || !a.replay_only()));
     for (i, a) in actions.enumerate() {
         let label = a.description().to_string();
         let keys: Vec<String> = app
