@@ -2372,3 +2372,25 @@ fn command_palette_120x30() {
     let screen = render(&mut a, 120, 30);
     assert!(screen.contains("/registry/pods/"), "{screen}");
 }
+
+/// The palette's list moves with the arrows whatever the keymap binds; Enter on an empty
+/// palette closes it (it never runs the first action blindly), and quit is listed last.
+#[test]
+fn command_palette_arrows_choose_and_an_empty_enter_runs_nothing() {
+    let mut a = app();
+    keys(&mut a, ":\n");
+    assert!(!a.should_quit());
+    assert_eq!(a.panel(), regscope::tui::Panel::Growth);
+    let screen = render(&mut a, 120, 30);
+    assert!(!screen.contains("Command palette"), "closed:\n{screen}");
+    // Down twice, up once: the second action (next panel) runs.
+    keys(&mut a, ":");
+    for code in [KeyCode::Down, KeyCode::Down, KeyCode::Up] {
+        a.handle_key(&KeyEvent::new(code, KeyModifiers::NONE));
+    }
+    let screen = render(&mut a, 120, 30);
+    assert!(screen.contains("Command palette"), "{screen}");
+    keys(&mut a, "\n");
+    assert_eq!(a.panel(), regscope::tui::Panel::Events);
+    assert!(!a.should_quit());
+}

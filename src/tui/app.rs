@@ -818,6 +818,27 @@ impl App {
         if self.notice.take().is_some() {
             self.dirty = true;
         }
+        // The palette's list moves with the arrows (and Tab, ctrl-p/ctrl-n) whatever the
+        // keymap binds, since the keys typed into it are text.
+        if self.palette_open() {
+            let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+            let delta: Option<i64> = match key.code {
+                KeyCode::Up | KeyCode::BackTab => Some(-1),
+                KeyCode::Down | KeyCode::Tab => Some(1),
+                KeyCode::PageUp => Some(-10),
+                KeyCode::PageDown => Some(10),
+                KeyCode::Char('p') if ctrl => Some(-1),
+                KeyCode::Char('n') if ctrl => Some(1),
+                _ => None,
+            };
+            if let Some(delta) = delta {
+                let text = self.input_text().unwrap_or("").to_string();
+                let n = super::palette::entries(self, &text).len();
+                self.palette_selected = add(self.palette_selected, delta, n.saturating_sub(1));
+                self.dirty = true;
+                return;
+            }
+        }
         let mode = self.mode();
         if let Some(action) = self.s.keymap.lookup(mode, key) {
             self.perform(action);
@@ -839,21 +860,6 @@ impl App {
     pub fn perform(&mut self, action: Action) {
         self.dirty = true;
         let mode = self.mode();
-        if self.palette_open() {
-            let delta: i64 = match action {
-                Action::Up => -1,
-                Action::Down => 1,
-                Action::PageUp => -10,
-                Action::PageDown => 10,
-                _ => 0,
-            };
-            if delta != 0 {
-                let text = self.input_text().unwrap_or("").to_string();
-                let n = super::palette::entries(self, &text).len();
-                self.palette_selected = add(self.palette_selected, delta, n.saturating_sub(1));
-                return;
-            }
-        }
         match action {
             Action::Palette => {
                 self.help = None;
@@ -1057,6 +1063,9 @@ impl App {
                                 Err(e) => self.requests.push(Request::Notice(e)),
                             }
                         }
+                        // Enter on an empty palette closes it: nothing was asked for.
+                        InputTarget::Palette
+                            if input.text.trim().is_empty() && self.palette_selected == 0 => {}
                         InputTarget::Palette => {
                             let all = super::palette::entries(self, &input.text);
                             match all.into_iter().nth(self.palette_selected) {
@@ -1705,9 +1714,9 @@ pub(crate) fn event_matches(replica: &Replica, e: &EventRecord, f: &str) -> bool
     if res.contains(f) || op.contains(f) {
         return true;
     }
-    // The writer of a PUT (a field manager such as `kubelet`): decoded only when nothing
-    // cheaper matched.
-    e.kind == crate::model::EventKind::Put
+    // The writer (a field manager such as `kubelet`; for a DELETE the last writer of what
+    // was deleted, as the writers panel counts it): decoded only when nothing cheaper matched.
+    !e.value.is_empty()
         && crate::decode::last_writer(&e.value)
             .label()
             .to_lowercase()

@@ -76,10 +76,13 @@ pub(crate) fn entries(app: &App, text: &str) -> Vec<Entry> {
     }
     let mode = app.mode_under_input();
     let mut ranked: Vec<(i64, usize, Entry)> = Vec::new();
+    // Quit last: never the first thing a stray Enter runs.
     let actions = Action::ALL
         .iter()
         .copied()
-        .filter(|a| !EDITING.contains(a) && (replay || !a.replay_only()));
+        .filter(|a| !EDITING.contains(a) && (replay || !a.replay_only()))
+        .filter(|a| *a != Action::Quit)
+        .chain([Action::Quit]);
     for (i, a) in actions.enumerate() {
         let label = a.description().to_string();
         let keys: Vec<String> = app

@@ -70,12 +70,12 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             Constraint::Length(9),
         ]);
     }
-    // Who wrote each PUT (the newest managedFields entry); kube-apiserver records no
-    // writer for a DELETE.
+    // Who wrote each PUT (the newest managedFields entry); for a DELETE, the last writer
+    // of what was deleted.
     let show_writer = area.width >= 170;
     if show_writer {
         header.push("writer");
-        widths.push(Constraint::Length(24));
+        widths.push(Constraint::Length(34));
     }
     header.push(if wide { "key" } else { "key (under prefix)" });
     widths.push(Constraint::Min(10));
@@ -100,9 +100,12 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             };
             // A DELETE carries the deleted value (the replica's last copy); `-` when the
             // key was not held.
-            let writer = match ev.kind {
-                EventKind::Put if show_writer => decode::last_writer(&ev.value).label(),
-                _ => "-".to_string(),
+            // A DELETE shows the last writer of what was deleted, as the writers panel
+            // counts it (kube-apiserver records no deleter).
+            let writer = if show_writer && !ev.value.is_empty() {
+                decode::last_writer(&ev.value).label()
+            } else {
+                "-".to_string()
             };
             let (kind, size) = if ev.kind == EventKind::Delete && ev.value.is_empty() {
                 ("-".to_string(), "-".to_string())

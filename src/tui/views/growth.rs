@@ -233,7 +233,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         Constraint::Length(9),
     ]);
     if show_writer {
-        header.push("top writer (60 s)");
+        header.push("top writer");
         widths.push(Constraint::Min(18));
     }
     let last_number = header.len() - usize::from(show_writer);

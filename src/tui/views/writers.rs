@@ -16,17 +16,30 @@ use crate::tui::theme::Role;
 /// Window of the writers' rates, in seconds.
 pub(crate) const WRITERS_WINDOW: u64 = 60;
 
+/// The rates' window now: [`WRITERS_WINDOW`], or the seconds observed so far when fewer
+/// (so that a young session's rates are not divided by seconds it never saw).
+pub(crate) fn window(app: &App) -> u64 {
+    let now = app.now_second();
+    app.session
+        .replica
+        .growth()
+        .next()
+        .map_or(WRITERS_WINDOW, |g| now.saturating_sub(g.second))
+        .clamp(1, WRITERS_WINDOW)
+}
+
 /// Writers of `resource` (every resource when `None`) with their rates over the last
-/// [`WRITERS_WINDOW`] seconds, busiest first: by rate, then by events since start.
+/// [`window`] seconds, busiest first: by rate, then by events since start.
 pub(crate) fn ranked(app: &App, resource: Option<u32>) -> Vec<(&WriterStats, WriteRates)> {
     let now = app.now_second();
+    let win = window(app);
     let mut rows: Vec<(&WriterStats, WriteRates)> = app
         .session
         .replica
         .writers()
         .iter()
         .filter(|w| resource.is_none_or(|r| w.resource == r))
-        .map(|w| (w, w.rates(now, WRITERS_WINDOW)))
+        .map(|w| (w, w.rates(now, win)))
         .collect();
     rows.sort_by(|a, b| {
         b.1.writes()
@@ -54,17 +67,18 @@ fn label(w: &WriterStats) -> String {
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect, resource: Option<u32>) {
     let t = &app.s.theme;
     let rows = ranked(app, resource);
+    let win = window(app);
     let r = &app.session.replica;
     let mut title = vec![sp(app, "Writers", Role::PanelTitle)];
     title.push(sp(
         app,
         match resource {
             Some(id) if area.width >= 40 => {
-                format!(" of {} ({WRITERS_WINDOW} s rates)", r.resource_name(id))
+                format!(" of {} ({win} s rates)", r.resource_name(id))
             }
             Some(id) => format!(" of {}", r.resource_name(id)),
             None => format!(
-                " by managedFields ({WRITERS_WINDOW} s rates; {} writer{})",
+                " by managedFields ({win} s rates; {} writer{})",
                 rows.len(),
                 if rows.len() == 1 { "" } else { "s" }
             ),
