@@ -1026,6 +1026,10 @@ impl App {
                         target: InputTarget::Seek,
                         text: String::new(),
                     });
+                } else {
+                    self.notify(
+                        "seeking is for replays (regscope replay FILE); live, `:` then r1234 selects a revision's event".into(),
+                    );
                 }
             }
             Action::ToggleFollow => {
@@ -1057,6 +1061,8 @@ impl App {
                         InputTarget::Events => self.set_events_filter(input.text),
                         InputTarget::Keys => self.set_keys_filter(input.text),
                         InputTarget::Apiserver => self.set_apiserver_filter(input.text),
+                        // Enter with nothing typed closes the prompt.
+                        InputTarget::Seek if input.text.trim().is_empty() => {}
                         InputTarget::Seek => {
                             match parse_seek(&input.text, self.session.now(), self.s.utc_offset) {
                                 Ok(to) => self.requests.push(Request::Seek(to)),
@@ -1883,6 +1889,36 @@ mod tests {
         assert_eq!(before, after);
         app.perform(Action::Top);
         assert!(app.events.follow, "back at the newest row follows again");
+    }
+
+    #[test]
+    fn the_seek_key_live_says_where_seeking_is_and_an_empty_seek_just_closes() {
+        let mut app = App::new(
+            Session::from_replica(listed(1), "demo"),
+            Settings::default(),
+        );
+        press(&mut app, 't');
+        assert!(app.input.is_none());
+        assert!(app
+            .current_notice()
+            .is_some_and(|n| n.contains("seeking is for replays")));
+        // In a replay, Enter on an empty prompt closes it without a request or an error.
+        app.set_replay(Some(ReplayStatus {
+            file: "r.rgs".into(),
+            start: at(0),
+            end: at(60),
+            total: 10,
+            position: 0,
+            speed: Speed::Times(1),
+            secrets_shown: false,
+            damage: String::new(),
+            marker: None,
+        }));
+        press(&mut app, 't');
+        assert!(app.typing_seek());
+        code(&mut app, KeyCode::Enter);
+        assert!(app.input.is_none());
+        assert!(app.take_requests().is_empty());
     }
 
     #[test]
