@@ -191,6 +191,11 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         .min(rows.len().saturating_sub(inner_h.max(1)));
     let wide = area.width >= 70;
     let show_writer = area.width >= 100;
+    let top = if show_writer {
+        super::writers::top_writers(app)
+    } else {
+        Default::default()
+    };
     let t = &app.s.theme;
     let body: Vec<Row> = rows
         .iter()
@@ -213,7 +218,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
             cells.push(Cell::from(Line::from(thousands(r.puts)).right_aligned()));
             cells.push(Cell::from(Line::from(thousands(r.deletes)).right_aligned()));
             if show_writer {
-                let w = super::writers::top_writer(app, *id).unwrap_or_default();
+                let w = top.get(id).cloned().unwrap_or_default();
                 cells.push(Cell::from(Span::styled(w, t.get(Role::Muted))));
             }
             Row::new(cells)

@@ -50,9 +50,14 @@ pub(crate) fn ranked(app: &App, resource: Option<u32>) -> Vec<(&WriterStats, Wri
     rows
 }
 
-/// The busiest writer of `resource` (see [`ranked`]), as `manager` or `manager (how)`.
-pub(crate) fn top_writer(app: &App, resource: u32) -> Option<String> {
-    ranked(app, Some(resource)).first().map(|(w, _)| label(w))
+/// The busiest writer of each resource (see [`ranked`]), as `manager` or `manager (how)`,
+/// by resource id: one ranking for the whole table rather than one per row.
+pub(crate) fn top_writers(app: &App) -> std::collections::HashMap<u32, String> {
+    let mut top = std::collections::HashMap::new();
+    for (w, _) in ranked(app, None) {
+        top.entry(w.resource).or_insert_with(|| label(w));
+    }
+    top
 }
 
 /// `manager (Update/status)`, or the manager alone for plain `Update`.
