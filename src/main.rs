@@ -97,10 +97,11 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
         Some(Command::Snapshot(s)) => snapshot(&s.conn, &s, &cli.metrics).await,
         Some(Command::Verify(VerifyArgs { conn })) => verify(&conn).await,
         Some(Command::Record(r)) => {
-            let scfg = match scrape_config(&cli.metrics) {
+            let mut scfg = match scrape_config(&cli.metrics) {
                 Ok(c) => c,
                 Err(code) => return Ok(code),
             };
+            scfg.other_clusters = r.conn.other_clusters(&cli.metrics.node_other_clusters);
             regscope::cli::record::record(&r, &scfg, cli.ui.show_secrets).await
         }
         Some(Command::Replay(r)) if r.check => {
@@ -220,6 +221,10 @@ fn discover_node(cli: &mut Cli) -> Option<regscope::node::Discovery> {
             if from_node && cli.metrics.etcd_metrics_url.is_none() && !files {
                 cli.metrics.etcd_metrics_url.clone_from(&d.etcd_metrics_url);
             }
+            cli.metrics
+                .node_apiserver_flags
+                .clone_from(&d.apiserver_flags);
+            cli.metrics.node_other_clusters = d.other_clusters();
         }
     }
     if let Some(p) = &d.encryption_config {
@@ -278,6 +283,8 @@ async fn console(
             return Ok(ExitCode::from(2));
         }
     };
+    let mut scfg = scfg;
+    scfg.other_clusters = conn.other_clusters(&m.node_other_clusters);
     let mut opts = ui_options(ui)?;
     opts.memory_limit = conn.memory_limit.map(|b| b as u64);
     for p in discovery.map_or(&[][..], |d| &d.problems) {
@@ -478,6 +485,17 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
         {
             session.apply(&Stamped::now(regscope::model::Observation::Members(rows)));
         }
+        // kube-apiserver's storage flags and its other etcd clusters, asked once each.
+        if let Some(f) = &scfg.apiserver_flags {
+            session.apply(&Stamped::now(regscope::model::Observation::ApiserverFlags(
+                f.clone(),
+            )));
+        }
+        for other in conn.other_clusters(&m.node_other_clusters) {
+            session.apply(&Stamped::now(regscope::model::Observation::OtherCluster(
+                other.once().await,
+            )));
+        }
     }
     for st in &files {
         session.apply(st);
@@ -535,7 +553,8 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
         snapshot_json(
             (!files_only).then_some(&session.replica),
             s.keys,
-            Some(&view)
+            Some(&view),
+            Some(&session),
         )?
     ));
     Ok(ExitCode::SUCCESS)

@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::tmux::{tmux_cmd, Tmux};
+
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -12,98 +14,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_regscope");
 
 fn have(cmd: &str) -> bool {
     regscope::demo::etcd_server::find_on_path(cmd).is_some()
-}
-
-/// A tmux session on its own server socket (`tmux -L`), so parallel tests never race to
-/// start or share one server.
-struct Tmux {
-    session: String,
-    socket: String,
-}
-
-fn tmux_cmd(socket: &str) -> Command {
-    let mut c = Command::new("tmux");
-    c.args(["-L", socket]);
-    c
-}
-
-impl Tmux {
-    fn start(cols: u16, rows: u16, cmd: &str) -> Tmux {
-        let session = format!("regscope-e2e-{}", rand::random::<u32>());
-        let socket = format!("{session}-sock");
-        let st = tmux_cmd(&socket)
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                &session,
-                "-x",
-                &cols.to_string(),
-                "-y",
-                &rows.to_string(),
-                cmd,
-            ])
-            .env("TERM", "xterm-256color")
-            .status()
-            .expect("tmux");
-        assert!(st.success(), "tmux new-session failed");
-        // Keep the pane after the command exits so we can read what it left behind.
-        let _ = tmux_cmd(&socket)
-            .args(["set-option", "-t", &session, "remain-on-exit", "on"])
-            .status();
-        // Without this, an Escape followed quickly by a key reaches the app as Alt+key.
-        let _ = tmux_cmd(&socket)
-            .args(["set-option", "-s", "escape-time", "0"])
-            .status();
-        Tmux { session, socket }
-    }
-
-    fn capture(&self) -> String {
-        let out = tmux_cmd(&self.socket)
-            .args(["capture-pane", "-p", "-t", &self.session])
-            .output()
-            .expect("capture-pane");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", &self.session];
-        args.extend_from_slice(keys);
-        assert!(tmux_cmd(&self.socket)
-            .args(&args)
-            .status()
-            .unwrap()
-            .success());
-    }
-
-    fn wait_for(&self, what: &str, timeout: Duration, cond: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let screen = self.capture();
-            if cond(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {what}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-
-    fn pane_dead(&self) -> bool {
-        let out = tmux_cmd(&self.socket)
-            .args(["display-message", "-p", "-t", &self.session, "#{pane_dead}"])
-            .output()
-            .expect("display-message");
-        String::from_utf8_lossy(&out.stdout).trim() == "1"
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = tmux_cmd(&self.socket).args(["kill-server"]).status();
-    }
 }
 
 async fn seeded_etcd() -> PrivateEtcd {

@@ -153,6 +153,7 @@ spec:
     - --etcd-keyfile=/etc/kubernetes/pki/apiserver-etcd-client.key
     - --encryption-provider-config=/etc/kubernetes/enc/enc.yaml
     - --etcd-compaction-interval=5m
+    - --watch-cache-sizes=secrets#0
     volumeMounts:
     - name: k8s-certs
       mountPath: /etc/kubernetes/pki
@@ -337,10 +338,33 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
     assert!(!text.contains("FAIL"), "{text}");
 
     // snapshot uses what was found: the members, the certificates, the prefix.
+    // Three Events in the events etcd (written by the test, not by regscope).
+    let events_opts = client_options(&pki_dir, &events.clients[0]);
+    let (mut ec, _) = events_opts.connect(Duration::from_secs(5)).await.unwrap();
+    for i in 0..3 {
+        ec.put(format!("/registry/events/default/e{i}"), "x", None)
+            .await
+            .unwrap();
+    }
     let (code, out, err) = run(&["snapshot", "--json", "--root", &r, "--informers", "none"]);
     assert_eq!(code, 0, "{out}\n{err}");
     let snap: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(snap["keys"], 2, "{snap:#}");
+    // The events etcd is its own cluster, with its own revisions and keys.
+    let other = &snap["other_clusters"][0];
+    assert_eq!(other["resources"], "/events", "{snap:#}");
+    assert_eq!(other["up"], true, "{snap:#}");
+    assert_eq!(other["keys"], 3, "{snap:#}");
+    assert_eq!(other["revision"], 4, "{snap:#}");
+    assert_eq!(other["endpoint"], events.clients[0].as_str(), "{snap:#}");
+    assert_eq!(
+        snap["apiserver_flags"]["flags"]["--watch-cache-sizes"], "secrets#0",
+        "{snap:#}"
+    );
+    assert_eq!(
+        snap["apiserver_flags"]["file"],
+        "/etc/kubernetes/manifests/kube-apiserver.yaml"
+    );
     // A flag overrides only what it names: another member, still with the node's files.
     let (code, out, err) = run(&[
         "snapshot",
@@ -440,6 +464,50 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
         "{f:#?}"
     );
     drop(c);
+
+    // The console watches the events etcd beside the main one: its keys and revision move
+    // with the writes, and when it stops the alert row says so.
+    if regscope::demo::etcd_server::find_on_path("tmux").is_some() {
+        let cmd = format!(
+            "env -u ETCDCTL_ENDPOINTS -u ETCDCTL_CACERT -u ETCDCTL_CERT -u ETCDCTL_KEY \
+             KUBECONFIG=/nonexistent {BIN} --root {r} --informers none"
+        );
+        let version = events_opts
+            .connect_info(Duration::from_secs(5))
+            .await
+            .unwrap()
+            .version;
+        let t = common::tmux::Tmux::start(120, 40, &cmd);
+        t.wait_for("the events etcd", Duration::from_secs(30), |s| {
+            s.contains("Other etcd clusters") && s.contains(&format!("events up · etcd {version}"))
+        });
+        t.wait_for("its first keys", Duration::from_secs(10), |s| {
+            s.contains("rev 4 (") && s.contains("keys 3 ")
+        });
+        for i in 3..8 {
+            ec.put(format!("/registry/events/default/e{i}"), "x", None)
+                .await
+                .unwrap();
+        }
+        ec.delete("/registry/events/default/e0", None)
+            .await
+            .unwrap();
+        t.wait_for("the writes counted", Duration::from_secs(15), |s| {
+            s.contains("rev 10 (") && s.contains("keys 7 ")
+        });
+        for ch in &mut events.children {
+            let _ = ch.kill();
+            let _ = ch.wait();
+        }
+        t.wait_for("the alert", Duration::from_secs(30), |s| {
+            s.contains("⚠ etcd for /events unreachable since") && s.contains("events DOWN since")
+        });
+        t.keys(&["q"]);
+        t.wait_for("the console to quit", Duration::from_secs(10), |_| {
+            t.pane_dead()
+        });
+    }
+    drop(ec);
 
     // An X.509 v1 server certificate (openssl x509 -req without extensions): named as such
     // instead of "transport error".

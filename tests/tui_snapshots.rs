@@ -2394,3 +2394,113 @@ fn command_palette_arrows_choose_and_an_empty_enter_runs_nothing() {
     assert_eq!(a.panel(), regscope::tui::Panel::Events);
     assert!(!a.should_quit());
 }
+
+/// kube-apiserver's other etcd clusters (`--etcd-servers-overrides`) on the Growth screen:
+/// one up with its own revisions, keys and write rates, one down with the alert row
+/// naming it; at 120 columns (beside the tables), 80 (under them) and 80x24 (no room: the
+/// alert row still names the one that is down).
+#[test]
+fn other_etcd_clusters_on_growth() {
+    use regscope::model::{OtherClusterObs, OtherClusterWhat};
+    let mut a = app();
+    let other = |resources: &str, what: OtherClusterWhat| {
+        Observation::OtherCluster(OtherClusterObs {
+            resources: resources.into(),
+            what,
+        })
+    };
+    let mut obs = vec![Stamped {
+        at: at(0),
+        obs: other(
+            "/events",
+            OtherClusterWhat::Up {
+                endpoint: "https://10.0.0.5:2379".into(),
+                version: "3.5.12".into(),
+                cluster_id: 42,
+                revision: 500_000,
+                db_size: 64 << 20,
+                keys: 12_000,
+            },
+        ),
+    }];
+    for s in 1..=30 {
+        obs.push(Stamped {
+            at: at(s),
+            obs: other(
+                "/events",
+                OtherClusterWhat::Writes {
+                    revision: 500_000 + 12 * s as i64,
+                    puts: 12,
+                    creates: 8,
+                    deletes: 4,
+                    bytes: 12 * 900,
+                },
+            ),
+        });
+    }
+    obs.push(Stamped {
+        at: at(20),
+        obs: other(
+            "coordination.k8s.io/leases",
+            OtherClusterWhat::Down {
+                error: "https://10.0.0.6:2379: connection refused".into(),
+            },
+        ),
+    });
+    a.ingest_all(&obs);
+    a.tick(at(30));
+    let wide = render(&mut a, 120, 30);
+    assert_shows(
+        &wide,
+        &[
+            "Other etcd clusters",
+            "events up · etcd 3.5.12 · 10.0.0.5:2379",
+            "rev 500,360 (12.0/s)  keys 12,120  db 64.0 MiB",
+            "put/s 12.0  del/s 4.0",
+            "leases.coordination.k8s.io DOWN since",
+            "⚠ etcd for coordination.k8s.io/leases unreachable since",
+        ],
+    );
+    insta::assert_snapshot!("other_etcd_clusters_growth_120x30", wide);
+    let narrow = render(&mut a, 80, 40);
+    assert_shows(&narrow, &["Other etcd clusters", "events up", "put/s 12.0"]);
+    insta::assert_snapshot!("other_etcd_clusters_growth_80x40", narrow);
+    let small = render(&mut a, 80, 24);
+    assert!(!small.contains("Other etcd clusters"), "{small}");
+    assert_shows(
+        &small,
+        &["⚠ etcd for coordination.k8s.io/leases unreachable"],
+    );
+}
+
+/// kube-apiserver's watch-cache flags beside the capacities: each resource's own
+/// `--watch-cache-sizes` entry, and what the flags turn off.
+#[test]
+fn watch_cache_flags_beside_the_capacities() {
+    let mut a = apiserver_app(av::v134());
+    a.ingest_all(&[Stamped {
+        at: at(30),
+        obs: Observation::ApiserverFlags(regscope::model::ApiserverFlags {
+            file: "/etc/kubernetes/manifests/kube-apiserver.yaml".into(),
+            flags: vec![
+                ("--default-watch-cache-size".into(), "100".into()),
+                ("--watch-cache-sizes".into(), "pods#1000,secrets#0".into()),
+            ],
+        }),
+    }]);
+    keys(&mut a, "llz");
+    let text = render(&mut a, 120, 40);
+    assert_shows(
+        &text,
+        &[
+            "flag",
+            "#1000",
+            "default",
+            "configured (kube-apiserver.yaml): on by default (--default-watch-cache-size=100); off for secrets; on for pods",
+            // The captured apiserver has a secrets cache: the flags read now disagree.
+            "secrets cached although the manifest's flags turn that off",
+        ],
+    );
+    insta::assert_snapshot!("watch_cache_flags_120x40", text);
+}
+

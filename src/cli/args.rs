@@ -351,6 +351,13 @@ pub struct MetricsArgs {
     /// `--root`, for kubeadm's admin.conf (see [`crate::node`]).
     #[arg(skip)]
     pub node_root: Option<PathBuf>,
+    /// kube-apiserver's storage flags found on the node (see [`crate::node`]).
+    #[arg(skip)]
+    pub node_apiserver_flags: Option<crate::model::ApiserverFlags>,
+    /// kube-apiserver's other etcd clusters found on the node: (resources, client URLs),
+    /// one entry per set of URLs (see [`ConnArgs::other_clusters`]).
+    #[arg(skip)]
+    pub node_other_clusters: Vec<(String, Vec<String>)>,
 }
 
 impl Default for MetricsArgs {
@@ -374,6 +381,8 @@ impl Default for MetricsArgs {
                 .map(|s| s.to_string())
                 .collect(),
             node_root: None,
+            node_apiserver_flags: None,
+            node_other_clusters: Vec::new(),
         }
     }
 }
@@ -476,6 +485,8 @@ impl MetricsArgs {
             etcd_files: self.etcd_metrics_file.clone(),
             informers,
             notes,
+            apiserver_flags: self.node_apiserver_flags.clone(),
+            other_clusters: Vec::new(),
         })
     }
 }
@@ -1160,6 +1171,30 @@ impl ConnArgs {
             started_at: std::time::SystemTime::now(),
             ..Default::default()
         }
+    }
+
+    /// Watchers of kube-apiserver's other etcd clusters (`(resources, client URLs)` as
+    /// found on the node), reached with this connection's TLS files and credentials as
+    /// kube-apiserver reaches them with its one set, under the same prefix.
+    pub fn other_clusters(
+        &self,
+        found: &[(String, Vec<String>)],
+    ) -> Vec<crate::source::OtherClusterSource> {
+        let sync = self.sync_options();
+        found
+            .iter()
+            .map(|(resources, endpoints)| crate::source::OtherClusterSource {
+                resources: resources.clone(),
+                etcd: EtcdOptions {
+                    endpoints: endpoints.clone(),
+                    ..self.etcd_options()
+                },
+                prefix: self.prefix_bytes(),
+                request_timeout: sync.request_timeout,
+                status_interval: sync.status_interval,
+                backoff_max: sync.backoff_max,
+            })
+            .collect()
     }
 
     pub fn sync_options(&self) -> SyncOptions {

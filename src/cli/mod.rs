@@ -224,12 +224,14 @@ pub fn load_keyring(
 
 /// `regscope snapshot --json`: the replica's summary (revision, compact_revision, keys,
 /// bytes, resources, gaps, compactions; with `with_keys` every key) and, when `view` is
-/// given, the apiserver side ([`metrics_json`]). Without a replica (metric files only) the
-/// replica's fields are present and `null`.
+/// given, the apiserver side ([`metrics_json`]); with `session`, kube-apiserver's other
+/// etcd clusters and storage flags when the node told them ([`node_json`]). Without a
+/// replica (metric files only) the replica's fields are present and `null`.
 pub fn snapshot_json(
     replica: Option<&Replica>,
     with_keys: bool,
     view: Option<&ApiserverView>,
+    session: Option<&Session>,
 ) -> Result<String> {
     let mut out = match replica {
         Some(replica) => serde_json::to_value(SnapshotJson {
@@ -250,7 +252,53 @@ pub fn snapshot_json(
             o.extend(m);
         }
     }
+    if let (Some(session), Some(o)) = (session, out.as_object_mut()) {
+        o.extend(node_json(session));
+    }
     Ok(serde_json::to_string_pretty(&out)?)
+}
+
+/// kube-apiserver's other etcd clusters and storage flags, for `snapshot --json`, each
+/// only when present:
+/// * `other_clusters`: `[{resources, up, error, endpoint, version, cluster_id, revision,
+///   db_size_bytes, keys, puts, deletes, bytes}]` (`puts`, `deletes`, `bytes`: watched
+///   since the session started);
+/// * `apiserver_flags`: `{file, flags: {"--flag": "value"}}` as written in the manifest.
+pub fn node_json(session: &Session) -> serde_json::Map<String, serde_json::Value> {
+    let mut o = serde_json::Map::new();
+    if !session.other_clusters.is_empty() {
+        let rows: Vec<_> = session
+            .other_clusters
+            .all()
+            .iter()
+            .map(|c| {
+                json!({
+                    "resources": c.resources,
+                    "up": c.up,
+                    "error": c.error,
+                    "endpoint": c.endpoint,
+                    "version": c.version,
+                    "cluster_id": c.cluster_id,
+                    "revision": c.revision,
+                    "db_size_bytes": c.db_size,
+                    "keys": c.keys,
+                    "puts": c.puts,
+                    "deletes": c.deletes,
+                    "bytes": c.bytes,
+                })
+            })
+            .collect();
+        o.insert("other_clusters".into(), json!(rows));
+    }
+    if let Some(f) = &session.apiserver_flags {
+        let flags: serde_json::Map<String, serde_json::Value> =
+            f.flags.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        o.insert(
+            "apiserver_flags".into(),
+            json!({ "file": f.file, "flags": flags }),
+        );
+    }
+    o
 }
 
 fn key_rows(replica: &Replica) -> Vec<KeyRow> {

@@ -447,7 +447,7 @@ pub fn snapshot_of(session: &Session, keys: bool) -> Result<String> {
         &session.informers,
         session.now(),
     );
-    super::snapshot_json(Some(&session.replica), keys, Some(&view))
+    super::snapshot_json(Some(&session.replica), keys, Some(&view), Some(session))
 }
 
 fn time_text(t: SystemTime) -> String {

@@ -323,6 +323,161 @@ pub enum Observation {
     /// `Maintenance.Status` answered, or why it did not: sent every
     /// [`crate::source::SyncOptions::status_interval`] by a poller beside the watch.
     Members(Vec<MemberStatus>),
+    /// kube-apiserver's storage flags as found on the node (its static pod manifest), sent
+    /// once when the live sources start, so that a replay shows them too.
+    ApiserverFlags(ApiserverFlags),
+    /// What the watcher of another etcd cluster of kube-apiserver's learned
+    /// (`--etcd-servers-overrides`, e.g. Events in their own etcd): see
+    /// `crate::source::other_cluster`.
+    OtherCluster(OtherClusterObs),
+}
+
+/// kube-apiserver's flags that shape its storage, as written in its static pod manifest:
+/// `--watch-cache`, `--watch-cache-sizes`, `--default-watch-cache-size`,
+/// `--etcd-servers-overrides`, `--etcd-compaction-interval` (each when given). Raw text:
+/// what they mean is read where they are shown.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ApiserverFlags {
+    /// The manifest they were read from, as on the node (e.g.
+    /// `/etc/kubernetes/manifests/kube-apiserver.yaml`).
+    pub file: String,
+    /// `(flag, value)` in the order written, the flag with its dashes.
+    pub flags: Vec<(String, String)>,
+}
+
+impl ApiserverFlags {
+    /// The value of `flag` (with its dashes), the last one when given twice (as kube-apiserver
+    /// reads it).
+    pub fn get(&self, flag: &str) -> Option<&str> {
+        self.flags
+            .iter()
+            .rev()
+            .find(|(f, _)| f == flag)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// The watch cache as kube-apiserver's flags configure it (k8s.io/apiserver
+/// `pkg/server/options/etcd.go`, Kubernetes 1.30): `--watch-cache` (default true) turns it
+/// on or off for all; `--default-watch-cache-size` (default 100) of 0 turns it off for the
+/// resources not listed in `--watch-cache-sizes` (`resource[.group]#size`), where 0 turns it
+/// off for one resource. Any other size only means "on": kube-apiserver sizes each
+/// cache's ring itself (its capacity moves between bounds with the event rate).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WatchCacheFlags {
+    /// `--watch-cache` (true unless given false).
+    pub enabled: bool,
+    /// `--default-watch-cache-size` when given.
+    pub default_size: Option<i64>,
+    /// `--watch-cache-sizes` entries: (`resource[.group]`, size).
+    pub sizes: Vec<(String, i64)>,
+    /// Entries that are not `resource[.group]#size`, as written.
+    pub unreadable: Vec<String>,
+}
+
+impl WatchCacheFlags {
+    /// The explicit size for `resource` in `group` ("" for the core group), when listed.
+    pub fn size_for(&self, group: &str, resource: &str) -> Option<i64> {
+        let name = if group.is_empty() {
+            resource.to_string()
+        } else {
+            format!("{resource}.{group}")
+        };
+        self.sizes
+            .iter()
+            .rev()
+            .find(|(r, _)| *r == name)
+            .map(|(_, n)| *n)
+    }
+
+    /// Whether the cache is on for `resource` in `group`.
+    pub fn cached(&self, group: &str, resource: &str) -> bool {
+        self.enabled
+            && match self.size_for(group, resource) {
+                Some(n) => n != 0,
+                None => self.default_size != Some(0),
+            }
+    }
+
+    /// The resources the flags turn the cache off for (`resource[.group]`), in the order
+    /// written.
+    pub fn disabled(&self) -> Vec<&str> {
+        self.sizes
+            .iter()
+            .filter(|(_, n)| *n == 0)
+            .map(|(r, _)| r.as_str())
+            .collect()
+    }
+}
+
+impl ApiserverFlags {
+    /// The watch-cache flags read (see [`WatchCacheFlags`]); `None` when none is given.
+    pub fn watch_cache(&self) -> Option<WatchCacheFlags> {
+        let on = self.get("--watch-cache");
+        let default = self.get("--default-watch-cache-size");
+        let sizes = self.get("--watch-cache-sizes");
+        if on.is_none() && default.is_none() && sizes.is_none() {
+            return None;
+        }
+        let mut out = WatchCacheFlags {
+            enabled: !matches!(
+                on.map(str::trim),
+                Some("false" | "0" | "f" | "F" | "FALSE" | "False")
+            ),
+            default_size: default.and_then(|d| d.trim().parse().ok()),
+            ..WatchCacheFlags::default()
+        };
+        for entry in sizes.unwrap_or("").split(',').map(str::trim) {
+            if entry.is_empty() {
+                continue;
+            }
+            match entry
+                .split_once('#')
+                .and_then(|(r, n)| Some((r.trim(), n.trim().parse::<i64>().ok()?)))
+            {
+                Some((r, n)) if !r.is_empty() => out.sizes.push((r.to_string(), n)),
+                _ => out.unreadable.push(entry.to_string()),
+            }
+        }
+        Some(out)
+    }
+}
+
+/// One report of the watcher of another etcd cluster.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct OtherClusterObs {
+    /// The resources kube-apiserver keeps there, as `--etcd-servers-overrides` names them
+    /// (`group/resource`, `/events` for core Events), comma-separated.
+    pub resources: String,
+    pub what: OtherClusterWhat,
+}
+
+/// What the watcher of another etcd cluster learned.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum OtherClusterWhat {
+    /// Connected (sent on each connection and then every status interval): the member that
+    /// answered, its version, the cluster's ID, its head revision, the backend file's size
+    /// (bytes) and the keys under the prefix (etcd's count at that revision).
+    Up {
+        endpoint: String,
+        version: String,
+        cluster_id: u64,
+        revision: Revision,
+        db_size: i64,
+        keys: u64,
+    },
+    /// Not connected: why (one line). The watcher retries.
+    Down { error: String },
+    /// One watch response's events under the prefix, counted: `revision` is the response
+    /// header's; `creates` are the puts that made a key (create_revision = mod_revision);
+    /// `bytes` are keys and values put.
+    Writes {
+        revision: Revision,
+        puts: u64,
+        creates: u64,
+        deletes: u64,
+        bytes: u64,
+    },
 }
 
 /// One etcd member as the member list names it, and its own Status answer.
@@ -403,6 +558,8 @@ impl Observation {
             Observation::HeadAtLeast { .. } => "head_at_least",
             Observation::EtcdStatus(_) => "etcd_status",
             Observation::Members(_) => "members",
+            Observation::ApiserverFlags(_) => "apiserver_flags",
+            Observation::OtherCluster(_) => "other_cluster",
         }
     }
 }
@@ -594,6 +751,53 @@ impl Default for SessionInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn flags(pairs: &[(&str, &str)]) -> ApiserverFlags {
+        ApiserverFlags {
+            file: "/etc/kubernetes/manifests/kube-apiserver.yaml".into(),
+            flags: pairs
+                .iter()
+                .map(|(f, v)| (f.to_string(), v.to_string()))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn watch_cache_flags_read_as_kube_apiserver_reads_them() {
+        assert_eq!(
+            flags(&[("--etcd-compaction-interval", "5m")]).watch_cache(),
+            None
+        );
+        let w = flags(&[
+            ("--default-watch-cache-size", "0"),
+            (
+                "--watch-cache-sizes",
+                "pods#1000, secrets#0,deployments.apps#5,bad,#3",
+            ),
+        ])
+        .watch_cache()
+        .unwrap();
+        assert!(w.enabled);
+        assert_eq!(w.default_size, Some(0));
+        assert_eq!(w.size_for("", "pods"), Some(1000));
+        assert_eq!(w.size_for("apps", "deployments"), Some(5));
+        assert_eq!(w.size_for("", "deployments"), None);
+        assert!(w.cached("", "pods"));
+        assert!(!w.cached("", "secrets"));
+        // Not listed, and the default size is 0: off.
+        assert!(!w.cached("", "configmaps"));
+        assert_eq!(w.disabled(), vec!["secrets"]);
+        assert_eq!(w.unreadable, vec!["bad", "#3"]);
+        // --watch-cache=false turns every cache off; the last flag given wins.
+        let w = flags(&[("--watch-cache", "true"), ("--watch-cache", "false")])
+            .watch_cache()
+            .unwrap();
+        assert!(!w.enabled && !w.cached("", "pods"));
+        let w = flags(&[("--default-watch-cache-size", "100")])
+            .watch_cache()
+            .unwrap();
+        assert!(w.cached("", "pods"));
+    }
 
     fn kv(key: &[u8], value: &[u8]) -> KeyValue {
         KeyValue {

@@ -124,7 +124,20 @@ pub struct Discovery {
     pub etcd_metrics_url: Option<String>,
     /// kube-apiserver's own `/metrics` on this node (`https://127.0.0.1:<secure-port>`).
     pub apiserver_metrics_url: Option<String>,
+    /// kube-apiserver's storage flags as written in its manifest ([`STORAGE_FLAGS`] that
+    /// it gives), for the console (the watch cache next to its configuration).
+    pub apiserver_flags: Option<crate::model::ApiserverFlags>,
 }
+
+/// kube-apiserver's flags about its storage that the console shows as configured
+/// ([`crate::model::ApiserverFlags`]).
+pub const STORAGE_FLAGS: [&str; 5] = [
+    "--watch-cache",
+    "--watch-cache-sizes",
+    "--default-watch-cache-size",
+    "--etcd-servers-overrides",
+    "--etcd-compaction-interval",
+];
 
 impl Discovery {
     /// `path` (as on the node) under the root.
@@ -136,6 +149,23 @@ impl Discovery {
     /// not be used.
     pub fn partial(&self) -> bool {
         !self.problems.is_empty()
+    }
+
+    /// kube-apiserver's other etcd clusters: the resources of each `--etcd-servers-overrides`
+    /// entry grouped by their client URLs, as `(resources comma-separated, URLs)` in the
+    /// order written.
+    pub fn other_clusters(&self) -> Vec<(String, Vec<String>)> {
+        let mut out: Vec<(String, Vec<String>)> = Vec::new();
+        for o in &self.overrides {
+            match out.iter_mut().find(|(_, urls)| *urls == o.endpoints) {
+                Some((resources, _)) => {
+                    resources.push(',');
+                    resources.push_str(&o.resource);
+                }
+                None => out.push((o.resource.clone(), o.endpoints.clone())),
+            }
+        }
+        out
     }
 
     fn fact(
@@ -336,6 +366,7 @@ fn from_apiserver(d: &mut Discovery, m: &Manifest, file: &str) {
     }
     for (name, flag) in [
         ("compaction interval", "--etcd-compaction-interval"),
+        ("watch cache", "--watch-cache"),
         ("watch cache sizes", "--watch-cache-sizes"),
         ("default watch cache size", "--default-watch-cache-size"),
     ] {
@@ -343,6 +374,13 @@ fn from_apiserver(d: &mut Discovery, m: &Manifest, file: &str) {
             d.fact(name, v, file, Some(flag));
         }
     }
+    d.apiserver_flags = Some(crate::model::ApiserverFlags {
+        file: file.to_string(),
+        flags: STORAGE_FLAGS
+            .iter()
+            .filter_map(|f| m.flag(f).map(|v| (f.to_string(), v)))
+            .collect(),
+    });
     let port = m.flag("--secure-port");
     let url = format!(
         "https://127.0.0.1:{}/metrics",

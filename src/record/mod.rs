@@ -8,7 +8,7 @@
 //! player ([`Player`]) is a source with a cursor: it rebuilds the [`Session`] at any
 //! position from the nearest checkpoint before it and the observations after.
 //!
-//! # File format (contents version 5; versions 1 to 4 still read)
+//! # File format (contents version 6; versions 1 to 5 still read)
 //!
 //! A file is [`format`]'s container: the magic `RGSCOPE\0`, a version, then frames, each
 //! with a magic, a kind, a length and a CRC-32 of its payload, so a damaged frame is
@@ -25,7 +25,9 @@
 //!   in the image); see `store/image.rs`. Version 1 held them as a map of raw values;
 //!   version 3 adds the replica's watch health (etcd's announced head, watch anomalies);
 //!   version 4 the etcd members as last polled (and segments may hold their polls);
-//!   version 5 the write counters per resource and managedFields writer;
+//!   version 5 the write counters per resource and managedFields writer; version 6
+//!   kube-apiserver's other etcd clusters as watched and its storage flags (and segments
+//!   may hold their observations);
 //! - **segment**: up to a second (or 1 MiB) of observations, zstd-compressed together;
 //!   each record is `kind`, the stamp (unix ns), the stream's revision and `postcard` of
 //!   the [`Observation`]. SIGKILL or power loss loses at most the pending second;
@@ -61,7 +63,9 @@ use crate::model::{Observation, SessionInfo, Stamped};
 use crate::store::Session;
 
 /// Version of what the frames hold (the [`RecordingHeader`], the records and the
-/// checkpoints); [`format`] has its own container version. 5: checkpoints carry the
+/// checkpoints); [`format`] has its own container version. 6: checkpoints carry
+/// kube-apiserver's other etcd clusters and storage flags, and records may hold
+/// [`Observation::OtherCluster`] and [`Observation::ApiserverFlags`]; 5: checkpoints carry the
 /// replica's write counters per managedFields writer; 4: checkpoints carry the etcd
 /// members as last polled; 3: checkpoints carry the
 /// replica's watch health and records may hold [`Observation::HeadAtLeast`]; 2: checkpoints

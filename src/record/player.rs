@@ -838,6 +838,8 @@ pub struct MarkerScan {
     anomalies: u64,
     /// The etcd members as last polled.
     members: Vec<crate::model::MemberStatus>,
+    /// kube-apiserver's other etcd clusters that are down (by their resources).
+    others_down: Vec<String>,
 }
 
 impl MarkerScan {
@@ -863,6 +865,13 @@ impl MarkerScan {
                 .members()
                 .map(|(_, m)| m.clone())
                 .unwrap_or_default(),
+            others_down: session
+                .other_clusters
+                .all()
+                .iter()
+                .filter(|c| !c.up)
+                .map(|c| c.resources.clone())
+                .collect(),
         }
     }
 
@@ -892,6 +901,26 @@ impl MarkerScan {
             self.anomalies = anomalies;
         }
         match &st.obs {
+            Observation::OtherCluster(o) => {
+                let c = s
+                    .other_clusters
+                    .all()
+                    .iter()
+                    .find(|c| c.resources == o.resources);
+                let was_down = self.others_down.contains(&o.resources);
+                match c {
+                    Some(c) if !c.up && !was_down => {
+                        let why = c.error.as_deref().unwrap_or("");
+                        mark(format!("etcd for {} unreachable: {why}", c.resources));
+                        self.others_down.push(c.resources.clone());
+                    }
+                    Some(c) if c.up && was_down => {
+                        mark(format!("etcd for {} reachable again", c.resources));
+                        self.others_down.retain(|r| *r != c.resources);
+                    }
+                    _ => {}
+                }
+            }
             Observation::Members(now) => {
                 for line in crate::store::member_changes(&self.members, now) {
                     mark(line);

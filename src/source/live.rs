@@ -15,10 +15,11 @@ use tokio::task::JoinHandle;
 use super::connect::EtcdOptions;
 use super::etcd::EtcdSource;
 use super::kubeconfig::ApiserverAccess;
+use super::other_cluster::OtherClusterSource;
 use super::scrape::{
     default_timeout, file_scrapes_spaced, spawn_scraper, ScrapeFrom, DEFAULT_SCRAPE_INTERVAL,
 };
-use crate::model::{Observation, ScrapeTarget, Stamped};
+use crate::model::{ApiserverFlags, Observation, ScrapeTarget, Stamped};
 
 /// Where etcd's `/metrics` is scraped from.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,6 +51,11 @@ pub struct ScrapeConfig {
     pub informers: Vec<String>,
     /// What discovery noticed (unreadable candidates), for the event log.
     pub notes: Vec<String>,
+    /// kube-apiserver's storage flags as found on the node: sent once, first.
+    pub apiserver_flags: Option<ApiserverFlags>,
+    /// kube-apiserver's other etcd clusters (`--etcd-servers-overrides`), each watched
+    /// beside the main one.
+    pub other_clusters: Vec<OtherClusterSource>,
 }
 
 impl Default for ScrapeConfig {
@@ -66,6 +72,8 @@ impl Default for ScrapeConfig {
                 .map(|s| s.to_string())
                 .collect(),
             notes: Vec::new(),
+            apiserver_flags: None,
+            other_clusters: Vec::new(),
         }
     }
 }
@@ -218,9 +226,10 @@ impl Drop for LiveSources {
 /// Interval of [`Observation::Tick`]: the session clock moves at least this often.
 pub const TICK: Duration = Duration::from_secs(1);
 
-/// Starts every live source of a session onto `tx`: metrics files first (successive files
-/// are successive scrapes, ending now), then the apiserver scraper and informers, the etcd
-/// scraper, the etcd list+watch (`etcd`, unless `None`: metrics only) and a
+/// Starts every live source of a session onto `tx`: kube-apiserver's storage flags and
+/// metrics files first (successive files are successive scrapes, ending now), then the
+/// apiserver scraper and informers, the etcd scraper, the etcd list+watch (`etcd`, unless
+/// `None`: metrics only), the watchers of kube-apiserver's other etcd clusters and a
 /// [`Observation::Tick`] every [`TICK`].
 ///
 /// Errors: an unreadable metrics file, or an apiserver named explicitly (`--kubeconfig`,
@@ -231,7 +240,18 @@ pub async fn start(
     tx: mpsc::Sender<Stamped>,
 ) -> Result<LiveSources, String> {
     let mut scfg = scrape.clone();
-    let files = scfg.file_observations()?;
+    let mut files = scfg.file_observations()?;
+    if let Some(f) = scfg.apiserver_flags.take() {
+        // Stamped no later than the metrics files' first scrape (they end now).
+        let at = files.first().map_or_else(SystemTime::now, |st| st.at);
+        files.insert(
+            0,
+            Stamped {
+                at,
+                obs: Observation::ApiserverFlags(f),
+            },
+        );
+    }
     if !scfg.etcd_files.is_empty() || etcd.is_none() {
         scfg.etcd = EtcdMetricsFrom::Off;
     }
@@ -256,6 +276,9 @@ pub async fn start(
     }));
     if let Some(source) = etcd {
         handles.push(source.spawn(tx.clone()));
+    }
+    for other in scfg.other_clusters.drain(..) {
+        handles.push(other.spawn(tx.clone()));
     }
     handles.push(tokio::spawn(async move {
         let mut t = tokio::time::interval(TICK);

@@ -10,6 +10,7 @@ pub mod kubeconfig;
 pub mod list;
 pub mod live;
 mod members;
+pub mod other_cluster;
 pub mod process;
 pub mod scrape;
 
@@ -19,4 +20,5 @@ pub use informer::{spawn_informers, InformerResource};
 pub use kubeconfig::{ApiserverAccess, KubeconfigChoice, KubeconfigOrigin};
 pub use live::{EtcdMetricsFrom, LiveSources, ScrapeConfig};
 pub use members::members_once;
+pub use other_cluster::OtherClusterSource;
 pub use scrape::{file_scrapes, spawn_scraper, HttpAuth, ScrapeFrom};

@@ -13,6 +13,7 @@ mod keystore;
 mod list_progress;
 mod memory_guard;
 pub mod metrics;
+pub mod other_clusters;
 mod packing;
 mod replica;
 mod session;
@@ -25,6 +26,7 @@ pub use informer::{InformerLag, InformerState};
 pub use list_progress::ListProgress;
 pub use memory_guard::{MemoryAction, MemoryGuard};
 pub use metrics::MetricStore;
+pub use other_clusters::{OtherCluster, OtherClusterRates, OtherClusters};
 pub use replica::{
     member_changes, Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig,
     ReplicaMemory, Summary, VersionMeta, VersionView, WatchHealth, DEFAULT_HISTORY_BUDGET,

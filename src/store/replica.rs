@@ -606,7 +606,11 @@ impl Replica {
             Observation::Note(n) => self.note(st.at, n.clone()),
             Observation::Reset { reason } => self.reset(st.at, reason),
             // The apiserver side lives in `store::metrics` and `store::informer`.
-            Observation::Scrape { .. } | Observation::Informer(_) | Observation::Tick => {}
+            Observation::Scrape { .. }
+            | Observation::Informer(_)
+            | Observation::Tick
+            | Observation::ApiserverFlags(_)
+            | Observation::OtherCluster(_) => {}
         }
         let work = match &st.obs {
             Observation::ListPage { kvs } => kvs.len(),

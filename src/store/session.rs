@@ -1,5 +1,6 @@
 //! One session: everything the store holds for one stream of observations — the MVCC
-//! replica, the metric series and the informer lag — and the session's clock.
+//! replica, the metric series, the informer lag, kube-apiserver's other etcd clusters and
+//! storage flags — and the session's clock.
 //!
 //! In: [`Session::apply`] with [`Stamped`] observations in stream order, live or replayed
 //! (the same code). Out: `&Session` for the views, `snapshot --json`, `verify` and the
@@ -14,10 +15,10 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::metrics::ScrapeDigest;
-use super::{InformerLag, MetricStore, Replica, ReplicaConfig};
+use super::{InformerLag, MetricStore, OtherClusters, Replica, ReplicaConfig};
 use crate::model::{
-    Bytes, CompactionSource, Observation, Revision, ScrapeOutcome, ScrapeTarget, SessionInfo,
-    Stamped,
+    ApiserverFlags, Bytes, CompactionSource, Observation, Revision, ScrapeOutcome, ScrapeTarget,
+    SessionInfo, Stamped,
 };
 
 /// What one [`Session::apply`] changed, so the console knows what to refresh.
@@ -40,6 +41,12 @@ pub struct Session {
     /// Observations applied since the session started: the position of the session in its
     /// stream (a replay's cursor is this count).
     applied: u64,
+    /// kube-apiserver's other etcd clusters (`--etcd-servers-overrides`), as watched.
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_6")]
+    pub other_clusters: OtherClusters,
+    /// kube-apiserver's storage flags as found on the node, when they were.
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_6")]
+    pub apiserver_flags: Option<ApiserverFlags>,
 }
 
 impl Session {
@@ -63,6 +70,8 @@ impl Session {
             informers: InformerLag::default(),
             now: None,
             applied: 0,
+            other_clusters: OtherClusters::default(),
+            apiserver_flags: None,
         }
     }
 
@@ -111,6 +120,17 @@ impl Session {
             // Time only: the store holds nothing new (and views need not redraw for it).
             self.replica.tick();
             return Applied::default();
+        }
+        match &st.obs {
+            Observation::OtherCluster(o) => {
+                self.other_clusters.apply(st.at, o);
+                return Applied::default();
+            }
+            Observation::ApiserverFlags(f) => {
+                self.apiserver_flags = Some(f.clone());
+                return Applied { apiserver: true };
+            }
+            _ => {}
         }
         self.replica.apply(st);
         let mut out = Applied::default();

@@ -20,12 +20,13 @@ use bytes::Bytes;
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
-/// The checkpoint format this regscope writes: 5 adds the replica's write counters per
+/// The checkpoint format this regscope writes: 6 adds the session's other etcd clusters
+/// ([`super::OtherClusters`]) and kube-apiserver's storage flags; 5 adds the replica's write counters per
 /// writer ([`super::writers`]); 4 adds the replica's etcd members as last
 /// polled (and recordings may hold [`crate::model::Observation::Members`]); 3 adds the replica's watch health (etcd's
 /// announced head and the watch anomalies counted); 2 holds the replica's keys as one image
 /// with packed values ([`super::image`]); 1 held them as a map of raw values. All are read.
-pub const CHECKPOINT_FORMAT: u32 = 5;
+pub const CHECKPOINT_FORMAT: u32 = 6;
 
 thread_local! {
     /// The buffer being restored from on this thread.
@@ -84,6 +85,15 @@ where
     T: Deserialize<'de> + Default,
 {
     since_format(5, d)
+}
+
+/// As [`since_format_3`], for a field added in checkpoint format 6.
+pub(crate) fn since_format_6<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    since_format(6, d)
 }
 
 fn since_format<'de, D, T>(added_in: u32, d: D) -> Result<T, D::Error>

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod pki;
+pub mod tmux;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

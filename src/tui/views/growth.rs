@@ -1,7 +1,8 @@
 //! The revision growth panel: revisions per second (sparkline) and the head revision over
 //! time (line chart) from the replica's per-second growth samples; the resources driving
 //! writes (10 s rates and totals, and each one's busiest writer); who writes
-//! ([`super::writers`]); compactions and gaps seen.
+//! ([`super::writers`]); compactions and gaps seen; kube-apiserver's other etcd clusters
+//! ([`super::other_clusters`]).
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::symbols::Marker;
@@ -61,16 +62,33 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
     draw_rate(app, f, spark);
     draw_head(app, f, chart);
-    let (tables, comp) = if bottom.width >= 110 {
+    let (tables, mut comp) = if bottom.width >= 110 {
         let [tables, comp] =
             Layout::horizontal([Constraint::Min(60), Constraint::Length(48)]).areas(bottom);
         (tables, comp)
     } else {
         let comp_h = if bottom.height >= 14 { 6 } else { 4 };
+        // kube-apiserver's other etcd clusters under the compactions when the resources
+        // keep at least a few rows (else the alert row still names one that is down).
+        let others = super::other_clusters::height(app);
+        let comp_h = if bottom.height >= comp_h + others + 8 {
+            comp_h + others
+        } else {
+            comp_h
+        };
         let [tables, comp] =
             Layout::vertical([Constraint::Min(3), Constraint::Length(comp_h)]).areas(bottom);
         (tables, comp)
     };
+    // kube-apiserver's other etcd clusters under the compactions, when there is room for
+    // both.
+    let others_h = super::other_clusters::height(app);
+    if others_h > 0 && comp.height >= others_h + 3 {
+        let [c, others] =
+            Layout::vertical([Constraint::Min(3), Constraint::Length(others_h)]).areas(comp);
+        super::other_clusters::draw(app, f, others);
+        comp = c;
+    }
     // The writers under the resources when there is room for a few rows of each.
     if tables.height >= 12 {
         let [res, writers] =

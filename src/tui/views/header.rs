@@ -119,6 +119,19 @@ pub(crate) fn title(app: &App) -> String {
     }
 }
 
+/// The first of kube-apiserver's other etcd clusters that is down, as an alert.
+fn other_down(app: &App) -> Option<String> {
+    let c = app.session.other_clusters.all().iter().find(|c| !c.up)?;
+    Some(format!(
+        " ⚠ etcd for {} unreachable since {}: {}",
+        c.resources,
+        c.since
+            .map(|t| clock(t, app.s.utc_offset))
+            .unwrap_or_default(),
+        c.error.as_deref().unwrap_or("")
+    ))
+}
+
 /// The alert row, when there is something the user must not miss.
 pub(crate) fn alert(app: &App) -> Option<Line<'static>> {
     let t = &app.s.theme;
@@ -134,7 +147,7 @@ pub(crate) fn alert(app: &App) -> Option<Line<'static>> {
         ConnState::Failed { error } => {
             format!(" ✖ source failed — data shown is stale: {error}")
         }
-        _ => match alarm {
+        _ => match alarm.or_else(|| other_down(app)) {
             Some(a) => a,
             None if app.source_ended => {
                 return Some(

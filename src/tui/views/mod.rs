@@ -14,6 +14,7 @@ mod growth;
 mod header;
 mod help;
 mod keys;
+mod other_clusters;
 mod palette;
 mod writers;
 

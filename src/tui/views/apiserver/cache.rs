@@ -10,6 +10,7 @@ use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
 use crate::metrics::view::{ApiserverView, Reading, WatchCacheRow};
+use crate::model::{ApiserverFlags, WatchCacheFlags};
 use crate::tui::app::{App, Section};
 use crate::tui::theme::Role;
 use crate::tui::views::sp;
@@ -55,6 +56,53 @@ fn changes(r: &WatchCacheRow) -> Cell {
     }
 }
 
+/// What kube-apiserver's flags configure, in one sentence for the notes.
+fn configured(f: &ApiserverFlags, wc: &WatchCacheFlags) -> (String, Role) {
+    let file = f.file.rsplit('/').next().unwrap_or(&f.file);
+    if !wc.enabled {
+        return (
+            format!(
+                "configured ({file}): --watch-cache=false: no watch cache, every list and \
+                 watch is served by etcd"
+            ),
+            Role::Note,
+        );
+    }
+    let mut parts = Vec::new();
+    match wc.default_size {
+        Some(0) => parts.push("off by default (--default-watch-cache-size=0)".to_string()),
+        Some(n) => parts.push(format!("on by default (--default-watch-cache-size={n})")),
+        None => parts.push("on by default".to_string()),
+    }
+    let off = wc.disabled();
+    if !off.is_empty() {
+        parts.push(format!("off for {}", off.join(", ")));
+    }
+    let on: Vec<&str> = wc
+        .sizes
+        .iter()
+        .filter(|(_, n)| *n != 0)
+        .map(|(r, _)| r.as_str())
+        .collect();
+    if !on.is_empty() {
+        parts.push(format!("on for {}", on.join(", ")));
+    }
+    if !wc.unreadable.is_empty() {
+        parts.push(format!(
+            "not read: {} (resource[.group]#size)",
+            wc.unreadable.join(", ")
+        ));
+    }
+    (
+        format!(
+            "configured ({file}): {}; a size other than 0 only turns a cache on, \
+             kube-apiserver sizes each ring itself",
+            parts.join("; ")
+        ),
+        Role::Muted,
+    )
+}
+
 pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
     let rows = &v.watch_cache;
     // A reading that no row exposes is left out, with a note, instead of a column of n/e.
@@ -70,8 +118,14 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
         }
         c
     };
+    // kube-apiserver's watch-cache flags, when the node's manifest told them.
+    let flags = app.session.apiserver_flags.as_ref();
+    let wc = flags.and_then(|f| f.watch_cache());
+    let mut flag_col = Col::num("flag", 7, 2);
+    flag_col.hide = wc.is_none();
     let cols = vec![
         Col::name("resource", 16),
+        flag_col,
         col(Col::num("capacity", 8, 0), |r| &r.capacity, "capacity"),
         Col::num("history", 7, 0),
         col(
@@ -106,8 +160,19 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
         .map(|r| {
             let num = |x: f64| (fmt::count(x), Role::Text);
             let rate = |x: f64| (fmt::rate(x), Role::Text);
+            // A row means the cache is on: flags that turn it off disagree.
+            let off = wc
+                .as_ref()
+                .is_some_and(|w| !w.cached(&r.group, &r.resource));
+            let role = if off { Role::Note } else { Role::Text };
+            let flag = match wc.as_ref().map(|w| w.size_for(&r.group, &r.resource)) {
+                Some(Some(n)) => (format!("#{n}"), role),
+                _ if off => ("default".to_string(), role),
+                _ => ("default".to_string(), Role::Muted),
+            };
             vec![
                 (fmt::resource(&r.group, &r.resource), Role::Text),
+                flag,
                 fmt::reading(&r.capacity, num),
                 span_cell(r),
                 fmt::reading(&r.events_received_rate, rate),
@@ -172,13 +237,35 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     }
     let top = flow(app, segs, w);
 
-    let notes = wrap(
+    let mut notes = Vec::new();
+    if let (Some(f), Some(wc)) = (flags, &wc) {
+        let (text, role) = configured(f, wc);
+        notes.extend(wrap(app, &text, role, w));
+        let disagree: Vec<String> = rows
+            .iter()
+            .filter(|r| !wc.cached(&r.group, &r.resource))
+            .map(|r| fmt::resource(&r.group, &r.resource))
+            .collect();
+        if !disagree.is_empty() {
+            notes.extend(wrap(
+                app,
+                &format!(
+                    "{} cached although the manifest's flags turn that off: kube-apiserver \
+                     runs with other flags than its manifest has now (edited since it started?)",
+                    disagree.join(", ")
+                ),
+                Role::Note,
+                w,
+            ));
+        }
+    }
+    notes.extend(wrap(
         app,
         "history = capacity ÷ event rate: how far back a reconnecting watcher can resume; \
          older gets 410 Gone from the cache",
         Role::Muted,
         w,
-    );
+    ));
     let mut legend = Vec::new();
     if !missing.is_empty() {
         legend.extend(wrap(
