@@ -2504,3 +2504,18 @@ fn watch_cache_flags_beside_the_capacities() {
     insta::assert_snapshot!("watch_cache_flags_120x40", text);
 }
 
+/// Below 40x12 (the smallest layout every panel has) the screen says so instead of drawing
+/// cut panels; at 40x12 the panels come back.
+#[test]
+fn a_terminal_below_40x12_says_it_is_too_small() {
+    let mut a = app();
+    let text = render(&mut a, 30, 8);
+    assert!(text.contains("terminal too small: 30x8"), "{text}");
+    assert!(text.contains("press q to quit"), "{text}");
+    insta::assert_snapshot!("terminal_too_small_30x8", text);
+    let text = render(&mut a, 39, 24);
+    assert!(text.contains("terminal too small: 39x24"), "{text}");
+    let text = render(&mut a, 40, 12);
+    assert!(!text.contains("too small"), "{text}");
+    assert!(text.contains("Growth"), "{text}");
+}

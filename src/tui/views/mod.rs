@@ -28,11 +28,34 @@ use super::app::{App, Panel};
 use super::theme::Role;
 
 /// Draws the whole console.
+/// The smallest terminal the panels have a layout for (each is snapshot-tested there);
+/// below it the screen says so instead of drawing cut panels.
+pub const MIN_COLS: u16 = 40;
+pub const MIN_ROWS: u16 = 12;
+
+/// "Terminal too small", centred and wrapped into whatever room there is. Keys still work
+/// (`q` quits), and the next resize redraws the panels.
+fn draw_too_small(app: &App, f: &mut Frame, area: Rect) {
+    let text = format!(
+        "terminal too small: {}x{}; regscope needs at least {MIN_COLS}x{MIN_ROWS} \
+         (80x24 or more shows every panel in full). Enlarge it, or press q to quit.",
+        area.width, area.height
+    );
+    let p = Paragraph::new(sp(app, text, Role::Alert))
+        .wrap(ratatui::widgets::Wrap { trim: true })
+        .alignment(ratatui::layout::Alignment::Center);
+    f.render_widget(p, area);
+}
+
 pub fn draw(app: &App, f: &mut Frame) {
     if app.debug_panic {
         panic!("REGSCOPE_DEBUG_PANIC=1: deliberate panic while drawing (terminal restore test)");
     }
     let area = f.area();
+    if area.width < MIN_COLS || area.height < MIN_ROWS {
+        draw_too_small(app, f, area);
+        return;
+    }
     let alert = header::alert(app);
     let timeline = header::timeline(app, area.width);
     let warn = !app.s.warnings.is_empty() || app.current_notice().is_some();
