@@ -345,9 +345,52 @@ fn stream(seconds: u64) -> Vec<Stamped> {
             },
         },
     ];
+    // kube-apiserver's storage flags, and an events etcd (its own revisions) that writes
+    // three Events a second, goes down at 20 s and comes back at 25 s.
+    out.push(Stamped {
+        at: at(0),
+        obs: Observation::ApiserverFlags(regscope::model::ApiserverFlags {
+            file: "/etc/kubernetes/manifests/kube-apiserver.yaml".into(),
+            flags: vec![("--watch-cache-sizes".into(), "secrets#0".into())],
+        }),
+    });
+    let events_etcd = |what| {
+        Observation::OtherCluster(regscope::model::OtherClusterObs {
+            resources: "/events".into(),
+            what,
+        })
+    };
+    let events_up = |revision| {
+        events_etcd(regscope::model::OtherClusterWhat::Up {
+            endpoint: "https://127.0.0.1:2381".into(),
+            version: "3.5.1".into(),
+            cluster_id: 9,
+            revision,
+            db_size: 1 << 20,
+            keys: 100,
+        })
+    };
+    out.push(Stamped {
+        at: at(0),
+        obs: events_up(1000),
+    });
     let body = scrape_body();
     let mut rev = 10;
     for s in 1..=seconds {
+        let obs = match s {
+            20 => events_etcd(regscope::model::OtherClusterWhat::Down {
+                error: "connection refused".into(),
+            }),
+            25 => events_up(1000 + 3 * s as i64),
+            _ => events_etcd(regscope::model::OtherClusterWhat::Writes {
+                revision: 1000 + 3 * s as i64,
+                puts: 3,
+                creates: 1,
+                deletes: 1,
+                bytes: 300,
+            }),
+        };
+        out.push(Stamped { at: at(s), obs });
         for k in 0..5 {
             rev += 1;
             let key = format!("/registry/configmaps/ns/c{}", 2 + (rev + k) % 8);
@@ -603,6 +646,38 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
             row("secrets", "(no managedFields)", "", "", 8),
         ]
     );
+    // The events etcd and the flags are part of the state too.
+    let other = &end["other_clusters"][0];
+    assert_eq!(other["resources"], "/events", "{end:#}");
+    assert_eq!(other["up"], true);
+    assert_eq!(other["revision"], 1180);
+    // Writes in 58 of the 60 seconds (not at 20 and 25); keys from etcd's count at 25
+    // s, then +1 −1 a second.
+    assert_eq!(other["puts"], 3 * 58);
+    assert_eq!(other["keys"], 100);
+    assert_eq!(
+        end["apiserver_flags"]["flags"]["--watch-cache-sizes"],
+        "secrets#0"
+    );
+    let down: serde_json::Value = serde_json::from_str(
+        &regscope::cli::record::snapshot_of(&p.seek(Target::Time(at(22))), false).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(down["other_clusters"][0]["up"], false, "{down:#}");
+    assert_eq!(down["other_clusters"][0]["error"], "connection refused");
+    let markers = p.markers(1.0, 10.0);
+    let at_of = |label: &str| {
+        markers
+            .iter()
+            .find(|m| m.label == label)
+            .unwrap_or_else(|| panic!("{label}: {markers:?}"))
+            .at
+    };
+    assert_eq!(
+        at_of("etcd for /events unreachable: connection refused"),
+        at(20)
+    );
+    assert_eq!(at_of("etcd for /events reachable again"), at(25));
     // By time and by revision as well.
     let t = at(33);
     let by_time = p.seek(Target::Time(t));
