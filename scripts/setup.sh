@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what regscope needs to build, run the demo and run its tests, when missing:
 #   etcd (Debian etcd-server), etcdctl (etcd-client, used by the sync benchmark),
-#   protoc (protobuf-compiler, needed by etcd-client's build), tmux (end-to-end tests).
+#   protoc (protobuf-compiler, needed by etcd-client's build), tmux (end-to-end tests),
+#   openssl (certificates for the TLS and node-discovery tests and scripts/screenshots.sh).
 # Uses apt-get (via sudo when not root). Safe to run repeatedly: it installs only what is absent.
 set -euo pipefail
 
@@ -10,6 +11,7 @@ command -v etcd >/dev/null 2>&1 || need+=(etcd-server)
 command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
