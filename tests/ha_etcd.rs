@@ -31,7 +31,7 @@ struct Cluster {
     members: Vec<Member>,
     /// One cluster at a time in this binary: four clusters of three members at once on two
     /// cores made the Status answers and elections these tests time late.
-    _one_at_a_time: std::sync::MutexGuard<'static, ()>,
+    _one_at_a_time: Option<std::sync::MutexGuard<'static, ()>>,
 }
 
 static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -39,25 +39,52 @@ static ONE_CLUSTER: std::sync::Mutex<()> = std::sync::Mutex::new(());
 impl Cluster {
     fn start() -> Cluster {
         // A test that failed (and poisoned the lock) does not stop the others.
-        let guard = ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner());
-        let dir = tempfile::tempdir().unwrap();
-        let members: Vec<Member> = (0..3)
-            .map(|i| Member {
-                name: format!("m{i}"),
-                client: format!("http://127.0.0.1:{}", free_port()),
-                peer: format!("http://127.0.0.1:{}", free_port()),
-                child: None,
-            })
-            .collect();
-        let mut c = Cluster {
-            dir,
-            members,
-            _one_at_a_time: guard,
-        };
-        for i in 0..3 {
-            c.spawn(i);
+        let mut guard = Some(ONE_CLUSTER.lock().unwrap_or_else(|e| e.into_inner()));
+        // A port found free can be taken by another process before etcd binds it; etcd
+        // then exits at once ("bind: address already in use"). Such a start is retried on
+        // new ports, so that no test talks to a stranger on the port it was given.
+        for _attempt in 0..5 {
+            let dir = tempfile::tempdir().unwrap();
+            let members: Vec<Member> = (0..3)
+                .map(|i| Member {
+                    name: format!("m{i}"),
+                    client: format!("http://127.0.0.1:{}", free_port()),
+                    peer: format!("http://127.0.0.1:{}", free_port()),
+                    child: None,
+                })
+                .collect();
+            let mut c = Cluster {
+                dir,
+                members,
+                _one_at_a_time: guard.take(),
+            };
+            for i in 0..3 {
+                c.spawn(i);
+            }
+            let deadline = Instant::now() + Duration::from_millis(1500);
+            let mut exited = false;
+            while Instant::now() < deadline && !exited {
+                exited = c.members.iter_mut().any(|m| {
+                    m.child
+                        .as_mut()
+                        .is_some_and(|ch| ch.try_wait().ok().flatten().is_some())
+                });
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if !exited {
+                return c;
+            }
+            eprintln!(
+                "an etcd member exited at start, retrying on new ports:\n{}",
+                c.log()
+            );
+            for i in 0..3 {
+                c.kill(i);
+            }
+            // Keep the lock across the retry.
+            guard = c._one_at_a_time.take();
         }
-        c
+        panic!("no cluster of three started in five attempts");
     }
 
     fn spawn(&mut self, i: usize) {
