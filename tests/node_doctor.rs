@@ -500,7 +500,7 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
             let _ = ch.wait();
         }
         t.wait_for("the alert", Duration::from_secs(30), |s| {
-            s.contains("⚠ etcd for /events unreachable since") && s.contains("events DOWN since")
+            s.contains("⚠ etcd for events unreachable since") && s.contains("events DOWN since")
         });
         t.keys(&["q"]);
         t.wait_for("the console to quit", Duration::from_secs(10), |_| {

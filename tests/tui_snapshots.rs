@@ -2458,7 +2458,7 @@ fn other_etcd_clusters_on_growth() {
             "rev 500,360 (12.0/s)  keys 12,120  db 64.0 MiB",
             "put/s 12.0  del/s 4.0",
             "leases.coordination.k8s.io DOWN since",
-            "⚠ etcd for coordination.k8s.io/leases unreachable since",
+            "⚠ etcd for leases.coordination.k8s.io unreachable since",
         ],
     );
     insta::assert_snapshot!("other_etcd_clusters_growth_120x30", wide);
@@ -2469,7 +2469,7 @@ fn other_etcd_clusters_on_growth() {
     assert!(!small.contains("Other etcd clusters"), "{small}");
     assert_shows(
         &small,
-        &["⚠ etcd for coordination.k8s.io/leases unreachable"],
+        &["⚠ etcd for leases.coordination.k8s.io unreachable"],
     );
 }
 

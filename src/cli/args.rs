@@ -1185,10 +1185,12 @@ impl ConnArgs {
             .iter()
             .map(|(resources, endpoints)| crate::source::OtherClusterSource {
                 resources: resources.clone(),
+                // Bare host:port gets the scheme of the TLS files, as `doctor` checks it.
                 etcd: EtcdOptions {
                     endpoints: endpoints.clone(),
                     ..self.etcd_options()
-                },
+                }
+                .with_defaults(),
                 prefix: self.prefix_bytes(),
                 request_timeout: sync.request_timeout,
                 status_interval: sync.status_interval,

@@ -186,13 +186,13 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
             out.push(member(&opts, ep, "etcd member", a.timeout).await);
         }
     }
-    for o in &d.overrides {
+    for (resources, endpoints) in d.other_clusters() {
         let oo = EtcdOptions {
-            endpoints: o.endpoints.clone(),
+            endpoints,
             ..opts.clone()
         }
         .with_defaults();
-        let label = format!("etcd for {}", o.resource);
+        let label = format!("etcd for {resources}");
         for ep in &oo.endpoints {
             out.push(member(&oo, ep, &label, a.timeout).await);
         }
@@ -588,6 +588,9 @@ async fn member(opts: &EtcdOptions, ep: &str, label: &str, timeout: Duration) ->
             let mut detail = e.to_string();
             let mut advice = match &e {
                 E::File { .. } | E::BadFile { .. } => "fix the file named above",
+                E::Unreachable { .. } if label.starts_with("etcd for ") => {
+                    "start etcd there, or correct kube-apiserver's --etcd-servers-overrides"
+                }
                 E::Unreachable { .. } => {
                     "start etcd there, or correct the endpoint (kube-apiserver's --etcd-servers, or --endpoints)"
                 }

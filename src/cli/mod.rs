@@ -258,46 +258,44 @@ pub fn snapshot_json(
     Ok(serde_json::to_string_pretty(&out)?)
 }
 
-/// kube-apiserver's other etcd clusters and storage flags, for `snapshot --json`, each
-/// only when present:
-/// * `other_clusters`: `[{resources, up, error, endpoint, version, cluster_id, revision,
-///   db_size_bytes, keys, puts, deletes, bytes}]` (`puts`, `deletes`, `bytes`: watched
-///   since the session started);
-/// * `apiserver_flags`: `{file, flags: {"--flag": "value"}}` as written in the manifest.
+/// kube-apiserver's other etcd clusters and storage flags, for `snapshot --json`:
+/// * `other_clusters`: `[{resources, up, since, error, endpoint, version, cluster_id,
+///   revision, db_size_bytes, keys, puts, deletes, bytes}]`, `[]` without overrides
+///   (`since`: RFC 3339, when it last went up or down; `puts`, `deletes`, `bytes`:
+///   watched since the session started);
+/// * `apiserver_flags`: `{file, flags: {"--flag": "value"}}` as written in the manifest,
+///   or `null` when no manifest told them.
 pub fn node_json(session: &Session) -> serde_json::Map<String, serde_json::Value> {
     let mut o = serde_json::Map::new();
-    if !session.other_clusters.is_empty() {
-        let rows: Vec<_> = session
-            .other_clusters
-            .all()
-            .iter()
-            .map(|c| {
-                json!({
-                    "resources": c.resources,
-                    "up": c.up,
-                    "error": c.error,
-                    "endpoint": c.endpoint,
-                    "version": c.version,
-                    "cluster_id": c.cluster_id,
-                    "revision": c.revision,
-                    "db_size_bytes": c.db_size,
-                    "keys": c.keys,
-                    "puts": c.puts,
-                    "deletes": c.deletes,
-                    "bytes": c.bytes,
-                })
+    let rows: Vec<_> = session
+        .other_clusters
+        .all()
+        .iter()
+        .map(|c| {
+            json!({
+                "resources": c.resources,
+                "up": c.up,
+                "since": c.since.map(|t| humantime::format_rfc3339_seconds(t).to_string()),
+                "error": c.error,
+                "endpoint": c.endpoint,
+                "version": c.version,
+                "cluster_id": c.cluster_id,
+                "revision": c.revision,
+                "db_size_bytes": c.db_size,
+                "keys": c.keys,
+                "puts": c.puts,
+                "deletes": c.deletes,
+                "bytes": c.bytes,
             })
-            .collect();
-        o.insert("other_clusters".into(), json!(rows));
-    }
-    if let Some(f) = &session.apiserver_flags {
+        })
+        .collect();
+    o.insert("other_clusters".into(), json!(rows));
+    let flags = session.apiserver_flags.as_ref().map(|f| {
         let flags: serde_json::Map<String, serde_json::Value> =
             f.flags.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-        o.insert(
-            "apiserver_flags".into(),
-            json!({ "file": f.file, "flags": flags }),
-        );
-    }
+        json!({ "file": f.file, "flags": flags })
+    });
+    o.insert("apiserver_flags".into(), json!(flags));
     o
 }
 

@@ -371,7 +371,8 @@ pub struct WatchCacheFlags {
     pub default_size: Option<i64>,
     /// `--watch-cache-sizes` entries: (`resource[.group]`, size).
     pub sizes: Vec<(String, i64)>,
-    /// Entries that are not `resource[.group]#size`, as written.
+    /// Entries that are not `resource[.group]#size` with a size of 0 or more, as written
+    /// (kube-apiserver refuses to start on them).
     pub unreadable: Vec<String>,
 }
 
@@ -431,11 +432,13 @@ impl ApiserverFlags {
             if entry.is_empty() {
                 continue;
             }
+            // kube-apiserver refuses to start on a size that is not a number or is
+            // negative (`ParseWatchCacheSizes`); an empty resource name it takes as given.
             match entry
                 .split_once('#')
                 .and_then(|(r, n)| Some((r.trim(), n.trim().parse::<i64>().ok()?)))
             {
-                Some((r, n)) if !r.is_empty() => out.sizes.push((r.to_string(), n)),
+                Some((r, n)) if n >= 0 => out.sizes.push((r.to_string(), n)),
                 _ => out.unreadable.push(entry.to_string()),
             }
         }
@@ -772,7 +775,7 @@ mod tests {
             ("--default-watch-cache-size", "0"),
             (
                 "--watch-cache-sizes",
-                "pods#1000, secrets#0,deployments.apps#5,bad,#3",
+                "pods#1000, secrets#0,deployments.apps#5,bad,#3,jobs#-1,x#y",
             ),
         ])
         .watch_cache()
@@ -787,7 +790,7 @@ mod tests {
         // Not listed, and the default size is 0: off.
         assert!(!w.cached("", "configmaps"));
         assert_eq!(w.disabled(), vec!["secrets"]);
-        assert_eq!(w.unreadable, vec!["bad", "#3"]);
+        assert_eq!(w.unreadable, vec!["bad", "jobs#-1", "x#y"]);
         // --watch-cache=false turns every cache off; the last flag given wins.
         let w = flags(&[("--watch-cache", "true"), ("--watch-cache", "false")])
             .watch_cache()

@@ -69,6 +69,47 @@ impl Manifest {
         self.find(flag).map(|(value, _)| value)
     }
 
+    /// For a list flag (pflag's `StringSlice`, such as kube-apiserver's
+    /// `--etcd-servers-overrides` and `--watch-cache-sizes`): every value given, in order,
+    /// joined with commas, since each occurrence appends to the list rather than replacing
+    /// it. `None` when the flag is absent.
+    pub fn list_flag(&self, flag: &str) -> Option<String> {
+        let containers = self
+            .doc
+            .get("spec")
+            .and_then(|s| s.get("containers"))
+            .and_then(Value::as_sequence);
+        let mut lists: Vec<Vec<&str>> = Vec::new();
+        match containers {
+            Some(containers) => {
+                for container in containers {
+                    lists.push(
+                        ["command", "args"]
+                            .iter()
+                            .filter_map(|field| container.get(*field).and_then(Value::as_sequence))
+                            .flatten()
+                            .filter_map(Value::as_str)
+                            .collect(),
+                    );
+                }
+            }
+            None => string_lists(&self.doc, &mut lists),
+        }
+        let values: Vec<String> = lists
+            .iter()
+            .filter_map(|args| {
+                let all = all_flags(args, flag);
+                if all.is_empty() {
+                    let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+                    Some(all_flags(&words, flag)).filter(|v| !v.is_empty())
+                } else {
+                    Some(all)
+                }
+            })
+            .next_back()?;
+        Some(values.join(","))
+    }
+
     /// As [`Manifest::flag`] for a flag naming a file: the path inside the container is
     /// translated to the host through the container's `hostPath` volume mounts (longest
     /// mount path wins; kubeadm mounts paths unchanged). Relative paths stay as written.
@@ -143,6 +184,20 @@ impl Manifest {
             .find_map(|args| find_flag(args, flag))
             .map(|v| (v, None))
     }
+}
+
+/// Every value of `flag` in an argument list (whole arguments), in order.
+fn all_flags(words: &[&str], flag: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        if *word == flag {
+            let value = words.get(i + 1).filter(|v| !v.starts_with("--"));
+            out.push(value.map_or(String::new(), |v| v.to_string()));
+        } else if let Some(value) = word.strip_prefix(flag).and_then(|v| v.strip_prefix('=')) {
+            out.push(value.trim_matches(|c| c == '"' || c == '\'').to_string());
+        }
+    }
+    out
 }
 
 /// The last value of `flag` in an argument list. Looks at whole arguments first, then at

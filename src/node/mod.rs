@@ -129,6 +129,9 @@ pub struct Discovery {
     pub apiserver_flags: Option<crate::model::ApiserverFlags>,
 }
 
+/// kube-apiserver's list flags among those (pflag `StringSlice`): each occurrence appends.
+const LIST_FLAGS: [&str; 2] = ["--etcd-servers-overrides", "--watch-cache-sizes"];
+
 /// kube-apiserver's flags about its storage that the console shows as configured
 /// ([`crate::model::ApiserverFlags`]).
 pub const STORAGE_FLAGS: [&str; 5] = [
@@ -153,10 +156,15 @@ impl Discovery {
 
     /// kube-apiserver's other etcd clusters: the resources of each `--etcd-servers-overrides`
     /// entry grouped by their client URLs, as `(resources comma-separated, URLs)` in the
-    /// order written.
+    /// order written (the console watches each, `doctor` checks each member once).
+    /// An override naming the main cluster's own URLs is the main cluster: left out.
     pub fn other_clusters(&self) -> Vec<(String, Vec<String>)> {
+        let main = self.etcd.as_ref().map_or(&[][..], |e| &e.endpoints[..]);
         let mut out: Vec<(String, Vec<String>)> = Vec::new();
         for o in &self.overrides {
+            if o.endpoints.iter().all(|u| main.contains(u)) {
+                continue;
+            }
             match out.iter_mut().find(|(_, urls)| *urls == o.endpoints) {
                 Some((resources, _)) => {
                     resources.push(',');
@@ -337,27 +345,49 @@ fn from_apiserver(d: &mut Discovery, m: &Manifest, file: &str) {
         d.fact("etcd prefix", &p, file, Some("--etcd-prefix"));
         d.prefix = Some(p);
     }
-    if let Some(v) = m.flag("--etcd-servers-overrides").filter(|v| !v.is_empty()) {
+    // A list flag: every occurrence appends (k8s.io/apiserver `EtcdOptions`).
+    if let Some(v) = m
+        .list_flag("--etcd-servers-overrides")
+        .filter(|v| !v.is_empty())
+    {
         d.fact(
             "etcd servers overrides",
             &v,
             file,
             Some("--etcd-servers-overrides"),
         );
-        for entry in v.split(',') {
-            let Some((resource, urls)) = entry.split_once('#') else {
+        for entry in v.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            // kube-apiserver refuses to start on an entry that is not exactly
+            // `group/resource#servers` (`EtcdOptions.Validate`).
+            let parsed = entry
+                .split_once('#')
+                .filter(|(r, u)| r.matches('/').count() == 1 && !u.contains('#'));
+            let Some((resource, urls)) = parsed else {
                 d.problem(
                     file,
                     format!(
-                        "--etcd-servers-overrides entry {entry:?} is not group/resource#url;url"
+                        "--etcd-servers-overrides entry {entry:?} is not group/resource#url;url (kube-apiserver refuses to start on it)"
                     ),
-                    "check the flag's format",
+                    "fix the flag: core resources are written /events, others group/resource",
                 );
                 continue;
             };
+            let endpoints = split_urls(urls, ';');
+            if endpoints.is_empty() {
+                d.problem(
+                    file,
+                    format!("--etcd-servers-overrides entry {entry:?} names no servers"),
+                    "give the override's etcd URLs after #, separated by ;",
+                );
+                continue;
+            }
+            // A resource overridden twice: the last entry wins, as in kube-apiserver's
+            // storage factory (a map by group/resource).
+            let resource = resource.trim().to_string();
+            d.overrides.retain(|o| o.resource != resource);
             d.overrides.push(EtcdOverride {
-                resource: resource.trim().to_string(),
-                endpoints: split_urls(urls, ';'),
+                resource,
+                endpoints,
             });
         }
     }
@@ -370,7 +400,12 @@ fn from_apiserver(d: &mut Discovery, m: &Manifest, file: &str) {
         ("watch cache sizes", "--watch-cache-sizes"),
         ("default watch cache size", "--default-watch-cache-size"),
     ] {
-        if let Some(v) = m.flag(flag) {
+        let v = if LIST_FLAGS.contains(&flag) {
+            m.list_flag(flag)
+        } else {
+            m.flag(flag)
+        };
+        if let Some(v) = v {
             d.fact(name, v, file, Some(flag));
         }
     }
@@ -378,9 +413,27 @@ fn from_apiserver(d: &mut Discovery, m: &Manifest, file: &str) {
         file: file.to_string(),
         flags: STORAGE_FLAGS
             .iter()
-            .filter_map(|f| m.flag(f).map(|v| (f.to_string(), v)))
+            .filter_map(|f| {
+                let v = if LIST_FLAGS.contains(f) {
+                    m.list_flag(f)
+                } else {
+                    m.flag(f)
+                };
+                v.map(|v| (f.to_string(), v))
+            })
             .collect(),
     });
+    if let Some(wc) = d.apiserver_flags.as_ref().and_then(|f| f.watch_cache()) {
+        for entry in wc.unreadable {
+            d.problem(
+                file,
+                format!(
+                    "--watch-cache-sizes entry {entry:?} is not resource[.group]#size with a size of 0 or more (kube-apiserver refuses to start on it)"
+                ),
+                "fix the flag, e.g. secrets#0 to turn off one resource's watch cache",
+            );
+        }
+    }
     let port = m.flag("--secure-port");
     let url = format!(
         "https://127.0.0.1:{}/metrics",

@@ -246,3 +246,66 @@ fn paths_under_the_root() {
     );
     assert_eq!(metrics_url("https://127.0.0.1:2382"), None);
 }
+
+/// `--etcd-servers-overrides` and `--watch-cache-sizes` as kube-apiserver reads them: each
+/// occurrence of the flag appends; the last entry for a resource wins; entries kube-apiserver
+/// refuses to start on, and overrides without servers or naming the main cluster, are
+/// problems or left out, never watched.
+#[test]
+fn list_flags_append_and_overrides_are_read_as_kube_apiserver_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        KUBEADM_APISERVER_MANIFEST,
+        &apiserver_manifest(
+            "    - --etcd-servers-overrides=/events#https://10.0.0.9:2379,/events#https://10.0.0.8:2379
+    - --etcd-servers-overrides=apps/deployments#https://10.0.0.8:2379,events#https://x:1,/pods#
+    - --etcd-servers-overrides=/configmaps#https://10.0.0.1:2379
+    - --watch-cache-sizes=secrets#0,pods#abc
+    - --watch-cache-sizes=jobs.batch#-3,events#5",
+        ),
+    );
+    let d = discover(root);
+    let resources: Vec<&str> = d.overrides.iter().map(|o| o.resource.as_str()).collect();
+    assert_eq!(resources, ["/events", "apps/deployments", "/configmaps"]);
+    assert_eq!(d.overrides[0].endpoints, ["https://10.0.0.8:2379"]);
+    // Grouped by servers; the main cluster's own URL is the main cluster.
+    assert_eq!(
+        d.other_clusters(),
+        vec![(
+            "/events,apps/deployments".to_string(),
+            vec!["https://10.0.0.8:2379".to_string()]
+        )]
+    );
+    let problems: Vec<&str> = d.problems.iter().map(|p| p.message.as_str()).collect();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("\"events#https://x:1\" is not group/resource")),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("\"/pods#\" names no servers")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("\"pods#abc\"")),
+        "{problems:?}"
+    );
+    assert!(
+        problems.iter().any(|p| p.contains("\"jobs.batch#-3\"")),
+        "{problems:?}"
+    );
+    assert_eq!(problems.len(), 4, "{problems:?}");
+    let flags = d.apiserver_flags.clone().unwrap();
+    assert_eq!(
+        flags.get("--watch-cache-sizes"),
+        Some("secrets#0,pods#abc,jobs.batch#-3,events#5")
+    );
+    let wc = flags.watch_cache().unwrap();
+    assert_eq!(wc.size_for("", "events"), Some(5));
+    assert!(!wc.cached("", "secrets"));
+}

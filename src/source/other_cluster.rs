@@ -61,7 +61,7 @@ impl OtherClusterSource {
                 }
             }
             Err(e) => OtherClusterWhat::Down {
-                error: e.to_string(),
+                error: down_text(e),
             },
         };
         OtherClusterObs {
@@ -135,7 +135,7 @@ impl OtherClusterSource {
     async fn watch_once(&self, tx: &mpsc::Sender<Stamped>, backoff: &mut Duration) -> String {
         let conn = match self.etcd.connect_info(self.request_timeout).await {
             Ok(c) => c,
-            Err(e) => return e.to_string(),
+            Err(e) => return down_text(e),
         };
         let endpoint = conn.endpoint.clone();
         let mut client = conn.client;
@@ -216,5 +216,16 @@ impl OtherClusterSource {
                 }
             }
         }
+    }
+}
+
+/// A connection error as one line, without the advice about `--endpoints` that fits the
+/// main cluster (this one comes from kube-apiserver's `--etcd-servers-overrides`).
+fn down_text(e: super::ConnectError) -> String {
+    match e {
+        super::ConnectError::Unreachable {
+            endpoint, detail, ..
+        } => format!("cannot reach etcd at {endpoint}: {detail}"),
+        e => e.to_string(),
     }
 }

@@ -53,6 +53,8 @@ pub struct OtherCluster {
     pub puts: u64,
     pub deletes: u64,
     pub bytes: u64,
+    /// Times its history was replaced (a new cluster ID or a lower head revision).
+    pub rebuilt: u64,
     samples: VecDeque<Sample>,
 }
 
@@ -78,6 +80,15 @@ impl OtherCluster {
             } => {
                 if !self.up {
                     self.since = Some(at);
+                }
+                // A new cluster ID, or a head below the one seen: the cluster was rebuilt
+                // or restored from a snapshot. Its revisions start again; so do the rates.
+                let rebuilt = (self.cluster_id != 0 && *cluster_id != self.cluster_id)
+                    || *revision < self.revision;
+                if rebuilt {
+                    self.revision = *revision;
+                    self.samples.clear();
+                    self.rebuilt += 1;
                 }
                 self.up = true;
                 self.error = None;
@@ -284,6 +295,27 @@ mod tests {
             },
         );
         assert_eq!(c.all().len(), 2);
+    }
+
+    #[test]
+    fn a_rebuilt_cluster_starts_its_revisions_again() {
+        let mut c = OtherClusters::default();
+        c.apply(at(0), &obs(up(500, 10)));
+        c.apply(at(1), &obs(writes(510, 10, 10, 0)));
+        // The same cluster ID, a lower head: restored from a snapshot.
+        c.apply(at(5), &obs(up(40, 3)));
+        let e = &c.all()[0];
+        assert_eq!((e.revision, e.keys, e.rebuilt), (40, 3, 1));
+        c.apply(at(6), &obs(writes(45, 5, 5, 0)));
+        assert_eq!(c.all()[0].rates(at(6), 60).revisions, 5.0);
+        // A new cluster ID, even at a higher head.
+        let mut other = up(900, 1);
+        if let OtherClusterWhat::Up { cluster_id, .. } = &mut other {
+            *cluster_id = 8;
+        }
+        c.apply(at(8), &obs(other));
+        let e = &c.all()[0];
+        assert_eq!((e.revision, e.cluster_id, e.rebuilt), (900, 8, 2));
     }
 
     #[test]

@@ -121,10 +121,15 @@ pub(crate) fn title(app: &App) -> String {
 
 /// The first of kube-apiserver's other etcd clusters that is down, as an alert.
 fn other_down(app: &App) -> Option<String> {
-    let c = app.session.other_clusters.all().iter().find(|c| !c.up)?;
+    let mut down = app.session.other_clusters.all().iter().filter(|c| !c.up);
+    let c = down.next()?;
+    let more = match down.count() {
+        0 => String::new(),
+        n => format!(" (+{n} more down: see Growth)"),
+    };
     Some(format!(
-        " ⚠ etcd for {} unreachable since {}: {}",
-        c.resources,
+        " ⚠ etcd for {} unreachable since {}{more}: {}",
+        super::other_clusters::label(&c.resources),
         c.since
             .map(|t| clock(t, app.s.utc_offset))
             .unwrap_or_default(),

@@ -38,7 +38,7 @@ pub const MIN_ROWS: u16 = 12;
 fn draw_too_small(app: &App, f: &mut Frame, area: Rect) {
     let text = format!(
         "terminal too small: {}x{}; regscope needs at least {MIN_COLS}x{MIN_ROWS} \
-         (80x24 or more shows every panel in full). Enlarge it, or press q to quit.",
+         (larger terminals show more of each panel). Enlarge it, or press q to quit.",
         area.width, area.height
     );
     let p = Paragraph::new(sp(app, text, Role::Alert))
