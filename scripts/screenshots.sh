@@ -91,7 +91,7 @@ cp "$pki/ca.crt" "$node/etc/kubernetes/pki/etcd/ca.crt"
 cp "$pki/client.crt" "$node/etc/kubernetes/pki/apiserver-etcd-client.crt"
 cp "$pki/client.key" "$node/etc/kubernetes/pki/apiserver-etcd-client.key"
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-start_etcd() { # name; prints "client-url metrics-url"
+start_etcd() { # name; sets client_url and metrics_url (not in a subshell: its pid is kept)
   local c p m
   c=$(port); p=$(port); m=$(port)
   etcd --name "$1" --data-dir "$tmp/data-$1" \
@@ -101,10 +101,13 @@ start_etcd() { # name; prints "client-url metrics-url"
     --cert-file "$pki/server.crt" --key-file "$pki/server.key" \
     --trusted-ca-file "$pki/ca.crt" --client-cert-auth >"$tmp/etcd-$1.log" 2>&1 &
   pids+=($!)
-  echo "https://127.0.0.1:$c http://127.0.0.1:$m"
+  client_url="https://127.0.0.1:$c"
+  metrics_url="http://127.0.0.1:$m"
 }
-read -r main_url main_metrics < <(start_etcd main)
-read -r events_url _ < <(start_etcd events)
+start_etcd main
+main_url=$client_url main_metrics=$metrics_url
+start_etcd events
+events_url=$client_url
 cat > "$node/etc/kubernetes/manifests/kube-apiserver.yaml" <<YAML
 apiVersion: v1
 kind: Pod
