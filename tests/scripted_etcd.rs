@@ -6,7 +6,7 @@
 //! - a DELETE without `prev_kv` (what etcd sends when a compaction raced the delete; the
 //!   apiserver, which asks for `prev_kv`, treats it as fatal for its watch);
 //! - a progress notification below events already delivered, and below the watch's own
-//!   start revision.
+//!   start revision (from these versions a lower bound on etcd's head, not an anomaly).
 
 mod common;
 #[path = "common/scripted_etcd.rs"]
@@ -83,10 +83,6 @@ async fn an_affected_etcd_progress_ahead_of_its_event_is_never_applied() {
     let s = regscope::decode::summarize(&row.value);
     assert_eq!(s.kind.as_deref(), Some("ConfigMap"));
 
-    h.until("both late progress notifications", t, |r, _| {
-        r.watch_health().progress_behind >= 2
-    })
-    .await;
     h.until("etcd announces head 110", t, |r, _| {
         r.watch_health().head_at_least >= 110
     })
@@ -105,7 +101,10 @@ async fn an_affected_etcd_progress_ahead_of_its_event_is_never_applied() {
             w.repeated_events,
             w.unknown_deletes
         ),
-        (1, 2, 0, 0)
+        // The notifications at 99 and 95 came after 102 was applied: from this etcd
+        // version (unordered progress) they are lower bounds on its head, still true, not
+        // anomalies.
+        (1, 0, 0, 0)
     );
     let notes: Vec<String> = h.replica.notes().iter().map(|(_, n)| n.clone()).collect();
     assert!(
@@ -113,7 +112,7 @@ async fn an_affected_etcd_progress_ahead_of_its_event_is_never_applied() {
         "{notes:?}"
     );
     assert!(
-        notes.iter().any(|n| n.contains("below revision")),
+        !notes.iter().any(|n| n.contains("below revision")),
         "{notes:?}"
     );
     let diffs = regscope::cli::verify_replica(&src, &h.replica)

@@ -620,8 +620,9 @@ fn not_responding_header_160x48() {
     insta::assert_snapshot!(render(&mut a, 160, 48));
 }
 
-/// etcd 3.4.23 announced a head past the replica (shown apart, not applied) and one
-/// progress notification ran behind: the header says both, the event log says why.
+/// A head announced past the replica (etcd 3.4.23's lower bound: shown apart, not applied)
+/// and a progress notification that ran behind what was applied (from an etcd that orders
+/// them, an anomaly): the header says both, the event log says why.
 #[test]
 fn head_announced_and_watch_anomaly_160x48() {
     let mut r = fixture();
@@ -632,7 +633,7 @@ fn head_announced_and_watch_anomaly_160x48() {
     });
     r.apply(&Stamped {
         at: at(51),
-        obs: Observation::HeadAtLeast { revision: rev - 3 },
+        obs: Observation::Progress { revision: rev - 3 },
     });
     assert_eq!(r.revision(), rev);
     let mut a = App::new(

@@ -547,7 +547,7 @@ impl Replica {
                 self.enforce_budget();
             }
             Observation::Progress { revision } => {
-                self.progress_seen(*revision, st.at);
+                self.progress_seen(*revision, st.at, true);
                 self.advance(*revision, st.at);
                 self.growth.record(unix_second(st.at), self.applied, 0);
             }
@@ -580,7 +580,7 @@ impl Replica {
                 self.members = Some((st.at, now.clone()));
             }
             Observation::HeadAtLeast { revision } => {
-                self.progress_seen(*revision, st.at);
+                self.progress_seen(*revision, st.at, false);
                 self.growth.record(unix_second(st.at), self.applied, 0);
             }
             Observation::Compacted { revision, source } => {
@@ -676,9 +676,13 @@ impl Replica {
         self.notes.push_back((at, n));
     }
 
-    /// Books a progress notification at `rev` (applied or not): etcd's head, and whether it
-    /// fell behind what is applied.
-    fn progress_seen(&mut self, rev: Revision, at: SystemTime) {
+    /// Books a progress notification at `rev` (applied or not): etcd's head, and, for one
+    /// that says every event up to it was sent (`ordered`, [`Observation::Progress`]),
+    /// whether it fell behind what is applied. An [`Observation::HeadAtLeast`] is only a
+    /// lower bound on etcd's head: below what is applied it is still true, and etcd
+    /// versions that send it (etcd-io/etcd#15220) do stamp a notification with the
+    /// revision at which it was asked for, then send it after later events.
+    fn progress_seen(&mut self, rev: Revision, at: SystemTime, ordered: bool) {
         let w = &mut self.watch;
         if !w.events_since_progress && w.progress_through > 0 {
             w.quiet_through = w.quiet_through.max(w.progress_through.min(rev));
@@ -686,7 +690,7 @@ impl Replica {
         w.events_since_progress = false;
         w.head_at_least = w.head_at_least.max(rev);
         w.progress_through = w.progress_through.max(rev);
-        if rev < self.applied {
+        if ordered && rev < self.applied {
             w.progress_behind += 1;
             let n = w.progress_behind;
             if worth_noting(n) {
@@ -1785,11 +1789,12 @@ mod tests {
     fn progress_below_the_applied_revision_and_repeated_events_are_counted() {
         let mut r = Replica::new(ReplicaConfig::default());
         listed(&mut r, 10, vec![], None);
-        // Lower than the watch's own start revision (11).
+        // Lower than the watch's own start revision (11). A head "at least 9" is still
+        // true at 10 (and what etcd before 3.4.25/3.5.8 sends): not an anomaly.
         obs(&mut r, 1, Observation::Progress { revision: 8 });
         obs(&mut r, 1, Observation::HeadAtLeast { revision: 9 });
         assert_eq!(r.revision(), 10);
-        assert_eq!(r.watch_health().progress_behind, 2);
+        assert_eq!(r.watch_health().progress_behind, 1);
         let e = Observation::Events {
             revision: 11,
             events: vec![put(kv("/registry/pods/a/p", "v1", 11, 11, 1))],
@@ -1797,7 +1802,7 @@ mod tests {
         obs(&mut r, 2, e.clone());
         obs(&mut r, 2, e);
         assert_eq!(r.watch_health().repeated_events, 1);
-        assert_eq!(r.watch_health().anomalies(), 3);
+        assert_eq!(r.watch_health().anomalies(), 2);
         assert_eq!(r.history(b"/registry/pods/a/p").len(), 1);
         // Noted at the 1st time only, not at the 2nd.
         let notes: Vec<_> = r.notes().iter().map(|(_, n)| n.as_str()).collect();

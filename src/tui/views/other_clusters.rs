@@ -106,11 +106,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     let lines: Vec<Line> = clusters.iter().flat_map(|c| lines(app, c)).collect();
     let title = vec![
         sp(app, "Other etcd clusters", Role::PanelTitle),
-        sp(
-            app,
-            format!(" {WINDOW} s rates"),
-            Role::Muted,
-        ),
+        sp(app, format!(" {WINDOW} s rates"), Role::Muted),
     ];
     f.render_widget(Paragraph::new(lines).block(pane(app, title, false)), area);
 }
