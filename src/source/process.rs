@@ -15,13 +15,19 @@ pub fn resident_bytes() -> Option<u64> {
 mod tests {
     #[test]
     fn resident_size_grows_with_touched_memory() {
-        let before = super::resident_bytes().expect("statm on Linux");
-        let touched = vec![1u8; 64 << 20];
-        let after = super::resident_bytes().unwrap();
-        assert!(
-            after >= before + (48 << 20),
-            "{before} -> {after} with 64 MiB touched"
-        );
-        drop(touched);
+        // The measure is the whole process's, and other tests run on other threads and
+        // free memory meanwhile: one of a few tries must see the growth.
+        let mut seen = Vec::new();
+        for _ in 0..5 {
+            let before = super::resident_bytes().expect("statm on Linux");
+            let touched = vec![1u8; 64 << 20];
+            let after = super::resident_bytes().unwrap();
+            drop(touched);
+            if after >= before + (48 << 20) {
+                return;
+            }
+            seen.push(format!("{before} -> {after}"));
+        }
+        panic!("64 MiB touched never showed: {seen:?}");
     }
 }
