@@ -83,30 +83,15 @@ impl Manifest {
         match containers {
             Some(containers) => {
                 for container in containers {
-                    lists.push(
-                        ["command", "args"]
-                            .iter()
-                            .filter_map(|field| container.get(*field).and_then(Value::as_sequence))
-                            .flatten()
-                            .filter_map(Value::as_str)
-                            .collect(),
-                    );
+                    lists.push(container_args(container));
                 }
             }
             None => string_lists(&self.doc, &mut lists),
         }
-        let values: Vec<String> = lists
+        let values = lists
             .iter()
-            .filter_map(|args| {
-                let all = all_flags(args, flag);
-                if all.is_empty() {
-                    let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
-                    Some(all_flags(&words, flag)).filter(|v| !v.is_empty())
-                } else {
-                    Some(all)
-                }
-            })
-            .next_back()?;
+            .map(|args| flag_values(args, flag))
+            .rfind(|v| !v.is_empty())?;
         Some(values.join(","))
     }
 
@@ -164,12 +149,7 @@ impl Manifest {
         if let Some(containers) = containers {
             let mut found = None;
             for container in containers {
-                let args: Vec<&str> = ["command", "args"]
-                    .iter()
-                    .filter_map(|field| container.get(*field).and_then(Value::as_sequence))
-                    .flatten()
-                    .filter_map(Value::as_str)
-                    .collect();
+                let args = container_args(container);
                 if let Some(v) = find_flag(&args, flag) {
                     found = Some((v, Some(container)));
                 }
@@ -184,6 +164,16 @@ impl Manifest {
             .find_map(|args| find_flag(args, flag))
             .map(|v| (v, None))
     }
+}
+
+/// A container's `command` and `args`, in that order.
+fn container_args(container: &Value) -> Vec<&str> {
+    ["command", "args"]
+        .iter()
+        .filter_map(|field| container.get(*field).and_then(Value::as_sequence))
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
 /// Every value of `flag` in an argument list (whole arguments), in order.
@@ -203,22 +193,18 @@ fn all_flags(words: &[&str], flag: &str) -> Vec<String> {
 /// The last value of `flag` in an argument list. Looks at whole arguments first, then at
 /// whitespace-separated words (shell-string commands).
 fn find_flag(args: &[&str], flag: &str) -> Option<String> {
-    fn scan(words: &[&str], flag: &str) -> Option<String> {
-        let mut found = None;
-        for (i, word) in words.iter().enumerate() {
-            if *word == flag {
-                let value = words.get(i + 1).filter(|v| !v.starts_with("--"));
-                found = Some(value.map_or(String::new(), |v| v.to_string()));
-            } else if let Some(value) = word.strip_prefix(flag).and_then(|v| v.strip_prefix('=')) {
-                found = Some(value.trim_matches(|c| c == '"' || c == '\'').to_string());
-            }
-        }
-        found
+    flag_values(args, flag).pop()
+}
+
+/// Every value of `flag` in an argument list, in order: in whole arguments, or, when none
+/// is there, in whitespace-separated words (shell-string commands).
+fn flag_values(args: &[&str], flag: &str) -> Vec<String> {
+    let all = all_flags(args, flag);
+    if !all.is_empty() {
+        return all;
     }
-    scan(args, flag).or_else(|| {
-        let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
-        scan(&words, flag)
-    })
+    let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+    all_flags(&words, flag)
 }
 
 /// Translates a container path to the host through the container's hostPath volume mounts
