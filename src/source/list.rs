@@ -29,7 +29,7 @@ use etcd_client::{GetOptions, KvClient};
 use tokio::task::JoinSet;
 
 use super::connect::error_chain;
-use super::etcd::{take_kv, Emitter, ListError, SyncOptions};
+use super::sync::{take_kv, Emitter, ListError, SyncOptions};
 use crate::model::{prefix_end, ConnState, KeyValue, Observation, Revision};
 
 /// A set of keys: those that start with `base` and whose next byte (at `base.len()`) is in

@@ -14,7 +14,7 @@ use std::time::Duration;
 use etcd_client::Client;
 
 use super::connect::{etcd_status, short_detail, EtcdOptions};
-use super::etcd::{Emitter, SyncOptions};
+use super::sync::{Emitter, SyncOptions};
 use crate::model::{MemberStatus, Observation};
 
 /// Longest wait for one member's connection or answer: a stopped member costs one

@@ -13,6 +13,7 @@ mod members;
 pub mod other_cluster;
 pub mod process;
 pub mod scrape;
+pub mod sync;
 
 pub use connect::{ConnectError, Connected, EtcdOptions};
 pub use etcd::{EtcdSource, SyncOptions};
