@@ -30,6 +30,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+pub use crate::source::connect::LOCAL_ETCD;
+
 pub use manifest::{Manifest, ManifestError};
 
 /// kubeadm's kube-apiserver static pod manifest.
@@ -40,8 +42,6 @@ pub const KUBEADM_ETCD_MANIFEST: &str = "/etc/kubernetes/manifests/etcd.yaml";
 pub const KUBEADM_CERT: &str = "/etc/kubernetes/pki/apiserver-etcd-client.crt";
 pub const KUBEADM_KEY: &str = "/etc/kubernetes/pki/apiserver-etcd-client.key";
 pub const KUBEADM_CA: &str = "/etc/kubernetes/pki/etcd/ca.crt";
-/// etcd's client URL on a kubeadm, RKE2 or k3s server node.
-pub const LOCAL_ETCD: &str = "https://127.0.0.1:2379";
 const RKE2_APISERVER_MANIFEST: &str =
     "/var/lib/rancher/rke2/agent/pod-manifests/kube-apiserver.yaml";
 const RKE2_ETCD_MANIFEST: &str = "/var/lib/rancher/rke2/agent/pod-manifests/etcd.yaml";

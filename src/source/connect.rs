@@ -78,14 +78,18 @@ impl ConnectError {
     }
 }
 
+/// etcd's client URL on its own node with TLS, as kubeadm, RKE2 and k3s server nodes run
+/// it (etcd's `--listen-client-urls` includes `https://127.0.0.1:2379` in their manifests).
+pub const LOCAL_ETCD: &str = "https://127.0.0.1:2379";
+
 impl EtcdOptions {
     /// Fills unset fields: no endpoints → etcd's local client URL, `https://127.0.0.1:2379`
     /// when TLS files are given, else `http://127.0.0.1:2379`. (What a control-plane node
-    /// runs is found by [`crate::node::discover`] before this.)
+    /// runs is found by `node::discover` before this.)
     pub fn with_defaults(mut self) -> Self {
         if self.endpoints.is_empty() {
             self.endpoints = vec![if self.cert.is_some() || self.cacert.is_some() {
-                crate::node::LOCAL_ETCD.into()
+                LOCAL_ETCD.into()
             } else {
                 "http://127.0.0.1:2379".into()
             }];
