@@ -541,6 +541,19 @@ impl EtcdStatus {
 }
 
 impl Observation {
+    /// The highest revision an observation speaks for (0 for those without one).
+    pub fn revision(&self) -> Revision {
+        match self {
+            Observation::ListBegin { revision }
+            | Observation::ListDone { revision, .. }
+            | Observation::Progress { revision } => *revision,
+            Observation::Events { revision, events } => events
+                .last()
+                .map_or(*revision, |e| e.kv.mod_revision.max(*revision)),
+            _ => 0,
+        }
+    }
+
     /// Short name of the variant, for statistics and `export`.
     pub fn kind_name(&self) -> &'static str {
         match self {

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
+use super::files::recording_files;
 use super::format::{FrameKind, Item, Reader};
 use super::readahead::{Decoded, ReadAhead};
 use super::{from_ns, restore, RecordError, RecordingHeader, FORMAT_VERSION};
@@ -139,52 +140,6 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> RecordError {
         path: path.display().to_string(),
         what: e.to_string(),
     }
-}
-
-/// The files of a recording named `path`: the file itself, or the rolling set
-/// `BASE.NNNNNN.rgs` of a `--keep-last` recording (oldest first).
-pub fn recording_files(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
-    if path.is_file() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let s = path.display().to_string();
-    let stem = s.strip_suffix(".rgs").unwrap_or(&s).to_string();
-    let stem_path = PathBuf::from(&stem);
-    let dir = stem_path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    let base = stem_path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_string())
-        .unwrap_or_default();
-    let mut set: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| RecordError::Io {
-            path: path.display().to_string(),
-            source: e,
-        })?
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                n.strip_prefix(&base)
-                    .and_then(|r| r.strip_prefix('.'))
-                    .and_then(|r| r.strip_suffix(".rgs"))
-                    .is_some_and(|num| num.len() == 6 && num.bytes().all(|b| b.is_ascii_digit()))
-            })
-        })
-        .collect();
-    set.sort();
-    if set.is_empty() {
-        return Err(RecordError::Io {
-            path: path.display().to_string(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no such recording (neither a file nor a --keep-last set BASE.NNNNNN.rgs)",
-            ),
-        });
-    }
-    Ok(set)
 }
 
 impl Player {
@@ -782,9 +737,7 @@ impl Player {
             let stop = match target {
                 Target::Position(p) => self.position >= p,
                 Target::Time(t) => next.at > t,
-                Target::Revision(r) => {
-                    session.revision() >= r || super::recorder::revision_of(&next.obs) > r
-                }
+                Target::Revision(r) => session.revision() >= r || next.obs.revision() > r,
                 Target::End => false,
             };
             if stop {
@@ -1063,7 +1016,7 @@ fn first_revision(readers: &mut [Reader], frames: &[FrameRef]) -> Option<Revisio
             ..
         } => super::decode_observation(time_ns, &payload)
             .ok()
-            .map(|st| super::recorder::revision_of(&st.obs))
+            .map(|st| st.obs.revision())
             .filter(|r| *r > 0),
         _ => None,
     });

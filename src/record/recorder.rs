@@ -7,9 +7,10 @@
 //! paused console passes `None`): that is when a checkpoint can be taken, a pending
 //! segment flushed (every second) and a rolling set moved on.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::files::{recording_files, set_file_path};
 use super::format::Writer;
 use super::{
     encode_observation, redact, time_ns, RecordError, RecordingHeader, FORMAT_VERSION,
@@ -157,7 +158,7 @@ impl Recorder {
     /// A `--keep-last` base that already names a set (an earlier run): refused, or with
     /// `--force` that set's files are deleted, so that one set never mixes two sessions.
     fn clear_old_set(&self) -> Result<(), RecordError> {
-        let Ok(old) = super::player::recording_files(&self.opts.path) else {
+        let Ok(old) = recording_files(&self.opts.path) else {
             return Ok(());
         };
         let old: Vec<PathBuf> = old.into_iter().filter(|p| *p != self.opts.path).collect();
@@ -263,7 +264,7 @@ impl Recorder {
         if self.stopped.is_some() {
             return;
         }
-        self.stream_rev = self.stream_rev.max(revision_of(&st.obs));
+        self.stream_rev = self.stream_rev.max(st.obs.revision());
         if st.at > self.stream_time {
             self.stream_time = st.at;
         }
@@ -524,14 +525,6 @@ impl Recorder {
     }
 }
 
-/// File `n` (from 1) of a rolling set based at `base`: `BASE.000001.rgs`, with a `.rgs` on
-/// the base removed first.
-pub fn set_file_path(base: &Path, n: usize) -> PathBuf {
-    let s = base.display().to_string();
-    let stem = s.strip_suffix(".rgs").unwrap_or(&s);
-    PathBuf::from(format!("{stem}.{n:06}.rgs"))
-}
-
 /// The session as a checkpoint, with every Secret value under `<prefix>/secrets/` redacted
 /// as the records are (unless `show_secrets`): the session owner applied the observations
 /// as received, so its replica holds them in the clear.
@@ -561,19 +554,6 @@ fn checkpoint_bytes(session: &Session, show_secrets: bool) -> Result<Vec<u8>, St
             redact::Redacted::Rewritten(_, b) => b.into(),
         });
     copy.to_checkpoint().map_err(|e| e.to_string())
-}
-
-/// The highest revision an observation speaks for (0 for those without one).
-pub(crate) fn revision_of(obs: &Observation) -> Revision {
-    match obs {
-        Observation::ListBegin { revision }
-        | Observation::ListDone { revision, .. }
-        | Observation::Progress { revision } => *revision,
-        Observation::Events { revision, events } => events
-            .last()
-            .map_or(*revision, |e| e.kv.mod_revision.max(*revision)),
-        _ => 0,
-    }
 }
 
 /// The observation with every Secret value under `<prefix>/secrets/` redacted, or `None`

@@ -1,0 +1,61 @@
+//! The files of a recording: one file, or the rolling set `BASE.000001.rgs`,
+//! `BASE.000002.rgs`, … that `record --keep-last` writes (older files deleted as newer
+//! ones fill), named and found here for the recorder and the player alike.
+
+use std::path::{Path, PathBuf};
+
+use super::RecordError;
+
+/// File `n` (from 1) of a rolling set based at `base`: `BASE.000001.rgs`, with a `.rgs` on
+/// the base removed first.
+pub fn set_file_path(base: &Path, n: usize) -> PathBuf {
+    let s = base.display().to_string();
+    let stem = s.strip_suffix(".rgs").unwrap_or(&s);
+    PathBuf::from(format!("{stem}.{n:06}.rgs"))
+}
+
+/// The files of a recording named `path`: the file itself, or the rolling set
+/// `BASE.NNNNNN.rgs` of a `--keep-last` recording (oldest first).
+pub fn recording_files(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let s = path.display().to_string();
+    let stem = s.strip_suffix(".rgs").unwrap_or(&s).to_string();
+    let stem_path = PathBuf::from(&stem);
+    let dir = stem_path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let base = stem_path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let mut set: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map_err(|e| RecordError::Io {
+            path: path.display().to_string(),
+            source: e,
+        })?
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.strip_prefix(&base)
+                    .and_then(|r| r.strip_prefix('.'))
+                    .and_then(|r| r.strip_suffix(".rgs"))
+                    .is_some_and(|num| num.len() == 6 && num.bytes().all(|b| b.is_ascii_digit()))
+            })
+        })
+        .collect();
+    set.sort();
+    if set.is_empty() {
+        return Err(RecordError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no such recording (neither a file nor a --keep-last set BASE.NNNNNN.rgs)",
+            ),
+        });
+    }
+    Ok(set)
+}
