@@ -15,6 +15,7 @@ use anyhow::{Context, Result};
 use serde_json::Value;
 
 use super::etcdctl_json;
+pub use super::etcdctl_json::StoredKv;
 use crate::cli::args::{DecodeArgs, DecodeOutput, UiArgs};
 use crate::decode::hexdump::hexdump;
 use crate::decode::{
@@ -48,20 +49,6 @@ impl InputForm {
             InputForm::Raw => "raw value bytes",
         }
     }
-}
-
-/// One stored value with what is known about where it came from.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct StoredKv {
-    /// The etcd key (empty when not known).
-    pub key: Vec<u8>,
-    /// etcd's create_revision, mod_revision, version and lease, when known.
-    pub create_revision: Option<i64>,
-    pub mod_revision: Option<i64>,
-    pub version: Option<i64>,
-    pub lease: Option<i64>,
-    /// The value bytes as etcd holds them.
-    pub value: Vec<u8>,
 }
 
 /// The parsed input: its form and the values in it (one for hex and raw input).

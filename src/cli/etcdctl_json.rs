@@ -20,7 +20,19 @@ use base64::Engine as _;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::decode::StoredKv;
+/// One stored value with what is known about where it came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StoredKv {
+    /// The etcd key (empty when not known).
+    pub key: Vec<u8>,
+    /// etcd's create_revision, mod_revision, version and lease, when known.
+    pub create_revision: Option<i64>,
+    pub mod_revision: Option<i64>,
+    pub version: Option<i64>,
+    pub lease: Option<i64>,
+    /// The value bytes as etcd holds them.
+    pub value: Vec<u8>,
+}
 
 /// What the document said besides its kvs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
