@@ -9,11 +9,6 @@
 //! ([`crate::store::Session::defer_frees`]) they are kept instead and handed to the caller
 //! ([`crate::store::Session::take_discarded`]), which drops them on another thread.
 
-use std::sync::Arc;
-
-use crate::model::Bytes;
-use crate::store::metrics::ScrapeDigest;
-
 /// Things let go of, kept while deferral is on and dropped at once otherwise.
 #[derive(Debug)]
 pub(crate) struct Discards<T> {
@@ -52,26 +47,10 @@ impl<T> Discards<T> {
     }
 }
 
-/// What a session let go of since the last [`crate::store::Session::take_discarded`]: for
-/// the caller to drop wherever suits it. Holding it keeps the memory; dropping it frees.
-#[derive(Debug, Default)]
-pub struct Discarded {
-    /// Keys and values (raw or packed).
-    pub bytes: Vec<Bytes>,
-    /// Scrape digests replaced by newer ones.
-    pub digests: Vec<Arc<ScrapeDigest>>,
-}
-
-impl Discarded {
-    /// Nothing held.
-    pub fn is_empty(&self) -> bool {
-        self.bytes.is_empty() && self.digests.is_empty()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Bytes;
 
     #[test]
     fn keeps_only_while_deferring() {

@@ -21,7 +21,6 @@ mod shared_bytes;
 mod stats;
 pub mod writers;
 
-pub use discards::Discarded;
 pub use informer::{InformerLag, InformerState};
 pub use list_progress::ListProgress;
 pub use memory_guard::{MemoryAction, MemoryGuard};
@@ -31,7 +30,7 @@ pub use replica::{
     member_changes, Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig,
     ReplicaMemory, Summary, VersionMeta, VersionView, WatchHealth, DEFAULT_HISTORY_BUDGET,
 };
-pub use session::{Applied, Session};
+pub use session::{Applied, Discarded, Session};
 pub use shared_bytes::CHECKPOINT_FORMAT;
 pub use stats::{GrowthSample, ResourceStats, ResourceSummary};
 pub use writers::{WriteRates, WriterStats, WriterSummary};

@@ -169,8 +169,8 @@ impl Session {
     }
 
     /// What was let go of since the last call while deferring (empty otherwise).
-    pub fn take_discarded(&mut self) -> super::Discarded {
-        super::Discarded {
+    pub fn take_discarded(&mut self) -> Discarded {
+        Discarded {
             bytes: self.replica.take_discards(),
             digests: self.metrics.take_discards(),
         }
@@ -218,6 +218,23 @@ impl Session {
     /// keys are drawn or a checkpoint is written.
     pub fn settle(&mut self) {
         self.replica.settle();
+    }
+}
+
+/// What a session let go of since the last [`Session::take_discarded`]: for
+/// the caller to drop wherever suits it. Holding it keeps the memory; dropping it frees.
+#[derive(Debug, Default)]
+pub struct Discarded {
+    /// Keys and values (raw or packed).
+    pub bytes: Vec<Bytes>,
+    /// Scrape digests replaced by newer ones.
+    pub digests: Vec<std::sync::Arc<ScrapeDigest>>,
+}
+
+impl Discarded {
+    /// Nothing held.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty() && self.digests.is_empty()
     }
 }
 
