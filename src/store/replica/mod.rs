@@ -1,0 +1,849 @@
+//! The MVCC replica: every version of every key seen under the prefix, with tombstones, back
+//! to etcd's compacted revision or until the history budget drops the oldest history.
+//!
+//! Model (etcd MVCC, v3.4+): one global revision; each key has create_revision,
+//! mod_revision, version and lease; a delete leaves a tombstone at the deleting revision;
+//! compaction at revision C discards every version superseded at or before C and every key
+//! whose newest version at C is a tombstone.
+//!
+//! Memory: keys live in a [`Keyspace`] (a slab with a hash table and a lazily settled key
+//! order); each version holds its value as received until a worker thread packs it with
+//! zstd ([`super::packing`]), and views get values back whole. History (superseded
+//! versions and tombstones) is charged against `history_budget` at its raw size, so what
+//! the budget keeps does not depend on how far packing got; the newest version of every
+//! live key is never dropped.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+mod health;
+mod read;
+#[cfg(test)]
+mod tests;
+
+use health::worth_noting;
+pub use health::{member_changes, WatchHealth};
+pub use read::{
+    Difference, EventRecord, HistoryError, KeyMeta, ReplicaMemory, Summary, VersionMeta,
+    VersionView,
+};
+
+use super::keyspace::Slot;
+use super::keystore::{KeyEntry, KeyStore, Queued, Version, VERSION_OVERHEAD};
+use super::list_progress::ListProgress;
+use super::packing::{self, Codebook, Val};
+use super::stats::{Growth, ResourceStats};
+use super::writers::Writers;
+use crate::model::{
+    escape_bytes, CompactionSeen, CompactionSource, ConnState, EtcdStatus, EventKind, Gap, KeyPath,
+    KeyValue, MemberStatus, Observation, Revision, Stamped, WatchEvent,
+};
+
+/// Default history budget: 256 MiB of superseded values and tombstones.
+pub const DEFAULT_HISTORY_BUDGET: usize = 256 << 20;
+
+/// Most revision→time entries kept (10 a second at most: about 27 hours).
+const REV_TIMES_CAP: usize = 1_000_000;
+
+/// Settings for a [`Replica`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplicaConfig {
+    /// The watched prefix without trailing slash, e.g. `/registry`.
+    pub prefix: Bytes,
+    /// Bytes of history (superseded versions, tombstones) to keep at most.
+    pub history_budget: usize,
+    /// Events kept for the live event stream.
+    pub event_log_cap: usize,
+    /// Seconds of revision-growth samples kept.
+    pub growth_cap: usize,
+    /// Attribute each watch event to its managedFields writer ([`Replica::writers`]). On by
+    /// default; a session that only compares keys can leave it off. Not in checkpoints: a
+    /// restored replica counts.
+    #[serde(skip, default = "counting_writers")]
+    pub count_writers: bool,
+}
+
+fn counting_writers() -> bool {
+    true
+}
+
+impl Default for ReplicaConfig {
+    fn default() -> Self {
+        Self {
+            prefix: Bytes::from_static(b"/registry"),
+            history_budget: DEFAULT_HISTORY_BUDGET,
+            event_log_cap: 10_000,
+            growth_cap: 3_600,
+            count_writers: true,
+        }
+    }
+}
+
+/// The replica. See the module docs. Serialisable whole: a recording's checkpoint is the
+/// replica as it was, so that a replay resumed from it equals one played from the start.
+#[derive(Serialize, Deserialize)]
+pub struct Replica {
+    cfg: ReplicaConfig,
+    /// Keys, versions, the history queue and the packing dictionaries, as one image.
+    #[serde(with = "super::image")]
+    store: KeyStore,
+    resources: Vec<ResourceStats>,
+    resource_ids: HashMap<String, u32>,
+    /// Highest revision applied (from events, progress notifications or a list).
+    applied: Revision,
+    /// Highest revision of an applied event or list: events at or below it are duplicates.
+    events_through: Revision,
+    /// Revision of the first completed list (history before it was never seen).
+    first_list: Option<Revision>,
+    compacted: Option<Revision>,
+    /// History below this revision was dropped by the budget.
+    history_floor: Revision,
+    history_bytes: usize,
+    history_versions: usize,
+    /// The history queue by key, as checkpoints of format 1 held it; resolved into
+    /// `store.history_queue` by [`Replica::restored`]. Empty otherwise (and when written).
+    #[serde(deserialize_with = "super::shared_bytes::rev_keys")]
+    legacy_history_queue: VecDeque<(Revision, Bytes)>,
+    /// First wall-clock time each revision range was observed: (revision, time), ascending.
+    rev_times: VecDeque<(Revision, SystemTime)>,
+    events: VecDeque<EventRecord>,
+    growth: Growth,
+    gaps: Vec<Gap>,
+    compactions: VecDeque<CompactionSeen>,
+    notes: VecDeque<(SystemTime, String)>,
+    conn: ConnState,
+    server: Option<(String, String)>,
+    live_keys: u64,
+    live_bytes: u64,
+    list: Option<ListState>,
+    /// The newest list's progress (kept after it is done, for the header and notes). Not
+    /// in checkpoints: a replay resumed mid-list shows no estimate for that list.
+    #[serde(skip)]
+    list_progress: Option<ListProgress>,
+    gen: u32,
+    /// Counts every change, so views can tell whether to redraw.
+    change_seq: u64,
+    last_observed: Option<SystemTime>,
+    /// What etcd's watch stream said about its head and where it broke the rules clients
+    /// rely on (checkpoint format 3 and later; older checkpoints start it empty).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
+    watch: WatchHealth,
+    /// etcd's latest Status answer and when it came (checkpoint format 3 and later).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
+    etcd_status: Option<(SystemTime, EtcdStatus)>,
+    /// Each time the source went on reading from another member: when, from which endpoint,
+    /// to which (the newest 64; checkpoint format 3 and later).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
+    failovers: VecDeque<(SystemTime, String, String)>,
+    /// The cluster's members and their Status answers, as last polled, and when
+    /// (checkpoint format 4 and later).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_4")]
+    members: Option<(SystemTime, Vec<MemberStatus>)>,
+    /// Who writes: counters per (resource, managedFields writer) (checkpoint format 5 and
+    /// later; older checkpoints start them empty).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_5")]
+    writers: Writers,
+    /// Bytes let go of, kept for the caller to free (see [`Replica::defer_frees`]).
+    #[serde(skip)]
+    discards: super::discards::Discards<Bytes>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct ListState {
+    revision: Revision,
+    keys: u64,
+}
+
+impl Replica {
+    pub fn new(cfg: ReplicaConfig) -> Self {
+        let growth = Growth::new(cfg.growth_cap);
+        Self {
+            cfg,
+            store: KeyStore::default(),
+            resources: Vec::new(),
+            resource_ids: HashMap::new(),
+            applied: 0,
+            events_through: 0,
+            first_list: None,
+            compacted: None,
+            history_floor: 0,
+            history_bytes: 0,
+            history_versions: 0,
+            legacy_history_queue: VecDeque::new(),
+            rev_times: VecDeque::new(),
+            events: VecDeque::new(),
+            growth,
+            gaps: Vec::new(),
+            compactions: VecDeque::new(),
+            notes: VecDeque::new(),
+            conn: ConnState::Connecting,
+            server: None,
+            live_keys: 0,
+            live_bytes: 0,
+            list: None,
+            list_progress: None,
+            gen: 0,
+            change_seq: 0,
+            last_observed: None,
+            watch: WatchHealth::default(),
+            etcd_status: None,
+            failovers: VecDeque::new(),
+            members: None,
+            writers: Writers::default(),
+            discards: Default::default(),
+        }
+    }
+
+    /// Finishes a replica just deserialised from a checkpoint: a format-1 checkpoint's
+    /// history queue, held by key, is resolved to the restored keys' slots, and every key's
+    /// resource is checked to exist (a damaged checkpoint that passed its CRC must be
+    /// refused here, not crash the apply later).
+    pub(super) fn restored(&mut self) -> Result<(), String> {
+        let n = self.resources.len() as u32;
+        if let Some(w) = self.writers.rows().iter().find(|w| w.resource >= n) {
+            return Err(format!(
+                "writer {} names resource {} of {n}",
+                w.manager, w.resource
+            ));
+        }
+        self.writers.restored();
+        if let Some((_, k, e)) = self
+            .store
+            .keys
+            .iter_unordered()
+            .find(|(_, _, e)| e.resource >= n)
+        {
+            return Err(format!(
+                "key {} names resource {} of {n}",
+                escape_bytes(k),
+                e.resource
+            ));
+        }
+        let legacy = std::mem::take(&mut self.legacy_history_queue);
+        if legacy.is_empty() {
+            return Ok(());
+        }
+        let keys = &self.store.keys;
+        self.store.history_queue = legacy
+            .into_iter()
+            .map(|(revision, key)| match keys.slot(&key) {
+                Some(slot) => Queued {
+                    revision,
+                    slot,
+                    gen: keys.at(slot).map_or(u32::MAX, |(_, g, _)| g),
+                },
+                None => Queued::stale(revision),
+            })
+            .collect();
+        Ok(())
+    }
+
+    /// Stops packing values (those packed stay packed): for sessions that only count, or
+    /// that are about to be thrown away.
+    pub fn disable_packing(&mut self) {
+        self.store.codebook.disable();
+    }
+
+    /// Applies one observation. Events at or below the applied revision are ignored (a
+    /// resumed watch never applies an event twice), progress never moves the revision back.
+    pub fn apply(&mut self, st: &Stamped) {
+        self.change_seq += 1;
+        self.last_observed = Some(st.at);
+        ListProgress::observe(&mut self.list_progress, st);
+        match &st.obs {
+            Observation::ListBegin { revision } => {
+                self.gen = self.gen.wrapping_add(1);
+                self.list = Some(ListState {
+                    revision: *revision,
+                    keys: 0,
+                });
+            }
+            Observation::ListPage { kvs } => {
+                for kv in kvs {
+                    self.apply_listed(kv);
+                }
+                if let Some(l) = self.list.as_mut() {
+                    l.keys += kvs.len() as u64;
+                }
+            }
+            Observation::ListCount { .. } => {}
+            Observation::ListDone {
+                revision,
+                compacted,
+            } => self.finish_list(*revision, *compacted, st.at),
+            Observation::Events { revision, events } => {
+                let second = unix_second(st.at);
+                let mut applied = 0u32;
+                for ev in events {
+                    // Deduplicate against events and lists only, not progress: etcd before
+                    // 3.4.25/3.5.8 can send a progress notification ahead of events still
+                    // queued for the watcher (etcd-io/etcd#15220), and those must apply.
+                    if ev.kv.mod_revision <= self.events_through {
+                        self.watch.repeated_events += 1;
+                        if worth_noting(self.watch.repeated_events) {
+                            self.note(st.at, format!(
+                                "etcd sent an event at revision {} again (already applied through {}); ignored ({} so far)",
+                                ev.kv.mod_revision, self.events_through, self.watch.repeated_events
+                            ));
+                        }
+                        continue;
+                    }
+                    if ev.kv.mod_revision <= self.watch.progress_through {
+                        self.watch.progress_ahead_of_events += 1;
+                        if worth_noting(self.watch.progress_ahead_of_events) {
+                            self.note(st.at, format!(
+                                "etcd announced revision {} in a progress notification before the event at {} (etcd-io/etcd#15220: etcd 3.4 < 3.4.25, 3.5 < 3.5.8); {} so far",
+                                self.watch.progress_through, ev.kv.mod_revision, self.watch.progress_ahead_of_events
+                            ));
+                        }
+                    }
+                    self.apply_event(ev, st.at, second);
+                    applied += 1;
+                }
+                if applied > 0 {
+                    self.watch.events_since_progress = true;
+                }
+                self.watch.head_at_least = self.watch.head_at_least.max(*revision);
+                if let Some(last) = events.last() {
+                    self.events_through = self.events_through.max(last.kv.mod_revision);
+                }
+                let head = events
+                    .last()
+                    .map_or(*revision, |e| e.kv.mod_revision)
+                    .max(self.applied);
+                self.advance(head, st.at);
+                self.growth.record(second, self.applied, applied);
+                self.enforce_budget();
+            }
+            Observation::Progress { revision } => {
+                self.progress_seen(*revision, st.at, true);
+                self.advance(*revision, st.at);
+                self.growth.record(unix_second(st.at), self.applied, 0);
+            }
+            Observation::EtcdStatus(s) => {
+                let before = self
+                    .etcd_status
+                    .as_ref()
+                    .map(|(_, s)| s.alarms())
+                    .unwrap_or_default();
+                let now = s.alarms();
+                if now != before {
+                    let n = if now.is_empty() {
+                        format!("etcd's alarms cleared (were {})", before.join(", "))
+                    } else {
+                        format!(
+                            "etcd raised alarm {} ({})",
+                            now.join(", "),
+                            s.errors.join("; ").trim()
+                        )
+                    };
+                    self.note(st.at, n);
+                }
+                self.etcd_status = Some((st.at, s.clone()));
+            }
+            Observation::Members(now) => {
+                let before = self.members.take().map(|(_, m)| m).unwrap_or_default();
+                for n in member_changes(&before, now) {
+                    self.note(st.at, n);
+                }
+                self.members = Some((st.at, now.clone()));
+            }
+            Observation::HeadAtLeast { revision } => {
+                self.progress_seen(*revision, st.at, false);
+                self.growth.record(unix_second(st.at), self.applied, 0);
+            }
+            Observation::Compacted { revision, source } => {
+                self.set_compacted(*revision, *source, st.at)
+            }
+            Observation::Conn(c) => self.conn = c.clone(),
+            Observation::Server {
+                endpoint, version, ..
+            } => {
+                if let Some((before, _)) = self.server.as_ref().filter(|(e, _)| e != endpoint) {
+                    let before = before.clone();
+                    self.note(
+                        st.at,
+                        format!("failover: reading from {endpoint} (was {before})"),
+                    );
+                    if self.failovers.len() == 64 {
+                        self.failovers.pop_front();
+                    }
+                    self.failovers.push_back((st.at, before, endpoint.clone()));
+                }
+                self.server = Some((endpoint.clone(), version.clone()));
+            }
+            Observation::Note(n) => self.note(st.at, n.clone()),
+            Observation::Reset { reason } => self.reset(st.at, reason),
+            // The apiserver side lives in `store::metrics` and `store::informer`.
+            Observation::Scrape { .. }
+            | Observation::Informer(_)
+            | Observation::Tick
+            | Observation::ApiserverFlags(_)
+            | Observation::OtherCluster(_) => {}
+        }
+        let work = match &st.obs {
+            Observation::ListPage { kvs } => kvs.len(),
+            Observation::Events { events, .. } => events.len(),
+            _ => 1,
+        };
+        self.maybe_sweep(work);
+    }
+
+    /// Looks at the clock every few hundred keys and events, and sweeps for packing
+    /// when the last sweep is old enough (see [`KeyStore::maybe_sweep`]).
+    fn maybe_sweep(&mut self, work: usize) {
+        self.store.maybe_sweep(work, &mut self.discards);
+    }
+
+    fn sweep(&mut self) {
+        self.store.sweep(&mut self.discards);
+    }
+
+    /// A clock tick of the stream (once a second): hands the packing worker the values
+    /// offered since, even when they do not fill a batch, so that a quiet cluster's values
+    /// are packed too.
+    pub(crate) fn tick(&mut self) {
+        self.sweep();
+    }
+
+    /// Takes what the packing worker has packed and hands it more (what every apply does
+    /// at its end), for a replica that is not being applied to: an idle console, a
+    /// benchmark waiting for packing to catch up. Also settles the key order when many
+    /// keys wait to be sorted, so that the next range does not pay for all of them at once.
+    pub fn maintain(&mut self) {
+        self.sweep();
+        let keys = &self.store.keys;
+        if keys.unsettled() > keys.len() / 8 + 65_536 {
+            self.store.keys.settle();
+        }
+    }
+
+    /// Brings the key order up to date, so that ranges (the key browser, `verify`,
+    /// checkpoints) cost a binary search. The console calls it before drawing what needs
+    /// ranges; ranges are exact without it, only slower. See [`Keyspace::settle`].
+    pub fn settle(&mut self) {
+        self.store.keys.settle();
+    }
+
+    /// Forgets every key, version, event and statistic (the notes, connection state and
+    /// server facts stay), so a following list starts from scratch.
+    fn reset(&mut self, at: SystemTime, reason: &str) {
+        let mut fresh = Replica::new(self.cfg.clone());
+        fresh.notes = std::mem::take(&mut self.notes);
+        fresh.conn = self.conn.clone();
+        fresh.server = self.server.take();
+        fresh.change_seq = self.change_seq;
+        fresh.last_observed = self.last_observed;
+        *self = fresh;
+        self.note(at, reason.to_string());
+    }
+
+    fn note(&mut self, at: SystemTime, n: String) {
+        if self.notes.len() == 200 {
+            self.notes.pop_front();
+        }
+        self.notes.push_back((at, n));
+    }
+
+    /// Books a progress notification at `rev` (applied or not): etcd's head, and, for one
+    /// that says every event up to it was sent (`ordered`, [`Observation::Progress`]),
+    /// whether it fell behind what is applied. An [`Observation::HeadAtLeast`] is only a
+    /// lower bound on etcd's head: below what is applied it is still true, and etcd
+    /// versions that send it (etcd-io/etcd#15220) do stamp a notification with the
+    /// revision at which it was asked for, then send it after later events.
+    fn progress_seen(&mut self, rev: Revision, at: SystemTime, ordered: bool) {
+        let w = &mut self.watch;
+        if !w.events_since_progress && w.progress_through > 0 {
+            w.quiet_through = w.quiet_through.max(w.progress_through.min(rev));
+        }
+        w.events_since_progress = false;
+        w.head_at_least = w.head_at_least.max(rev);
+        w.progress_through = w.progress_through.max(rev);
+        if ordered && rev < self.applied {
+            w.progress_behind += 1;
+            let n = w.progress_behind;
+            if worth_noting(n) {
+                let applied = self.applied;
+                self.note(at, format!(
+                    "etcd sent a progress notification at revision {rev}, below revision {applied} already applied (a lagging member, or a server bug); {n} so far"
+                ));
+            }
+        }
+    }
+
+    fn advance(&mut self, rev: Revision, at: SystemTime) {
+        if rev > self.applied {
+            self.applied = rev;
+            match self.rev_times.back_mut() {
+                // Revisions that arrive within 100 ms of the entry's time share it: the map
+                // stays small (at most ~10 entries a second) at any write rate.
+                Some((r, t))
+                    if at
+                        .duration_since(*t)
+                        .is_ok_and(|d| d < std::time::Duration::from_millis(100)) =>
+                {
+                    *r = rev
+                }
+                _ => {
+                    if self.rev_times.len() >= REV_TIMES_CAP {
+                        self.rev_times.pop_front();
+                    }
+                    self.rev_times.push_back((rev, at))
+                }
+            }
+        }
+    }
+
+    fn resource_id(&mut self, key: &[u8]) -> u32 {
+        let path = KeyPath::parse(&self.cfg.prefix, key);
+        if let Some(id) = self.resource_ids.get(path.resource.as_ref()) {
+            return *id;
+        }
+        let id = self.resources.len() as u32;
+        let name = path.resource.into_owned();
+        self.resource_ids.insert(name.clone(), id);
+        self.resources.push(ResourceStats::new(name));
+        id
+    }
+
+    fn apply_listed(&mut self, kv: &KeyValue) {
+        let gen = self.gen;
+        if let Some(e) = self.store.keys.get_mut(&kv.key) {
+            e.seen_gen = gen;
+            if !e.newest.value.is_tombstone() && e.newest.mod_revision == kv.mod_revision {
+                return;
+            }
+        }
+        // New, changed or re-created while we were not watching.
+        let (_, slot, key_gen) = self.push_version(
+            &kv.key,
+            Version {
+                create_revision: kv.create_revision,
+                mod_revision: kv.mod_revision,
+                version: kv.version,
+                lease: kv.lease,
+                value: Val::raw(kv.value.clone()),
+            },
+        );
+        if let Some((_, e)) = self.store.keys.at_mut(slot, key_gen) {
+            e.seen_gen = gen;
+        }
+    }
+
+    fn finish_list(&mut self, revision: Revision, compacted: Option<Revision>, at: SystemTime) {
+        let gen = self.gen;
+        let before = self.events_through;
+        self.events_through = self.events_through.max(revision);
+        // Live keys the list did not return were deleted while we were away; they become
+        // tombstones in key order (as a replay from a checkpoint must repeat them).
+        let mut gone: Vec<Box<[u8]>> = self
+            .store
+            .keys
+            .iter_unordered()
+            .filter(|(_, _, e)| e.seen_gen != gen && e.live().is_some())
+            .map(|(_, k, _)| k.into())
+            .collect();
+        gone.sort_unstable();
+        for k in gone {
+            self.push_version(&k, Version::tombstone(revision));
+        }
+        self.list = None;
+        if self.first_list.is_none() {
+            self.first_list = Some(revision);
+        }
+        if let Some(c) = compacted {
+            self.gaps.push(Gap {
+                from: before + 1,
+                to: revision,
+                compact_revision: c,
+                at,
+            });
+            self.note(
+                at,
+                format!(
+                    "resync after compaction: revisions {}..{} not seen one by one (etcd compacted at {c})",
+                    before + 1,
+                    revision
+                ),
+            );
+        }
+        self.advance(revision, at);
+        self.enforce_budget();
+    }
+
+    fn apply_event(&mut self, ev: &WatchEvent, at: SystemTime, second: u64) {
+        let kv = &ev.kv;
+        // A DELETE row shows what was deleted: etcd's prev_kv when the watch asked for it,
+        // else the replica's own last copy (regscope's watch does not ask for prev_kv).
+        let deleted = match ev.kind {
+            EventKind::Put => None,
+            EventKind::Delete => {
+                let last = ev
+                    .prev_kv
+                    .as_ref()
+                    .map(|p| p.value.clone())
+                    .or_else(|| self.get(&kv.key).and_then(|v| v.value));
+                if last.is_none() && self.get_meta(&kv.key).is_none() {
+                    self.watch.unknown_deletes += 1;
+                    let n = self.watch.unknown_deletes;
+                    if worth_noting(n) {
+                        self.note(at, format!(
+                            "etcd deleted {} at revision {}, a key the replica did not hold; {n} so far",
+                            escape_bytes(&kv.key), kv.mod_revision
+                        ));
+                    }
+                }
+                last
+            }
+        };
+        let version = match ev.kind {
+            EventKind::Put => Version {
+                create_revision: kv.create_revision,
+                mod_revision: kv.mod_revision,
+                version: kv.version,
+                lease: kv.lease,
+                value: Val::raw(kv.value.clone()),
+            },
+            EventKind::Delete => Version::tombstone(kv.mod_revision),
+        };
+        let (resource, _, _) = self.push_version(&kv.key, version);
+        let delete = ev.kind == EventKind::Delete;
+        self.resources[resource as usize].count(second, delete);
+        let written = match &deleted {
+            Some(v) if delete => v,
+            _ if delete => &Bytes::new(),
+            _ => &kv.value,
+        };
+        if self.cfg.count_writers {
+            self.writers.count(resource, written, second, delete);
+        }
+        if self.events.len() >= self.cfg.event_log_cap {
+            if let Some(old) = self.events.pop_front() {
+                self.discards.keep(old.key);
+                self.discards.keep(old.value);
+            }
+        }
+        self.events.push_back(EventRecord {
+            at,
+            revision: kv.mod_revision,
+            kind: ev.kind,
+            key: kv.key.clone(),
+            value: deleted.unwrap_or_else(|| kv.value.clone()),
+            resource,
+        });
+    }
+
+    /// Appends a version to a key (creating the entry), keeping live counts and history
+    /// accounting right, and offers its value for packing. Returns the key's resource id,
+    /// slot and slot generation.
+    fn push_version(&mut self, key: &[u8], v: Version) -> (u32, Slot, u32) {
+        let key_len = key.len();
+        let new_live = (!v.value.is_tombstone()).then(|| v.value.len() as u64);
+        let rev = v.mod_revision;
+        let is_tombstone = v.value.is_tombstone();
+        let packable = v.value.raw_bytes().is_some_and(|b| Codebook::packable(b));
+        let (resource, slot, gen, old_live, superseded_cost) =
+            match self.store.keys.get_full_mut(key) {
+                Some((slot, gen, e)) => {
+                    let old_live = e.live().map(|o| o.value.len() as u64);
+                    let prev = std::mem::replace(&mut e.newest, v);
+                    let cost = prev.cost(key_len);
+                    e.older.get_or_insert_with(Default::default).push_back(prev);
+                    (e.resource, slot, gen, old_live, Some(cost))
+                }
+                None => {
+                    let resource = self.resource_id(key);
+                    let (slot, gen) = self.store.keys.insert(
+                        key,
+                        KeyEntry {
+                            newest: v,
+                            older: None,
+                            resource,
+                            seen_gen: 0,
+                        },
+                    );
+                    (resource, slot, gen, None, None)
+                }
+            };
+        if let Some(cost) = superseded_cost {
+            // The previous newest becomes history now.
+            self.history_bytes += cost;
+            self.history_versions += 1;
+        }
+        if is_tombstone {
+            // A tombstone is history from the moment it is written.
+            self.history_bytes += VERSION_OVERHEAD + key_len;
+            self.history_versions += 1;
+        }
+        if superseded_cost.is_some() || is_tombstone {
+            self.store.history_queue.push_back(Queued {
+                revision: rev,
+                slot,
+                gen,
+            });
+        }
+        let stats = &mut self.resources[resource as usize];
+        if let Some(b) = old_live {
+            stats.keys -= 1;
+            stats.bytes -= b;
+            self.live_keys -= 1;
+            self.live_bytes -= b;
+        }
+        if let Some(b) = new_live {
+            stats.keys += 1;
+            stats.bytes += b;
+            self.live_keys += 1;
+            self.live_bytes += b;
+        }
+        if packable {
+            self.store.mark_dirty(slot);
+        }
+        (resource, slot, gen)
+    }
+
+    fn set_compacted(&mut self, rev: Revision, source: CompactionSource, at: SystemTime) {
+        if rev <= 0 {
+            return;
+        }
+        if self.compactions.back().is_none_or(|c| c.revision != rev) {
+            if self.compactions.len() == 64 {
+                self.compactions.pop_front();
+            }
+            self.compactions.push_back(CompactionSeen {
+                revision: rev,
+                at,
+                source,
+            });
+        }
+        if self.compacted.is_some_and(|c| c >= rev) {
+            return;
+        }
+        self.compacted = Some(rev);
+        // Revision→time entries stay: live keys untouched since before the compaction still
+        // have their mod_revision's time.
+        self.drop_history_through(rev);
+    }
+
+    /// Drops history that became history at or before `rev`, oldest first.
+    fn drop_history_through(&mut self, rev: Revision) {
+        while let Some(q) = self.store.history_queue.front() {
+            if q.revision > rev {
+                break;
+            }
+            let q = self.store.history_queue.pop_front().expect("front exists");
+            self.drop_key_history(q);
+        }
+    }
+
+    /// Drops the versions of `q`'s key superseded at or before `q.revision`, and the key
+    /// itself when all that is left is a tombstone from then.
+    fn drop_key_history(&mut self, q: Queued) {
+        let through = q.revision;
+        let store = &mut self.store;
+        let Some((key, e)) = store.keys.at_mut(q.slot, q.gen) else {
+            return;
+        };
+        let key_len = key.len();
+        if let Some(older) = e.older.as_mut() {
+            while let Some(first) = older.front() {
+                let next_rev = older
+                    .get(1)
+                    .map_or(e.newest.mod_revision, |v| v.mod_revision);
+                if next_rev > through {
+                    break;
+                }
+                self.history_bytes -= first.cost(key_len);
+                self.history_versions -= 1;
+                let v = older.pop_front().expect("front exists");
+                store.packed.sub(&v.value);
+                self.discards.keep(v.value.into_data());
+            }
+            if older.is_empty() {
+                e.older = None;
+            }
+        }
+        if e.older.is_none() && e.newest.value.is_tombstone() && e.newest.mod_revision <= through {
+            self.history_bytes -= VERSION_OVERHEAD + key_len;
+            self.history_versions -= 1;
+            if let Some(e) = store.keys.remove_at(q.slot, q.gen) {
+                store.packed.sub_entry(&e);
+            }
+        }
+    }
+
+    fn enforce_budget(&mut self) {
+        while self.history_bytes > self.cfg.history_budget {
+            let Some(q) = self.store.history_queue.pop_front() else {
+                break;
+            };
+            self.history_floor = self.history_floor.max(q.revision);
+            self.drop_key_history(q);
+        }
+    }
+
+    /// Replaces every value held for keys starting with `key_prefix` (every version and
+    /// the event log's copies) by `f(value)`. Recordings use it to redact Secret values in
+    /// a checkpoint; `f` must keep lengths for the size accounting to stay true.
+    pub fn map_values(&mut self, key_prefix: &[u8], f: impl Fn(&Bytes) -> Bytes) {
+        let store = &mut self.store;
+        let (codebook, packed) = (&store.codebook, &mut store.packed);
+        store.keys.for_each_mut(|key, e| {
+            if !key.starts_with(key_prefix) {
+                return;
+            }
+            let dict = codebook.dict(e.resource);
+            let mut map = |v: &mut Version| {
+                if v.value.is_tombstone() {
+                    return;
+                }
+                let Some(raw) = packing::unpack(&v.value, dict) else {
+                    return;
+                };
+                packed.sub(&v.value);
+                v.value = Val::raw(f(&raw));
+            };
+            if let Some(older) = e.older.as_mut() {
+                older.iter_mut().for_each(&mut map);
+            }
+            map(&mut e.newest);
+        });
+        for ev in self.events.iter_mut() {
+            if ev.key.starts_with(key_prefix) && !ev.value.is_empty() {
+                ev.value = f(&ev.value);
+            }
+        }
+    }
+
+    // ---- queries -------------------------------------------------------------------
+
+    /// The value of version `v` of a key of `resource`, whole.
+    fn view(&self, resource: u32, v: &Version) -> VersionView {
+        VersionView {
+            create_revision: v.create_revision,
+            mod_revision: v.mod_revision,
+            version: v.version,
+            lease: v.lease,
+            value: (!v.value.is_tombstone()).then(|| {
+                packing::unpack(&v.value, self.store.codebook.dict(resource)).unwrap_or_default()
+            }),
+        }
+    }
+
+    /// Whether bytes let go of are kept for [`Replica::take_discards`] instead of freed in
+    /// place (see [`crate::store::Session::defer_frees`]).
+    pub fn defer_frees(&mut self, on: bool) {
+        self.discards.set(on);
+    }
+
+    /// The bytes let go of since the last call, while deferring.
+    pub fn take_discards(&mut self) -> Vec<Bytes> {
+        self.discards.take()
+    }
+}
+
+fn unix_second(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}

@@ -1,0 +1,660 @@
+//! The replica's read side: what views, `snapshot`, `verify` and `export` ask of it (a key
+//! now or at a revision, ranges, history, the summary, a diff against etcd), and the
+//! shapes they get back.
+
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use super::{Replica, WatchHealth};
+use crate::model::{
+    escape_bytes, CompactionSeen, ConnState, EtcdStatus, EventKind, Gap, KeyValue, MemberStatus,
+    Revision,
+};
+use crate::store::keystore::{KeyEntry, Version};
+use crate::store::list_progress::ListProgress;
+use crate::store::stats::{GrowthSample, ResourceStats, ResourceSummary};
+use crate::store::writers::{WriterStats, WriterSummary};
+
+/// A version of a key as views and the CLI see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VersionView {
+    pub create_revision: Revision,
+    pub mod_revision: Revision,
+    pub version: i64,
+    pub lease: i64,
+    /// `None` for a tombstone.
+    pub value: Option<Bytes>,
+}
+
+/// A version without its value unpacked: what listings need (sizes, and the leading bytes
+/// that tell plaintext from encrypted).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct VersionMeta<'a> {
+    pub create_revision: Revision,
+    pub mod_revision: Revision,
+    pub version: i64,
+    pub lease: i64,
+    /// Length of the value in bytes; `None` for a tombstone.
+    pub size: Option<usize>,
+    /// The value when it is held as etcd sent it; `None` when it is held packed (values
+    /// encrypted at rest never are: every packed value is plaintext) or a tombstone.
+    pub raw: Option<&'a [u8]>,
+}
+
+impl<'a> VersionMeta<'a> {
+    fn of(v: &'a Version) -> VersionMeta<'a> {
+        VersionMeta {
+            create_revision: v.create_revision,
+            mod_revision: v.mod_revision,
+            version: v.version,
+            lease: v.lease,
+            size: (!v.value.is_tombstone()).then(|| v.value.len()),
+            raw: v.value.raw_bytes().map(|b| b.as_ref()),
+        }
+    }
+}
+
+/// Metadata of a live key, for the key browser.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyMeta {
+    pub key: Bytes,
+    pub resource: String,
+    pub newest: VersionView,
+    /// Versions held in history, the newest included.
+    pub history_len: usize,
+}
+
+/// One applied watch event as kept for the live event stream.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct EventRecord {
+    pub at: SystemTime,
+    pub revision: Revision,
+    pub kind: EventKind,
+    #[serde(deserialize_with = "crate::store::shared_bytes::bytes")]
+    pub key: Bytes,
+    /// For a PUT the value written, as received; for a DELETE the deleted value (etcd's
+    /// `prev_kv` when sent, else the replica's last copy; empty when the key was unknown).
+    #[serde(deserialize_with = "crate::store::shared_bytes::bytes")]
+    pub value: Bytes,
+    pub resource: u32,
+}
+
+/// Why a query about the past cannot be answered.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum HistoryError {
+    #[error("revision {requested} is compacted (etcd compacted up to {compacted})")]
+    Compacted {
+        requested: Revision,
+        compacted: Revision,
+    },
+    #[error("revision {requested} is older than the history kept (budget dropped history up to {floor}); raise --history-budget")]
+    Dropped {
+        requested: Revision,
+        floor: Revision,
+    },
+    #[error("revision {requested} is newer than the replica's revision {applied}")]
+    Future {
+        requested: Revision,
+        applied: Revision,
+    },
+    #[error("revision {requested} is older than the replica's first list at {first}")]
+    BeforeStart {
+        requested: Revision,
+        first: Revision,
+    },
+}
+
+/// One disagreement found by [`Replica::diff`] (used by `regscope verify`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Difference {
+    pub key: String,
+    pub what: String,
+}
+
+/// The summary printed by `regscope snapshot --json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// The replica's applied revision (etcd's head as far as the replica has seen).
+    pub revision: Revision,
+    /// etcd's compacted revision when known.
+    pub compact_revision: Option<Revision>,
+    /// Live keys under the prefix.
+    pub keys: u64,
+    /// Value bytes of the newest version of every live key.
+    pub bytes: u64,
+    /// Superseded versions and tombstones held, and their charged bytes.
+    pub history_versions: u64,
+    pub history_bytes: u64,
+    pub resources: Vec<ResourceSummary>,
+    /// Who wrote what since the replica started: one row per (resource, managedFields
+    /// writer), most events first (see [`super::writers`]).
+    pub writers: Vec<WriterSummary>,
+    pub gaps: Vec<Gap>,
+    pub compactions: Vec<CompactionSeen>,
+    /// etcd's head as its watch announced it, and the watch anomalies counted.
+    pub watch: WatchHealth,
+    /// etcd's latest Status answer (alarms included), when one came.
+    pub etcd_status: Option<EtcdStatus>,
+    /// Every member of the cluster with its own Status answer, as last polled (empty before
+    /// the first poll).
+    pub members: Vec<MemberStatus>,
+}
+
+/// What the replica holds in memory, in bytes: for the header, `snapshot --json` and the
+/// benchmarks. Packing runs behind the apply, so these move for a while after the stream
+/// stops; they are not part of what a replay must reproduce.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ReplicaMemory {
+    /// Keys held (live keys and keys held only for their history).
+    pub keys: u64,
+    /// Values held packed, their raw bytes and the bytes they take packed.
+    pub packed_values: u64,
+    pub packed_raw_bytes: u64,
+    pub packed_bytes: u64,
+    /// Keys written and not swept for packing yet, plus versions handed to the packing
+    /// worker and not back yet: 0 when packing has caught up.
+    pub packing_outstanding: u64,
+    /// Bytes of the key table itself (slab, hash table, order), beyond keys and values.
+    pub table_bytes: u64,
+}
+
+impl Replica {
+    /// The replica's applied revision: every event up to it is applied, and nothing past
+    /// it. Moves with events, lists and progress notifications from etcds that order them
+    /// after pending events, never with [`Observation::HeadAtLeast`].
+    pub fn revision(&self) -> Revision {
+        self.applied
+    }
+
+    /// Each change of the member read from: (when, from endpoint, to endpoint), oldest
+    /// first (the newest 64).
+    pub fn failovers(&self) -> &VecDeque<(SystemTime, String, String)> {
+        &self.failovers
+    }
+
+    /// Every member of the cluster with its own Status answer (or why none), as last
+    /// polled, and when; `None` before the first poll.
+    pub fn members(&self) -> Option<&(SystemTime, Vec<MemberStatus>)> {
+        self.members.as_ref()
+    }
+
+    /// etcd's latest `Maintenance.Status` answer (sizes, raft position, alarms) and when
+    /// it came; `None` before the first.
+    pub fn etcd_status(&self) -> Option<&(SystemTime, EtcdStatus)> {
+        self.etcd_status.as_ref()
+    }
+
+    /// The revision the replica is known to be as new as, for lag: its applied revision,
+    /// or a head etcd announced and then confirmed by a second progress notification with
+    /// no event between them (nothing of the prefix was pending: the revisions between were
+    /// written elsewhere in etcd). On etcds whose progress may run ahead of events
+    /// (etcd-io/etcd#15220) those events arrive right after it, before the next progress.
+    /// Never applied: the replica's state stays the one at [`Replica::revision`].
+    pub fn synced_revision(&self) -> Revision {
+        self.applied.max(self.watch.quiet_through)
+    }
+
+    /// etcd's head revision as far as its watch stream told, and the departures from the
+    /// watch contract seen (see [`WatchHealth`]).
+    pub fn watch_health(&self) -> &WatchHealth {
+        &self.watch
+    }
+
+    /// etcd's compacted revision, when known.
+    pub fn compact_revision(&self) -> Option<Revision> {
+        self.compacted
+    }
+
+    /// Lowest revision the replica can answer point-in-time queries for.
+    pub fn oldest_queryable(&self) -> Revision {
+        self.first_list
+            .unwrap_or(self.applied)
+            .max(self.compacted.unwrap_or(0))
+            .max(self.history_floor)
+    }
+
+    /// Counts every applied observation: compare two values to know whether to redraw.
+    pub fn change_seq(&self) -> u64 {
+        self.change_seq
+    }
+
+    pub fn conn(&self) -> &ConnState {
+        &self.conn
+    }
+
+    /// (endpoint, etcd server version) of the current connection.
+    pub fn server(&self) -> Option<(&str, &str)> {
+        self.server.as_ref().map(|(a, b)| (a.as_str(), b.as_str()))
+    }
+
+    /// Keys listed so far when a list is in progress.
+    pub fn listing(&self) -> Option<(Revision, u64)> {
+        self.list.as_ref().map(|l| (l.revision, l.keys))
+    }
+
+    /// The newest list's progress (also once it is done), from its observations.
+    pub fn list_progress(&self) -> Option<&ListProgress> {
+        self.list_progress.as_ref()
+    }
+
+    pub fn prefix(&self) -> &[u8] {
+        &self.cfg.prefix
+    }
+
+    pub fn live_keys(&self) -> u64 {
+        self.live_keys
+    }
+
+    pub fn live_bytes(&self) -> u64 {
+        self.live_bytes
+    }
+
+    /// (versions, charged bytes) of history held.
+    pub fn history_usage(&self) -> (usize, usize) {
+        (self.history_versions, self.history_bytes)
+    }
+
+    /// Bytes of history kept besides the newest value of every key (`--history-budget`).
+    pub fn history_budget(&self) -> usize {
+        self.cfg.history_budget
+    }
+
+    /// Sets the history budget (bytes) and drops the oldest history at once until it fits,
+    /// as new writes would (`--memory-limit` lowers it).
+    pub fn set_history_budget(&mut self, bytes: usize) {
+        self.cfg.history_budget = bytes;
+        self.enforce_budget();
+        self.change_seq += 1;
+    }
+
+    /// What the replica holds in memory. See [`ReplicaMemory`].
+    pub fn memory(&self) -> ReplicaMemory {
+        let p = self.store.packed;
+        ReplicaMemory {
+            keys: self.store.keys.len() as u64,
+            packed_values: p.values,
+            packed_raw_bytes: p.raw_bytes,
+            packed_bytes: p.held_bytes,
+            packing_outstanding: self.store.packing_outstanding() as u64,
+            table_bytes: self.store.keys.overhead_bytes() as u64,
+        }
+    }
+
+    /// Wall-clock time of the newest observation applied.
+    pub fn last_observed(&self) -> Option<SystemTime> {
+        self.last_observed
+    }
+
+    fn check_rev(&self, rev: Revision) -> Result<(), HistoryError> {
+        if rev > self.applied {
+            return Err(HistoryError::Future {
+                requested: rev,
+                applied: self.applied,
+            });
+        }
+        if let Some(c) = self.compacted {
+            if rev < c {
+                return Err(HistoryError::Compacted {
+                    requested: rev,
+                    compacted: c,
+                });
+            }
+        }
+        if rev < self.history_floor {
+            return Err(HistoryError::Dropped {
+                requested: rev,
+                floor: self.history_floor,
+            });
+        }
+        if let Some(first) = self.first_list {
+            if rev < first {
+                return Err(HistoryError::BeforeStart {
+                    requested: rev,
+                    first,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The newest live version of `key`, if the key exists now.
+    pub fn get(&self, key: &[u8]) -> Option<VersionView> {
+        let e = self.store.keys.get(key)?;
+        e.live().map(|v| self.view(e.resource, v))
+    }
+
+    /// The newest live version of `key` without its value unpacked.
+    pub fn get_meta(&self, key: &[u8]) -> Option<VersionMeta<'_>> {
+        self.store.keys.get(key)?.live().map(VersionMeta::of)
+    }
+
+    /// The version of `key` visible at revision `rev` (`Ok(None)`: absent or deleted then).
+    pub fn get_at(&self, key: &[u8], rev: Revision) -> Result<Option<VersionView>, HistoryError> {
+        self.check_rev(rev)?;
+        Ok(self
+            .store
+            .keys
+            .get(key)
+            .and_then(|e| version_at(e, rev).map(|v| self.view(e.resource, v))))
+    }
+
+    fn prefix_range<'a>(
+        &'a self,
+        prefix: &'a [u8],
+    ) -> impl Iterator<Item = (&'a [u8], &'a KeyEntry)> + 'a {
+        let end = prefix_upper(prefix);
+        let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
+        // The bounds are only read by the binary search inside `range`.
+        let it = self.store.keys.range(Bound::Included(prefix), hi);
+        it.take_while(move |(k, _)| k.starts_with(prefix))
+    }
+
+    /// Every live key under `prefix` at revision `rev`, ascending by key bytes, with its
+    /// value unpacked.
+    pub fn range_at<'a>(
+        &'a self,
+        prefix: &'a [u8],
+        rev: Revision,
+    ) -> Result<impl Iterator<Item = (&'a [u8], VersionView)> + 'a, HistoryError> {
+        self.check_rev(rev)?;
+        Ok(self
+            .prefix_range(prefix)
+            .filter_map(move |(k, e)| version_at(e, rev).map(|v| (k, self.view(e.resource, v)))))
+    }
+
+    /// As [`Replica::range_at`] without unpacking values: sizes and revisions only (the
+    /// key list of `snapshot --keys`, the encryption summary).
+    pub fn range_meta_at<'a>(
+        &'a self,
+        prefix: &'a [u8],
+        rev: Revision,
+    ) -> Result<impl Iterator<Item = (&'a [u8], VersionMeta<'a>)> + 'a, HistoryError> {
+        self.check_rev(rev)?;
+        Ok(self
+            .prefix_range(prefix)
+            .filter_map(move |(k, e)| version_at(e, rev).map(|v| (k, VersionMeta::of(v)))))
+    }
+
+    /// Every version of `key` still held, oldest first (tombstones have `value: None`).
+    pub fn history(&self, key: &[u8]) -> Vec<VersionView> {
+        self.store
+            .keys
+            .get(key)
+            .map(|e| e.versions().map(|v| self.view(e.resource, v)).collect())
+            .unwrap_or_default()
+    }
+
+    /// Metadata of a key (live or not).
+    pub fn key_meta(&self, key: &[u8]) -> Option<KeyMeta> {
+        let (k, e) = self.store.keys.get_key_value(key)?;
+        Some(KeyMeta {
+            key: Bytes::copy_from_slice(k),
+            resource: self.resources[e.resource as usize].resource.clone(),
+            newest: self.view(e.resource, &e.newest),
+            history_len: e.version_count(),
+        })
+    }
+
+    /// Up to `n` live keys strictly after `after` (or from the start), in key order,
+    /// restricted to keys starting with `prefix`. For virtualized lists: cost is
+    /// O(log keys + n), whatever the number of keys, once the order is settled.
+    pub fn live_keys_after(&self, prefix: &[u8], after: Option<&[u8]>, n: usize) -> Vec<Bytes> {
+        let lower = match after {
+            Some(a) => Bound::Excluded(a),
+            None => Bound::Included(prefix),
+        };
+        self.store
+            .keys
+            .range(lower, Bound::Unbounded)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .filter(|(_, e)| e.live().is_some())
+            .take(n)
+            .map(|(k, _)| Bytes::copy_from_slice(k))
+            .collect()
+    }
+
+    /// Up to `n` live keys strictly before `before` (or from the end), nearest first.
+    pub fn live_keys_before(&self, prefix: &[u8], before: Option<&[u8]>, n: usize) -> Vec<Bytes> {
+        // Walk back from the end of the prefix's range, not from the end of the keyspace.
+        let end = prefix_upper(prefix);
+        let upper: Bound<&[u8]> = match (before, end.as_deref()) {
+            (Some(b), Some(e)) if b < e => Bound::Excluded(b),
+            (Some(b), None) => Bound::Excluded(b),
+            (_, Some(e)) => Bound::Excluded(e),
+            (None, None) => Bound::Unbounded,
+        };
+        self.store
+            .keys
+            .range(Bound::Included(prefix), upper)
+            .rev()
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .filter(|(_, e)| e.live().is_some())
+            .take(n)
+            .map(|(k, _)| Bytes::copy_from_slice(k))
+            .collect()
+    }
+
+    /// Wall-clock time the replica first observed revision `rev` (the batch or list that
+    /// brought it), or `None` if older than what is kept or not yet seen.
+    pub fn time_of(&self, rev: Revision) -> Option<SystemTime> {
+        if rev > self.applied {
+            return None;
+        }
+        let i = self.rev_times.partition_point(|(r, _)| *r < rev);
+        self.rev_times.get(i).map(|(_, t)| *t)
+    }
+
+    /// Whether revision `rev` was seen as it happened (from the watch), so that
+    /// [`Replica::time_of`] is its write time within the batching delay. `false` for
+    /// revisions that came in through a list (initial or after a gap): their time is only an
+    /// upper bound ("at or before").
+    pub fn seen_live(&self, rev: Revision) -> bool {
+        self.first_list.is_some_and(|f| rev > f)
+            && !self.gaps.iter().any(|g| g.from <= rev && rev <= g.to)
+    }
+
+    /// Per-resource statistics, in first-seen order.
+    pub fn resources(&self) -> &[ResourceStats] {
+        &self.resources
+    }
+
+    /// Who writes: one row per (resource, writer) seen in the watch events, in first-seen
+    /// order (see [`super::writers`]).
+    pub fn writers(&self) -> &[WriterStats] {
+        self.writers.rows()
+    }
+
+    /// Name of a resource id as found in [`EventRecord::resource`].
+    pub fn resource_name(&self, id: u32) -> &str {
+        self.resources
+            .get(id as usize)
+            .map_or("?", |r| r.resource.as_str())
+    }
+
+    /// The live event stream, oldest first.
+    pub fn events(&self) -> &VecDeque<EventRecord> {
+        &self.events
+    }
+
+    /// Per-second revision growth, oldest first.
+    pub fn growth(&self) -> impl DoubleEndedIterator<Item = &GrowthSample> + ExactSizeIterator {
+        self.growth.samples.iter()
+    }
+
+    pub fn gaps(&self) -> &[Gap] {
+        &self.gaps
+    }
+
+    pub fn compactions(&self) -> &VecDeque<CompactionSeen> {
+        &self.compactions
+    }
+
+    /// Notes for the event log (resyncs, reconnects), oldest first.
+    pub fn notes(&self) -> &VecDeque<(SystemTime, String)> {
+        &self.notes
+    }
+
+    /// The summary for `snapshot --json`. Resources are sorted by name.
+    pub fn summary(&self) -> Summary {
+        let mut resources: Vec<ResourceSummary> = self
+            .resources
+            .iter()
+            .filter(|r| r.keys > 0 || r.puts > 0 || r.deletes > 0)
+            .map(|r| ResourceSummary {
+                resource: r.resource.clone(),
+                keys: r.keys,
+                bytes: r.bytes,
+                puts: r.puts,
+                deletes: r.deletes,
+            })
+            .collect();
+        resources.sort_by(|a, b| a.resource.cmp(&b.resource));
+        let mut writers: Vec<WriterSummary> = self
+            .writers
+            .rows()
+            .iter()
+            .map(|w| WriterSummary {
+                resource: self.resource_name(w.resource).to_string(),
+                manager: w.manager.clone(),
+                operation: w.operation.clone(),
+                subresource: w.subresource.clone(),
+                puts: w.puts,
+                deletes: w.deletes,
+                bytes: w.bytes,
+            })
+            .collect();
+        writers.sort_by(|a, b| {
+            (b.puts + b.deletes)
+                .cmp(&(a.puts + a.deletes))
+                .then_with(|| {
+                    (&a.resource, &a.manager, &a.operation, &a.subresource).cmp(&(
+                        &b.resource,
+                        &b.manager,
+                        &b.operation,
+                        &b.subresource,
+                    ))
+                })
+        });
+        Summary {
+            revision: self.applied,
+            compact_revision: self.compacted,
+            keys: self.live_keys,
+            bytes: self.live_bytes,
+            history_versions: self.history_versions as u64,
+            history_bytes: self.history_bytes as u64,
+            resources,
+            writers,
+            gaps: self.gaps.clone(),
+            compactions: self.compactions.iter().cloned().collect(),
+            watch: self.watch.clone(),
+            etcd_status: self.etcd_status.as_ref().map(|(_, s)| s.clone()),
+            members: self
+                .members
+                .as_ref()
+                .map(|(_, m)| m.clone())
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Compares the replica at its applied revision with `etcd_kvs`, the result of a range
+    /// over the same prefix at the same revision (ascending by key). Returns every
+    /// difference in key, value, create_revision, mod_revision and version.
+    pub fn diff(&self, etcd_kvs: &[KeyValue]) -> Vec<Difference> {
+        let mut out = Vec::new();
+        let prefix = self.cfg.prefix.clone();
+        let ours: Vec<(&[u8], VersionView)> = match self.range_at(&prefix, self.applied) {
+            Ok(it) => it.collect(),
+            Err(e) => {
+                out.push(Difference {
+                    key: String::new(),
+                    what: e.to_string(),
+                });
+                return out;
+            }
+        };
+        let (mut i, mut j) = (0, 0);
+        while i < ours.len() || j < etcd_kvs.len() {
+            let a = ours.get(i);
+            let b = etcd_kvs.get(j);
+            match (a, b) {
+                (Some((ka, _)), Some(kb)) if *ka < kb.key.as_ref() => {
+                    out.push(Difference {
+                        key: escape_bytes(ka).into_owned(),
+                        what: "in replica, not in etcd".into(),
+                    });
+                    i += 1;
+                }
+                (Some((ka, va)), Some(kb)) if *ka == kb.key.as_ref() => {
+                    let mut what = Vec::new();
+                    if va.value.as_deref() != Some(kb.value.as_ref()) {
+                        what.push("value differs".to_string());
+                    }
+                    if va.create_revision != kb.create_revision {
+                        what.push(format!(
+                            "create_revision {} != etcd {}",
+                            va.create_revision, kb.create_revision
+                        ));
+                    }
+                    if va.mod_revision != kb.mod_revision {
+                        what.push(format!(
+                            "mod_revision {} != etcd {}",
+                            va.mod_revision, kb.mod_revision
+                        ));
+                    }
+                    if va.version != kb.version {
+                        what.push(format!("version {} != etcd {}", va.version, kb.version));
+                    }
+                    if va.lease != kb.lease {
+                        what.push(format!("lease {} != etcd {}", va.lease, kb.lease));
+                    }
+                    if !what.is_empty() {
+                        out.push(Difference {
+                            key: escape_bytes(ka).into_owned(),
+                            what: what.join(", "),
+                        });
+                    }
+                    i += 1;
+                    j += 1;
+                }
+                (_, Some(kb)) => {
+                    out.push(Difference {
+                        key: escape_bytes(&kb.key).into_owned(),
+                        what: "in etcd, not in replica".into(),
+                    });
+                    j += 1;
+                }
+                (Some((ka, _)), None) => {
+                    out.push(Difference {
+                        key: escape_bytes(ka).into_owned(),
+                        what: "in replica, not in etcd".into(),
+                    });
+                    i += 1;
+                }
+                (None, None) => break,
+            }
+        }
+        out
+    }
+}
+/// The version of `e` visible at `rev`, unless that is a tombstone or before the key.
+pub(super) fn version_at(e: &KeyEntry, rev: Revision) -> Option<&Version> {
+    let v = if e.newest.mod_revision <= rev {
+        &e.newest
+    } else {
+        let older = e.older.as_ref()?;
+        let i = older.partition_point(|v| v.mod_revision <= rev);
+        older.get(i.checked_sub(1)?)?
+    };
+    (!v.value.is_tombstone()).then_some(v)
+}
+
+/// The first key after every key starting with `prefix`; `None` when there is none (an
+/// empty prefix, or one of `0xff` bytes only).
+fn prefix_upper(prefix: &[u8]) -> Option<Vec<u8>> {
+    let end = crate::model::prefix_end(prefix);
+    (!prefix.is_empty() && end.as_slice() > prefix).then_some(end)
+}

@@ -1,0 +1,533 @@
+use super::*;
+
+#[test]
+fn member_changes_name_who_stopped_answering_and_where_the_leader_went() {
+    let m = |id: u64, leader: u64, up: bool| MemberStatus {
+        id,
+        name: format!("m{id}"),
+        endpoint: format!("http://e{id}"),
+        is_learner: false,
+        status: up.then(|| EtcdStatus {
+            member_id: id,
+            leader,
+            ..Default::default()
+        }),
+        error: (!up).then(|| "refused".to_string()),
+    };
+    let before = [m(1, 1, true), m(2, 1, true), m(3, 1, true)];
+    assert!(member_changes(&before, &before).is_empty());
+    assert!(
+        member_changes(&[], &before).is_empty(),
+        "the first poll says nothing"
+    );
+    let after = [m(1, 2, false), m(2, 2, true), m(3, 2, true)];
+    assert_eq!(
+        member_changes(&before, &after),
+        [
+            "etcd member m1 (http://e1) stopped answering: refused",
+            "etcd's leader moved from m1 (http://e1) to m2 (http://e2)"
+        ]
+    );
+    assert_eq!(
+        member_changes(&after, &[m(1, 2, true), m(2, 2, true), m(3, 2, true)]),
+        ["etcd member m1 (http://e1) answers again"]
+    );
+}
+use std::time::Duration;
+
+fn kv(key: &str, val: &str, create: i64, modr: i64, ver: i64) -> KeyValue {
+    KeyValue {
+        key: Bytes::copy_from_slice(key.as_bytes()),
+        create_revision: create,
+        mod_revision: modr,
+        version: ver,
+        lease: 0,
+        value: Bytes::copy_from_slice(val.as_bytes()),
+    }
+}
+
+fn at(s: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_secs(1_700_000_000 + s)
+}
+
+fn put(k: KeyValue) -> WatchEvent {
+    WatchEvent {
+        kind: EventKind::Put,
+        kv: k,
+        prev_kv: None,
+    }
+}
+
+fn del(key: &str, rev: i64) -> WatchEvent {
+    WatchEvent {
+        kind: EventKind::Delete,
+        kv: kv(key, "", 0, rev, 0),
+        prev_kv: None,
+    }
+}
+
+fn obs(r: &mut Replica, s: u64, o: Observation) {
+    r.apply(&Stamped { at: at(s), obs: o });
+}
+
+fn listed(r: &mut Replica, rev: i64, kvs: Vec<KeyValue>, compacted: Option<i64>) {
+    obs(r, 0, Observation::ListBegin { revision: rev });
+    obs(r, 0, Observation::ListPage { kvs });
+    obs(
+        r,
+        0,
+        Observation::ListDone {
+            revision: rev,
+            compacted,
+        },
+    );
+}
+
+#[test]
+fn history_tombstones_and_point_in_time() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(
+        &mut r,
+        2,
+        vec![kv("/registry/pods/a/p", "v1", 2, 2, 1)],
+        None,
+    );
+    obs(
+        &mut r,
+        1,
+        Observation::Events {
+            revision: 4,
+            events: vec![
+                put(kv("/registry/pods/a/p", "v2", 2, 3, 2)),
+                del("/registry/pods/a/p", 4),
+            ],
+        },
+    );
+    assert_eq!(r.revision(), 4);
+    assert_eq!(r.get(b"/registry/pods/a/p"), None);
+    assert_eq!(
+        r.get_at(b"/registry/pods/a/p", 3).unwrap().unwrap().value,
+        Some(Bytes::from_static(b"v2"))
+    );
+    assert_eq!(
+        r.get_at(b"/registry/pods/a/p", 2).unwrap().unwrap().version,
+        1
+    );
+    assert_eq!(r.get_at(b"/registry/pods/a/p", 4).unwrap(), None);
+    let h = r.history(b"/registry/pods/a/p");
+    assert_eq!(h.len(), 3);
+    assert!(h[2].value.is_none());
+    assert_eq!(r.live_keys(), 0);
+    assert_eq!(r.resources()[0].puts, 1);
+    assert_eq!(r.resources()[0].deletes, 1);
+    // Re-create after delete.
+    obs(
+        &mut r,
+        2,
+        Observation::Events {
+            revision: 5,
+            events: vec![put(kv("/registry/pods/a/p", "v3", 5, 5, 1))],
+        },
+    );
+    assert_eq!(r.live_keys(), 1);
+    assert_eq!(r.get(b"/registry/pods/a/p").unwrap().create_revision, 5);
+}
+
+#[test]
+fn duplicate_events_are_not_applied_twice() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(&mut r, 1, vec![], None);
+    let e = Observation::Events {
+        revision: 2,
+        events: vec![put(kv("/registry/pods/a/p", "v1", 2, 2, 1))],
+    };
+    obs(&mut r, 1, e.clone());
+    obs(&mut r, 1, e);
+    assert_eq!(r.history(b"/registry/pods/a/p").len(), 1);
+    assert_eq!(r.resources()[0].puts, 1);
+}
+
+#[test]
+fn events_behind_a_progress_notification_still_apply() {
+    // etcd-io/etcd#15220: progress at 5 may arrive before the event at 4.
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(&mut r, 3, vec![], None);
+    obs(&mut r, 1, Observation::Progress { revision: 5 });
+    obs(
+        &mut r,
+        1,
+        Observation::Events {
+            revision: 5,
+            events: vec![put(kv("/registry/pods/a/late", "v", 4, 4, 1))],
+        },
+    );
+    assert!(r.get(b"/registry/pods/a/late").is_some());
+    assert_eq!(r.revision(), 5);
+}
+
+#[test]
+fn a_head_announced_ahead_of_its_events_is_never_applied() {
+    // What etcd 3.4.23 was seen to send (etcd-io/etcd#15220): the progress at 101
+    // before the event at 101 that it covers.
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(
+        &mut r,
+        100,
+        vec![kv("/registry/pods/a/p", "v1", 100, 100, 1)],
+        None,
+    );
+    obs(&mut r, 1, Observation::HeadAtLeast { revision: 101 });
+    assert_eq!(
+        r.revision(),
+        100,
+        "the replica must not pass an event it lacks"
+    );
+    assert_eq!(r.watch_health().head_at_least, 101);
+    obs(
+        &mut r,
+        1,
+        Observation::Events {
+            revision: 101,
+            events: vec![put(kv("/registry/pods/a/p", "v2", 100, 101, 2))],
+        },
+    );
+    assert_eq!(r.revision(), 101);
+    assert_eq!(r.get(b"/registry/pods/a/p").unwrap().mod_revision, 101);
+    let w = r.watch_health();
+    assert_eq!(w.progress_ahead_of_events, 1);
+    assert_eq!(w.anomalies(), 1);
+    assert!(
+        r.notes().back().unwrap().1.contains("15220"),
+        "{:?}",
+        r.notes()
+    );
+    // A head announced with nothing pending under the prefix (writes elsewhere): shown,
+    // not applied, and not an anomaly.
+    obs(&mut r, 2, Observation::HeadAtLeast { revision: 150 });
+    assert_eq!(r.revision(), 101);
+    assert_eq!(r.watch_health().anomalies(), 1);
+    assert_eq!(r.summary().watch.head_at_least, 150);
+}
+
+#[test]
+fn progress_below_the_applied_revision_and_repeated_events_are_counted() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(&mut r, 10, vec![], None);
+    // Lower than the watch's own start revision (11). A head "at least 9" is still
+    // true at 10 (and what etcd before 3.4.25/3.5.8 sends): not an anomaly.
+    obs(&mut r, 1, Observation::Progress { revision: 8 });
+    obs(&mut r, 1, Observation::HeadAtLeast { revision: 9 });
+    assert_eq!(r.revision(), 10);
+    assert_eq!(r.watch_health().progress_behind, 1);
+    let e = Observation::Events {
+        revision: 11,
+        events: vec![put(kv("/registry/pods/a/p", "v1", 11, 11, 1))],
+    };
+    obs(&mut r, 2, e.clone());
+    obs(&mut r, 2, e);
+    assert_eq!(r.watch_health().repeated_events, 1);
+    assert_eq!(r.watch_health().anomalies(), 2);
+    assert_eq!(r.history(b"/registry/pods/a/p").len(), 1);
+    // Noted at the 1st time only, not at the 2nd.
+    let notes: Vec<_> = r.notes().iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(
+        notes
+            .iter()
+            .filter(|n| n.contains("below revision"))
+            .count(),
+        1
+    );
+    assert!(worth_noting(1) && worth_noting(10) && worth_noting(1000));
+    assert!(!worth_noting(0) && !worth_noting(2) && !worth_noting(11));
+}
+
+#[test]
+fn a_delete_row_carries_the_deleted_value() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(
+        &mut r,
+        5,
+        vec![kv("/registry/pods/a/p", "pod bytes", 5, 5, 1)],
+        None,
+    );
+    // No prev_kv (regscope's watch does not ask for it): the replica's copy.
+    obs(
+        &mut r,
+        1,
+        Observation::Events {
+            revision: 6,
+            events: vec![del("/registry/pods/a/p", 6)],
+        },
+    );
+    assert_eq!(
+        r.events().back().unwrap().value,
+        Bytes::from_static(b"pod bytes")
+    );
+    // With prev_kv, that one.
+    let mut with_prev = del("/registry/pods/a/q", 7);
+    with_prev.prev_kv = Some(kv("/registry/pods/a/q", "as etcd had it", 1, 2, 1));
+    obs(
+        &mut r,
+        1,
+        Observation::Events {
+            revision: 7,
+            events: vec![with_prev],
+        },
+    );
+    assert_eq!(
+        r.events().back().unwrap().value,
+        Bytes::from_static(b"as etcd had it")
+    );
+    assert_eq!(r.watch_health().unknown_deletes, 0);
+    // A key never held: nothing to show, counted.
+    obs(
+        &mut r,
+        1,
+        Observation::Events {
+            revision: 8,
+            events: vec![del("/registry/pods/a/never", 8)],
+        },
+    );
+    assert!(r.events().back().unwrap().value.is_empty());
+    assert_eq!(r.watch_health().unknown_deletes, 1);
+}
+
+#[test]
+fn etcd_alarms_raised_and_cleared_are_noted_once_each() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    let status = |errors: Vec<&str>| {
+        Observation::EtcdStatus(EtcdStatus {
+            errors: errors.into_iter().map(String::from).collect(),
+            ..Default::default()
+        })
+    };
+    obs(&mut r, 1, status(vec![]));
+    obs(
+        &mut r,
+        2,
+        status(vec![
+            "memberID:1 alarm:NOSPACE ",
+            "memberID:2 alarm:NOSPACE ",
+        ]),
+    );
+    obs(&mut r, 3, status(vec!["memberID:1 alarm:NOSPACE "]));
+    assert_eq!(r.etcd_status().unwrap().1.alarms(), vec!["NOSPACE"]);
+    obs(&mut r, 4, status(vec![]));
+    let notes: Vec<&str> = r.notes().iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(notes.len(), 2, "{notes:?}");
+    assert!(
+        notes[0].starts_with("etcd raised alarm NOSPACE"),
+        "{notes:?}"
+    );
+    assert!(notes[1].contains("cleared (were NOSPACE)"), "{notes:?}");
+    assert_eq!(r.summary().etcd_status.unwrap().errors.len(), 0);
+}
+
+#[test]
+fn a_change_of_member_is_a_failover() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    let server = |e: &str| Observation::Server {
+        endpoint: e.into(),
+        version: "3.5.1".into(),
+        cluster_id: 7,
+    };
+    obs(&mut r, 1, server("http://127.0.0.1:1"));
+    obs(&mut r, 2, server("http://127.0.0.1:1"));
+    assert!(r.failovers().is_empty());
+    obs(&mut r, 3, server("http://127.0.0.1:2"));
+    assert_eq!(r.failovers().len(), 1);
+    assert_eq!(r.failovers()[0].2, "http://127.0.0.1:2");
+    assert_eq!(
+        r.notes().back().unwrap().1,
+        "failover: reading from http://127.0.0.1:2 (was http://127.0.0.1:1)"
+    );
+}
+
+#[test]
+fn a_head_confirmed_by_two_quiet_progress_notifications_counts_as_synced() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(&mut r, 10, vec![], None);
+    obs(&mut r, 1, Observation::HeadAtLeast { revision: 15 });
+    assert_eq!(r.synced_revision(), 10, "one announcement is not enough");
+    obs(&mut r, 2, Observation::HeadAtLeast { revision: 15 });
+    assert_eq!(r.synced_revision(), 15);
+    assert_eq!(r.revision(), 10);
+    // Events between two announcements: the later head counts only after a quiet pair.
+    obs(&mut r, 3, Observation::HeadAtLeast { revision: 20 });
+    obs(
+        &mut r,
+        3,
+        Observation::Events {
+            revision: 20,
+            events: vec![put(kv("/registry/pods/a/p", "v", 20, 20, 1))],
+        },
+    );
+    obs(&mut r, 4, Observation::HeadAtLeast { revision: 25 });
+    assert_eq!(r.synced_revision(), 20);
+    obs(&mut r, 5, Observation::HeadAtLeast { revision: 25 });
+    assert_eq!(r.synced_revision(), 25);
+}
+
+#[test]
+fn progress_never_moves_back() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(&mut r, 10, vec![], None);
+    obs(&mut r, 1, Observation::Progress { revision: 7 });
+    assert_eq!(r.revision(), 10);
+    obs(&mut r, 1, Observation::Progress { revision: 12 });
+    assert_eq!(r.revision(), 12);
+}
+
+#[test]
+fn compaction_drops_superseded_history_and_dead_keys() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(&mut r, 1, vec![], None);
+    obs(
+        &mut r,
+        1,
+        Observation::Events {
+            revision: 5,
+            events: vec![
+                put(kv("/registry/cm/a/x", "1", 2, 2, 1)),
+                put(kv("/registry/cm/a/x", "2", 2, 3, 2)),
+                put(kv("/registry/cm/a/y", "1", 4, 4, 1)),
+                del("/registry/cm/a/y", 5),
+            ],
+        },
+    );
+    assert_eq!(r.history_usage().0, 3); // x@2, y@4, y tombstone
+    obs(
+        &mut r,
+        2,
+        Observation::Compacted {
+            revision: 5,
+            source: CompactionSource::Watch,
+        },
+    );
+    assert_eq!(r.history(b"/registry/cm/a/x").len(), 1);
+    assert!(r.history(b"/registry/cm/a/y").is_empty());
+    assert_eq!(r.history_usage(), (0, 0));
+    assert!(matches!(
+        r.get_at(b"/registry/cm/a/x", 4),
+        Err(HistoryError::Compacted { .. })
+    ));
+}
+
+#[test]
+fn budget_keeps_newest_of_live_keys() {
+    let cfg = ReplicaConfig {
+        history_budget: 1000,
+        ..ReplicaConfig::default()
+    };
+    let mut r = Replica::new(cfg);
+    listed(&mut r, 1, vec![], None);
+    let big = "x".repeat(400);
+    let mut events = Vec::new();
+    for i in 0..10 {
+        events.push(put(kv("/registry/cm/a/x", &big, 2, 2 + i, 1 + i)));
+    }
+    obs(
+        &mut r,
+        1,
+        Observation::Events {
+            revision: 11,
+            events,
+        },
+    );
+    assert!(r.history_usage().1 <= 1000);
+    assert_eq!(r.get(b"/registry/cm/a/x").unwrap().mod_revision, 11);
+    assert!(matches!(
+        r.get_at(b"/registry/cm/a/x", 3),
+        Err(HistoryError::Dropped { .. })
+    ));
+}
+
+#[test]
+fn relist_applies_difference_and_records_gap() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(
+        &mut r,
+        3,
+        vec![
+            kv("/registry/cm/d/a", "v1", 2, 2, 1),
+            kv("/registry/cm/d/b", "v1", 3, 3, 1),
+        ],
+        None,
+    );
+    // While away: a changed to v2 at 4, b deleted at 5, c created at 6; compacted at 103.
+    listed(
+        &mut r,
+        103,
+        vec![
+            kv("/registry/cm/d/a", "v2", 2, 4, 2),
+            kv("/registry/cm/d/c", "v1", 6, 6, 1),
+        ],
+        Some(103),
+    );
+    assert_eq!(r.get(b"/registry/cm/d/a").unwrap().mod_revision, 4);
+    assert_eq!(r.get(b"/registry/cm/d/b"), None);
+    assert!(r.get(b"/registry/cm/d/c").is_some());
+    assert_eq!(r.live_keys(), 2);
+    assert_eq!(r.gaps().len(), 1);
+    assert_eq!((r.gaps()[0].from, r.gaps()[0].to), (4, 103));
+    assert!(r
+        .diff(&[
+            kv("/registry/cm/d/a", "v2", 2, 4, 2),
+            kv("/registry/cm/d/c", "v1", 6, 6, 1)
+        ])
+        .is_empty());
+    let d = r.diff(&[kv("/registry/cm/d/a", "v3", 2, 4, 2)]);
+    assert_eq!(d.len(), 2);
+}
+
+#[test]
+fn time_of_revision() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(&mut r, 1, vec![], None);
+    obs(
+        &mut r,
+        5,
+        Observation::Events {
+            revision: 3,
+            events: vec![
+                put(kv("/registry/cm/a/x", "1", 2, 2, 1)),
+                put(kv("/registry/cm/a/x", "2", 2, 3, 2)),
+            ],
+        },
+    );
+    assert_eq!(r.time_of(2), Some(at(5)));
+    assert_eq!(r.time_of(1), Some(at(0)));
+    assert_eq!(r.time_of(4), None);
+}
+
+#[test]
+fn virtual_paging() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    let kvs = (0..100)
+        .map(|i| kv(&format!("/registry/cm/d/k{i:03}"), "v", 2, 2, 1))
+        .collect();
+    listed(&mut r, 2, kvs, None);
+    let first = r.live_keys_after(b"/registry/cm/", None, 10);
+    assert_eq!(first.len(), 10);
+    let next = r.live_keys_after(b"/registry/cm/", Some(&first[9]), 10);
+    assert_eq!(&next[0][..], b"/registry/cm/d/k010");
+    let back = r.live_keys_before(b"/registry/cm/", Some(&next[0]), 3);
+    assert_eq!(&back[0][..], b"/registry/cm/d/k009");
+    assert_eq!(
+        r.live_keys_before(b"/registry/cm/", None, 1)[0].as_ref(),
+        b"/registry/cm/d/k099"
+    );
+    // Keys sorting after the prefix's range must not hide the prefix's last keys.
+    obs(
+        &mut r,
+        1,
+        Observation::Events {
+            revision: 3,
+            events: vec![put(kv("/registry/zz/d/a", "v", 3, 3, 1))],
+        },
+    );
+    assert_eq!(
+        r.live_keys_before(b"/registry/cm/", None, 1)[0].as_ref(),
+        b"/registry/cm/d/k099"
+    );
+}
