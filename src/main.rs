@@ -338,8 +338,8 @@ async fn demo(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs, m: &MetricsArgs) -> Re
     use regscope::demo::apiserver::{
         DemoApiserver, DemoApiserverConfig, SlowWatcher, StorageLatencies,
     };
-    use regscope::demo::sim::{SimConfig, Simulation};
     use regscope::demo::PrivateEtcd;
+    use regscope::demo::{SimConfig, Simulation};
     let mut scfg = match scrape_config(m) {
         Ok(c) => c,
         Err(code) => return Ok(code),

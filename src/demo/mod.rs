@@ -2,7 +2,7 @@
 //!
 //! [`etcd_server::PrivateEtcd`] starts the `etcd` binary from `PATH` on loopback ports with a
 //! temp data dir and kills it on drop; the integration tests use it too.
-//! [`sim::Simulation::start`] takes only a `PrivateEtcd` and writes Kubernetes objects into it
+//! [`Simulation::start`] takes only a `PrivateEtcd` and writes Kubernetes objects into it
 //! the way kube-apiserver does (protobuf storage encoding from [`objects`], create / update /
 //! delete transactions, leases for events, the `compact_rev_key` compactor). This module is
 //! the only code in regscope that writes to etcd.
@@ -11,13 +11,15 @@
 //! read-only list/watch HTTP endpoint on loopback.
 
 pub mod apiserver;
+pub mod control_plane;
 pub mod etcd_server;
 pub mod objects;
 pub mod sim;
-mod workload;
+pub mod workload;
 
 pub use apiserver::{
     DemoApiserver, DemoApiserverConfig, SlowWatcher, StorageLatencies, StorageLatency,
 };
+pub use control_plane::{SimHandle, Simulation};
 pub use etcd_server::{DemoError, PrivateEtcd};
-pub use sim::{SimConfig, SimCounters, SimHandle, SimStats, Simulation, COMPACT_REV_KEY};
+pub use sim::{SimConfig, SimCounters, SimStats, COMPACT_REV_KEY};

@@ -1,4 +1,4 @@
-//! The simulated control plane's write path: it writes into a [`PrivateEtcd`] the way
+//! The simulated control plane's write path: it writes into a [`super::PrivateEtcd`] the way
 //! kube-apiserver's etcd3 storage (k8s.io/apiserver `pkg/storage/etcd3`, v1.30) does.
 //!
 //! - create: `txn(if mod_revision(key) == 0 then put)` (the apiserver's `notFound` compare;
@@ -11,24 +11,20 @@
 //! - the compactor coordinates through the root key `compact_rev_key` exactly like
 //!   `compact.go`.
 //!
-//! [`Simulation::start`] only accepts a [`PrivateEtcd`], so this code can never be pointed
-//! at a real cluster's etcd. Tasks run on tokio; [`SimHandle`] stops them (on drop too) and
-//! exposes live counters. The workload itself (what gets written when) is in
-//! [`super::workload`].
+//! [`super::Simulation::start`] only accepts a [`super::PrivateEtcd`], so this code can never
+//! be pointed at a real cluster's etcd; it starts the tasks ([`super::control_plane`]). The
+//! workload itself (what gets written when) is in [`super::workload`].
 
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use etcd_client::{Client, Compare, CompareOp, PutOptions, Txn, TxnOp, TxnOpResponse};
-use tokio::sync::watch;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
 use super::apiserver::{storage_group_resource, StorageLatencies};
-use super::etcd_server::{DemoError, PrivateEtcd};
+use super::etcd_server::DemoError;
 use super::objects::{decode_object, encode_object, StorageKind};
-use super::workload;
 
 /// The key kube-apiserver's compactor uses to coordinate compactions between apiservers.
 /// It lives at the root of the keyspace, outside `/registry`.
@@ -86,7 +82,7 @@ impl Default for SimConfig {
 }
 
 impl SimConfig {
-    /// The number of workload tasks [`Simulation::start`] will run.
+    /// The number of workload tasks [`super::Simulation::start`] will run.
     pub fn effective_workers(&self) -> usize {
         if self.workers > 0 {
             return self.workers.min(64);
@@ -280,6 +276,22 @@ pub(crate) struct Store {
 }
 
 impl Store {
+    /// The write path for `cfg` over `client`: requests paced at `cfg.rate`, one lease
+    /// manager for TTL objects, counts into `counters`.
+    pub(crate) fn new(client: Client, counters: Arc<SimCounters>, cfg: &SimConfig) -> Store {
+        Store {
+            client,
+            counters,
+            pacer: Arc::new(Pacer::new(cfg.rate)),
+            leases: Arc::new(tokio::sync::Mutex::new(LeaseManager::default())),
+            prefix: cfg.prefix.trim_end_matches('/').to_string(),
+            event_ttl_s: i64::try_from(cfg.event_ttl.as_secs())
+                .unwrap_or(3600)
+                .max(1),
+            latencies: cfg.latencies.clone(),
+        }
+    }
+
     /// Records one etcd call on `key` that took `started.elapsed()` (when latencies are kept
     /// and the key is a resource key under the prefix).
     fn record(&self, operation: &str, key: &str, started: std::time::Instant, error: bool) {
@@ -580,133 +592,6 @@ fn fresh_kv_version(resp: &etcd_client::TxnResponse) -> Option<i64> {
         TxnOpResponse::Get(g) => g.kvs().first().map(|kv| kv.version()),
         _ => None,
     })
-}
-
-/// Entry point of the simulated control plane.
-#[derive(Debug)]
-pub struct Simulation;
-
-impl Simulation {
-    /// Bootstraps a small cluster in `etcd` (namespaces, nodes and their leases, services,
-    /// config maps, a secret, a custom resource, deployments with running pods) and spawns
-    /// the tasks that keep it busy: workload workers (rollouts, config changes, events),
-    /// node-lease and leader-election renewals, and the compactor.
-    ///
-    /// Only a [`PrivateEtcd`] is accepted: the demo never writes to an etcd it did not start.
-    /// Must be called inside a tokio runtime. Errors: connecting, or a bootstrap write failing.
-    pub async fn start(etcd: &PrivateEtcd, cfg: SimConfig) -> Result<SimHandle, DemoError> {
-        let client = etcd.client().await?;
-        let counters = Arc::new(SimCounters::default());
-        let store = Store {
-            client,
-            counters: counters.clone(),
-            pacer: Arc::new(Pacer::new(cfg.rate)),
-            leases: Arc::new(tokio::sync::Mutex::new(LeaseManager::default())),
-            prefix: cfg.prefix.trim_end_matches('/').to_string(),
-            event_ttl_s: i64::try_from(cfg.event_ttl.as_secs())
-                .unwrap_or(3600)
-                .max(1),
-            latencies: cfg.latencies.clone(),
-        };
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let plan = workload::bootstrap(&store, &cfg).await?;
-        let mut tasks = Vec::new();
-        for worker in plan.workers {
-            tasks.push(spawn_stoppable(stop_rx.clone(), {
-                let store = store.clone();
-                let stop = stop_rx.clone();
-                async move { worker.run(store, stop).await }
-            }));
-        }
-        tasks.push(spawn_stoppable(stop_rx.clone(), {
-            let store = store.clone();
-            let heartbeats = plan.heartbeats;
-            let cfg = cfg.clone();
-            async move { heartbeats.run(store, &cfg).await }
-        }));
-        tasks.push(spawn_stoppable(stop_rx.clone(), {
-            let store = store.clone();
-            let interval = cfg.compact_interval;
-            async move { compactor(store, interval).await }
-        }));
-        Ok(SimHandle {
-            stop_tx,
-            tasks,
-            counters,
-        })
-    }
-}
-
-fn spawn_stoppable<F>(mut stop: watch::Receiver<bool>, work: F) -> JoinHandle<()>
-where
-    F: std::future::Future<Output = ()> + Send + 'static,
-{
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = stop.wait_for(|s| *s) => {}
-            () = work => {}
-        }
-    })
-}
-
-/// kube-apiserver's compaction loop: wait an interval, run a round, repeat; errors are
-/// counted and the loop goes on with the state it had.
-async fn compactor(store: Store, interval: Duration) {
-    let (mut t, mut rev) = (0_i64, 0_i64);
-    loop {
-        tokio::time::sleep(interval).await;
-        match store.compact_round(t, rev).await {
-            Ok((nt, nrev)) => {
-                t = nt;
-                rev = nrev;
-            }
-            Err(e) => tracing::debug!("demo compactor: {e}"),
-        }
-    }
-}
-
-/// A running simulation. Dropping it aborts the tasks; [`SimHandle::stop`] ends them
-/// cleanly.
-#[derive(Debug)]
-pub struct SimHandle {
-    stop_tx: watch::Sender<bool>,
-    tasks: Vec<JoinHandle<()>>,
-    counters: Arc<SimCounters>,
-}
-
-impl SimHandle {
-    /// The counters so far.
-    pub fn stats(&self) -> SimStats {
-        self.counters.snapshot()
-    }
-
-    /// The shared live counters, for a reader that outlives borrows of the handle (the TUI).
-    pub fn counters(&self) -> Arc<SimCounters> {
-        self.counters.clone()
-    }
-
-    /// Signals all tasks to stop and waits for them (at most 5 s, then aborts the rest).
-    /// Returns the final counters.
-    pub async fn stop(mut self) -> SimStats {
-        let _ = self.stop_tx.send(true);
-        let deadline = Instant::now() + Duration::from_secs(5);
-        for task in std::mem::take(&mut self.tasks) {
-            let abort = task.abort_handle();
-            if tokio::time::timeout_at(deadline, task).await.is_err() {
-                abort.abort();
-            }
-        }
-        self.counters.snapshot()
-    }
-}
-
-impl Drop for SimHandle {
-    fn drop(&mut self) {
-        let _ = self.stop_tx.send(true);
-        for task in &self.tasks {
-            task.abort();
-        }
-    }
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@
 //! ([`redact`]) unless the recording is made with `--show-secrets`; values encrypted at
 //! rest are written as the ciphertext etcd holds; no key material is ever written.
 
-mod files;
+pub mod files;
 pub mod format;
 mod player;
 mod readahead;

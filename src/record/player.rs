@@ -143,7 +143,7 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> RecordError {
 }
 
 impl Player {
-    /// Opens a recording (see [`recording_files`]): reads each file's header and index
+    /// Opens a recording (a file or a `--keep-last` set, see [`super::files`]): reads each file's header and index
     /// (rebuilt by scanning when the file was not closed cleanly), and positions the
     /// cursor before the first checkpoint.
     ///

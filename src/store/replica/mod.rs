@@ -423,7 +423,7 @@ impl Replica {
 
     /// Brings the key order up to date, so that ranges (the key browser, `verify`,
     /// checkpoints) cost a binary search. The console calls it before drawing what needs
-    /// ranges; ranges are exact without it, only slower. See [`Keyspace::settle`].
+    /// ranges; ranges are exact without it, only slower. See [`crate::store::keyspace::Keyspace::settle`].
     pub fn settle(&mut self) {
         self.store.keys.settle();
     }

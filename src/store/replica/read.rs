@@ -131,7 +131,7 @@ pub struct Summary {
     pub history_bytes: u64,
     pub resources: Vec<ResourceSummary>,
     /// Who wrote what since the replica started: one row per (resource, managedFields
-    /// writer), most events first (see [`super::writers`]).
+    /// writer), most events first (see [`crate::store::writers`]).
     pub writers: Vec<WriterSummary>,
     pub gaps: Vec<Gap>,
     pub compactions: Vec<CompactionSeen>,
@@ -165,7 +165,7 @@ pub struct ReplicaMemory {
 impl Replica {
     /// The replica's applied revision: every event up to it is applied, and nothing past
     /// it. Moves with events, lists and progress notifications from etcds that order them
-    /// after pending events, never with [`Observation::HeadAtLeast`].
+    /// after pending events, never with [`crate::model::Observation::HeadAtLeast`].
     pub fn revision(&self) -> Revision {
         self.applied
     }
@@ -463,7 +463,7 @@ impl Replica {
     }
 
     /// Who writes: one row per (resource, writer) seen in the watch events, in first-seen
-    /// order (see [`super::writers`]).
+    /// order (see [`crate::store::writers`]).
     pub fn writers(&self) -> &[WriterStats] {
         self.writers.rows()
     }
