@@ -9,7 +9,8 @@ use std::time::{Duration, SystemTime};
 
 use regscope::metrics::concepts::{map, table, SeriesKey, Value};
 use regscope::metrics::exposition::parse;
-use regscope::metrics::view::{ApiserverView, Quantile, Reading, Risk};
+use regscope::metrics::quantile::Quantile;
+use regscope::metrics::view::{ApiserverView, Reading, Risk};
 use regscope::model::{
     Bytes, InformerObs, InformerWhat, KeyValue, Observation, ScrapeOutcome, ScrapeTarget, Stamped,
 };

@@ -1327,10 +1327,12 @@ fn value_syntax_colours_follow_theme_roles() {
 
 mod apiserver_views {
     use super::at;
+    use regscope::metrics::quantile::Quantile;
     use regscope::metrics::view::{
-        ApfRow, ApiserverView, EtcdHealth, LatencyRow, ObjectsRow, Quantile, Reading, Risk,
-        TargetStatus, WatchCacheRow, WindowRow, WindowView,
+        ApfRow, ApiserverView, EtcdHealth, LatencyRow, ObjectsRow, Reading, Risk, WatchCacheRow,
+        WindowRow, WindowView,
     };
+    use regscope::store::metrics::TargetStatus;
 
     const MIB: f64 = 1024.0 * 1024.0;
 

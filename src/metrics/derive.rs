@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
 use super::concepts::{self, ConceptIdx, Hist, Mapped, SeriesKey, Table, Value};
-use super::quantile::{counter_increase, histogram_increase, histogram_quantile};
+use super::quantile::{counter_increase, histogram_increase, histogram_quantile, Quantile};
 use super::view::*;
 use crate::model::{Revision, ScrapeTarget};
 use crate::store::metrics::{MetricStore, TargetSeries};

@@ -227,7 +227,8 @@ fn draw_section(app: &App, f: &mut Frame, area: Rect, section: Section, focused:
 
 /// The role marking a section that needs a look, for the strip.
 fn attention(v: &ApiserverView, section: Section) -> Option<Role> {
-    use crate::metrics::view::{Quantile, Risk};
+    use crate::metrics::quantile::Quantile;
+    use crate::metrics::view::Risk;
     match section {
         Section::Latency => v
             .latency
