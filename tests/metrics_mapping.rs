@@ -7,10 +7,10 @@
 
 use std::time::{Duration, SystemTime};
 
+use regscope::derive::apiserver::{ApiserverView, Reading, Risk};
 use regscope::metrics::concepts::{map, table, SeriesKey, Value};
 use regscope::metrics::exposition::parse;
 use regscope::metrics::quantile::Quantile;
-use regscope::metrics::view::{ApiserverView, Reading, Risk};
 use regscope::model::{
     Bytes, InformerObs, InformerWhat, KeyValue, Observation, ScrapeOutcome, ScrapeTarget, Stamped,
 };
@@ -49,7 +49,7 @@ fn scrape(target: ScrapeTarget, t: u64, body: impl Into<Bytes>) -> Stamped {
 }
 
 fn view_of(store: &MetricStore, replica: Option<&Replica>) -> ApiserverView {
-    regscope::metrics::derive(store, replica, &InformerLag::default(), at(1000))
+    regscope::derive::apiserver::view(store, replica, &InformerLag::default(), at(1000))
 }
 
 /// A reference `histogram_quantile`, written from Prometheus' documentation separately from
@@ -604,7 +604,8 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
     // Revision 72 was seen at t=72; the event arrived at t=101.
     assert_eq!(s.lag_seconds, Some(29.0));
     assert_eq!(s.gone_410, 1);
-    let v = regscope::metrics::derive(&MetricStore::default(), Some(&replica), &inf, at(102));
+    let v =
+        regscope::derive::apiserver::view(&MetricStore::default(), Some(&replica), &inf, at(102));
     assert_eq!(v.window.head, Some(101));
     assert_eq!(v.window.compact_revision, Some(61));
     assert_eq!(v.window.window_revisions, Some(40));
@@ -626,7 +627,8 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
         }),
         &replica,
     );
-    let v = regscope::metrics::derive(&MetricStore::default(), Some(&replica), &inf, at(102));
+    let v =
+        regscope::derive::apiserver::view(&MetricStore::default(), Some(&replica), &inf, at(102));
     let row = &v.window.rows[0];
     assert_eq!(row.risk, Risk::Warn);
     assert!(

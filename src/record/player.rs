@@ -1030,7 +1030,7 @@ impl MarkerScan {
 /// The worst `etcd_request_duration_seconds` p99 over the last scrape interval, with its
 /// operation and resource.
 fn worst_etcd_p99(s: &Session) -> Option<(String, f64)> {
-    let view = crate::metrics::derive(&s.metrics, Some(&s.replica), &s.informers, s.now());
+    let view = crate::derive::apiserver::view(&s.metrics, Some(&s.replica), &s.informers, s.now());
     view.latency
         .iter()
         .filter(|r| r.metric.starts_with("etcd_request"))

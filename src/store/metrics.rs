@@ -4,7 +4,7 @@
 //! In: [`Observation::Scrape`] (raw bodies or failures). Out: per target, the newest mapped
 //! scrape, every series' points (scrape time, value) for at most `retention` scrapes, and the
 //! target's health (last good scrape, "stale since", skipped lines). Nothing is derived
-//! here: rates and quantiles are computed on read by [`crate::metrics::derive`].
+//! here: rates and quantiles are computed on read, above the store (`derive::apiserver`).
 
 use std::collections::VecDeque;
 use std::time::SystemTime;

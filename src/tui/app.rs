@@ -22,7 +22,7 @@ pub(crate) use super::detail::DetailState;
 use super::keymap::{Keymap, Mode};
 use super::storage::StorageSummary;
 use super::theme::Theme;
-use crate::metrics::view::ApiserverView;
+use crate::derive::apiserver::ApiserverView;
 use crate::model::{KeyPath, Revision, Stamped};
 use crate::store::{EventRecord, Replica, Session};
 
@@ -667,7 +667,7 @@ impl App {
         }
         self.apiserver_changed = false;
         self.apiserver_second = sec;
-        let v = crate::metrics::derive(
+        let v = crate::derive::apiserver::view(
             &self.session.metrics,
             Some(&self.session.replica),
             &self.session.informers,

@@ -27,7 +27,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{pane, sp};
-use crate::metrics::view::ApiserverView;
+use crate::derive::apiserver::ApiserverView;
 use crate::tui::app::{App, Section};
 use crate::tui::theme::Role;
 use body::Body;
@@ -227,8 +227,8 @@ fn draw_section(app: &App, f: &mut Frame, area: Rect, section: Section, focused:
 
 /// The role marking a section that needs a look, for the strip.
 fn attention(v: &ApiserverView, section: Section) -> Option<Role> {
+    use crate::derive::apiserver::Risk;
     use crate::metrics::quantile::Quantile;
-    use crate::metrics::view::Risk;
     match section {
         Section::Latency => v
             .latency

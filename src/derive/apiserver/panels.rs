@@ -1,5 +1,5 @@
 //! The apiserver-side panels' data, derived on read from the metric store, the informer
-//! lag tracker and the replica ([`crate::metrics::derive`]). The console draws it and
+//! lag tracker and the replica ([`super::view`]). The console draws it and
 //! `regscope snapshot --json` prints it; neither computes anything of its own.
 //!
 //! Units: times in seconds (`f64`), sizes in bytes, revisions as etcd revisions, rates per
@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::quantile::Quantile;
+use crate::metrics::quantile::Quantile;
 use crate::model::Revision;
 use crate::store::metrics::TargetStatus;
 

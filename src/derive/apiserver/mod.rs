@@ -1,13 +1,21 @@
-//! Builds the apiserver-side panels ([`ApiserverView`]) from the metric store, the informer
-//! lag tracker and the replica, on read. Live, paused and replayed sessions run this same
+//! [`view`] builds the apiserver-side panels' data ([`ApiserverView`], its rows in
+//! `panels`) from the metric store, the informer lag tracker and the replica, on read. Live, paused and replayed sessions run this same
 //! code over the same stored scrapes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
-use super::concepts::{self, ConceptIdx, Hist, Mapped, SeriesKey, Table, Value};
-use super::quantile::{counter_increase, histogram_increase, histogram_quantile, Quantile};
-use super::view::*;
+mod panels;
+
+pub use panels::{
+    ApfRow, ApiserverView, EtcdHealth, LatencyRow, ObjectsRow, Reading, Risk, WatchCacheRow,
+    WindowRow, WindowView,
+};
+
+use crate::metrics::concepts::{self, ConceptIdx, Hist, Mapped, SeriesKey, Table, Value};
+use crate::metrics::quantile::{
+    counter_increase, histogram_increase, histogram_quantile, Quantile,
+};
 use crate::model::{Revision, ScrapeTarget};
 use crate::store::metrics::{MetricStore, TargetSeries};
 use crate::store::{InformerLag, Replica};
@@ -17,7 +25,7 @@ const HISTORY_POINTS: usize = 60;
 
 /// Derives every panel. `replica` is `None` when there is no etcd connection (metric files
 /// only); the etcd-derived parts are then empty or `None`.
-pub fn derive(
+pub fn view(
     store: &MetricStore,
     replica: Option<&Replica>,
     informers: &InformerLag,

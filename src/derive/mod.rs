@@ -1,0 +1,9 @@
+//! What the console and the CLI show, derived on read from the store: nothing here is
+//! kept between frames, and nothing here reads a clock or a source. Each module takes
+//! `&` the session's parts and returns owned data for one panel; the views draw it and
+//! `regscope snapshot` prints it. Live, paused and replayed sessions run the same code.
+//!
+//! [`apiserver`]: the apiserver-side panels (latency, watch cache, compaction window, etcd
+//! health, objects, APF) from the metric series, the informer lag and the replica.
+
+pub mod apiserver;
