@@ -5,5 +5,7 @@
 //!
 //! [`apiserver`]: the apiserver-side panels (latency, watch cache, compaction window, etcd
 //! health, objects, APF) from the metric series, the informer lag and the replica.
+//! [`keys`]: the key browser's pages of one resource's keys, filtered, from the replica.
 
 pub mod apiserver;
+pub mod keys;

@@ -91,7 +91,7 @@ impl StorageSummary {
     /// Counts every live value of `replica`. O(live keys), a prefix check each.
     pub fn compute(replica: &Replica) -> StorageSummary {
         let mut rows: BTreeMap<String, ResourceStorage> = BTreeMap::new();
-        let scan = crate::tui::browse::scan_prefix(replica);
+        let scan = crate::derive::keys::scan_prefix(replica);
         let rev = replica.revision();
         // Keys of one resource are contiguous: resolve the resource once per range.
         let mut current: Option<(Bytes, String)> = None;
@@ -106,7 +106,7 @@ impl StorageSummary {
                 Some((p, name)) if p.ends_with(b"/") && key.starts_with(p) => name.clone(),
                 _ => {
                     let name = KeyPath::parse(replica.prefix(), key).resource.into_owned();
-                    current = crate::tui::browse::resource_prefix(replica.prefix(), key)
+                    current = crate::derive::keys::resource_prefix(replica.prefix(), key)
                         .map(|p| (p, name.clone()));
                     name
                 }

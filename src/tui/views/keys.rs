@@ -10,9 +10,9 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
 use super::{pane, selection, sp};
+use crate::derive::keys::SCAN_LIMIT;
 use crate::model::escape_bytes;
 use crate::tui::app::{App, KeysFocus};
-use crate::tui::browse::SCAN_LIMIT;
 use crate::tui::format::{bytes, thousands, thousands_i};
 use crate::tui::storage::{storage_label, IDENTITY};
 use crate::tui::theme::Role;
