@@ -5,7 +5,10 @@
 //!
 //! [`apiserver`]: the apiserver-side panels (latency, watch cache, compaction window, etcd
 //! health, objects, APF) from the metric series, the informer lag and the replica.
+//! [`encryption`]: per resource, how many values are plaintext and how many are encrypted
+//! under which provider and key, from the replica's values.
 //! [`keys`]: the key browser's pages of one resource's keys, filtered, from the replica.
 
 pub mod apiserver;
+pub mod encryption;
 pub mod keys;

@@ -22,7 +22,6 @@ pub mod keymap;
 mod palette;
 mod replay;
 pub mod screenshot;
-pub mod storage;
 mod syntax;
 mod terminal;
 pub mod theme;

@@ -1,5 +1,6 @@
-//! How values are stored at rest, per resource: plaintext (the `identity` provider:
-//! protobuf, JSON, CBOR or anything else unencrypted) or encrypted under a `provider:key`.
+//! The encryption summary: how values are stored at rest, per resource: plaintext (the
+//! `identity` provider: protobuf, JSON, CBOR or anything else unencrypted) or encrypted
+//! under a `provider:key`.
 //!
 //! Input: the replica's live keys at its applied revision; each value is classified by its
 //! prefix alone ([`crate::decode::detect`]), so nothing is decrypted and a scan costs a
