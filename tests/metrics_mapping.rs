@@ -8,7 +8,7 @@
 use std::time::{Duration, SystemTime};
 
 use regscope::derive::apiserver::{ApiserverView, Reading, Risk};
-use regscope::metrics::concepts::{map, table, SeriesKey, Value};
+use regscope::metrics::concepts::{map, table, Concept, SeriesKey, Value};
 use regscope::metrics::exposition::parse;
 use regscope::metrics::quantile::Quantile;
 use regscope::model::{
@@ -105,7 +105,7 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
 
         // Storage latency: one mapped series per exposed `_count` series, whatever the label
         // scheme ({operation,type} up to 1.33, {operation,group,resource} from 1.34).
-        let lat = t.idx("etcd_request_duration");
+        let lat = t.idx(Concept::EtcdRequestDuration);
         let raw = expo
             .samples_named("etcd_request_duration_seconds_count")
             .count();
@@ -140,7 +140,7 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
 
         // The watch cache capacity, no apiserver_ prefix, pods in the core group.
         let cap = SeriesKey {
-            concept: t.idx("watch_cache_capacity"),
+            concept: t.idx(Concept::WatchCacheCapacity),
             group: String::new(),
             resource: "pods".into(),
             op: String::new(),
@@ -154,16 +154,16 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
 
         // Which concepts exist in which version.
         assert_eq!(
-            m.exposes(t, t.idx("watch_cache_resource_version")),
+            m.exposes(t, t.idx(Concept::WatchCacheResourceVersion)),
             minor >= 31,
             "{version}"
         );
         assert!(
-            m.exposes(t, t.idx("watch_cache_events_received")),
+            m.exposes(t, t.idx(Concept::WatchCacheEventsReceived)),
             "{version}"
         );
-        assert!(m.exposes(t, t.idx("apf_executing")), "{version}");
-        let objects = m.names[t.idx("objects") as usize].as_deref();
+        assert!(m.exposes(t, t.idx(Concept::ApfExecuting)), "{version}");
+        let objects = m.names[t.idx(Concept::Objects) as usize].as_deref();
         assert_eq!(
             objects,
             Some(if minor >= 34 {
@@ -176,12 +176,12 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
         // 1.28 has both apiserver_storage_db_total_size_in_bytes and the new name: the new
         // one wins and matches etcd's own figure in the paired capture.
         assert_eq!(
-            m.names[t.idx("storage_size") as usize].as_deref(),
+            m.names[t.idx(Concept::StorageSize) as usize].as_deref(),
             Some("apiserver_storage_size_bytes")
         );
         let etcd_body = read(&format!("etcd-metrics/{etcd_file}")).unwrap();
         let em = map(t, &parse(&etcd_body));
-        let get = |m: &regscope::metrics::concepts::Mapped, id: &str| {
+        let get = |m: &regscope::metrics::concepts::Mapped, id: Concept| {
             m.series
                 .iter()
                 .find(|(k, _)| k.concept == t.idx(id))
@@ -191,12 +191,12 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
                 })
         };
         assert_eq!(
-            get(&m, "storage_size"),
-            get(&em, "etcd_db_size"),
+            get(&m, Concept::StorageSize),
+            get(&em, Concept::EtcdDbSize),
             "{version}"
         );
-        assert_eq!(get(&em, "etcd_quota"), Some(2147483648.0));
-        assert_eq!(get(&em, "etcd_compact_revision"), Some(-1.0));
+        assert_eq!(get(&em, Concept::EtcdQuota), Some(2147483648.0));
+        assert_eq!(get(&em, Concept::EtcdCompactRevision), Some(-1.0));
     }
 }
 

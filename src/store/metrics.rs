@@ -9,7 +9,7 @@
 use std::collections::VecDeque;
 use std::time::SystemTime;
 
-use crate::metrics::concepts::{self, Mapped, SeriesKey, Value};
+use crate::metrics::concepts::{self, Concept, Mapped, SeriesKey, Value};
 use crate::metrics::exposition;
 use crate::metrics::quantile::{increase_quantile, Quantile};
 use crate::model::{humantime_serde_compat, Observation, ScrapeOutcome, ScrapeTarget, Stamped};
@@ -216,7 +216,7 @@ impl MetricStore {
     pub fn etcd_compact_revision(&self) -> Option<crate::model::Revision> {
         let t = concepts::table();
         let key = SeriesKey {
-            concept: t.idx("etcd_compact_revision"),
+            concept: t.idx(Concept::EtcdCompactRevision),
             group: String::new(),
             resource: String::new(),
             op: String::new(),
