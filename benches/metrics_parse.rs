@@ -1,5 +1,5 @@
-//! Parse time of real kube-apiserver and etcd `/metrics` captures on one core (issue 4's
-//! scrape cycle budget: below 2 % of a core at the default 5 s interval, i.e. under 100 ms per
+//! Parse time of real kube-apiserver and etcd `/metrics` captures on one core (the scrape
+//! cycle's budget: below 2 % of a core at the default 5 s interval, i.e. under 100 ms per
 //! scrape for everything).
 //!
 //! Also the whole scrape cycle (store apply + derive) and the memory per series-hour.

@@ -1093,7 +1093,8 @@ fn pod_detail_120x48() {
 
 #[test]
 fn br02_json_widget_detail_120x30() {
-    // field-cases.md calls it 222 bytes, but its text with the final LF is 201.
+    // The Widget's JSON text with its final LF is 201 bytes (the document the fixtures come
+    // from, named in tests/fixtures, says 222).
     assert_eq!(sf::WIDGET.len(), 201);
     let r = sf::replica(
         &[

@@ -382,8 +382,8 @@ fn objects(
         }
     }
     let names: BTreeSet<(String, String)> = api.keys().chain(rep.keys()).cloned().collect();
-    // The 1.34-rc regression (kubernetes#133604): several resources report the same value,
-    // the total key count under the prefix.
+    // The 1.34-rc regression (kubernetes/kubernetes#133604): several resources report the
+    // same value, the total key count under the prefix.
     let same_as_total = |v: i64| {
         total_keys > 0
             && v as u64 == total_keys
