@@ -113,7 +113,7 @@ fn main() {
 "#;
     let rate = measure(widget, Duration::from_secs(1));
     println!(
-        "summarize JSON Widget (BR-02): {} bytes -> {:.0} objects/s ({:.0} ns/object)",
+        "summarize JSON Widget (a custom resource stored as JSON): {} bytes -> {:.0} objects/s ({:.0} ns/object)",
         widget.len(),
         rate,
         1e9 / rate

@@ -2,7 +2,8 @@
 //!
 //! Data flows one way: [`source`]s turn etcd responses and scrapes into
 //! [`model::Observation`]s, the [`store`]'s [`store::Session`] applies them (the MVCC
-//! replica, the metric series, informer lag), and the [`tui`] and [`cli`] read it.
+//! replica, the metric series, informer lag), [`derive`] builds what is shown from it on
+//! read, and the [`tui`] and [`cli`] show that.
 //! [`record`] taps the stream into a file and plays a file back in place of the sources.
 //! [`demo`] runs a private etcd with a simulated control plane; it is the only code that
 //! writes to etcd, and only to an etcd it started itself.
@@ -34,6 +35,7 @@ pub mod config;
 pub mod decode;
 pub mod decrypt;
 pub mod demo;
+pub mod derive;
 pub mod metrics;
 pub mod model;
 pub mod node;

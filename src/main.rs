@@ -535,7 +535,7 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
     }
     // The session's clock is the newest stamp, as in the console; a snapshot is taken now.
     session.apply(&Stamped::now(regscope::model::Observation::Tick));
-    let view = regscope::metrics::derive(
+    let view = regscope::derive::apiserver::view(
         &session.metrics,
         (!files_only).then_some(&session.replica),
         &session.informers,

@@ -6,8 +6,8 @@
 //! `decode` (with and without the mixed-encryption keyring) and `render`.
 //!
 //! Checks: no panic; every input decodes within a time bound; output stays bounded by the input
-//! (a proxy for memory). Runs `REGSCOPE_FUZZ_SECS` seconds (default 8, so CI stays quick); the
-//! closing note of issue 3 records a 10-minute run. The seed is printed, and
+//! (a proxy for memory). Runs `REGSCOPE_FUZZ_SECS` seconds (default 8, so CI stays quick;
+//! `REGSCOPE_FUZZ_SECS=600` is a 10-minute run). The seed is printed, and
 //! `REGSCOPE_FUZZ_SEED` replays one.
 
 use std::time::{Duration, Instant};

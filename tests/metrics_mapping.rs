@@ -7,9 +7,10 @@
 
 use std::time::{Duration, SystemTime};
 
-use regscope::metrics::concepts::{map, table, SeriesKey, Value};
+use regscope::derive::apiserver::{ApiserverView, Reading, Risk};
+use regscope::metrics::concepts::{map, table, Concept, SeriesKey, Value};
 use regscope::metrics::exposition::parse;
-use regscope::metrics::view::{ApiserverView, Quantile, Reading, Risk};
+use regscope::metrics::quantile::Quantile;
 use regscope::model::{
     Bytes, InformerObs, InformerWhat, KeyValue, Observation, ScrapeOutcome, ScrapeTarget, Stamped,
 };
@@ -48,7 +49,7 @@ fn scrape(target: ScrapeTarget, t: u64, body: impl Into<Bytes>) -> Stamped {
 }
 
 fn view_of(store: &MetricStore, replica: Option<&Replica>) -> ApiserverView {
-    regscope::metrics::derive(store, replica, &InformerLag::default(), at(1000))
+    regscope::derive::apiserver::view(store, replica, &InformerLag::default(), at(1000))
 }
 
 /// A reference `histogram_quantile`, written from Prometheus' documentation separately from
@@ -104,7 +105,7 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
 
         // Storage latency: one mapped series per exposed `_count` series, whatever the label
         // scheme ({operation,type} up to 1.33, {operation,group,resource} from 1.34).
-        let lat = t.idx("etcd_request_duration");
+        let lat = t.idx(Concept::EtcdRequestDuration);
         let raw = expo
             .samples_named("etcd_request_duration_seconds_count")
             .count();
@@ -139,7 +140,7 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
 
         // The watch cache capacity, no apiserver_ prefix, pods in the core group.
         let cap = SeriesKey {
-            concept: t.idx("watch_cache_capacity"),
+            concept: t.idx(Concept::WatchCacheCapacity),
             group: String::new(),
             resource: "pods".into(),
             op: String::new(),
@@ -153,16 +154,16 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
 
         // Which concepts exist in which version.
         assert_eq!(
-            m.exposes(t, t.idx("watch_cache_resource_version")),
+            m.exposes(t, t.idx(Concept::WatchCacheResourceVersion)),
             minor >= 31,
             "{version}"
         );
         assert!(
-            m.exposes(t, t.idx("watch_cache_events_received")),
+            m.exposes(t, t.idx(Concept::WatchCacheEventsReceived)),
             "{version}"
         );
-        assert!(m.exposes(t, t.idx("apf_executing")), "{version}");
-        let objects = m.names[t.idx("objects") as usize].as_deref();
+        assert!(m.exposes(t, t.idx(Concept::ApfExecuting)), "{version}");
+        let objects = m.names[t.idx(Concept::Objects) as usize].as_deref();
         assert_eq!(
             objects,
             Some(if minor >= 34 {
@@ -175,12 +176,12 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
         // 1.28 has both apiserver_storage_db_total_size_in_bytes and the new name: the new
         // one wins and matches etcd's own figure in the paired capture.
         assert_eq!(
-            m.names[t.idx("storage_size") as usize].as_deref(),
+            m.names[t.idx(Concept::StorageSize) as usize].as_deref(),
             Some("apiserver_storage_size_bytes")
         );
         let etcd_body = read(&format!("etcd-metrics/{etcd_file}")).unwrap();
         let em = map(t, &parse(&etcd_body));
-        let get = |m: &regscope::metrics::concepts::Mapped, id: &str| {
+        let get = |m: &regscope::metrics::concepts::Mapped, id: Concept| {
             m.series
                 .iter()
                 .find(|(k, _)| k.concept == t.idx(id))
@@ -190,12 +191,12 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
                 })
         };
         assert_eq!(
-            get(&m, "storage_size"),
-            get(&em, "etcd_db_size"),
+            get(&m, Concept::StorageSize),
+            get(&em, Concept::EtcdDbSize),
             "{version}"
         );
-        assert_eq!(get(&em, "etcd_quota"), Some(2147483648.0));
-        assert_eq!(get(&em, "etcd_compact_revision"), Some(-1.0));
+        assert_eq!(get(&em, Concept::EtcdQuota), Some(2147483648.0));
+        assert_eq!(get(&em, Concept::EtcdCompactRevision), Some(-1.0));
     }
 }
 
@@ -603,7 +604,8 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
     // Revision 72 was seen at t=72; the event arrived at t=101.
     assert_eq!(s.lag_seconds, Some(29.0));
     assert_eq!(s.gone_410, 1);
-    let v = regscope::metrics::derive(&MetricStore::default(), Some(&replica), &inf, at(102));
+    let v =
+        regscope::derive::apiserver::view(&MetricStore::default(), Some(&replica), &inf, at(102));
     assert_eq!(v.window.head, Some(101));
     assert_eq!(v.window.compact_revision, Some(61));
     assert_eq!(v.window.window_revisions, Some(40));
@@ -625,7 +627,8 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
         }),
         &replica,
     );
-    let v = regscope::metrics::derive(&MetricStore::default(), Some(&replica), &inf, at(102));
+    let v =
+        regscope::derive::apiserver::view(&MetricStore::default(), Some(&replica), &inf, at(102));
     let row = &v.window.rows[0];
     assert_eq!(row.risk, Risk::Warn);
     assert!(

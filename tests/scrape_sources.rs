@@ -383,7 +383,8 @@ async fn bearer_token_is_sent_and_reread() {
                 ..Default::default()
             },
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("--apiserver-token-file") && e.contains("missing"),
             "{e}"
@@ -692,7 +693,8 @@ fn file_scrapes_are_successive_bodies() {
         ScrapeTarget::Apiserver,
         &[PathBuf::from(CAPTURE), PathBuf::from("/nonexistent/m.prom")],
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         e.contains("/nonexistent/m.prom") && e.contains("--apiserver-metrics-file"),
         "{e}"

@@ -1093,7 +1093,8 @@ fn pod_detail_120x48() {
 
 #[test]
 fn br02_json_widget_detail_120x30() {
-    // field-cases.md calls it 222 bytes, but its text with the final LF is 201.
+    // The Widget's JSON text with its final LF is 201 bytes (the document the fixtures come
+    // from, named in tests/fixtures, says 222).
     assert_eq!(sf::WIDGET.len(), 201);
     let r = sf::replica(
         &[
@@ -1327,10 +1328,12 @@ fn value_syntax_colours_follow_theme_roles() {
 
 mod apiserver_views {
     use super::at;
-    use regscope::metrics::view::{
-        ApfRow, ApiserverView, EtcdHealth, LatencyRow, ObjectsRow, Quantile, Reading, Risk,
-        TargetStatus, WatchCacheRow, WindowRow, WindowView,
+    use regscope::derive::apiserver::{
+        ApfRow, ApiserverView, EtcdHealth, LatencyRow, ObjectsRow, Reading, Risk, WatchCacheRow,
+        WindowRow, WindowView,
     };
+    use regscope::metrics::quantile::Quantile;
+    use regscope::store::metrics::TargetStatus;
 
     const MIB: f64 = 1024.0 * 1024.0;
 
@@ -1591,7 +1594,7 @@ mod apiserver_views {
     /// For checking `apiserver_storage_objects` (which can be −1 or wrong): the replica holds
     /// 12 pods, 30 secrets and 40 configmaps (82 keys).
     pub fn objects() -> Vec<ObjectsRow> {
-        // The flag text as metrics::derive words it.
+        // The flag text as derive::apiserver words it.
         let flag = |n: u64| {
             Some(format!(
                 "apiserver says 82, replica has {n}: equals the total key count (82), the \
@@ -1694,7 +1697,7 @@ mod apiserver_views {
 use apiserver_views as av;
 use regscope::tui::Section;
 
-fn apiserver_app(v: regscope::metrics::view::ApiserverView) -> App {
+fn apiserver_app(v: regscope::derive::apiserver::ApiserverView) -> App {
     let mut a = app();
     a.set_apiserver_view(v);
     keys(&mut a, "4");
@@ -1967,7 +1970,7 @@ fn apiserver_br10_db_size_quota_and_defrag() {
     defragged.not_in_use_percent = Some(0.0);
     defragged.reclaimable_bytes = Some(0.0);
     defragged.just_defragmented = true;
-    defragged.apiserver_db_size_bytes = regscope::metrics::view::Reading::Value(72.0 * MIB);
+    defragged.apiserver_db_size_bytes = regscope::derive::apiserver::Reading::Value(72.0 * MIB);
     let mut zero = base.clone();
     zero.db_size_bytes = Some(0.0);
     zero.quota_used_percent = Some(0.0);

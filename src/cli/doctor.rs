@@ -661,7 +661,7 @@ async fn etcd_metrics(url: Option<&str>, opts: &EtcdOptions, timeout: Duration) 
             return Check::fail(
                 "etcd metrics",
                 url.unwrap_or("(endpoint)"),
-                e,
+                e.to_string(),
                 "pass --etcd-metrics-url",
             )
         }

@@ -30,7 +30,8 @@ use tokio::sync::mpsc;
 
 use serde_json::json;
 
-use crate::metrics::view::{ApiserverView, Quantile, Reading};
+use crate::derive::apiserver::{ApiserverView, Reading};
+use crate::metrics::quantile::Quantile;
 use crate::model::{escape_bytes, ConnState, Observation, Revision, Stamped};
 use crate::source::connect::classify;
 use crate::source::etcd::{list_once, ListError};

@@ -441,7 +441,7 @@ pub fn snapshot_from(s: &SnapshotArgs) -> Result<ExitCode> {
 /// The `snapshot --json` text of a session (the replica and the apiserver side derived at
 /// the session's clock).
 pub fn snapshot_of(session: &Session, keys: bool) -> Result<String> {
-    let view = crate::metrics::derive(
+    let view = crate::derive::apiserver::view(
         &session.metrics,
         Some(&session.replica),
         &session.informers,

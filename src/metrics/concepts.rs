@@ -105,6 +105,126 @@ enum Part {
     Count,
 }
 
+/// A concept of the table, named in code: a typo does not compile. One variant per `id` of
+/// `concepts.toml` (a unit test holds the two together); [`Table::idx`] gives its position.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Concept {
+    BuildInfo,
+    EtcdRequestDuration,
+    EtcdRequests,
+    EtcdRequestErrors,
+    RequestDuration,
+    Requests,
+    RequestErrors,
+    WatchCacheCapacity,
+    WatchCacheCapacityIncrease,
+    WatchCacheCapacityDecrease,
+    WatchCacheEventsReceived,
+    WatchCacheEventsDispatched,
+    WatchCacheInitializations,
+    WatchCacheResourceVersion,
+    TerminatedWatchers,
+    Objects,
+    StorageSize,
+    ApfInqueue,
+    ApfExecuting,
+    ApfRejected,
+    ApfNominalSeats,
+    EtcdServerVersion,
+    EtcdDbSize,
+    EtcdDbInUse,
+    EtcdQuota,
+    EtcdHasLeader,
+    EtcdLeaderChanges,
+    EtcdSlowWatchers,
+    EtcdProposalsFailed,
+    EtcdCurrentRevision,
+    EtcdCompactRevision,
+    EtcdKeys,
+}
+
+impl Concept {
+    /// Every concept, in the order of `concepts.toml`.
+    pub const ALL: [Concept; 32] = [
+        Concept::BuildInfo,
+        Concept::EtcdRequestDuration,
+        Concept::EtcdRequests,
+        Concept::EtcdRequestErrors,
+        Concept::RequestDuration,
+        Concept::Requests,
+        Concept::RequestErrors,
+        Concept::WatchCacheCapacity,
+        Concept::WatchCacheCapacityIncrease,
+        Concept::WatchCacheCapacityDecrease,
+        Concept::WatchCacheEventsReceived,
+        Concept::WatchCacheEventsDispatched,
+        Concept::WatchCacheInitializations,
+        Concept::WatchCacheResourceVersion,
+        Concept::TerminatedWatchers,
+        Concept::Objects,
+        Concept::StorageSize,
+        Concept::ApfInqueue,
+        Concept::ApfExecuting,
+        Concept::ApfRejected,
+        Concept::ApfNominalSeats,
+        Concept::EtcdServerVersion,
+        Concept::EtcdDbSize,
+        Concept::EtcdDbInUse,
+        Concept::EtcdQuota,
+        Concept::EtcdHasLeader,
+        Concept::EtcdLeaderChanges,
+        Concept::EtcdSlowWatchers,
+        Concept::EtcdProposalsFailed,
+        Concept::EtcdCurrentRevision,
+        Concept::EtcdCompactRevision,
+        Concept::EtcdKeys,
+    ];
+
+    /// The concept whose `id` is `id`, if any (ids come back from `snapshot --json` and
+    /// [`ConceptDef::id`]).
+    pub fn from_id(id: &str) -> Option<Concept> {
+        Concept::ALL.into_iter().find(|c| c.id() == id)
+    }
+
+    /// The concept's `id` in `concepts.toml` (and in `snapshot --json`).
+    pub const fn id(self) -> &'static str {
+        match self {
+            Concept::BuildInfo => "build_info",
+            Concept::EtcdRequestDuration => "etcd_request_duration",
+            Concept::EtcdRequests => "etcd_requests",
+            Concept::EtcdRequestErrors => "etcd_request_errors",
+            Concept::RequestDuration => "request_duration",
+            Concept::Requests => "requests",
+            Concept::RequestErrors => "request_errors",
+            Concept::WatchCacheCapacity => "watch_cache_capacity",
+            Concept::WatchCacheCapacityIncrease => "watch_cache_capacity_increase",
+            Concept::WatchCacheCapacityDecrease => "watch_cache_capacity_decrease",
+            Concept::WatchCacheEventsReceived => "watch_cache_events_received",
+            Concept::WatchCacheEventsDispatched => "watch_cache_events_dispatched",
+            Concept::WatchCacheInitializations => "watch_cache_initializations",
+            Concept::WatchCacheResourceVersion => "watch_cache_resource_version",
+            Concept::TerminatedWatchers => "terminated_watchers",
+            Concept::Objects => "objects",
+            Concept::StorageSize => "storage_size",
+            Concept::ApfInqueue => "apf_inqueue",
+            Concept::ApfExecuting => "apf_executing",
+            Concept::ApfRejected => "apf_rejected",
+            Concept::ApfNominalSeats => "apf_nominal_seats",
+            Concept::EtcdServerVersion => "etcd_server_version",
+            Concept::EtcdDbSize => "etcd_db_size",
+            Concept::EtcdDbInUse => "etcd_db_in_use",
+            Concept::EtcdQuota => "etcd_quota",
+            Concept::EtcdHasLeader => "etcd_has_leader",
+            Concept::EtcdLeaderChanges => "etcd_leader_changes",
+            Concept::EtcdSlowWatchers => "etcd_slow_watchers",
+            Concept::EtcdProposalsFailed => "etcd_proposals_failed",
+            Concept::EtcdCurrentRevision => "etcd_current_revision",
+            Concept::EtcdCompactRevision => "etcd_compact_revision",
+            Concept::EtcdKeys => "etcd_keys",
+        }
+    }
+}
+
 /// A concept's position in the table; stable for one build of regscope.
 pub type ConceptIdx = u16;
 
@@ -139,9 +259,10 @@ impl Table {
         })
     }
 
-    /// The concept with this id. Panics on an id that is not in the table: ids are
-    /// compile-time constants in regscope, checked by the unit tests.
-    pub fn idx(&self, id: &str) -> ConceptIdx {
+    /// The position of `concept` in the table. Every [`Concept`] is in the embedded
+    /// table (checked by a unit test), so this panics only for a table that lost one.
+    pub fn idx(&self, concept: Concept) -> ConceptIdx {
+        let id = concept.id();
         self.concepts
             .iter()
             .position(|c| c.id == id)
@@ -369,14 +490,14 @@ pub fn map(t: &Table, expo: &Exposition) -> Mapped {
             out.series.insert(key, v);
         }
     }
-    let version_of = |id: &str| {
+    let version_of = |id: Concept| {
         let ci = t.idx(id);
         out.series
             .keys()
             .find(|k| k.concept == ci && !k.op.is_empty())
             .map(|k| k.op.clone())
     };
-    out.version = version_of("build_info").or_else(|| version_of("etcd_server_version"));
+    out.version = version_of(Concept::BuildInfo).or_else(|| version_of(Concept::EtcdServerVersion));
     out
 }
 
@@ -472,6 +593,13 @@ mod tests {
     }
 
     #[test]
+    fn the_concepts_named_in_code_are_the_table_in_its_order() {
+        let ids: Vec<&str> = table().concepts.iter().map(|c| c.id.as_str()).collect();
+        let named: Vec<&str> = Concept::ALL.iter().map(|c| c.id()).collect();
+        assert_eq!(named, ids);
+    }
+
+    #[test]
     fn resource_labels_of_every_scheme_normalise_to_group_and_resource() {
         let t = table();
         let pairs = [
@@ -510,7 +638,7 @@ mod tests {
         );
     }
 
-    fn count_of(m: &Mapped, id: &str, op: &str, group: &str, resource: &str) -> Option<f64> {
+    fn count_of(m: &Mapped, id: Concept, op: &str, group: &str, resource: &str) -> Option<f64> {
         let t = table();
         match m.get(&SeriesKey {
             concept: t.idx(id),
@@ -550,14 +678,14 @@ etcd_request_duration_seconds_count{operation=\"list\",type=\"configmaps\"} 3\n"
             assert!(e.skipped.is_empty(), "{name}");
             let m = map(t, e);
             assert_eq!(
-                count_of(&m, "objects", "", "", "configmaps"),
+                count_of(&m, Concept::Objects, "", "", "configmaps"),
                 Some(40.0),
                 "{name}"
             );
             let sizes: Vec<f64> = m
                 .series
                 .iter()
-                .filter(|(k, _)| k.concept == t.idx("storage_size"))
+                .filter(|(k, _)| k.concept == t.idx(Concept::StorageSize))
                 .map(|(_, v)| match v {
                     Value::Scalar(v) => *v,
                     _ => f64::NAN,
@@ -567,23 +695,23 @@ etcd_request_duration_seconds_count{operation=\"list\",type=\"configmaps\"} 3\n"
         }
         let m = map(t, &old);
         assert_eq!(
-            count_of(&m, "etcd_request_duration", "get", "", "configmaps"),
+            count_of(&m, Concept::EtcdRequestDuration, "get", "", "configmaps"),
             Some(10.0)
         );
         let m = map(t, &new);
         assert_eq!(
-            count_of(&m, "etcd_request_duration", "get", "", "configmaps"),
+            count_of(&m, Concept::EtcdRequestDuration, "get", "", "configmaps"),
             Some(7.0)
         );
         assert_eq!(
-            count_of(&m, "etcd_request_duration", "list", "", "configmaps"),
+            count_of(&m, Concept::EtcdRequestDuration, "list", "", "configmaps"),
             Some(3.0)
         );
         // MID has no latency histogram at all: the concept is not exposed there.
         let m = map(t, &mid);
-        assert!(!m.exposes(t, t.idx("etcd_request_duration")));
+        assert!(!m.exposes(t, t.idx(Concept::EtcdRequestDuration)));
         assert_eq!(
-            m.names[t.idx("objects") as usize].as_deref(),
+            m.names[t.idx(Concept::Objects) as usize].as_deref(),
             Some("apiserver_storage_objects")
         );
     }
@@ -596,15 +724,15 @@ etcd_request_duration_seconds_count{operation=\"list\",type=\"configmaps\"} 3\n"
             &parse(b"kubernetes_build_info{git_version=\"v1.28.3\"} 1\n"),
         );
         assert_eq!(m.version.as_deref(), Some("v1.28.3"));
-        assert!(m.exposes(t, t.idx("terminated_watchers")));
+        assert!(m.exposes(t, t.idx(Concept::TerminatedWatchers)));
         // events_received_total is from 1.27, resource_version gauge from 1.31 (not lazy).
-        assert!(m.exposes(t, t.idx("watch_cache_events_received")));
-        assert!(!m.exposes(t, t.idx("watch_cache_resource_version")));
+        assert!(m.exposes(t, t.idx(Concept::WatchCacheEventsReceived)));
+        assert!(!m.exposes(t, t.idx(Concept::WatchCacheResourceVersion)));
         let m = map(
             t,
             &parse(b"kubernetes_build_info{git_version=\"v1.26.1\"} 1\n"),
         );
-        assert!(!m.exposes(t, t.idx("watch_cache_events_received")));
+        assert!(!m.exposes(t, t.idx(Concept::WatchCacheEventsReceived)));
     }
 
     #[test]
@@ -621,7 +749,7 @@ apiserver_request_duration_seconds_count{verb=\"GET\",group=\"\",resource=\"pods
 apiserver_request_duration_seconds_count{verb=\"WATCH\",group=\"\",resource=\"pods\",scope=\"cluster\"} 9\n";
         let m = map(t, &parse(body));
         let key = SeriesKey {
-            concept: t.idx("request_duration"),
+            concept: t.idx(Concept::RequestDuration),
             group: String::new(),
             resource: "pods".into(),
             op: "GET".into(),

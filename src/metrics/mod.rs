@@ -2,13 +2,9 @@
 //! without losing label values that hold separators or escapes (checked against every real
 //! capture in `../shared/testdata`); [`concepts`] maps the metric names and label schemes of
 //! each Kubernetes release onto one set of concepts; [`quantile`] computes rates and
-//! quantiles between two scrapes as Prometheus does; [`derive`] builds the panels' data
-//! ([`view`]) from the stored scrapes.
+//! quantiles between two scrapes as Prometheus does. The store keeps the mapped scrapes;
+//! the panels' data is derived from them above the store, in [`crate::derive::apiserver`].
 
 pub mod concepts;
-pub mod derive;
 pub mod exposition;
 pub mod quantile;
-pub mod view;
-
-pub use derive::derive;

@@ -10,7 +10,20 @@
 //!   screen says "≥ 60s" instead of a number the data does not support.
 
 use super::concepts::Hist;
-use super::view::Quantile;
+
+/// A quantile estimated from histogram buckets the way Prometheus' `histogram_quantile`
+/// does (linear interpolation inside the bucket, the first bucket starting at 0).
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", content = "seconds", rename_all = "snake_case")]
+pub enum Quantile {
+    /// No observations in the window.
+    NoData,
+    /// The estimate, in the histogram's unit (seconds for every latency here).
+    Value(f64),
+    /// The rank falls into the `+Inf` bucket: the true value is at least this, the largest
+    /// finite bucket bound. Shown as `≥ 60s`, never as a number.
+    AtLeast(f64),
+}
 
 /// The increase of a counter between two scrapes, reset-aware. Never negative.
 pub fn counter_increase(prev: f64, cur: f64) -> f64 {

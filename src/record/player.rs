@@ -983,16 +983,16 @@ impl MarkerScan {
 /// The worst `etcd_request_duration_seconds` p99 over the last scrape interval, with its
 /// operation and resource.
 fn worst_etcd_p99(s: &Session) -> Option<(String, f64)> {
-    let view = crate::metrics::derive(&s.metrics, Some(&s.replica), &s.informers, s.now());
+    let view = crate::derive::apiserver::view(&s.metrics, Some(&s.replica), &s.informers, s.now());
     view.latency
         .iter()
         .filter(|r| r.metric.starts_with("etcd_request"))
         .filter_map(|r| match r.p99 {
-            crate::metrics::view::Quantile::Value(v)
-            | crate::metrics::view::Quantile::AtLeast(v) => {
+            crate::metrics::quantile::Quantile::Value(v)
+            | crate::metrics::quantile::Quantile::AtLeast(v) => {
                 Some((format!("{} {}", r.operation, r.resource), v))
             }
-            crate::metrics::view::Quantile::NoData => None,
+            crate::metrics::quantile::Quantile::NoData => None,
         })
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }

@@ -386,7 +386,7 @@ impl ApiserverAccess {
         let kube = kube::Client::try_from(kube_cfg)
             .map_err(|e| format!("cannot build a client for {server}: {e}"))?;
         let metrics = match &self.metrics_url {
-            Some(u) => ScrapeFrom::url(u, &self.auth)?,
+            Some(u) => ScrapeFrom::url(u, &self.auth).map_err(|e| e.to_string())?,
             None => ScrapeFrom::kube(kube.clone(), &server),
         };
         Ok(Some(ApiserverClients {

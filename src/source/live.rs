@@ -17,7 +17,8 @@ use super::etcd::EtcdSource;
 use super::kubeconfig::ApiserverAccess;
 use super::other_cluster::OtherClusterSource;
 use super::scrape::{
-    default_timeout, file_scrapes_spaced, spawn_scraper, ScrapeFrom, DEFAULT_SCRAPE_INTERVAL,
+    default_timeout, file_scrapes_spaced, spawn_scraper, ScrapeFrom, SetupError,
+    DEFAULT_SCRAPE_INTERVAL,
 };
 use crate::model::{ApiserverFlags, Observation, ScrapeTarget, Stamped};
 
@@ -112,7 +113,7 @@ impl ScrapeConfig {
 
     /// The observations of every metrics file, apiserver's then etcd's, each target's files
     /// spaced by `interval` and ending now (see [`file_scrapes_spaced`]), sorted by time.
-    pub fn file_observations(&self) -> Result<Vec<Stamped>, String> {
+    pub fn file_observations(&self) -> Result<Vec<Stamped>, SetupError> {
         let end = SystemTime::now();
         let mut out = file_scrapes_spaced(
             ScrapeTarget::Apiserver,
@@ -240,7 +241,7 @@ pub async fn start(
     tx: mpsc::Sender<Stamped>,
 ) -> Result<LiveSources, String> {
     let mut scfg = scrape.clone();
-    let mut files = scfg.file_observations()?;
+    let mut files = scfg.file_observations().map_err(|e| e.to_string())?;
     if let Some(f) = scfg.apiserver_flags.take() {
         // Stamped no later than the metrics files' first scrape (they end now).
         let at = files.first().map_or_else(SystemTime::now, |st| st.at);

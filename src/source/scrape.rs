@@ -28,12 +28,82 @@ const ERROR_BODY_PREVIEW: usize = 80;
 /// 70–150 MB/s, so a runaway body must be refused, not parsed.
 pub const MAX_BODY_BYTES: usize = 64 << 20;
 
-fn too_large(n: u64) -> String {
-    format!(
-        "body of {} MiB is larger than the {} MiB accepted for /metrics",
-        n >> 20,
-        MAX_BODY_BYTES >> 20
-    )
+/// Why a scraper could not be set up, or a metrics file not read: one line that names the
+/// flag and the file. The underlying errors are part of the text, not a `source()` chain,
+/// so the line reads the same however it is printed.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("cannot read {flag} {}: {error}", path.display())]
+    Read {
+        flag: &'static str,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("{flag} {}: not a PEM bundle: {error}", path.display())]
+    NotPem {
+        flag: &'static str,
+        path: PathBuf,
+        error: reqwest::Error,
+    },
+    #[error("{flag} {} holds no certificate", path.display())]
+    NoCertificate { flag: &'static str, path: PathBuf },
+    /// The client certificate and key do not make an identity.
+    #[error("{cert_flag} {} / {key_flag} {}: {error}", cert.display(), key.display())]
+    Identity {
+        cert_flag: &'static str,
+        cert: PathBuf,
+        key_flag: &'static str,
+        key: PathBuf,
+        error: reqwest::Error,
+    },
+    #[error("--apiserver-cert and --apiserver-key must be given together")]
+    CertWithoutKey,
+    #[error("--apiserver-token-file {} is empty", path.display())]
+    EmptyToken { path: PathBuf },
+    #[error("HTTP client: {0}")]
+    Client(reqwest::Error),
+    #[error("no etcd endpoint")]
+    NoEtcdEndpoint,
+    #[error("{flag} {}: {}", path.display(), TooLarge(*bytes))]
+    FileTooLarge {
+        flag: &'static str,
+        path: PathBuf,
+        bytes: u64,
+    },
+}
+
+/// Why one scrape attempt got no body; the text goes into [`ScrapeOutcome::Failed`].
+#[derive(Debug, thiserror::Error)]
+enum FetchError {
+    /// The request could not be built or sent, or no response came: the error chain as one
+    /// line ([`error_detail`]).
+    #[error("{0}")]
+    Request(String),
+    #[error("HTTP {status}: reading the body failed: {detail}")]
+    Body { status: u16, detail: String },
+    #[error("{0}")]
+    TooLarge(TooLarge),
+    /// Any answer but 200, with [`error_body_preview`] of its body (empty: not shown).
+    #[error("HTTP {status}{}", if preview.is_empty() { String::new() } else { format!(": {preview}") })]
+    Status {
+        status: http::StatusCode,
+        preview: String,
+    },
+}
+
+/// A body (announced or received) over [`MAX_BODY_BYTES`], in bytes.
+#[derive(Debug, Clone, Copy)]
+struct TooLarge(u64);
+
+impl std::fmt::Display for TooLarge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "body of {} MiB is larger than the {} MiB accepted for /metrics",
+            self.0 >> 20,
+            MAX_BODY_BYTES >> 20
+        )
+    }
 }
 
 /// The default timeout of one scrape for an interval: `min(interval, 10 s)`.
@@ -109,37 +179,31 @@ impl ScrapeFrom {
 
     /// A plain URL with optional bearer token, client certificate and CA. Fails (one line,
     /// naming the flag) when a file cannot be read or is not PEM.
-    pub fn url(url: &str, auth: &HttpAuth) -> Result<Self, String> {
+    pub fn url(url: &str, auth: &HttpAuth) -> Result<Self, SetupError> {
         let mut b = base_builder();
         if let Some(ca) = &auth.cacert {
             let pem = read_flag_file("--apiserver-cacert", ca)?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| {
-                format!("--apiserver-cacert {}: not a PEM bundle: {e}", ca.display())
+            let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|error| {
+                SetupError::NotPem {
+                    flag: "--apiserver-cacert",
+                    path: ca.clone(),
+                    error,
+                }
             })?;
             if certs.is_empty() {
-                return Err(format!(
-                    "--apiserver-cacert {} holds no certificate",
-                    ca.display()
-                ));
+                return Err(SetupError::NoCertificate {
+                    flag: "--apiserver-cacert",
+                    path: ca.clone(),
+                });
             }
             b = b.tls_certs_only(certs);
         }
         match (&auth.cert, &auth.key) {
             (Some(c), Some(k)) => {
-                let mut pem = read_flag_file("--apiserver-cert", c)?;
-                pem.push(b'\n');
-                pem.extend(read_flag_file("--apiserver-key", k)?);
-                let id = reqwest::Identity::from_pem(&pem).map_err(|e| {
-                    format!(
-                        "--apiserver-cert {} / --apiserver-key {}: {e}",
-                        c.display(),
-                        k.display()
-                    )
-                })?;
-                b = b.identity(id);
+                b = b.identity(identity(("--apiserver-cert", c), ("--apiserver-key", k))?);
             }
             (None, None) => {}
-            _ => return Err("--apiserver-cert and --apiserver-key must be given together".into()),
+            _ => return Err(SetupError::CertWithoutKey),
         }
         if auth.insecure {
             b = b.tls_danger_accept_invalid_certs(true);
@@ -149,13 +213,13 @@ impl ScrapeFrom {
                 let t = read_flag_file("--apiserver-token-file", p)?;
                 let t = String::from_utf8_lossy(&t).trim().to_string();
                 if t.is_empty() {
-                    return Err(format!("--apiserver-token-file {} is empty", p.display()));
+                    return Err(SetupError::EmptyToken { path: p.clone() });
                 }
                 Some((p.clone(), t))
             }
             None => None,
         };
-        let client = b.build().map_err(|e| format!("HTTP client: {e}"))?;
+        let client = b.build().map_err(SetupError::Client)?;
         Ok(ScrapeFrom::Http {
             client,
             url: url.to_string(),
@@ -166,14 +230,14 @@ impl ScrapeFrom {
 
     /// etcd's `/metrics` on its first client endpoint (etcd 3.4+ serves it there), with the
     /// etcd connection's CA and client certificate, as etcd serves them on its client URL (etcd 3.4+).
-    pub fn etcd(opts: &EtcdOptions) -> Result<Self, String> {
+    pub fn etcd(opts: &EtcdOptions) -> Result<Self, SetupError> {
         // One client for all: the endpoints of the first one's scheme share its TLS setup.
         let mut urls = opts
             .endpoints
             .iter()
             .filter(|e| opts.client_url(std::slice::from_ref(e)).is_some())
             .map(|e| format!("{}/metrics", e.trim_end_matches('/')));
-        let first = urls.next().ok_or_else(|| "no etcd endpoint".to_string())?;
+        let first = urls.next().ok_or(SetupError::NoEtcdEndpoint)?;
         let mut how = Self::etcd_url(&first, opts)?;
         if let ScrapeFrom::Http { others, .. } = &mut how {
             others.extend(urls);
@@ -196,25 +260,25 @@ impl ScrapeFrom {
 
     /// `--etcd-metrics-url`: any URL (e.g. etcd's `--listen-metrics-urls`), with the etcd
     /// connection's CA and client certificate when it is https.
-    pub fn etcd_url(url: &str, opts: &EtcdOptions) -> Result<Self, String> {
+    pub fn etcd_url(url: &str, opts: &EtcdOptions) -> Result<Self, SetupError> {
         let mut b = base_builder();
         if url.starts_with("https://") {
             if let Some(ca) = &opts.cacert {
                 let pem = read_flag_file("--cacert", ca)?;
-                let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                    .map_err(|e| format!("--cacert {}: not a PEM bundle: {e}", ca.display()))?;
+                let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|error| {
+                    SetupError::NotPem {
+                        flag: "--cacert",
+                        path: ca.clone(),
+                        error,
+                    }
+                })?;
                 b = b.tls_certs_only(certs);
             }
             if let (Some(c), Some(k)) = (&opts.cert, &opts.key) {
-                let mut pem = read_flag_file("--cert", c)?;
-                pem.push(b'\n');
-                pem.extend(read_flag_file("--key", k)?);
-                let id = reqwest::Identity::from_pem(&pem)
-                    .map_err(|e| format!("--cert {} / --key {}: {e}", c.display(), k.display()))?;
-                b = b.identity(id);
+                b = b.identity(identity(("--cert", c), ("--key", k))?);
             }
         }
-        let client = b.build().map_err(|e| format!("HTTP client: {e}"))?;
+        let client = b.build().map_err(SetupError::Client)?;
         Ok(ScrapeFrom::Http {
             client,
             url: url.to_string(),
@@ -239,8 +303,29 @@ fn base_builder() -> reqwest::ClientBuilder {
         .pool_max_idle_per_host(1)
 }
 
-fn read_flag_file(flag: &str, p: &std::path::Path) -> Result<Vec<u8>, String> {
-    std::fs::read(p).map_err(|e| format!("cannot read {flag} {}: {e}", p.display()))
+fn read_flag_file(flag: &'static str, p: &std::path::Path) -> Result<Vec<u8>, SetupError> {
+    std::fs::read(p).map_err(|error| SetupError::Read {
+        flag,
+        path: p.to_path_buf(),
+        error,
+    })
+}
+
+/// A client identity from a PEM certificate and key file, each with the flag that named it.
+fn identity(
+    (cert_flag, cert): (&'static str, &std::path::Path),
+    (key_flag, key): (&'static str, &std::path::Path),
+) -> Result<reqwest::Identity, SetupError> {
+    let mut pem = read_flag_file(cert_flag, cert)?;
+    pem.push(b'\n');
+    pem.extend(read_flag_file(key_flag, key)?);
+    reqwest::Identity::from_pem(&pem).map_err(|error| SetupError::Identity {
+        cert_flag,
+        cert: cert.to_path_buf(),
+        key_flag,
+        key: key.to_path_buf(),
+        error,
+    })
 }
 
 /// Formats a duration for messages: `5s`, `500ms`, `1m 30s`.
@@ -261,10 +346,10 @@ pub async fn scrape_once(how: &ScrapeFrom, timeout: Duration) -> ScrapeOutcome {
     };
     match tokio::time::timeout(timeout, fut).await {
         Ok(Ok(body)) => ScrapeOutcome::Body { source, body },
-        Ok(Err(detail)) => ScrapeOutcome::Failed {
-            error: match tls_hint(&source, &detail) {
-                Some(hint) => format!("GET {source}: {detail} ({hint})"),
-                None => format!("GET {source}: {detail}"),
+        Ok(Err(e)) => ScrapeOutcome::Failed {
+            error: match tls_hint(&source, &e.to_string()) {
+                Some(hint) => format!("GET {source}: {e} ({hint})"),
+                None => format!("GET {source}: {e}"),
             },
             source,
         },
@@ -298,7 +383,7 @@ async fn fetch_http(
     client: &reqwest::Client,
     url: &str,
     token: &Option<(PathBuf, String)>,
-) -> Result<Bytes, String> {
+) -> Result<Bytes, FetchError> {
     let mut req = client.get(url).header(http::header::ACCEPT, ACCEPT);
     if let Some((path, cached)) = token {
         // Pick up a rotated token; keep the last good one when the file is momentarily
@@ -309,62 +394,68 @@ async fn fetch_http(
             .filter(|t| !t.is_empty());
         req = req.bearer_auth(fresh.as_deref().unwrap_or(cached));
     }
-    let mut resp = req.send().await.map_err(|e| error_detail(&e))?;
+    let mut resp = req
+        .send()
+        .await
+        .map_err(|e| FetchError::Request(error_detail(&e)))?;
     let status = resp.status();
     if let Some(n) = resp.content_length().filter(|n| *n > MAX_BODY_BYTES as u64) {
-        return Err(too_large(n));
+        return Err(FetchError::TooLarge(TooLarge(n)));
     }
     let mut body = bytes::BytesMut::new();
     loop {
         match resp.chunk().await {
             Ok(Some(c)) => {
                 if body.len() + c.len() > MAX_BODY_BYTES {
-                    return Err(too_large((body.len() + c.len()) as u64));
+                    return Err(FetchError::TooLarge(TooLarge(
+                        (body.len() + c.len()) as u64,
+                    )));
                 }
                 body.extend_from_slice(&c);
             }
             Ok(None) => break,
             Err(e) => {
-                return Err(format!(
-                    "HTTP {}: reading the body failed: {}",
-                    status.as_u16(),
-                    error_detail(&e)
-                ))
+                return Err(FetchError::Body {
+                    status: status.as_u16(),
+                    detail: error_detail(&e),
+                })
             }
         }
     }
     check_status(status, body.freeze())
 }
 
-async fn fetch_kube(client: &kube::Client) -> Result<Bytes, String> {
+async fn fetch_kube(client: &kube::Client) -> Result<Bytes, FetchError> {
     let req = http::Request::get("/metrics")
         .header(http::header::ACCEPT, ACCEPT)
         .body(kube::client::Body::from(Vec::new()))
-        .map_err(|e| e.to_string())?;
-    let resp = client.send(req).await.map_err(|e| error_detail(&e))?;
+        .map_err(|e| FetchError::Request(e.to_string()))?;
+    let resp = client
+        .send(req)
+        .await
+        .map_err(|e| FetchError::Request(error_detail(&e)))?;
     let status = resp.status();
-    let body = resp.into_body().collect_bytes().await.map_err(|e| {
-        format!(
-            "HTTP {}: reading the body failed: {}",
-            status.as_u16(),
-            error_detail(&e)
-        )
-    })?;
+    let body = resp
+        .into_body()
+        .collect_bytes()
+        .await
+        .map_err(|e| FetchError::Body {
+            status: status.as_u16(),
+            detail: error_detail(&e),
+        })?;
     if body.len() > MAX_BODY_BYTES {
-        return Err(too_large(body.len() as u64));
+        return Err(FetchError::TooLarge(TooLarge(body.len() as u64)));
     }
     check_status(status, body)
 }
 
-fn check_status(status: http::StatusCode, body: Bytes) -> Result<Bytes, String> {
+fn check_status(status: http::StatusCode, body: Bytes) -> Result<Bytes, FetchError> {
     if status == http::StatusCode::OK {
         return Ok(body);
     }
-    let preview = error_body_preview(&body);
-    Err(if preview.is_empty() {
-        format!("HTTP {status}")
-    } else {
-        format!("HTTP {status}: {preview}")
+    Err(FetchError::Status {
+        status,
+        preview: error_body_preview(&body),
     })
 }
 
@@ -468,7 +559,7 @@ pub fn spawn_scraper(
 /// and each earlier one [`DEFAULT_SCRAPE_INTERVAL`] before the next; use
 /// [`file_scrapes_spaced`] to choose the spacing (e.g. `--scrape-interval`) and end time.
 /// A file that cannot be read is an error naming it.
-pub fn file_scrapes(target: ScrapeTarget, paths: &[PathBuf]) -> Result<Vec<Stamped>, String> {
+pub fn file_scrapes(target: ScrapeTarget, paths: &[PathBuf]) -> Result<Vec<Stamped>, SetupError> {
     file_scrapes_spaced(target, paths, DEFAULT_SCRAPE_INTERVAL, SystemTime::now())
 }
 
@@ -479,7 +570,7 @@ pub fn file_scrapes_spaced(
     paths: &[PathBuf],
     spacing: Duration,
     end: SystemTime,
-) -> Result<Vec<Stamped>, String> {
+) -> Result<Vec<Stamped>, SetupError> {
     let flag = match target {
         ScrapeTarget::Apiserver => "--apiserver-metrics-file",
         ScrapeTarget::Etcd => "--etcd-metrics-file",
@@ -489,11 +580,18 @@ pub fn file_scrapes_spaced(
     for (i, p) in paths.iter().enumerate() {
         if let Ok(m) = std::fs::metadata(p) {
             if m.len() > MAX_BODY_BYTES as u64 {
-                return Err(format!("{flag} {}: {}", p.display(), too_large(m.len())));
+                return Err(SetupError::FileTooLarge {
+                    flag,
+                    path: p.clone(),
+                    bytes: m.len(),
+                });
             }
         }
-        let body =
-            std::fs::read(p).map_err(|e| format!("cannot read {flag} {}: {e}", p.display()))?;
+        let body = std::fs::read(p).map_err(|error| SetupError::Read {
+            flag,
+            path: p.clone(),
+            error,
+        })?;
         let back = spacing * (n - 1 - i as u32);
         out.push(Stamped {
             at: end.checked_sub(back).unwrap_or(end),
@@ -557,7 +655,9 @@ mod tests {
         .unwrap();
         assert_eq!(v[0].at, end - Duration::from_secs(5));
         assert_eq!(v[1].at, end);
-        let e = file_scrapes(ScrapeTarget::Etcd, &[b, dir.path().join("missing")]).unwrap_err();
+        let e = file_scrapes(ScrapeTarget::Etcd, &[b, dir.path().join("missing")])
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("--etcd-metrics-file") && e.contains("missing"),
             "{e}"

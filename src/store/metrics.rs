@@ -4,16 +4,15 @@
 //! In: [`Observation::Scrape`] (raw bodies or failures). Out: per target, the newest mapped
 //! scrape, every series' points (scrape time, value) for at most `retention` scrapes, and the
 //! target's health (last good scrape, "stale since", skipped lines). Nothing is derived
-//! here: rates and quantiles are computed on read by [`crate::metrics::derive`].
+//! here: rates and quantiles are computed on read, above the store (`derive::apiserver`).
 
 use std::collections::VecDeque;
 use std::time::SystemTime;
 
-use crate::metrics::concepts::{self, Mapped, SeriesKey, Value};
+use crate::metrics::concepts::{self, Concept, Mapped, SeriesKey, Value};
 use crate::metrics::exposition;
-use crate::metrics::quantile::increase_quantile;
-use crate::metrics::view::{Quantile, TargetStatus};
-use crate::model::{Observation, ScrapeOutcome, ScrapeTarget, Stamped};
+use crate::metrics::quantile::{increase_quantile, Quantile};
+use crate::model::{humantime_serde_compat, Observation, ScrapeOutcome, ScrapeTarget, Stamped};
 
 /// Scrapes kept per target by default: one hour at the default 5 s interval.
 pub const DEFAULT_RETENTION: usize = 720;
@@ -41,6 +40,33 @@ pub struct Point {
 
 /// Histogram points that keep their buckets.
 pub const RAW_HISTOGRAM_POINTS: usize = 2;
+
+/// Health of one scrape target (apiserver or etcd).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TargetStatus {
+    /// A source is configured for this target (URL, kubeconfig, etcd endpoint or files).
+    pub configured: bool,
+    /// Where scrapes come from: a URL or a file path ("" when not configured).
+    pub source: String,
+    /// The server version read from the last good scrape (`kubernetes_build_info`
+    /// `git_version`, or `etcd_server_version`).
+    pub version: Option<String>,
+    /// Scrapes that produced samples.
+    pub good_scrapes: u64,
+    /// Wall clock of the last scrape that produced samples.
+    #[serde(with = "humantime_serde_compat::opt")]
+    pub last_good: Option<SystemTime>,
+    /// Set while the newest attempt failed or returned nothing readable: the time of the
+    /// first failure since the last good scrape. Panels show "stale since …".
+    #[serde(with = "humantime_serde_compat::opt")]
+    pub stale_since: Option<SystemTime>,
+    /// The newest error, one line (e.g. "timed out after 5s", "body is HTML, not metrics").
+    pub last_error: Option<String>,
+    /// Lines of the newest body that could not be parsed (never dropped silently).
+    pub skipped_lines: usize,
+    /// The first skipped line with its number and reason, for the status line.
+    pub first_skipped: Option<String>,
+}
 
 /// Everything known about one scrape target.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -190,7 +216,7 @@ impl MetricStore {
     pub fn etcd_compact_revision(&self) -> Option<crate::model::Revision> {
         let t = concepts::table();
         let key = SeriesKey {
-            concept: t.idx("etcd_compact_revision"),
+            concept: t.idx(Concept::EtcdCompactRevision),
             group: String::new(),
             resource: String::new(),
             op: String::new(),

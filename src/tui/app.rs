@@ -17,12 +17,12 @@ use bytes::Bytes;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::action::Action;
-use super::browse::{self, Scan};
 pub(crate) use super::detail::DetailState;
 use super::keymap::{Keymap, Mode};
-use super::storage::StorageSummary;
 use super::theme::Theme;
-use crate::metrics::view::ApiserverView;
+use crate::derive::apiserver::ApiserverView;
+use crate::derive::encryption::StorageSummary;
+use crate::derive::keys::{self, Scan};
 use crate::model::{KeyPath, Revision, Stamped};
 use crate::store::{EventRecord, Replica, Session};
 
@@ -150,7 +150,7 @@ pub(crate) struct EventsState {
 pub(crate) struct KeysState {
     pub focus: KeysFocus,
     pub resource: Option<String>,
-    /// Resource name → resource prefix (see [`browse::resource_prefix`]).
+    /// Resource name → resource prefix (see [`keys::resource_prefix`]).
     pub prefixes: HashMap<String, Bytes>,
     /// (resources, live keys) when `prefixes` was last discovered, so a resource whose
     /// keys cannot be found (outside the prefix) does not trigger a scan per batch.
@@ -667,7 +667,7 @@ impl App {
         }
         self.apiserver_changed = false;
         self.apiserver_second = sec;
-        let v = crate::metrics::derive(
+        let v = crate::derive::apiserver::view(
             &self.session.metrics,
             Some(&self.session.replica),
             &self.session.informers,
@@ -1461,7 +1461,7 @@ impl App {
             return Scan::default();
         };
         let f = &self.keys.filter;
-        let mut scan = browse::after(
+        let mut scan = keys::after(
             &self.session.replica,
             p,
             self.keys.view_after.as_deref(),
@@ -1470,7 +1470,7 @@ impl App {
         );
         if scan.keys.len() < rows && self.keys.view_after.is_some() {
             let bound = scan.keys.first().cloned();
-            let more = browse::before(
+            let more = keys::before(
                 &self.session.replica,
                 p,
                 bound.as_deref(),
@@ -1518,7 +1518,7 @@ impl App {
                 .iter()
                 .any(|r| r.resource == res && r.keys > 0)
         {
-            self.keys.prefixes = browse::discover_prefixes(&self.session.replica);
+            self.keys.prefixes = keys::discover_prefixes(&self.session.replica);
             self.keys.discovered_at = state;
         }
         let Some(prefix) = self.keys.prefixes.get(&res).cloned() else {
@@ -1528,16 +1528,16 @@ impl App {
         let ok = self.keys.selected.as_ref().is_some_and(|k| {
             self.session.replica.get(k).is_some()
                 && k.starts_with(&prefix)
-                && browse::matches(&prefix, k, &f)
+                && keys::matches(&prefix, k, &f)
         });
         if !ok {
             let after = self.keys.selected.clone().or(self.keys.view_after.clone());
-            let next = browse::after(&self.session.replica, &prefix, after.as_deref(), 1, &f)
+            let next = keys::after(&self.session.replica, &prefix, after.as_deref(), 1, &f)
                 .keys
                 .into_iter()
                 .next();
             self.keys.selected = next.or_else(|| {
-                browse::before(&self.session.replica, &prefix, after.as_deref(), 1, &f)
+                keys::before(&self.session.replica, &prefix, after.as_deref(), 1, &f)
                     .keys
                     .into_iter()
                     .next()
@@ -1561,14 +1561,14 @@ impl App {
             if sel <= *a {
                 // Selection above the view: it becomes the first row.
                 self.keys.view_after =
-                    browse::before(&self.session.replica, prefix, Some(&sel), 1, &f)
+                    keys::before(&self.session.replica, prefix, Some(&sel), 1, &f)
                         .keys
                         .into_iter()
                         .next();
                 return;
             }
         }
-        let visible = browse::after(
+        let visible = keys::after(
             &self.session.replica,
             prefix,
             self.keys.view_after.as_deref(),
@@ -1577,7 +1577,7 @@ impl App {
         );
         if !visible.keys.contains(&sel) {
             // Selection below the view: it becomes the last row.
-            let above = browse::before(&self.session.replica, prefix, Some(&sel), rows, &f);
+            let above = keys::before(&self.session.replica, prefix, Some(&sel), rows, &f);
             self.keys.view_after = if above.keys.len() >= rows {
                 above.keys.last().cloned()
             } else {
@@ -1594,19 +1594,19 @@ impl App {
         let sel = self.keys.selected.clone();
         let n = delta.unsigned_abs().min(1 << 20) as usize;
         let target = if delta >= i64::MAX / 4 {
-            browse::before(&self.session.replica, &prefix, None, 1, &f)
+            keys::before(&self.session.replica, &prefix, None, 1, &f)
                 .keys
                 .pop()
         } else if delta <= i64::MIN / 4 {
-            browse::after(&self.session.replica, &prefix, None, 1, &f)
+            keys::after(&self.session.replica, &prefix, None, 1, &f)
                 .keys
                 .pop()
         } else if delta > 0 {
-            browse::after(&self.session.replica, &prefix, sel.as_deref(), n, &f)
+            keys::after(&self.session.replica, &prefix, sel.as_deref(), n, &f)
                 .keys
                 .pop()
         } else {
-            browse::before(&self.session.replica, &prefix, sel.as_deref(), n, &f)
+            keys::before(&self.session.replica, &prefix, sel.as_deref(), n, &f)
                 .keys
                 .pop()
         };

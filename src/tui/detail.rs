@@ -162,13 +162,14 @@ impl App {
         else {
             return;
         };
-        let Some(rp) = super::browse::resource_prefix(self.session.replica.prefix(), key) else {
+        let Some(rp) = crate::derive::keys::resource_prefix(self.session.replica.prefix(), key)
+        else {
             return;
         };
         let mut same: Vec<Bytes> = Vec::new();
         let mut after: Option<Bytes> = None;
         let mut scanned = 0;
-        while scanned < super::browse::SCAN_LIMIT {
+        while scanned < crate::derive::keys::SCAN_LIMIT {
             let chunk = self
                 .session
                 .replica

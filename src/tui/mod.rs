@@ -10,12 +10,11 @@
 //! recorder (`R`); in replay, `replay` moves the player's cursor.
 //!
 //! Split by concern: [`action`] (names), [`keymap`] and [`theme`] (configuration as data),
-//! `app` (state and update), [`views`] (drawing), `terminal` (setup/restore, panic hook),
-//! `browse` (virtualized key queries).
+//! `app` (state and update), [`views`] (drawing), `terminal` (setup/restore, panic hook).
+//! The key browser's queries over the replica are derived data: [`crate::derive::keys`].
 
 pub mod action;
 mod app;
-mod browse;
 mod detail;
 pub mod diff;
 pub mod format;
@@ -23,7 +22,6 @@ pub mod keymap;
 mod palette;
 mod replay;
 pub mod screenshot;
-pub mod storage;
 mod syntax;
 mod terminal;
 pub mod theme;

@@ -1,7 +1,7 @@
 //! The encryption-at-rest summary: per resource, how many live values are stored in
 //! plaintext (`identity`) and how many under each encryption `provider:key`, counted from
 //! the value prefixes (nothing is decrypted), with the selected row spelled out in a
-//! sentence below the table. Counts come from [`crate::tui::storage::StorageSummary`],
+//! sentence below the table. Counts come from [`crate::derive::encryption::StorageSummary`],
 //! computed in update.
 
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -10,9 +10,9 @@ use ratatui::widgets::{Block, Cell, Paragraph, Row, Table, TableState, Wrap};
 use ratatui::Frame;
 
 use super::{pane, selection, sp};
+use crate::derive::encryption::ResourceStorage;
 use crate::tui::app::App;
 use crate::tui::format::{thousands, thousands_i};
-use crate::tui::storage::ResourceStorage;
 use crate::tui::theme::Role;
 
 /// Draws the summary into `area`.

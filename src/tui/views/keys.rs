@@ -10,11 +10,11 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
 use super::{pane, selection, sp};
+use crate::derive::encryption::{storage_label, IDENTITY};
+use crate::derive::keys::SCAN_LIMIT;
 use crate::model::escape_bytes;
 use crate::tui::app::{App, KeysFocus};
-use crate::tui::browse::SCAN_LIMIT;
 use crate::tui::format::{bytes, thousands, thousands_i};
-use crate::tui::storage::{storage_label, IDENTITY};
 use crate::tui::theme::Role;
 
 /// Draws the resource list and key list into `area`.

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::metrics::view::ApiserverView;
+use crate::derive::apiserver::ApiserverView;
 use crate::tui::app::{App, Section};
 use crate::tui::theme::Role;
 use crate::tui::views::sp;

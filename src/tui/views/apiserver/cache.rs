@@ -9,7 +9,7 @@ use ratatui::text::Span;
 use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::metrics::view::{ApiserverView, Reading, WatchCacheRow};
+use crate::derive::apiserver::{ApiserverView, Reading, WatchCacheRow};
 use crate::model::{ApiserverFlags, WatchCacheFlags};
 use crate::tui::app::{App, Section};
 use crate::tui::theme::Role;

@@ -12,7 +12,7 @@ use ratatui::text::{Line, Span};
 use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::not_exposed_note;
-use crate::metrics::view::{ApiserverView, EtcdHealth, Reading};
+use crate::derive::apiserver::{ApiserverView, EtcdHealth, Reading};
 use crate::tui::app::{App, Section};
 use crate::tui::format::{thousands, thousands_i};
 use crate::tui::theme::Role;

@@ -2,7 +2,8 @@
 //! missing (a metric this Kubernetes release does not expose) or unavailable (the `-1` the
 //! apiserver reports for a count it could not read), percentages and sparklines.
 
-use crate::metrics::view::{Quantile, Reading};
+use crate::derive::apiserver::Reading;
+use crate::metrics::quantile::Quantile;
 use crate::tui::format::thousands;
 use crate::tui::theme::Role;
 

@@ -8,7 +8,7 @@ use ratatui::text::Span;
 use super::body::{wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::metrics::view::{ApiserverView, LatencyRow};
+use crate::derive::apiserver::{ApiserverView, LatencyRow};
 use crate::tui::app::{App, Section};
 use crate::tui::theme::Role;
 use crate::tui::views::sp;

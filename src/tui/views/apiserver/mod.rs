@@ -27,7 +27,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{pane, sp};
-use crate::metrics::view::ApiserverView;
+use crate::derive::apiserver::ApiserverView;
 use crate::tui::app::{App, Section};
 use crate::tui::theme::Role;
 use body::Body;
@@ -227,7 +227,8 @@ fn draw_section(app: &App, f: &mut Frame, area: Rect, section: Section, focused:
 
 /// The role marking a section that needs a look, for the strip.
 fn attention(v: &ApiserverView, section: Section) -> Option<Role> {
-    use crate::metrics::view::{Quantile, Risk};
+    use crate::derive::apiserver::Risk;
+    use crate::metrics::quantile::Quantile;
     match section {
         Section::Latency => v
             .latency
@@ -330,18 +331,36 @@ fn not_exposed_note(
 
 /// Which section shows a metric concept (ids from `metrics/concepts.toml`).
 fn concept_section(id: &str) -> Option<Section> {
-    if id == "watch_cache_resource_version" {
-        Some(Section::Window)
-    } else if id.starts_with("watch_cache") || id == "terminated_watchers" {
-        Some(Section::WatchCache)
-    } else if id.starts_with("etcd_request") || id.starts_with("request") {
-        Some(Section::Latency)
-    } else if id.starts_with("apf") {
-        Some(Section::Apf)
-    } else if id == "objects" || id == "storage_size" {
-        Some(Section::Etcd)
-    } else {
-        None
+    use crate::metrics::concepts::Concept as C;
+    match C::from_id(id)? {
+        C::WatchCacheResourceVersion => Some(Section::Window),
+        C::WatchCacheCapacity
+        | C::WatchCacheCapacityIncrease
+        | C::WatchCacheCapacityDecrease
+        | C::WatchCacheEventsReceived
+        | C::WatchCacheEventsDispatched
+        | C::WatchCacheInitializations
+        | C::TerminatedWatchers => Some(Section::WatchCache),
+        C::EtcdRequestDuration
+        | C::EtcdRequests
+        | C::EtcdRequestErrors
+        | C::RequestDuration
+        | C::Requests
+        | C::RequestErrors => Some(Section::Latency),
+        C::ApfInqueue | C::ApfExecuting | C::ApfRejected | C::ApfNominalSeats => Some(Section::Apf),
+        C::Objects | C::StorageSize => Some(Section::Etcd),
+        C::BuildInfo
+        | C::EtcdServerVersion
+        | C::EtcdDbSize
+        | C::EtcdDbInUse
+        | C::EtcdQuota
+        | C::EtcdHasLeader
+        | C::EtcdLeaderChanges
+        | C::EtcdSlowWatchers
+        | C::EtcdProposalsFailed
+        | C::EtcdCurrentRevision
+        | C::EtcdCompactRevision
+        | C::EtcdKeys => None,
     }
 }
 

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-use crate::metrics::view::TargetStatus;
+use crate::store::metrics::TargetStatus;
 use crate::tui::app::App;
 use crate::tui::format::{clock, thousands};
 use crate::tui::theme::Role;

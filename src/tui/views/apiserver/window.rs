@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::metrics::view::{ApiserverView, Reading, Risk, WindowRow};
+use crate::derive::apiserver::{ApiserverView, Reading, Risk, WindowRow};
 use crate::tui::app::{App, Section};
 use crate::tui::format::{thousands, thousands_i};
 use crate::tui::theme::Role;

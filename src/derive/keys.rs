@@ -1,4 +1,4 @@
-//! Key-browser queries over the replica that never collect all keys.
+//! The key browser's data: queries over the replica that never collect all keys.
 //!
 //! The replica stores keys in byte order, so every resource's keys are one contiguous range
 //! under a *resource prefix* (`/registry/pods/`, `/registry/example.com/widgets/`). The

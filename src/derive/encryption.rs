@@ -1,5 +1,6 @@
-//! How values are stored at rest, per resource: plaintext (the `identity` provider:
-//! protobuf, JSON, CBOR or anything else unencrypted) or encrypted under a `provider:key`.
+//! The encryption summary: how values are stored at rest, per resource: plaintext (the
+//! `identity` provider: protobuf, JSON, CBOR or anything else unencrypted) or encrypted
+//! under a `provider:key`.
 //!
 //! Input: the replica's live keys at its applied revision; each value is classified by its
 //! prefix alone ([`crate::decode::detect`]), so nothing is decrypted and a scan costs a
@@ -91,7 +92,7 @@ impl StorageSummary {
     /// Counts every live value of `replica`. O(live keys), a prefix check each.
     pub fn compute(replica: &Replica) -> StorageSummary {
         let mut rows: BTreeMap<String, ResourceStorage> = BTreeMap::new();
-        let scan = crate::tui::browse::scan_prefix(replica);
+        let scan = crate::derive::keys::scan_prefix(replica);
         let rev = replica.revision();
         // Keys of one resource are contiguous: resolve the resource once per range.
         let mut current: Option<(Bytes, String)> = None;
@@ -106,7 +107,7 @@ impl StorageSummary {
                 Some((p, name)) if p.ends_with(b"/") && key.starts_with(p) => name.clone(),
                 _ => {
                     let name = KeyPath::parse(replica.prefix(), key).resource.into_owned();
-                    current = crate::tui::browse::resource_prefix(replica.prefix(), key)
+                    current = crate::derive::keys::resource_prefix(replica.prefix(), key)
                         .map(|p| (p, name.clone()));
                     name
                 }

@@ -1,13 +1,21 @@
-//! Builds the apiserver-side panels ([`ApiserverView`]) from the metric store, the informer
-//! lag tracker and the replica, on read. Live, paused and replayed sessions run this same
+//! [`view`] builds the apiserver-side panels' data ([`ApiserverView`], its rows in
+//! `panels`) from the metric store, the informer lag tracker and the replica, on read. Live, paused and replayed sessions run this same
 //! code over the same stored scrapes.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
-use super::concepts::{self, ConceptIdx, Hist, Mapped, SeriesKey, Table, Value};
-use super::quantile::{counter_increase, histogram_increase, histogram_quantile};
-use super::view::*;
+mod panels;
+
+pub use panels::{
+    ApfRow, ApiserverView, EtcdHealth, LatencyRow, ObjectsRow, Reading, Risk, WatchCacheRow,
+    WindowRow, WindowView,
+};
+
+use crate::metrics::concepts::{self, Concept, ConceptIdx, Hist, Mapped, SeriesKey, Table, Value};
+use crate::metrics::quantile::{
+    counter_increase, histogram_increase, histogram_quantile, Quantile,
+};
 use crate::model::{Revision, ScrapeTarget};
 use crate::store::metrics::{MetricStore, TargetSeries};
 use crate::store::{InformerLag, Replica};
@@ -17,7 +25,7 @@ const HISTORY_POINTS: usize = 60;
 
 /// Derives every panel. `replica` is `None` when there is no etcd connection (metric files
 /// only); the etcd-derived parts are then empty or `None`.
-pub fn derive(
+pub fn view(
     store: &MetricStore,
     replica: Option<&Replica>,
     informers: &InformerLag,
@@ -133,14 +141,14 @@ fn latency(t: &Table, ts: &TargetSeries) -> Vec<LatencyRow> {
     let newest = ts.newest_seq();
     for (id, metric, errors) in [
         (
-            "etcd_request_duration",
+            Concept::EtcdRequestDuration,
             "etcd_request_duration_seconds",
-            "etcd_request_errors",
+            Concept::EtcdRequestErrors,
         ),
         (
-            "request_duration",
+            Concept::RequestDuration,
             "apiserver_request_duration_seconds",
-            "request_errors",
+            Concept::RequestErrors,
         ),
     ] {
         let ci = t.idx(id);
@@ -235,14 +243,14 @@ fn watch_cache(
     m: &Mapped,
     replica_rates: &BTreeMap<(String, String), f64>,
 ) -> Vec<WatchCacheRow> {
-    let cap = t.idx("watch_cache_capacity");
+    let cap = t.idx(Concept::WatchCacheCapacity);
     let ids = [
         cap,
-        t.idx("watch_cache_events_received"),
-        t.idx("watch_cache_events_dispatched"),
-        t.idx("watch_cache_initializations"),
-        t.idx("terminated_watchers"),
-        t.idx("watch_cache_resource_version"),
+        t.idx(Concept::WatchCacheEventsReceived),
+        t.idx(Concept::WatchCacheEventsDispatched),
+        t.idx(Concept::WatchCacheInitializations),
+        t.idx(Concept::TerminatedWatchers),
+        t.idx(Concept::WatchCacheResourceVersion),
     ];
     let resources: BTreeSet<(String, String)> = m
         .series
@@ -253,9 +261,9 @@ fn watch_cache(
     resources
         .into_iter()
         .map(|(g, r)| {
-            let k = |id: &str| key(t.idx(id), &g, &r, "");
-            let capacity = total_reading(t, m, &k("watch_cache_capacity"));
-            let received = rate_reading(t, ts, m, &k("watch_cache_events_received"));
+            let k = |id: Concept| key(t.idx(id), &g, &r, "");
+            let capacity = total_reading(t, m, &k(Concept::WatchCacheCapacity));
+            let received = rate_reading(t, ts, m, &k(Concept::WatchCacheEventsReceived));
             let replica_event_rate = replica_rates.get(&(g.clone(), r.clone())).copied();
             // The cache's own intake is the best rate; the replica's write rate stands in
             // before 1.27 (no events_received counter) or before a second scrape.
@@ -270,12 +278,17 @@ fn watch_cache(
             };
             WatchCacheRow {
                 capacity,
-                capacity_increases: total_reading(t, m, &k("watch_cache_capacity_increase")),
-                capacity_decreases: total_reading(t, m, &k("watch_cache_capacity_decrease")),
+                capacity_increases: total_reading(t, m, &k(Concept::WatchCacheCapacityIncrease)),
+                capacity_decreases: total_reading(t, m, &k(Concept::WatchCacheCapacityDecrease)),
                 events_received_rate: received,
-                events_dispatched_rate: rate_reading(t, ts, m, &k("watch_cache_events_dispatched")),
-                terminated_watchers: total_reading(t, m, &k("terminated_watchers")),
-                initializations: total_reading(t, m, &k("watch_cache_initializations")),
+                events_dispatched_rate: rate_reading(
+                    t,
+                    ts,
+                    m,
+                    &k(Concept::WatchCacheEventsDispatched),
+                ),
+                terminated_watchers: total_reading(t, m, &k(Concept::TerminatedWatchers)),
+                initializations: total_reading(t, m, &k(Concept::WatchCacheInitializations)),
                 replica_event_rate,
                 history_span_seconds,
                 group: g,
@@ -286,15 +299,15 @@ fn watch_cache(
 }
 
 fn apf(t: &Table, ts: &TargetSeries, m: &Mapped) -> Option<Vec<ApfRow>> {
-    let exec = t.idx("apf_executing");
+    let exec = t.idx(Concept::ApfExecuting);
     if !m.exposes(t, exec) {
         return None;
     }
     let ids = [
         exec,
-        t.idx("apf_inqueue"),
-        t.idx("apf_rejected"),
-        t.idx("apf_nominal_seats"),
+        t.idx(Concept::ApfInqueue),
+        t.idx(Concept::ApfRejected),
+        t.idx(Concept::ApfNominalSeats),
     ];
     let levels: BTreeSet<&str> = m
         .series
@@ -302,25 +315,25 @@ fn apf(t: &Table, ts: &TargetSeries, m: &Mapped) -> Option<Vec<ApfRow>> {
         .filter(|k| ids.contains(&k.concept) && !k.op.is_empty())
         .map(|k| k.op.as_str())
         .collect();
-    let get = |id: &str, pl: &str| m.get(&key(t.idx(id), "", "", pl)).and_then(scalar);
-    let rejected_ci = t.idx("apf_rejected");
+    let get = |id: Concept, pl: &str| m.get(&key(t.idx(id), "", "", pl)).and_then(scalar);
+    let rejected_ci = t.idx(Concept::ApfRejected);
     Some(
         levels
             .into_iter()
             .map(|pl| {
                 let rk = key(rejected_ci, "", "", pl);
-                let rejected_total =
-                    get("apf_rejected", pl).or_else(|| m.exposes(t, rejected_ci).then_some(0.0));
+                let rejected_total = get(Concept::ApfRejected, pl)
+                    .or_else(|| m.exposes(t, rejected_ci).then_some(0.0));
                 ApfRow {
                     priority_level: pl.to_string(),
-                    in_queue: get("apf_inqueue", pl),
-                    executing: get("apf_executing", pl),
+                    in_queue: get(Concept::ApfInqueue, pl),
+                    executing: get(Concept::ApfExecuting, pl),
                     rejected_total,
                     rejected_rate: rate(ts, &rk).or_else(|| {
                         (ts.newest_seq().unwrap_or(0) >= 1 && rejected_total == Some(0.0))
                             .then_some(0.0)
                     }),
-                    nominal_seats: get("apf_nominal_seats", pl),
+                    nominal_seats: get(Concept::ApfNominalSeats, pl),
                 }
             })
             .collect(),
@@ -334,7 +347,7 @@ fn objects(
     rates: &BTreeMap<(String, String), f64>,
     drift_seconds: f64,
 ) -> Vec<ObjectsRow> {
-    let ci = t.idx("objects");
+    let ci = t.idx(Concept::Objects);
     let sentinel = |m: &Mapped| {
         m.names[ci as usize]
             .as_deref()
@@ -369,8 +382,8 @@ fn objects(
         }
     }
     let names: BTreeSet<(String, String)> = api.keys().chain(rep.keys()).cloned().collect();
-    // The 1.34-rc regression (kubernetes#133604): several resources report the same value,
-    // the total key count under the prefix.
+    // The 1.34-rc regression (kubernetes/kubernetes#133604): several resources report the
+    // same value, the total key count under the prefix.
     let same_as_total = |v: i64| {
         total_keys > 0
             && v as u64 == total_keys
@@ -426,7 +439,7 @@ fn disagree(api: i64, replica: u64, drift: f64) -> bool {
 
 fn etcd_health(t: &Table, m: Option<&Mapped>, api: Option<&Mapped>) -> Option<EtcdHealth> {
     let api_size = api.map_or(Reading::NotExposed, |a| {
-        let ci = t.idx("storage_size");
+        let ci = t.idx(Concept::StorageSize);
         a.series
             .iter()
             .find(|(k, _)| k.concept == ci)
@@ -443,12 +456,12 @@ fn etcd_health(t: &Table, m: Option<&Mapped>, api: Option<&Mapped>) -> Option<Et
         }
         None => return None,
     };
-    let get = |id: &str| m.get(&key(t.idx(id), "", "", "")).and_then(scalar);
+    let get = |id: Concept| m.get(&key(t.idx(id), "", "", "")).and_then(scalar);
     // etcd never reports a real database as 0 bytes: 0 means "not measured", shown as n/a
     // rather than as a size and a 0 % quota use that would look like an empty database.
-    let size = get("etcd_db_size").filter(|s| *s > 0.0);
-    let in_use = get("etcd_db_in_use");
-    let quota = get("etcd_quota");
+    let size = get(Concept::EtcdDbSize).filter(|s| *s > 0.0);
+    let in_use = get(Concept::EtcdDbInUse);
+    let quota = get(Concept::EtcdQuota);
     let quota_used_percent = match (size, quota) {
         (Some(s), Some(q)) if q > 0.0 => Some(s / q * 100.0),
         _ => None,
@@ -468,12 +481,12 @@ fn etcd_health(t: &Table, m: Option<&Mapped>, api: Option<&Mapped>) -> Option<Et
         not_in_use_percent,
         reclaimable_bytes: reclaimable,
         just_defragmented: not_in_use_percent == Some(0.0),
-        has_leader: get("etcd_has_leader").map(|v| v >= 1.0),
-        leader_changes: get("etcd_leader_changes"),
-        slow_watchers: get("etcd_slow_watchers"),
-        proposals_failed: get("etcd_proposals_failed"),
-        revision: get("etcd_current_revision").map(|v| v as Revision),
-        compact_revision: get("etcd_compact_revision")
+        has_leader: get(Concept::EtcdHasLeader).map(|v| v >= 1.0),
+        leader_changes: get(Concept::EtcdLeaderChanges),
+        slow_watchers: get(Concept::EtcdSlowWatchers),
+        proposals_failed: get(Concept::EtcdProposalsFailed),
+        revision: get(Concept::EtcdCurrentRevision).map(|v| v as Revision),
+        compact_revision: get(Concept::EtcdCompactRevision)
             .filter(|v| *v > 0.0)
             .map(|v| v as Revision),
         apiserver_db_size_bytes: api_size,
@@ -488,16 +501,16 @@ fn window(
     informers: &InformerLag,
     cache: &[WatchCacheRow],
 ) -> WindowView {
-    let etcd_get = |id: &str| {
+    let etcd_get = |id: Concept| {
         etcd.and_then(|m| m.get(&key(t.idx(id), "", "", "")))
             .and_then(scalar)
     };
-    let etcd_head = etcd_get("etcd_current_revision").map(|v| v as Revision);
+    let etcd_head = etcd_get(Concept::EtcdCurrentRevision).map(|v| v as Revision);
     // Known-synced rather than applied: revisions written outside the prefix are not lag.
     let replica_head = replica.map(|r| r.synced_revision()).filter(|r| *r > 0);
     let head = replica_head.or(etcd_head);
     let compact_revision = replica.and_then(|r| r.compact_revision()).or_else(|| {
-        etcd_get("etcd_compact_revision")
+        etcd_get(Concept::EtcdCompactRevision)
             .filter(|v| *v > 0.0)
             .map(|v| v as Revision)
     });
@@ -518,7 +531,7 @@ fn window(
     // own scrape (the nearest moment to the apiserver's); the replica's head otherwise.
     let cache_head = etcd_head.or(head);
     let mut rows: BTreeMap<(String, String), WindowRow> = BTreeMap::new();
-    let rv_ci = t.idx("watch_cache_resource_version");
+    let rv_ci = t.idx(Concept::WatchCacheResourceVersion);
     let row = |g: &str, r: &str| -> WindowRow {
         WindowRow {
             group: g.to_string(),

@@ -1,15 +1,15 @@
 //! The apiserver-side panels' data, derived on read from the metric store, the informer
-//! lag tracker and the replica ([`crate::metrics::derive`]). The console draws it and
+//! lag tracker and the replica ([`super::view`]). The console draws it and
 //! `regscope snapshot --json` prints it; neither computes anything of its own.
 //!
 //! Units: times in seconds (`f64`), sizes in bytes, revisions as etcd revisions, rates per
 //! second over the window between the two newest usable scrapes.
 
-use std::time::SystemTime;
-
 use serde::Serialize;
 
-use crate::model::{humantime_serde_compat, Revision};
+use crate::metrics::quantile::Quantile;
+use crate::model::Revision;
+use crate::store::metrics::TargetStatus;
 
 /// A value that a metric may or may not provide. Kubernetes renames and adds metrics
 /// between releases, and the apiserver publishes `-1` when it could not read a count:
@@ -36,47 +36,6 @@ impl<T> Reading<T> {
             _ => None,
         }
     }
-}
-
-/// A quantile estimated from histogram buckets the way Prometheus' `histogram_quantile`
-/// does (linear interpolation inside the bucket, the first bucket starting at 0).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, serde::Deserialize)]
-#[serde(tag = "kind", content = "seconds", rename_all = "snake_case")]
-pub enum Quantile {
-    /// No observations in the window.
-    NoData,
-    /// The estimate, in the histogram's unit (seconds for every latency here).
-    Value(f64),
-    /// The rank falls into the `+Inf` bucket: the true value is at least this, the largest
-    /// finite bucket bound. Shown as `≥ 60s`, never as a number.
-    AtLeast(f64),
-}
-
-/// Health of one scrape target (apiserver or etcd).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, serde::Deserialize)]
-pub struct TargetStatus {
-    /// A source is configured for this target (URL, kubeconfig, etcd endpoint or files).
-    pub configured: bool,
-    /// Where scrapes come from: a URL or a file path ("" when not configured).
-    pub source: String,
-    /// The server version read from the last good scrape (`kubernetes_build_info`
-    /// `git_version`, or `etcd_server_version`).
-    pub version: Option<String>,
-    /// Scrapes that produced samples.
-    pub good_scrapes: u64,
-    /// Wall clock of the last scrape that produced samples.
-    #[serde(with = "humantime_serde_compat::opt")]
-    pub last_good: Option<SystemTime>,
-    /// Set while the newest attempt failed or returned nothing readable: the time of the
-    /// first failure since the last good scrape. Panels show "stale since …".
-    #[serde(with = "humantime_serde_compat::opt")]
-    pub stale_since: Option<SystemTime>,
-    /// The newest error, one line (e.g. "timed out after 5s", "body is HTML, not metrics").
-    pub last_error: Option<String>,
-    /// Lines of the newest body that could not be parsed (never dropped silently).
-    pub skipped_lines: usize,
-    /// The first skipped line with its number and reason, for the status line.
-    pub first_skipped: Option<String>,
 }
 
 /// One row of the latency panel: one histogram series after label mapping.
