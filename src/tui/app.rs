@@ -9,7 +9,6 @@
 //! [`super::views`] only read `&App`. [`App::needs_draw`] tells the loop whether anything
 //! visible changed since the last frame.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::time::SystemTime;
 
@@ -20,6 +19,7 @@ use super::action::Action;
 use super::browse::{self, Scan};
 pub(crate) use super::detail::DetailState;
 use super::keymap::{Keymap, Mode};
+use super::state::Viewports;
 use super::storage::StorageSummary;
 use super::theme::Theme;
 use crate::metrics::view::ApiserverView;
@@ -312,50 +312,6 @@ pub enum Request {
     /// A one-line answer to what the user just typed (a seek that cannot be read): shown
     /// where replay shows its messages, replaced by the next.
     Notice(String),
-}
-
-/// Rows available to scrollable lists in the last frame, so that paging moves by what the
-/// user saw. Written while drawing (the only interior mutability in the app).
-#[derive(Default)]
-pub(crate) struct Viewports {
-    pub events: Cell<usize>,
-    pub keys: Cell<usize>,
-    pub resources: Cell<usize>,
-    pub detail: Cell<usize>,
-    pub encryption: Cell<usize>,
-    pub help: Cell<usize>,
-    pub growth: Cell<usize>,
-    /// Inner (width, height) of each apiserver section's scrolling rows, by
-    /// [`Section::index`]; (0, 0) when not drawn in the last frame.
-    pub apiserver: [Cell<(u16, u16)>; 5],
-    /// For mouse clicks: the columns `[from, to)` of each panel tab on the first row.
-    pub tabs: Cell<[(u16, u16); 4]>,
-    /// For mouse clicks: a list's rows as drawn: the area's columns `[x0, x1)`, the screen
-    /// row of its first data row, the index shown there and the rows shown.
-    pub events_rows: Cell<ListRows>,
-    pub resources_rows: Cell<ListRows>,
-    pub keys_rows: Cell<ListRows>,
-    /// The key list's selected row index (within [`Viewports::keys_rows`]), when shown.
-    pub keys_selected: Cell<Option<usize>>,
-}
-
-/// Where a list's rows were drawn (see [`Viewports::events_rows`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct ListRows {
-    pub x0: u16,
-    pub x1: u16,
-    pub y0: u16,
-    pub first: usize,
-    pub rows: usize,
-}
-
-impl ListRows {
-    /// The list index at screen cell (`x`, `y`), when it is one of the rows drawn.
-    pub fn index_at(&self, x: u16, y: u16) -> Option<usize> {
-        let inside = x >= self.x0 && x < self.x1 && y >= self.y0;
-        let row = usize::from(y.checked_sub(self.y0)?);
-        (inside && row < self.rows).then_some(self.first + row)
-    }
 }
 
 /// The console: the replica it displays plus all UI state. See the module docs.
@@ -1202,8 +1158,8 @@ impl App {
             Mode::Keys => self.view.resources.get(),
             Mode::Detail => self.view.detail.get(),
             Mode::Encryption => self.view.encryption.get(),
-            Mode::Help => self.view.help.get(),
-            Mode::Apiserver => self.view.apiserver[self.apiserver.focus.index()].get().1 as usize,
+            Mode::Help => self.view.help.rows(),
+            Mode::Apiserver => self.view.apiserver[self.apiserver.focus.index()].rows(),
             _ => self.view.growth.get(),
         };
         rows.max(2) - 1
@@ -1213,7 +1169,7 @@ impl App {
     fn step(&mut self, mode: Mode, delta: i64) {
         match mode {
             Mode::Help => {
-                let max = super::views::help_len(self).saturating_sub(self.view.help.get());
+                let max = self.view.help.max_top();
                 self.help = self.help.map(|s| add(s, delta, max));
             }
             Mode::Growth => {
@@ -1262,7 +1218,7 @@ impl App {
             }
             Mode::Apiserver => {
                 let section = self.apiserver.focus;
-                let max = super::views::apiserver_max_scroll(self, section);
+                let max = self.view.apiserver[section.index()].max_top();
                 let s = &mut self.apiserver.scroll[section.index()];
                 *s = add(*s, delta, max);
             }

@@ -23,6 +23,7 @@ pub mod keymap;
 mod palette;
 mod replay;
 pub mod screenshot;
+mod state;
 pub mod storage;
 mod syntax;
 mod terminal;

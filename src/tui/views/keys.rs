@@ -60,7 +60,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         Some(s) if rows_h > 0 && s >= rows_h => s + 1 - rows_h,
         _ => 0,
     };
-    app.view.resources_rows.set(crate::tui::app::ListRows {
+    app.view.resources_rows.set(crate::tui::state::ListRows {
         x0: area.x,
         x1: area.right(),
         y0: area.y + 2,
@@ -118,7 +118,7 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
         .selected
         .as_ref()
         .and_then(|s| scan.keys.iter().position(|k| k == s));
-    app.view.keys_rows.set(crate::tui::app::ListRows {
+    app.view.keys_rows.set(crate::tui::state::ListRows {
         x0: area.x,
         x1: area.right(),
         y0: area.y + 2,

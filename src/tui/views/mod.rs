@@ -97,16 +97,6 @@ pub fn draw(app: &App, f: &mut Frame) {
     footer::draw(app, f, foot);
 }
 
-/// The largest scroll offset of an apiserver panel section (for clamping its scroll).
-pub(crate) fn apiserver_max_scroll(app: &App, section: super::app::Section) -> usize {
-    apiserver::max_scroll(app, section)
-}
-
-/// Lines of the help screen (for clamping its scroll).
-pub(crate) fn help_len(app: &App) -> usize {
-    help::lines(app).len()
-}
-
 fn draw_warning(app: &App, f: &mut Frame, area: Rect) {
     if let Some(n) = app.current_notice() {
         let line = Line::from(vec![Span::raw(" ● "), Span::raw(n.to_string())])
