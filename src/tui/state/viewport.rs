@@ -83,3 +83,10 @@ impl ListRows {
         (inside && row < self.rows).then_some(self.first + row)
     }
 }
+
+/// `v` moved by `delta` rows, kept within `0..=max` (`delta` beyond ±2⁴⁰ counts as that:
+/// Top and Bottom move by half the range of `i64`).
+pub(crate) fn add(v: usize, delta: i64, max: usize) -> usize {
+    let r = v as i64 + delta.clamp(-(1 << 40), 1 << 40);
+    (r.max(0) as usize).min(max)
+}

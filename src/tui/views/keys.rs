@@ -11,9 +11,10 @@ use ratatui::Frame;
 
 use super::{pane, selection, sp};
 use crate::model::escape_bytes;
-use crate::tui::app::{App, KeysFocus};
+use crate::tui::app::App;
 use crate::tui::browse::SCAN_LIMIT;
 use crate::tui::format::{bytes, thousands, thousands_i};
+use crate::tui::state::KeysFocus;
 use crate::tui::storage::{storage_label, IDENTITY};
 use crate::tui::theme::Role;
 

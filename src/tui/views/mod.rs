@@ -6,7 +6,6 @@
 //! except the viewport sizes recorded for paging.
 
 mod apiserver;
-mod detail;
 mod encryption;
 mod events;
 mod footer;
@@ -14,6 +13,7 @@ mod growth;
 mod header;
 mod help;
 mod keys;
+mod opened_key;
 mod other_clusters;
 mod palette;
 mod writers;
@@ -82,7 +82,7 @@ pub fn draw(app: &App, f: &mut Frame) {
         Panel::Growth => growth::draw(app, f, main),
         Panel::Events => events::draw(app, f, main),
         Panel::Keys => match &app.detail {
-            Some(d) => detail::draw(app, d, f, main),
+            Some(d) => opened_key::draw(app, d, f, main),
             None if app.keys.encryption.is_some() => encryption::draw(app, f, main),
             None => keys::draw(app, f, main),
         },

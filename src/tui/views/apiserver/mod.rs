@@ -28,7 +28,8 @@ use ratatui::Frame;
 
 use super::{pane, sp};
 use crate::metrics::view::ApiserverView;
-use crate::tui::app::{App, Section};
+use crate::tui::app::App;
+use crate::tui::state::Section;
 use crate::tui::theme::Role;
 use body::Body;
 
