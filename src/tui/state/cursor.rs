@@ -2,7 +2,7 @@
 //! the loop that owns the sources, the recorder and the player.
 //!
 //! The loop sets the replay's timeline, the recording indicator and the memory figure
-//! here; [`super::super::app::App`] turns keys into [`Request`]s, which the loop takes
+//! here; [`crate::tui::App`] turns keys into [`Request`]s, which the loop takes
 //! after each key and performs (start a recording, seek, step).
 
 use std::time::SystemTime;

@@ -36,8 +36,6 @@ pub(crate) struct KeysState {
     /// The visible rows start strictly after this key (`None`: at the first key).
     pub view_after: Option<Bytes>,
     pub selected: Option<Bytes>,
-    /// The encryption summary is open, with this row selected (the last row is the total).
-    pub encryption: Option<usize>,
 }
 
 impl Default for KeysState {
@@ -50,7 +48,6 @@ impl Default for KeysState {
             filter: String::new(),
             view_after: None,
             selected: None,
-            encryption: None,
         }
     }
 }
@@ -87,7 +84,6 @@ impl KeysState {
         let resource = KeyPath::parse(session.replica.prefix(), &key)
             .resource
             .into_owned();
-        self.encryption = None;
         self.resource = Some(resource);
         self.filter.clear();
         self.focus = KeysFocus::Keys;

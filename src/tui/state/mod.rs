@@ -6,6 +6,7 @@
 //!   recording and memory figures the loop sets; what the app asks of the loop.
 //! - [`events`]: the event list's filter, selection and following.
 //! - [`keys`]: the key browser's resource, filter and key-anchored window.
+//! - [`encryption`]: the encryption summary over the key browser and its counts.
 //! - [`opened_key`]: the key opened from the browser or an event: its history, the
 //!   version shown (decoded), the diff.
 //! - [`apiserver`]: the apiserver panel's derived data, focus, zoom, scrolls and filter.
@@ -15,6 +16,7 @@
 
 pub(crate) mod apiserver;
 pub(crate) mod cursor;
+pub(crate) mod encryption;
 pub(crate) mod events;
 pub(crate) mod keys;
 pub(crate) mod opened_key;
@@ -26,6 +28,7 @@ pub use apiserver::Section;
 pub use cursor::{
     parse_seek, Cursor, MemoryStatus, RecordingStatus, ReplayStatus, Request, SeekTo, Speed,
 };
+pub(crate) use encryption::EncryptionState;
 pub(crate) use events::EventsState;
 pub(crate) use keys::{KeysFocus, KeysState};
 pub(crate) use opened_key::DetailState;

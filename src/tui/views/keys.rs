@@ -2,7 +2,7 @@
 //! resource's keys on the right (virtualized: only the visible rows are fetched), each with
 //! its revision, version, size and storage (`identity` or the encryption `provider:key`).
 //! Under the resources, the selected resource's writers ([`super::writers`]). An opened
-//! key is drawn by [`super::detail`].
+//! key is drawn by [`super::opened_key`].
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;

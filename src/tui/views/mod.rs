@@ -83,7 +83,7 @@ pub fn draw(app: &App, f: &mut Frame) {
         Panel::Events => events::draw(app, f, main),
         Panel::Keys => match &app.detail {
             Some(d) => opened_key::draw(app, d, f, main),
-            None if app.keys.encryption.is_some() => encryption::draw(app, f, main),
+            None if app.encryption.is_open() => encryption::draw(app, f, main),
             None => keys::draw(app, f, main),
         },
         Panel::Apiserver => apiserver::draw(app, f, main),
