@@ -46,21 +46,6 @@ pub(crate) struct DiffView {
     pub lines: Vec<(LineKind, String)>,
 }
 
-impl DetailState {
-    /// Lines of the body currently shown (value or diff), for scrolling.
-    pub fn body_len(&self) -> usize {
-        match (&self.diff, self.diff_on) {
-            (Some(d), true) => d.lines.len(),
-            _ => self.rendered.as_ref().map_or(0, |r| r.lines.len()),
-        }
-    }
-
-    /// The version shown.
-    pub fn shown(&self) -> Option<&VersionView> {
-        self.history.get(self.index)
-    }
-}
-
 /// What decoding the opened key depends on besides the key.
 pub(crate) struct Decoding<'a> {
     /// Where the key's versions (and, to explain a failed authentication, its
@@ -75,6 +60,19 @@ pub(crate) struct Decoding<'a> {
 }
 
 impl DetailState {
+    /// Lines of the body currently shown (value or diff), for scrolling.
+    pub fn body_len(&self) -> usize {
+        match (&self.diff, self.diff_on) {
+            (Some(d), true) => d.lines.len(),
+            _ => self.rendered.as_ref().map_or(0, |r| r.lines.len()),
+        }
+    }
+
+    /// The version shown.
+    pub fn shown(&self) -> Option<&VersionView> {
+        self.history.get(self.index)
+    }
+
     /// Opens `key` on the version written at `revision` (an event's), or the newest held
     /// at or before it; on the newest version without one, or when history before it was
     /// dropped.
