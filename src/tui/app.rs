@@ -1,29 +1,33 @@
-//! The console's state and its update functions.
+//! The console: the session it shows, the panel states it owns, and their update.
 //!
 //! Input enters in three ways only: [`App::ingest`] (observations, applied to the owned
 //! session or queued behind a pause, followed by [`App::after_batch`] once per drained
 //! batch), [`App::replace_session`] (a replay's seek) and [`App::handle_key`] /
-//! [`App::perform`] (named actions from the keymap; what the loop must do, such as starting
-//! a recording or seeking, comes back as [`Request`]s). The clock is the session's: the
-//! newest observation's stamp. All bookkeeping (selections, anchors, cached renders) happens here; the views in
-//! [`super::views`] only read `&App`. [`App::needs_draw`] tells the loop whether anything
-//! visible changed since the last frame.
+//! [`App::perform`] (named actions from the keymap, dispatched in `dispatch`; what the
+//! loop must do, such as starting a recording or seeking, comes back as [`Request`]s). The
+//! clock is the session's: the newest observation's stamp. Each panel's state lives in
+//! [`super::state`], one module per thing it holds; this file owns them and hands them the
+//! session's data. All bookkeeping (selections, anchors, cached renders) happens in update;
+//! the views in [`super::views`] only read `&App` and record what they drew. [`App::needs_draw`]
+//! tells the loop whether anything visible changed since the last frame.
 
-use std::cell::Cell;
-use std::collections::HashMap;
+mod dispatch;
+
 use std::time::SystemTime;
 
 use bytes::Bytes;
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::action::Action;
-pub(crate) use super::detail::DetailState;
 use super::keymap::{Keymap, Mode};
+use super::state::opened_key::Decoding;
+use super::state::palette::{self, Entry};
+use super::state::{
+    ApiserverState, Cursor, DetailState, EncryptionState, EventsState, KeysState, MemoryStatus,
+    RecordingStatus, ReplayStatus, Request, Section, Viewports,
+};
 use super::theme::Theme;
 use crate::derive::apiserver::ApiserverView;
-use crate::derive::encryption::StorageSummary;
-use crate::derive::keys::{self, Scan};
-use crate::model::{KeyPath, Revision, Stamped};
+use crate::derive::keys::Scan;
+use crate::model::{Revision, Stamped};
 use crate::store::{EventRecord, Replica, Session};
 
 /// Everything the app needs besides the session.
@@ -72,98 +76,6 @@ impl Panel {
     }
 }
 
-/// The sections of the apiserver panel, in focus order (reading order of the full layout).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Section {
-    /// Request latency by operation (etcd and apiserver histograms).
-    #[default]
-    Latency,
-    /// Compaction window vs watch-cache and informer lag (risk of 410 Gone).
-    Window,
-    /// Watch-cache capacity, event rates and history span.
-    WatchCache,
-    /// etcd health (db size, quota, defrag) and object counts against the replica.
-    Etcd,
-    /// API Priority and Fairness per priority level.
-    Apf,
-}
-
-impl Section {
-    /// Every section, in focus order.
-    pub const ALL: [Section; 5] = [
-        Section::Latency,
-        Section::Window,
-        Section::WatchCache,
-        Section::Etcd,
-        Section::Apf,
-    ];
-
-    /// Short label for the section strip.
-    pub fn label(self) -> &'static str {
-        match self {
-            Section::Latency => "Latency",
-            Section::Window => "Window",
-            Section::WatchCache => "Watch cache",
-            Section::Etcd => "etcd",
-            Section::Apf => "APF",
-        }
-    }
-
-    /// Position in [`Section::ALL`].
-    pub fn index(self) -> usize {
-        Section::ALL.iter().position(|s| *s == self).unwrap_or(0)
-    }
-}
-
-/// The apiserver panel: the data shown (replaced whole by [`App::set_apiserver_view`]) and
-/// the panel's own UI state.
-#[derive(Default)]
-pub(crate) struct ApiserverState {
-    pub view: ApiserverView,
-    pub focus: Section,
-    /// The focused section fills the panel.
-    pub zoomed: bool,
-    /// First visible row of each section, by [`Section::index`].
-    pub scroll: [usize; 5],
-    /// Lower-case text every section's rows are filtered by (`/`); empty: all rows.
-    pub filter: String,
-}
-
-/// Which list of the key browser has the focus.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum KeysFocus {
-    Resources,
-    Keys,
-}
-
-pub(crate) struct EventsState {
-    pub filter: String,
-    pub follow: bool,
-    /// Index of the selected row in the filtered, newest-first list.
-    pub selected: usize,
-    /// Index of the first visible row.
-    pub scroll: usize,
-    /// Newest revision already accounted for in `selected`/`scroll`.
-    pub seen_rev: Revision,
-}
-
-pub(crate) struct KeysState {
-    pub focus: KeysFocus,
-    pub resource: Option<String>,
-    /// Resource name → resource prefix (see [`keys::resource_prefix`]).
-    pub prefixes: HashMap<String, Bytes>,
-    /// (resources, live keys) when `prefixes` was last discovered, so a resource whose
-    /// keys cannot be found (outside the prefix) does not trigger a scan per batch.
-    pub discovered_at: (usize, u64),
-    /// Lower-case filter over `namespace/name`.
-    pub filter: String,
-    /// The visible rows start strictly after this key (`None`: at the first key).
-    pub view_after: Option<Bytes>,
-    pub selected: Option<Bytes>,
-    /// The encryption summary is open, with this row selected (the last row is the total).
-    pub encryption: Option<usize>,
-}
-
 pub(crate) struct Input {
     pub target: InputTarget,
     pub text: String,
@@ -181,181 +93,8 @@ pub(crate) enum InputTarget {
     /// A replay seek: a time (`14:32:10`, RFC 3339), a relative time (`-5m`, `+30s`) or a
     /// revision (`r1234`, or a plain number).
     Seek,
-    /// The command palette ([`super::palette`]).
+    /// The command palette ([`super::state::palette`]).
     Palette,
-}
-
-/// Live, paused and replay as one cursor over one session: live, the cursor follows the
-/// newest observation; paused, it stays where it was while observations queue behind it
-/// (the recorder still writes them); in replay the player moves it (play, speed, seek).
-#[derive(Debug, Default)]
-pub struct Cursor {
-    /// The view is frozen at the cursor.
-    pub paused: bool,
-    /// Live observations that arrived while paused, applied on resume.
-    pub(crate) backlog: std::collections::VecDeque<Stamped>,
-    /// `Some` in replay: the timeline.
-    pub replay: Option<ReplayStatus>,
-}
-
-impl Cursor {
-    /// Most observations held back while paused live (about a minute of the heaviest
-    /// write rate measured); past it the pause ends by itself, with a warning.
-    pub const BACKLOG_LIMIT: usize = 2_000_000;
-
-    /// Observations waiting behind a live pause.
-    pub fn backlog(&self) -> usize {
-        self.backlog.len()
-    }
-}
-
-/// Replay speed: a multiple of real time, or as fast as the machine can apply.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Speed {
-    /// Times real time (1 to 1000).
-    Times(u32),
-    /// No waiting between observations.
-    Max,
-}
-
-impl Speed {
-    /// The speeds `+` and `-` step through.
-    pub const STEPS: [Speed; 7] = [
-        Speed::Times(1),
-        Speed::Times(2),
-        Speed::Times(5),
-        Speed::Times(10),
-        Speed::Times(100),
-        Speed::Times(1000),
-        Speed::Max,
-    ];
-
-    /// The next faster (`up`) or slower speed, staying at the ends.
-    pub fn step(self, up: bool) -> Speed {
-        let i = Self::STEPS.iter().position(|s| *s == self).unwrap_or(0);
-        let j = if up {
-            (i + 1).min(Self::STEPS.len() - 1)
-        } else {
-            i.saturating_sub(1)
-        };
-        Self::STEPS[j]
-    }
-
-    /// `1×`, `1000×`, `max`.
-    pub fn label(self) -> String {
-        match self {
-            Speed::Times(n) => format!("{n}×"),
-            Speed::Max => "max".into(),
-        }
-    }
-}
-
-/// The replay's timeline, as the header shows it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ReplayStatus {
-    /// The recording's path, for the header.
-    pub file: String,
-    /// First and last observation time in the recording.
-    pub start: SystemTime,
-    pub end: SystemTime,
-    /// Observations in the recording, and the cursor's position among them.
-    pub total: u64,
-    pub position: u64,
-    pub speed: Speed,
-    /// The recording was made with `--show-secrets`: Secret data is in it.
-    pub secrets_shown: bool,
-    /// What was lost to damage, one line (empty when the file is whole).
-    pub damage: String,
-    /// The marker the cursor last passed or jumped to, one line.
-    pub marker: Option<String>,
-}
-
-/// The recording indicator.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RecordingStatus {
-    pub path: String,
-    pub bytes: u64,
-}
-
-/// regscope's own memory, for the header: resident bytes (read once a second by the loop)
-/// and the `--memory-limit`, when one is set.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemoryStatus {
-    pub resident: u64,
-    pub limit: Option<u64>,
-    /// Values held packed in memory: (their raw bytes, the bytes they take), when any are
-    /// (see [`crate::store::ReplicaMemory`]).
-    pub packed: Option<(u64, u64)>,
-}
-
-/// Where to seek in a replay.
-#[derive(Clone, Debug, PartialEq)]
-pub enum SeekTo {
-    /// Seconds from the cursor (negative: back).
-    Relative(i64),
-    /// A wall-clock time.
-    Time(SystemTime),
-    /// The first point at which the replica's revision reaches this.
-    Revision(crate::model::Revision),
-}
-
-/// Something the app asks of the loop that owns the sources, the recorder or the player.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Request {
-    StartRecording,
-    StopRecording,
-    Seek(SeekTo),
-    /// Apply exactly one more observation (replay).
-    Step,
-    /// Jump to the next (`true`) or previous marker.
-    Marker(bool),
-    /// A one-line answer to what the user just typed (a seek that cannot be read): shown
-    /// where replay shows its messages, replaced by the next.
-    Notice(String),
-}
-
-/// Rows available to scrollable lists in the last frame, so that paging moves by what the
-/// user saw. Written while drawing (the only interior mutability in the app).
-#[derive(Default)]
-pub(crate) struct Viewports {
-    pub events: Cell<usize>,
-    pub keys: Cell<usize>,
-    pub resources: Cell<usize>,
-    pub detail: Cell<usize>,
-    pub encryption: Cell<usize>,
-    pub help: Cell<usize>,
-    pub growth: Cell<usize>,
-    /// Inner (width, height) of each apiserver section's scrolling rows, by
-    /// [`Section::index`]; (0, 0) when not drawn in the last frame.
-    pub apiserver: [Cell<(u16, u16)>; 5],
-    /// For mouse clicks: the columns `[from, to)` of each panel tab on the first row.
-    pub tabs: Cell<[(u16, u16); 4]>,
-    /// For mouse clicks: a list's rows as drawn: the area's columns `[x0, x1)`, the screen
-    /// row of its first data row, the index shown there and the rows shown.
-    pub events_rows: Cell<ListRows>,
-    pub resources_rows: Cell<ListRows>,
-    pub keys_rows: Cell<ListRows>,
-    /// The key list's selected row index (within [`Viewports::keys_rows`]), when shown.
-    pub keys_selected: Cell<Option<usize>>,
-}
-
-/// Where a list's rows were drawn (see [`Viewports::events_rows`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct ListRows {
-    pub x0: u16,
-    pub x1: u16,
-    pub y0: u16,
-    pub first: usize,
-    pub rows: usize,
-}
-
-impl ListRows {
-    /// The list index at screen cell (`x`, `y`), when it is one of the rows drawn.
-    pub fn index_at(&self, x: u16, y: u16) -> Option<usize> {
-        let inside = x >= self.x0 && x < self.x1 && y >= self.y0;
-        let row = usize::from(y.checked_sub(self.y0)?);
-        (inside && row < self.rows).then_some(self.first + row)
-    }
 }
 
 /// The console: the replica it displays plus all UI state. See the module docs.
@@ -384,16 +123,10 @@ pub struct App {
     pub(crate) detail: Option<DetailState>,
     /// Show decoded values as JSON instead of YAML (`o`).
     pub(crate) json_output: bool,
-    /// The encryption summary, counted when its view is open (see [`App::refresh_storage`]).
-    pub(crate) storage: Option<StorageSummary>,
+    /// The encryption summary over the key browser.
+    pub(crate) encryption: EncryptionState,
     /// The apiserver panel's data and state.
     pub(crate) apiserver: ApiserverState,
-    /// A scrape or informer observation arrived since the last derive.
-    apiserver_changed: bool,
-    /// Clock second of the last derive.
-    apiserver_second: u64,
-    /// Clock second of the last count, to count at most once a second.
-    storage_second: u64,
     pub(crate) view: Viewports,
     pub(crate) debug_panic: bool,
     /// The newest message about something the user did (a recording started or saved),
@@ -410,7 +143,7 @@ pub struct App {
 impl App {
     /// A new app over `session`, showing the Growth panel, following the stream live.
     pub fn new(session: Session, settings: Settings) -> App {
-        let seen_rev = session.replica.events().back().map_or(0, |e| e.revision);
+        let events = EventsState::new(&session.replica);
         let mut app = App {
             session,
             s: settings,
@@ -424,30 +157,12 @@ impl App {
             source_ended: false,
             growth_scroll: 0,
             palette_selected: 0,
-            events: EventsState {
-                filter: String::new(),
-                follow: true,
-                selected: 0,
-                scroll: 0,
-                seen_rev,
-            },
-            keys: KeysState {
-                focus: KeysFocus::Resources,
-                resource: None,
-                prefixes: HashMap::new(),
-                discovered_at: (usize::MAX, 0),
-                filter: String::new(),
-                view_after: None,
-                selected: None,
-                encryption: None,
-            },
+            events,
+            keys: KeysState::default(),
             detail: None,
             json_output: false,
-            storage: None,
+            encryption: EncryptionState::default(),
             apiserver: ApiserverState::default(),
-            apiserver_changed: false,
-            apiserver_second: 0,
-            storage_second: 0,
             view: Viewports::default(),
             debug_panic: false,
             notice: None,
@@ -546,7 +261,7 @@ impl App {
     pub fn apply(&mut self, st: &Stamped) {
         let before = self.now_second();
         if self.session.apply(st).apiserver {
-            self.apiserver_changed = true;
+            self.apiserver.changed = true;
         }
         let sec = self.now_second();
         if sec != before {
@@ -581,9 +296,9 @@ impl App {
     /// `self.session` was replaced by another (a replay's seek): forget what was derived
     /// from the old one.
     pub fn session_replaced(&mut self) {
-        self.apiserver_changed = true;
-        self.events.seen_rev = self.newest_event_rev();
-        self.storage = None;
+        self.apiserver.changed = true;
+        self.events.session_replaced(&self.session.replica);
+        self.encryption.summary = None;
         self.dirty = true;
         self.drawn_seq = u64::MAX;
         self.after_batch();
@@ -592,7 +307,7 @@ impl App {
     /// The session was changed outside [`App::ingest`] (a replay applied observations to
     /// it directly): derive again and do the batch bookkeeping.
     pub fn after_external_apply(&mut self) {
-        self.apiserver_changed = true;
+        self.apiserver.changed = true;
         self.after_batch();
     }
 
@@ -649,35 +364,6 @@ impl App {
         self.cursor.paused
     }
 
-    /// Derives the apiserver panel's data: when a scrape or informer observation arrived,
-    /// and once a second while the panel is shown (the replica-derived parts move with
-    /// time). Costs about 2 ms for a 1.34 apiserver's series (`cargo bench --bench
-    /// metrics_parse`).
-    fn refresh_apiserver(&mut self) {
-        let sec = super::format::unix_second(self.session.now());
-        let tick = self.panel == Panel::Apiserver && sec != self.apiserver_second;
-        if !(self.apiserver_changed || tick) {
-            return;
-        }
-        // Nothing to derive from (no scrape configured, no informer): the view stays as
-        // set (tests set literal views).
-        if !self.session.metrics.any_configured() && self.session.informers.iter().next().is_none()
-        {
-            return;
-        }
-        self.apiserver_changed = false;
-        self.apiserver_second = sec;
-        let v = crate::derive::apiserver::view(
-            &self.session.metrics,
-            Some(&self.session.replica),
-            &self.session.informers,
-            self.session.now(),
-        );
-        if v != self.apiserver.view {
-            self.set_apiserver_view(v);
-        }
-    }
-
     /// Applies a batch of observations and does the bookkeeping once.
     pub fn ingest_all<'a>(&mut self, batch: impl IntoIterator<Item = &'a Stamped>) {
         for st in batch {
@@ -732,374 +418,6 @@ impl App {
         }
     }
 
-    /// Handles a terminal event: keys go through the keymap, resizes force a frame.
-    pub fn on_event(&mut self, ev: &Event) {
-        match ev {
-            Event::Key(k) => self.handle_key(k),
-            Event::Resize(_, _) => self.dirty = true,
-            Event::Mouse(m) => self.handle_mouse(m),
-            _ => {}
-        }
-    }
-
-    /// Mouse (with `--mouse`): the wheel scrolls what has the focus, three rows a notch; a
-    /// click on a tab switches panels; a click on a row of the event list or of the key
-    /// browser's lists selects it, and a click on the selected row opens it.
-    pub fn handle_mouse(&mut self, m: &crossterm::event::MouseEvent) {
-        use crossterm::event::{MouseButton, MouseEventKind};
-        if self.input.is_some() {
-            return;
-        }
-        let mode = self.mode();
-        match m.kind {
-            MouseEventKind::ScrollDown => self.step(mode, 3),
-            MouseEventKind::ScrollUp => self.step(mode, -3),
-            MouseEventKind::Down(MouseButton::Left) => {
-                self.notice = None;
-                if m.row == 0 {
-                    let tabs = self.view.tabs.get();
-                    if let Some(i) = tabs
-                        .iter()
-                        .position(|(a, b)| m.column >= *a && m.column < *b)
-                    {
-                        self.switch(Panel::ALL[i]);
-                    }
-                } else if mode == Mode::Events {
-                    if let Some(i) = self.view.events_rows.get().index_at(m.column, m.row) {
-                        if i < self.events_len() {
-                            if i == self.events.selected {
-                                self.perform(Action::Open);
-                            } else {
-                                self.step(mode, i as i64 - self.events.selected as i64);
-                            }
-                        }
-                    }
-                } else if mode == Mode::Keys {
-                    if let Some(i) = self.view.resources_rows.get().index_at(m.column, m.row) {
-                        self.keys.focus = KeysFocus::Resources;
-                        let names = self.resource_names();
-                        let cur = self
-                            .keys
-                            .resource
-                            .as_ref()
-                            .and_then(|r| names.iter().position(|n| n == r))
-                            .unwrap_or(0);
-                        if i < names.len() {
-                            self.step(Mode::Keys, i as i64 - cur as i64);
-                        }
-                    } else if let Some(row) = self.view.keys_rows.get().index_at(m.column, m.row) {
-                        let was = self.keys.focus;
-                        self.keys.focus = KeysFocus::Keys;
-                        self.normalize_keys();
-                        let first = self.view.keys_rows.get().first;
-                        let sel = self.view.keys_selected.get();
-                        match sel {
-                            Some(s) if s == row && was == KeysFocus::Keys => {
-                                self.perform(Action::Open)
-                            }
-                            Some(s) => self.step(Mode::Keys, row as i64 - s as i64),
-                            None => self.step(Mode::Keys, (row - first) as i64),
-                        }
-                    }
-                }
-            }
-            _ => return,
-        }
-        self.dirty = true;
-    }
-
-    /// Looks the key up in the keymap for the current mode and performs the action; in
-    /// filter mode, unbound printable keys are typed.
-    pub fn handle_key(&mut self, key: &KeyEvent) {
-        if key.kind == KeyEventKind::Release {
-            return;
-        }
-        // A notice answers the last key; the next one dismisses it.
-        if self.notice.take().is_some() {
-            self.dirty = true;
-        }
-        // The palette's list moves with the arrows (and Tab, ctrl-p/ctrl-n) whatever the
-        // keymap binds, since the keys typed into it are text.
-        if self.palette_open() {
-            let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-            let delta: Option<i64> = match key.code {
-                KeyCode::Up | KeyCode::BackTab => Some(-1),
-                KeyCode::Down | KeyCode::Tab => Some(1),
-                KeyCode::PageUp => Some(-10),
-                KeyCode::PageDown => Some(10),
-                KeyCode::Char('p') if ctrl => Some(-1),
-                KeyCode::Char('n') if ctrl => Some(1),
-                _ => None,
-            };
-            if let Some(delta) = delta {
-                let text = self.input_text().unwrap_or("").to_string();
-                let n = super::palette::entries(self, &text).len();
-                self.palette_selected = add(self.palette_selected, delta, n.saturating_sub(1));
-                self.dirty = true;
-                return;
-            }
-        }
-        let mode = self.mode();
-        if let Some(action) = self.s.keymap.lookup(mode, key) {
-            self.perform(action);
-            return;
-        }
-        if let (Some(input), KeyCode::Char(c)) = (self.input.as_mut(), key.code) {
-            if !key
-                .modifiers
-                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
-            {
-                input.text.push(c);
-                self.palette_selected = 0;
-                self.dirty = true;
-            }
-        }
-    }
-
-    /// Performs a named action in the current context.
-    pub fn perform(&mut self, action: Action) {
-        self.dirty = true;
-        let mode = self.mode();
-        match action {
-            Action::Palette => {
-                self.help = None;
-                self.palette_selected = 0;
-                self.input = Some(Input {
-                    target: InputTarget::Palette,
-                    text: String::new(),
-                });
-            }
-            Action::Quit => self.quit = true,
-            Action::ToggleHelp => {
-                self.help = if self.help.is_some() { None } else { Some(0) };
-            }
-            Action::Back => {
-                if self.help.is_some() {
-                    self.help = None;
-                } else if self.detail.is_some() {
-                    self.detail = None;
-                } else if self.keys.encryption.is_some() {
-                    self.keys.encryption = None;
-                } else if mode == Mode::Apiserver {
-                    if self.apiserver.filter.is_empty() {
-                        self.apiserver.zoomed = false;
-                    } else {
-                        self.set_apiserver_filter(String::new());
-                    }
-                }
-            }
-            Action::NextPanel | Action::PrevPanel => {
-                let i = Panel::ALL
-                    .iter()
-                    .position(|p| *p == self.panel)
-                    .unwrap_or(0);
-                let n = Panel::ALL.len();
-                let j = if action == Action::NextPanel {
-                    (i + 1) % n
-                } else {
-                    (i + n - 1) % n
-                };
-                self.switch(Panel::ALL[j]);
-            }
-            Action::ShowGrowth => self.switch(Panel::Growth),
-            Action::ShowEvents => self.switch(Panel::Events),
-            Action::ShowKeys => self.switch(Panel::Keys),
-            Action::ShowApiserver => self.switch(Panel::Apiserver),
-            Action::NextSection | Action::PrevSection => {
-                if mode == Mode::Apiserver {
-                    let n = Section::ALL.len();
-                    let i = self.apiserver.focus.index();
-                    let j = if action == Action::NextSection {
-                        (i + 1) % n
-                    } else {
-                        (i + n - 1) % n
-                    };
-                    self.apiserver.focus = Section::ALL[j];
-                }
-            }
-            Action::ZoomSection => {
-                if mode == Mode::Apiserver {
-                    self.apiserver.zoomed = !self.apiserver.zoomed;
-                }
-            }
-            Action::Redraw => self.clear_requested = true,
-            Action::Up => self.step(mode, -1),
-            Action::Down => self.step(mode, 1),
-            Action::PageUp => {
-                let p = self.page(mode);
-                self.step(mode, -(p as i64));
-            }
-            Action::PageDown => {
-                let p = self.page(mode);
-                self.step(mode, p as i64);
-            }
-            Action::Top => self.step(mode, i64::MIN / 2),
-            Action::Bottom => self.step(mode, i64::MAX / 2),
-            Action::FocusLeft => {
-                if mode == Mode::Keys {
-                    self.keys.focus = KeysFocus::Resources;
-                }
-            }
-            Action::FocusRight => {
-                if mode == Mode::Keys {
-                    self.keys.focus = KeysFocus::Keys;
-                    self.normalize_keys();
-                }
-            }
-            Action::Open => self.open(mode),
-            Action::Filter => {
-                let (target, text) = match self.panel {
-                    Panel::Events => (InputTarget::Events, self.events.filter.clone()),
-                    Panel::Keys => (InputTarget::Keys, self.keys.filter.clone()),
-                    Panel::Apiserver => (InputTarget::Apiserver, self.apiserver.filter.clone()),
-                    Panel::Growth => return,
-                };
-                if target == InputTarget::Keys {
-                    self.detail = None;
-                    self.keys.focus = KeysFocus::Keys;
-                }
-                self.input = Some(Input { target, text });
-            }
-            Action::ClearFilter => match mode {
-                Mode::Events => self.set_events_filter(String::new()),
-                Mode::Keys => {
-                    if self.keys.filter.is_empty() {
-                        self.keys.focus = KeysFocus::Resources;
-                    } else {
-                        self.set_keys_filter(String::new());
-                    }
-                }
-                _ => {}
-            },
-            Action::TogglePause => {
-                if self.cursor.paused {
-                    if self.cursor.replay.is_some() {
-                        self.cursor.paused = false;
-                    } else {
-                        self.resume();
-                    }
-                } else {
-                    self.cursor.paused = true;
-                }
-            }
-            Action::ToggleRecording => {
-                if self.cursor.replay.is_some() {
-                    self.s
-                        .warnings
-                        .push("recording is for live sessions; this one is a replay".into());
-                } else if self.recording.is_some() {
-                    self.requests.push(Request::StopRecording);
-                } else {
-                    self.requests.push(Request::StartRecording);
-                }
-            }
-            Action::SpeedUp | Action::SlowDown => {
-                if let Some(r) = self.cursor.replay.as_mut() {
-                    r.speed = r.speed.step(action == Action::SpeedUp);
-                }
-            }
-            Action::StepEvent => {
-                if self.cursor.replay.is_some() {
-                    self.cursor.paused = true;
-                    self.requests.push(Request::Step);
-                }
-            }
-            Action::SeekBack | Action::SeekForward => {
-                if self.cursor.replay.is_some() {
-                    let secs = if action == Action::SeekBack { -10 } else { 10 };
-                    self.requests.push(Request::Seek(SeekTo::Relative(secs)));
-                }
-            }
-            Action::NextMarker | Action::PrevMarker => {
-                if self.cursor.replay.is_some() {
-                    self.requests
-                        .push(Request::Marker(action == Action::NextMarker));
-                }
-            }
-            Action::Screenshot => {
-                self.screenshot = true;
-                self.dirty = true;
-            }
-            Action::SeekPrompt => {
-                if self.cursor.replay.is_some() {
-                    self.input = Some(Input {
-                        target: InputTarget::Seek,
-                        text: String::new(),
-                    });
-                } else {
-                    self.notify(
-                        "seeking is for replays (regscope replay FILE); live, `:` then r1234 selects a revision's event".into(),
-                    );
-                }
-            }
-            Action::ToggleFollow => {
-                self.events.follow = !self.events.follow;
-                if self.events.follow {
-                    self.events.selected = 0;
-                    self.events.scroll = 0;
-                }
-            }
-            Action::OlderVersion => self.select_version(-1),
-            Action::NewerVersion => self.select_version(1),
-            Action::ToggleJson => self.toggle_json(),
-            Action::ToggleDiff => self.toggle_diff(),
-            Action::MarkVersion => self.mark_version(),
-            Action::ToggleEncryption => {
-                if self.keys.encryption.is_some() {
-                    self.keys.encryption = None;
-                } else {
-                    self.detail = None;
-                    self.panel = Panel::Keys;
-                    self.help = None;
-                    self.keys.encryption = Some(0);
-                    self.refresh_storage(true);
-                }
-            }
-            Action::Submit => {
-                if let Some(input) = self.input.take() {
-                    match input.target {
-                        InputTarget::Events => self.set_events_filter(input.text),
-                        InputTarget::Keys => self.set_keys_filter(input.text),
-                        InputTarget::Apiserver => self.set_apiserver_filter(input.text),
-                        // Enter with nothing typed closes the prompt.
-                        InputTarget::Seek if input.text.trim().is_empty() => {}
-                        InputTarget::Seek => {
-                            match parse_seek(&input.text, self.session.now(), self.s.utc_offset) {
-                                Ok(to) => self.requests.push(Request::Seek(to)),
-                                Err(e) => self.requests.push(Request::Notice(e)),
-                            }
-                        }
-                        // Enter on an empty palette closes it: nothing was asked for.
-                        InputTarget::Palette
-                            if input.text.trim().is_empty() && self.palette_selected == 0 => {}
-                        InputTarget::Palette => {
-                            let all = super::palette::entries(self, &input.text);
-                            match all.into_iter().nth(self.palette_selected) {
-                                Some(e) => self.go(e.goto),
-                                None => self.notify(format!(
-                                    "palette: nothing matches '{}'",
-                                    input.text.trim()
-                                )),
-                            }
-                        }
-                    }
-                }
-            }
-            Action::Cancel => self.input = None,
-            Action::DeleteChar => {
-                if let Some(i) = self.input.as_mut() {
-                    i.text.pop();
-                    self.palette_selected = 0;
-                }
-            }
-            Action::ClearInput => {
-                if let Some(i) = self.input.as_mut() {
-                    i.text.clear();
-                }
-            }
-        }
-    }
-
     /// Whether the command palette is open.
     pub(crate) fn palette_open(&self) -> bool {
         self.input
@@ -1117,506 +435,112 @@ impl App {
             Panel::Growth => Mode::Growth,
             Panel::Events => Mode::Events,
             Panel::Keys if self.detail.is_some() => Mode::Detail,
-            Panel::Keys if self.keys.encryption.is_some() => Mode::Encryption,
+            Panel::Keys if self.encryption.is_open() => Mode::Encryption,
             Panel::Keys => Mode::Keys,
             Panel::Apiserver => Mode::Apiserver,
         }
     }
 
-    /// Shows `key` selected in the key browser, under its resource.
-    fn select_key(&mut self, key: Bytes) {
-        let resource = KeyPath::parse(self.session.replica.prefix(), &key)
-            .resource
-            .into_owned();
-        self.panel = Panel::Keys;
-        self.keys.encryption = None;
-        self.keys.resource = Some(resource);
-        self.keys.filter.clear();
-        self.keys.focus = KeysFocus::Keys;
-        self.keys.selected = Some(key);
-        self.keys.view_after = None;
-        self.normalize_keys();
-    }
-
-    /// Runs what a palette entry names.
-    fn go(&mut self, goto: super::palette::Goto) {
-        use super::palette::Goto;
-        match goto {
-            Goto::Action(a) => self.perform(a),
-            Goto::Seek(to) => self.requests.push(Request::Seek(to)),
-            Goto::Resource(r) => {
-                self.switch(Panel::Keys);
-                self.detail = None;
-                self.keys.encryption = None;
-                self.keys.resource = Some(r);
-                self.keys.filter.clear();
-                self.keys.focus = KeysFocus::Resources;
-                self.keys.selected = None;
-                self.keys.view_after = None;
-                self.normalize_keys();
-            }
-            Goto::Key(key) => {
-                self.help = None;
-                self.select_key(key.clone());
-                self.open_detail(key);
-            }
-            Goto::Revision(rev) => {
-                self.switch(Panel::Events);
-                self.set_events_filter(String::new());
-                let found = self.events_filtered().position(|e| e.revision == rev);
-                match found {
-                    Some(i) => {
-                        self.events.selected = i;
-                        self.events.follow = i == 0;
-                        self.events_keep_visible();
-                    }
-                    None => {
-                        let log = self.session.replica.events();
-                        let span = match (log.front(), log.back()) {
-                            (Some(a), Some(b)) => {
-                                format!("it holds revisions {} to {}", a.revision, b.revision)
-                            }
-                            _ => "it is empty".to_string(),
-                        };
-                        self.notify(format!(
-                            "revision {rev} is not in the event log ({span}); open the key at it with [ and ] in its history"
-                        ));
-                    }
-                }
-            }
-        }
-    }
-
-    fn switch(&mut self, p: Panel) {
-        self.panel = p;
-        self.help = None;
-        if p == Panel::Keys {
-            self.normalize_keys();
-        }
-    }
-
-    fn page(&self, mode: Mode) -> usize {
-        let rows = match mode {
-            Mode::Events => self.view.events.get(),
-            Mode::Keys if self.keys.focus == KeysFocus::Keys => self.view.keys.get(),
-            Mode::Keys => self.view.resources.get(),
-            Mode::Detail => self.view.detail.get(),
-            Mode::Encryption => self.view.encryption.get(),
-            Mode::Help => self.view.help.get(),
-            Mode::Apiserver => self.view.apiserver[self.apiserver.focus.index()].get().1 as usize,
-            _ => self.view.growth.get(),
-        };
-        rows.max(2) - 1
-    }
-
-    /// Moves the selection of the list that `mode` shows by `delta` rows (clamped).
-    fn step(&mut self, mode: Mode, delta: i64) {
-        match mode {
-            Mode::Help => {
-                let max = super::views::help_len(self).saturating_sub(self.view.help.get());
-                self.help = self.help.map(|s| add(s, delta, max));
-            }
-            Mode::Growth => {
-                let n = self.session.replica.resources().len();
-                self.growth_scroll = add(self.growth_scroll, delta, n.saturating_sub(1));
-            }
-            Mode::Events => {
-                let n = self.events_len();
-                self.events.selected = add(self.events.selected, delta, n.saturating_sub(1));
-                // Leaving the newest row stops following; coming back to it resumes.
-                self.events.follow = self.events.selected == 0;
-                self.events_keep_visible();
-            }
-            Mode::Keys => match self.keys.focus {
-                KeysFocus::Resources => {
-                    let names = self.resource_names();
-                    let i = self
-                        .keys
-                        .resource
-                        .as_ref()
-                        .and_then(|r| names.iter().position(|n| n == r))
-                        .unwrap_or(0);
-                    let j = add(i, delta, names.len().saturating_sub(1));
-                    if let Some(name) = names.get(j) {
-                        if self.keys.resource.as_ref() != Some(name) {
-                            self.keys.resource = Some(name.clone());
-                            self.keys.view_after = None;
-                            self.keys.selected = None;
-                            self.keys.filter.clear();
-                        }
-                    }
-                    self.normalize_keys();
-                }
-                KeysFocus::Keys => self.step_keys(delta),
+    /// The command palette's candidates for `text`.
+    pub(crate) fn palette_entries(&self, text: &str) -> Vec<Entry> {
+        palette::entries(
+            text,
+            &palette::Context {
+                session: &self.session,
+                keymap: &self.s.keymap,
+                mode: self.mode_under_input(),
+                replay: self.cursor.replay.is_some(),
+                utc_offset: self.s.utc_offset,
             },
-            Mode::Detail => {
-                if let Some(d) = self.detail.as_mut() {
-                    let n = d.body_len();
-                    d.scroll = add(d.scroll, delta, n.saturating_sub(1));
-                }
-            }
-            Mode::Encryption => {
-                // Rows: every resource, then the total.
-                let n = self.storage.as_ref().map_or(0, |s| s.rows.len()) + 1;
-                self.keys.encryption = self.keys.encryption.map(|i| add(i, delta, n - 1));
-            }
-            Mode::Apiserver => {
-                let section = self.apiserver.focus;
-                let max = super::views::apiserver_max_scroll(self, section);
-                let s = &mut self.apiserver.scroll[section.index()];
-                *s = add(*s, delta, max);
-            }
-            Mode::Global | Mode::Filter => {}
-        }
-    }
-
-    fn open(&mut self, mode: Mode) {
-        match mode {
-            Mode::Events => {
-                let Some(ev) = self.events_row(self.events.selected) else {
-                    return;
-                };
-                let (key, revision) = (ev.key.clone(), ev.revision);
-                self.select_key(key.clone());
-                // The object as this event left it, not as it is now.
-                self.open_detail_at(key, Some(revision));
-            }
-            Mode::Keys => match self.keys.focus {
-                KeysFocus::Resources => {
-                    self.keys.focus = KeysFocus::Keys;
-                    self.normalize_keys();
-                }
-                KeysFocus::Keys => {
-                    if let Some(k) = self.keys.selected.clone() {
-                        self.open_detail(k);
-                    }
-                }
-            },
-            Mode::Encryption => {
-                let row = self.keys.encryption.and_then(|i| {
-                    self.storage
-                        .as_ref()
-                        .and_then(|s| s.rows.get(i))
-                        .map(|r| r.resource.clone())
-                });
-                if let Some(resource) = row {
-                    self.keys.encryption = None;
-                    if self.keys.resource.as_ref() != Some(&resource) {
-                        self.keys.resource = Some(resource);
-                        self.keys.view_after = None;
-                        self.keys.selected = None;
-                        self.keys.filter.clear();
-                    }
-                    self.keys.focus = KeysFocus::Keys;
-                    self.normalize_keys();
-                }
-            }
-            _ => {}
-        }
+        )
     }
 
     /// Bookkeeping after a batch of observations: keep the event selection on the same
     /// event as new ones arrive, refresh the open key, keep the key browser's anchors valid.
     pub fn after_batch(&mut self) {
-        // Events: new arrivals insert rows above the selection.
-        let newest = self.newest_event_rev();
-        if newest > self.events.seen_rev {
-            if self.events.follow {
-                self.events.selected = 0;
-                self.events.scroll = 0;
-            } else {
-                let f = self.events.filter.to_lowercase();
-                let added = self
-                    .session
-                    .replica
-                    .events()
-                    .iter()
-                    .rev()
-                    .take_while(|e| e.revision > self.events.seen_rev)
-                    .filter(|e| event_matches(&self.session.replica, e, &f))
-                    .count();
-                self.events.selected += added;
-                self.events.scroll += added;
-            }
-            self.events.seen_rev = newest;
+        self.events.after_batch(&self.session.replica);
+        self.with_detail(DetailState::after_batch);
+        self.refresh_encryption(false);
+        if self
+            .apiserver
+            .refresh(&self.session, self.panel == Panel::Apiserver)
+        {
+            self.dirty = true;
         }
-        self.detail_after_batch();
-        self.refresh_storage(false);
-        self.refresh_apiserver();
         self.normalize_keys();
     }
 
-    /// Counts the encryption summary when its view is open: always when `force` (the view
-    /// was just opened), else when the replica changed and not yet in this clock second, so
-    /// a large replica under heavy writes is counted at most once a second.
-    pub(crate) fn refresh_storage(&mut self, force: bool) {
-        if self.keys.encryption.is_none() {
-            // Closed: drop the counts so that reopening counts afresh.
-            self.storage = None;
-            return;
-        }
-        let sec = self.now_second();
-        let stale = self
-            .storage
-            .as_ref()
-            .is_none_or(|s| s.seq != self.session.replica.change_seq());
-        if force || (stale && sec != self.storage_second) || self.storage.is_none() {
-            self.storage = Some(StorageSummary::compute(&self.session.replica));
-            self.storage_second = sec;
+    /// Counts the encryption summary when open (see [`EncryptionState::refresh`]).
+    pub(crate) fn refresh_encryption(&mut self, force: bool) {
+        let second = self.now_second();
+        if self
+            .encryption
+            .refresh(&self.session.replica, second, force)
+        {
             self.dirty = true;
         }
-        let n = self.storage.as_ref().map_or(0, |s| s.rows.len());
-        self.keys.encryption = self.keys.encryption.map(|i| i.min(n));
-    }
-
-    fn newest_event_rev(&self) -> Revision {
-        self.session
-            .replica
-            .events()
-            .back()
-            .map_or(0, |e| e.revision)
-    }
-
-    fn set_events_filter(&mut self, f: String) {
-        self.events.filter = f;
-        self.events.selected = 0;
-        self.events.scroll = 0;
-    }
-
-    fn set_apiserver_filter(&mut self, f: String) {
-        self.apiserver.filter = f.to_lowercase();
-        self.apiserver.scroll = [0; 5];
-        self.dirty = true;
     }
 
     fn set_keys_filter(&mut self, f: String) {
-        self.keys.filter = f.to_lowercase();
-        self.keys.view_after = None;
-        self.keys.selected = None;
-        self.normalize_keys();
-    }
-
-    /// The event list shown: the session's event ring (frozen with the rest of the view
-    /// while paused).
-    pub(crate) fn event_source(&self) -> impl DoubleEndedIterator<Item = &EventRecord> + '_ {
-        self.session.replica.events().iter()
+        let rows = self.view.keys.get();
+        self.keys.set_filter(f, &mut self.session, rows);
     }
 
     /// Filtered events, newest first.
     pub(crate) fn events_filtered(&self) -> impl Iterator<Item = &EventRecord> + '_ {
-        let f = self.events.filter.to_lowercase();
-        self.event_source()
-            .rev()
-            .filter(move |e| event_matches(&self.session.replica, e, &f))
+        self.events.filtered(&self.session.replica)
     }
 
     pub(crate) fn events_len(&self) -> usize {
-        if self.events.filter.is_empty() {
-            self.session.replica.events().len()
-        } else {
-            self.events_filtered().count()
-        }
+        self.events.len(&self.session.replica)
     }
 
     fn events_row(&self, i: usize) -> Option<&EventRecord> {
-        self.events_filtered().nth(i)
-    }
-
-    fn events_keep_visible(&mut self) {
-        let rows = self.view.events.get().max(1);
-        let e = &mut self.events;
-        if e.selected < e.scroll {
-            e.scroll = e.selected;
-        } else if e.selected >= e.scroll + rows {
-            e.scroll = e.selected + 1 - rows;
-        }
-    }
-
-    /// Resource names for the browser, sorted.
-    pub(crate) fn resource_names(&self) -> Vec<String> {
-        let mut v: Vec<String> = self
-            .session
-            .replica
-            .resources()
-            .iter()
-            .map(|r| r.resource.clone())
-            .collect();
-        v.sort();
-        v
+        self.events.row(&self.session.replica, i)
     }
 
     /// The resource prefix of the selected resource, when known.
     pub(crate) fn keys_prefix(&self) -> Option<&Bytes> {
-        self.keys
-            .resource
-            .as_ref()
-            .and_then(|r| self.keys.prefixes.get(r))
+        self.keys.prefix()
     }
 
-    /// The visible key rows (`rows` of them at most). When the rows after the anchor do not
-    /// fill the view (keys deleted near the end, a taller terminal), keys before the anchor
-    /// fill it from above.
+    /// The visible key rows (`rows` of them at most); see [`KeysState::rows`].
     pub(crate) fn key_rows(&self, rows: usize) -> Scan {
-        let Some(p) = self.keys_prefix() else {
-            return Scan::default();
-        };
-        let f = &self.keys.filter;
-        let mut scan = keys::after(
-            &self.session.replica,
-            p,
-            self.keys.view_after.as_deref(),
-            rows,
-            f,
-        );
-        if scan.keys.len() < rows && self.keys.view_after.is_some() {
-            let bound = scan.keys.first().cloned();
-            let more = keys::before(
-                &self.session.replica,
-                p,
-                bound.as_deref(),
-                rows - scan.keys.len(),
-                f,
-            );
-            let mut keys: Vec<Bytes> = more.keys.into_iter().rev().collect();
-            keys.append(&mut scan.keys);
-            scan.keys = keys;
-            scan.limited |= more.limited;
-        }
-        scan
+        self.keys.rows(&self.session.replica, rows)
     }
 
-    /// Keeps the key browser consistent with the replica: a resource chosen, its prefix
-    /// known, the selection on a live matching key and inside the visible rows.
+    /// Keeps the key browser consistent with the replica (see [`KeysState::normalize`]).
     fn normalize_keys(&mut self) {
-        // The browser walks key ranges: bring the key order up to date first.
-        self.session.settle();
-        if self.keys.resource.is_none() {
-            let mut with_keys: Vec<&str> = self
-                .session
-                .replica
-                .resources()
-                .iter()
-                .filter(|r| r.keys > 0)
-                .map(|r| r.resource.as_str())
-                .collect();
-            with_keys.sort();
-            self.keys.resource = with_keys.first().map(|s| s.to_string());
-        }
-        let Some(res) = self.keys.resource.clone() else {
-            return;
-        };
-        let state = (
-            self.session.replica.resources().len(),
-            self.session.replica.live_keys(),
-        );
-        if !self.keys.prefixes.contains_key(&res)
-            && self.keys.discovered_at != state
-            && self
-                .session
-                .replica
-                .resources()
-                .iter()
-                .any(|r| r.resource == res && r.keys > 0)
-        {
-            self.keys.prefixes = keys::discover_prefixes(&self.session.replica);
-            self.keys.discovered_at = state;
-        }
-        let Some(prefix) = self.keys.prefixes.get(&res).cloned() else {
-            return;
-        };
-        let f = self.keys.filter.clone();
-        let ok = self.keys.selected.as_ref().is_some_and(|k| {
-            self.session.replica.get(k).is_some()
-                && k.starts_with(&prefix)
-                && keys::matches(&prefix, k, &f)
-        });
-        if !ok {
-            let after = self.keys.selected.clone().or(self.keys.view_after.clone());
-            let next = keys::after(&self.session.replica, &prefix, after.as_deref(), 1, &f)
-                .keys
-                .into_iter()
-                .next();
-            self.keys.selected = next.or_else(|| {
-                keys::before(&self.session.replica, &prefix, after.as_deref(), 1, &f)
-                    .keys
-                    .into_iter()
-                    .next()
-            });
-        }
-        self.keys_keep_visible(&prefix);
-    }
-
-    fn keys_keep_visible(&mut self, prefix: &Bytes) {
-        let Some(sel) = self.keys.selected.clone() else {
-            self.keys.view_after = None;
-            return;
-        };
         let rows = self.view.keys.get();
-        if rows == 0 {
-            // Nothing drawn yet: the first frame shows the selection from the top.
-            return;
-        }
-        let f = self.keys.filter.clone();
-        if let Some(a) = &self.keys.view_after {
-            if sel <= *a {
-                // Selection above the view: it becomes the first row.
-                self.keys.view_after =
-                    keys::before(&self.session.replica, prefix, Some(&sel), 1, &f)
-                        .keys
-                        .into_iter()
-                        .next();
-                return;
-            }
-        }
-        let visible = keys::after(
-            &self.session.replica,
-            prefix,
-            self.keys.view_after.as_deref(),
-            rows,
-            &f,
-        );
-        if !visible.keys.contains(&sel) {
-            // Selection below the view: it becomes the last row.
-            let above = keys::before(&self.session.replica, prefix, Some(&sel), rows, &f);
-            self.keys.view_after = if above.keys.len() >= rows {
-                above.keys.last().cloned()
-            } else {
-                None
-            };
+        self.keys.normalize(&mut self.session, rows);
+    }
+
+    /// What decoding the opened key depends on besides the key.
+    fn decoding(&self) -> Decoding<'_> {
+        Decoding {
+            replica: &self.session.replica,
+            show_secrets: self.s.show_secrets,
+            keyring: self.s.keyring.as_deref(),
+            json: self.json_output,
         }
     }
 
-    fn step_keys(&mut self, delta: i64) {
-        let Some(prefix) = self.keys_prefix().cloned() else {
-            return;
-        };
-        let f = self.keys.filter.clone();
-        let sel = self.keys.selected.clone();
-        let n = delta.unsigned_abs().min(1 << 20) as usize;
-        let target = if delta >= i64::MAX / 4 {
-            keys::before(&self.session.replica, &prefix, None, 1, &f)
-                .keys
-                .pop()
-        } else if delta <= i64::MIN / 4 {
-            keys::after(&self.session.replica, &prefix, None, 1, &f)
-                .keys
-                .pop()
-        } else if delta > 0 {
-            keys::after(&self.session.replica, &prefix, sel.as_deref(), n, &f)
-                .keys
-                .pop()
-        } else {
-            keys::before(&self.session.replica, &prefix, sel.as_deref(), n, &f)
-                .keys
-                .pop()
-        };
-        if let Some(t) = target {
-            if delta <= i64::MIN / 4 {
-                self.keys.view_after = None;
-            }
-            self.keys.selected = Some(t);
-            self.keys_keep_visible(&prefix);
+    /// Runs `f` on the opened key, if any, with what decoding it depends on.
+    fn with_detail(&mut self, f: impl FnOnce(&mut DetailState, &Decoding)) {
+        if let Some(mut d) = self.detail.take() {
+            f(&mut d, &self.decoding());
+            self.detail = Some(d);
         }
+    }
+
+    /// Opens `key` on its newest version.
+    pub(crate) fn open_detail(&mut self, key: Bytes) {
+        self.open_detail_at(key, None);
+    }
+
+    /// Opens `key` on the version written at `revision`; see [`DetailState::open`].
+    pub(crate) fn open_detail_at(&mut self, key: Bytes, revision: Option<Revision>) {
+        self.detail = Some(DetailState::open(key, revision, &self.decoding()));
     }
 
     /// The session's clock (the newest observation's stamp), for rates and relative times.
@@ -1653,92 +577,14 @@ impl App {
     }
 }
 
-/// Parses what the seek prompt takes: `-5m`/`+30s` (from `now`), `r1234` or a plain
-/// number (a revision), an RFC 3339 time, or a clock time `HH:MM[:SS]` on the day of `now`
-/// in the time zone `utc_offset` seconds east of UTC (the console's clock; `0` for UTC).
-///
-/// Errors: one line saying what is accepted.
-pub fn parse_seek(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo, String> {
-    let t = text.trim();
-    let bad = || {
-        format!("seek: '{t}' is not a time (14:32:10, 2026-12-01T14:32:10Z), an offset (-5m, +30s) or a revision (r1234)")
-    };
-    if let Some(rest) = t.strip_prefix('-').or_else(|| t.strip_prefix('+')) {
-        let d = humantime::parse_duration(rest.trim()).map_err(|_| bad())?;
-        let secs = i64::try_from(d.as_secs()).map_err(|_| bad())?;
-        return Ok(SeekTo::Relative(if t.starts_with('-') {
-            -secs
-        } else {
-            secs
-        }));
-    }
-    if let Some(r) = t.strip_prefix('r').or_else(|| t.strip_prefix('R')) {
-        return r.trim().parse().map(SeekTo::Revision).map_err(|_| bad());
-    }
-    if let Ok(r) = t.parse::<i64>() {
-        return Ok(SeekTo::Revision(r));
-    }
-    if let Ok(at) = humantime::parse_rfc3339_weak(t) {
-        return Ok(SeekTo::Time(at));
-    }
-    let parts: Vec<&str> = t.split(':').collect();
-    if (2..=3).contains(&parts.len()) {
-        let n: Vec<u64> = parts
-            .iter()
-            .map(|p| p.parse::<u64>())
-            .collect::<Result<_, _>>()
-            .map_err(|_| bad())?;
-        let (h, m, sec) = (n[0], n[1], n.get(2).copied().unwrap_or(0));
-        if h < 24 && m < 60 && sec < 60 {
-            // Midnight of `now`'s day where the clock is read, then back to UTC.
-            let local = super::format::unix_second(now) as i64 + utc_offset;
-            let day = local.div_euclid(86_400) * 86_400;
-            let t = day + (h * 3600 + m * 60 + sec) as i64 - utc_offset;
-            return Ok(SeekTo::Time(
-                SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64),
-            ));
-        }
-    }
-    Err(bad())
-}
-
-/// Whether an event matches a lower-case filter: substring of the escaped key, the
-/// resource or the operation.
-pub(crate) fn event_matches(replica: &Replica, e: &EventRecord, f: &str) -> bool {
-    if f.is_empty() {
-        return true;
-    }
-    let key = crate::model::escape_bytes(&e.key).to_lowercase();
-    if key.contains(f) {
-        return true;
-    }
-    let res = replica.resource_name(e.resource).to_lowercase();
-    let op = match e.kind {
-        crate::model::EventKind::Put => "put",
-        crate::model::EventKind::Delete => "delete",
-    };
-    if res.contains(f) || op.contains(f) {
-        return true;
-    }
-    // The writer (a field manager such as `kubelet`; for a DELETE the last writer of what
-    // was deleted, as the writers panel counts it): decoded only when nothing cheaper matched.
-    !e.value.is_empty()
-        && crate::decode::last_writer(&e.value)
-            .label()
-            .to_lowercase()
-            .contains(f)
-}
-
-fn add(v: usize, delta: i64, max: usize) -> usize {
-    let r = v as i64 + delta.clamp(-(1 << 40), 1 << 40);
-    (r.max(0) as usize).min(max)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::{EventKind, KeyValue, Observation, WatchEvent};
     use crate::store::ReplicaConfig;
+    use crate::tui::action::Action;
+    use crate::tui::state::{KeysFocus, Speed};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
     use std::time::{Duration, UNIX_EPOCH};
 
     fn at(s: u64) -> SystemTime {
@@ -1826,47 +672,6 @@ mod tests {
         assert_eq!(app.replica().revision(), 4);
         assert_eq!(app.events_len(), 2);
         assert_eq!(app.now(), at(50));
-    }
-
-    #[test]
-    fn seek_prompt_parses_times_offsets_and_revisions() {
-        let now = at(0);
-        let parse_seek = |t: &str, now| super::parse_seek(t, now, 0);
-        assert_eq!(parse_seek("-5m", now), Ok(SeekTo::Relative(-300)));
-        assert_eq!(parse_seek("+30s", now), Ok(SeekTo::Relative(30)));
-        assert_eq!(parse_seek("r1234", now), Ok(SeekTo::Revision(1234)));
-        assert_eq!(parse_seek("77", now), Ok(SeekTo::Revision(77)));
-        // A clock time is read in the console's zone: 15:32:10 at UTC+1 is 14:32:10 UTC.
-        assert_eq!(
-            super::parse_seek("15:32:10", now, 3600),
-            parse_seek("14:32:10", now)
-        );
-        assert_eq!(
-            parse_seek("2026-12-01T14:32:10Z", now),
-            Ok(SeekTo::Time(
-                humantime::parse_rfc3339("2026-12-01T14:32:10Z").unwrap()
-            ))
-        );
-        let day = super::super::format::unix_second(now) / 86_400 * 86_400;
-        assert_eq!(
-            parse_seek("14:32:10", now),
-            Ok(SeekTo::Time(
-                SystemTime::UNIX_EPOCH
-                    + std::time::Duration::from_secs(day + 14 * 3600 + 32 * 60 + 10)
-            ))
-        );
-        for bad in ["", "soon", "25:00", "r", "-x"] {
-            assert!(parse_seek(bad, now).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn speed_steps_stop_at_the_ends() {
-        assert_eq!(Speed::Times(1).step(false), Speed::Times(1));
-        assert_eq!(Speed::Times(1).step(true), Speed::Times(2));
-        assert_eq!(Speed::Times(1000).step(true), Speed::Max);
-        assert_eq!(Speed::Max.step(true), Speed::Max);
-        assert_eq!(Speed::Max.step(false), Speed::Times(1000));
     }
 
     #[test]
@@ -2062,7 +867,7 @@ mod tests {
         press(&mut app, '3');
         press(&mut app, 'E');
         assert_eq!(app.mode(), Mode::Encryption);
-        let values = |app: &App| app.storage.as_ref().map(|s| s.total().values);
+        let values = |app: &App| app.encryption.summary.as_ref().map(|s| s.total().values);
         assert_eq!(values(&app), Some(3));
         put(&mut app, 0, "/registry/configmaps/ns/new", 3);
         assert_eq!(
@@ -2078,7 +883,7 @@ mod tests {
         assert_eq!(app.keys.resource.as_deref(), Some("configmaps"));
         assert_eq!(app.keys.focus, KeysFocus::Keys);
         app.tick(at(2));
-        assert!(app.storage.is_none());
+        assert!(app.encryption.summary.is_none());
         press(&mut app, 'E');
         code(&mut app, KeyCode::Esc);
         assert_eq!(app.mode(), Mode::Keys);

@@ -10,18 +10,19 @@
 //! recorder (`R`); in replay, `replay` moves the player's cursor.
 //!
 //! Split by concern: [`action`] (names), [`keymap`] and [`theme`] (configuration as data),
-//! `app` (state and update), [`views`] (drawing), `terminal` (setup/restore, panic hook).
+//! `app` (the top-level dispatch of keys, clicks and observations), `state` (each panel's
+//! state, one module per thing it holds), [`views`] (drawing), `terminal` (setup/restore,
+//! panic hook).
 //! The key browser's queries over the replica are derived data: [`crate::derive::keys`].
 
 pub mod action;
 mod app;
-mod detail;
 pub mod diff;
 pub mod format;
 pub mod keymap;
-mod palette;
 mod replay;
 pub mod screenshot;
+mod state;
 mod syntax;
 mod terminal;
 pub mod theme;
@@ -35,11 +36,12 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::mpsc::error::TryRecvError;
 
 pub use action::Action;
-pub use app::{
-    parse_seek, App, Cursor, MemoryStatus, Panel, RecordingStatus, ReplayStatus, Request, Section,
-    SeekTo, Settings, Speed,
-};
+pub use app::{App, Panel, Settings};
 pub use keymap::{KeyChord, Keymap, Mode};
+pub use state::{
+    parse_seek, Cursor, MemoryStatus, RecordingStatus, ReplayStatus, Request, Section, SeekTo,
+    Speed,
+};
 pub use theme::{ColorDepth, Role, Theme};
 
 use crate::model::Stamped;

@@ -18,7 +18,7 @@ use crate::tui::theme::Role;
 /// Draws the summary into `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.s.theme;
-    let Some(sum) = &app.storage else {
+    let Some(sum) = &app.encryption.summary else {
         f.render_widget(
             Paragraph::new(sp(app, "counting…", Role::Muted)).block(pane(
                 app,
@@ -51,7 +51,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     ])
     .areas(inner);
     let all: Vec<&ResourceStorage> = sum.rows.iter().chain(std::iter::once(&total)).collect();
-    let selected = app.keys.encryption.unwrap_or(0).min(all.len() - 1);
+    let selected = app.encryption.selected.unwrap_or(0).min(all.len() - 1);
     let rows_h = table_area.height.saturating_sub(1) as usize;
     app.view.encryption.set(rows_h);
     let scroll = if rows_h > 0 && selected >= rows_h {

@@ -40,7 +40,7 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
     if rows_h > 0 && selected >= scroll + rows_h {
         scroll = selected + 1 - rows_h;
     }
-    app.view.events_rows.set(crate::tui::app::ListRows {
+    app.view.events_rows.set(crate::tui::state::ListRows {
         x0: area.x,
         x1: area.right(),
         y0: area.y + 2,

@@ -12,7 +12,7 @@ use crate::tui::keymap::Mode;
 use crate::tui::theme::Role;
 
 /// The help text, one entry per line.
-pub(crate) fn lines(app: &App) -> Vec<Line<'static>> {
+fn lines(app: &App) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     if !app.s.warnings.is_empty() {
         out.push(Line::from(sp(
@@ -85,8 +85,8 @@ pub(crate) fn draw(app: &App, scroll: usize, f: &mut Frame, area: Rect) {
         .areas(col);
     let all = lines(app);
     let inner_h = rect.height.saturating_sub(2) as usize;
-    app.view.help.set(inner_h);
     let max_scroll = all.len().saturating_sub(inner_h);
+    app.view.help.record(inner_h, max_scroll);
     let scroll = scroll.min(max_scroll);
     let title = vec![
         sp(app, "Help", Role::PanelTitle),

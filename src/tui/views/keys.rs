@@ -2,7 +2,7 @@
 //! resource's keys on the right (virtualized: only the visible rows are fetched), each with
 //! its revision, version, size and storage (`identity` or the encryption `provider:key`).
 //! Under the resources, the selected resource's writers ([`super::writers`]). An opened
-//! key is drawn by [`super::detail`].
+//! key is drawn by [`super::opened_key`].
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
@@ -13,8 +13,9 @@ use super::{pane, selection, sp};
 use crate::derive::encryption::{storage_label, IDENTITY};
 use crate::derive::keys::SCAN_LIMIT;
 use crate::model::escape_bytes;
-use crate::tui::app::{App, KeysFocus};
+use crate::tui::app::App;
 use crate::tui::format::{bytes, thousands, thousands_i};
+use crate::tui::state::KeysFocus;
 use crate::tui::theme::Role;
 
 /// Draws the resource list and key list into `area`.
@@ -60,7 +61,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         Some(s) if rows_h > 0 && s >= rows_h => s + 1 - rows_h,
         _ => 0,
     };
-    app.view.resources_rows.set(crate::tui::app::ListRows {
+    app.view.resources_rows.set(crate::tui::state::ListRows {
         x0: area.x,
         x1: area.right(),
         y0: area.y + 2,
@@ -118,7 +119,7 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
         .selected
         .as_ref()
         .and_then(|s| scan.keys.iter().position(|k| k == s));
-    app.view.keys_rows.set(crate::tui::app::ListRows {
+    app.view.keys_rows.set(crate::tui::state::ListRows {
         x0: area.x,
         x1: area.right(),
         y0: area.y + 2,

@@ -6,7 +6,6 @@
 //! except the viewport sizes recorded for paging.
 
 mod apiserver;
-mod detail;
 mod encryption;
 mod events;
 mod footer;
@@ -14,6 +13,7 @@ mod growth;
 mod header;
 mod help;
 mod keys;
+mod opened_key;
 mod other_clusters;
 mod palette;
 mod writers;
@@ -82,8 +82,8 @@ pub fn draw(app: &App, f: &mut Frame) {
         Panel::Growth => growth::draw(app, f, main),
         Panel::Events => events::draw(app, f, main),
         Panel::Keys => match &app.detail {
-            Some(d) => detail::draw(app, d, f, main),
-            None if app.keys.encryption.is_some() => encryption::draw(app, f, main),
+            Some(d) => opened_key::draw(app, d, f, main),
+            None if app.encryption.is_open() => encryption::draw(app, f, main),
             None => keys::draw(app, f, main),
         },
         Panel::Apiserver => apiserver::draw(app, f, main),
@@ -95,16 +95,6 @@ pub fn draw(app: &App, f: &mut Frame) {
         palette::draw(app, app.input_text().unwrap_or(""), f, main);
     }
     footer::draw(app, f, foot);
-}
-
-/// The largest scroll offset of an apiserver panel section (for clamping its scroll).
-pub(crate) fn apiserver_max_scroll(app: &App, section: super::app::Section) -> usize {
-    apiserver::max_scroll(app, section)
-}
-
-/// Lines of the help screen (for clamping its scroll).
-pub(crate) fn help_len(app: &App) -> usize {
-    help::lines(app).len()
 }
 
 fn draw_warning(app: &App, f: &mut Frame, area: Rect) {

@@ -1,5 +1,5 @@
 //! The command palette over the panel: the typed text, then the candidates
-//! ([`crate::tui::palette::entries`]) with the chosen one highlighted.
+//! ([`crate::tui::state::palette::entries`]) with the chosen one highlighted.
 
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -8,7 +8,6 @@ use ratatui::Frame;
 
 use super::{fit, pane, sp};
 use crate::tui::app::App;
-use crate::tui::palette::entries;
 use crate::tui::theme::Role;
 
 /// Candidates shown at most.
@@ -16,7 +15,7 @@ const SHOWN: usize = 12;
 
 /// Draws the palette near the top of `area` when it is open.
 pub(crate) fn draw(app: &App, text: &str, f: &mut Frame, area: Rect) {
-    let all = entries(app, text);
+    let all = app.palette_entries(text);
     let selected = app.palette_selected.min(all.len().saturating_sub(1));
     let w = area.width.saturating_sub(4).min(90);
     let rows = all.len().clamp(1, SHOWN) as u16;

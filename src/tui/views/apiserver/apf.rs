@@ -9,7 +9,8 @@ use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
 use crate::derive::apiserver::ApiserverView;
-use crate::tui::app::{App, Section};
+use crate::tui::app::App;
+use crate::tui::state::Section;
 use crate::tui::theme::Role;
 use crate::tui::views::sp;
 

@@ -11,7 +11,8 @@ use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
 use crate::derive::apiserver::{ApiserverView, Reading, WatchCacheRow};
 use crate::model::{ApiserverFlags, WatchCacheFlags};
-use crate::tui::app::{App, Section};
+use crate::tui::app::App;
+use crate::tui::state::Section;
 use crate::tui::theme::Role;
 use crate::tui::views::sp;
 

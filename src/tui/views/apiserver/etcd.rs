@@ -13,8 +13,9 @@ use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::not_exposed_note;
 use crate::derive::apiserver::{ApiserverView, EtcdHealth, Reading};
-use crate::tui::app::{App, Section};
+use crate::tui::app::App;
 use crate::tui::format::{thousands, thousands_i};
+use crate::tui::state::Section;
 use crate::tui::theme::Role;
 use crate::tui::views::sp;
 

@@ -9,7 +9,8 @@ use super::body::{wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
 use crate::derive::apiserver::{ApiserverView, LatencyRow};
-use crate::tui::app::{App, Section};
+use crate::tui::app::App;
+use crate::tui::state::Section;
 use crate::tui::theme::Role;
 use crate::tui::views::sp;
 

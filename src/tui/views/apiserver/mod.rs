@@ -28,7 +28,8 @@ use ratatui::Frame;
 
 use super::{pane, sp};
 use crate::derive::apiserver::ApiserverView;
-use crate::tui::app::{App, Section};
+use crate::tui::app::App;
+use crate::tui::state::Section;
 use crate::tui::theme::Role;
 use body::Body;
 
@@ -38,7 +39,7 @@ const FULL_MIN: (u16, u16) = (100, 30);
 /// Draws the panel into `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     for c in &app.view.apiserver {
-        c.set((0, 0));
+        c.forget();
     }
     let st = &app.apiserver;
     let status_h = if area.height >= 6 { 2 } else { 0 };
@@ -123,16 +124,6 @@ fn share(total: u16, wants: &[u16]) -> Vec<u16> {
     out
 }
 
-/// The largest useful scroll offset of `section` for the size it was last drawn at.
-pub(crate) fn max_scroll(app: &App, section: Section) -> usize {
-    let (w, h) = app.view.apiserver[section.index()].get();
-    let (_, body) = build(app, section, w as usize);
-    if w == 0 {
-        return body.rows.len().saturating_sub(1);
-    }
-    body.max_start(h as usize)
-}
-
 /// Title spans (after the name) and body of a section at inner width `w`.
 /// With a filter (`/`), only the rows whose text holds it (any case) are kept, and the
 /// title says so.
@@ -199,9 +190,10 @@ fn draw_section(app: &App, f: &mut Frame, area: Rect, section: Section, focused:
     let inner_h = area.height.saturating_sub(2);
     let (extra, body) = build(app, section, inner_w as usize);
     let placed = body.place(inner_h as usize);
-    app.view.apiserver[section.index()].set((inner_w, placed.rows_h as u16));
+    let max_start = body.max_start(placed.rows_h);
+    app.view.apiserver[section.index()].record(placed.rows_h, max_start);
     let total = body.rows.len();
-    let start = app.apiserver.scroll[section.index()].min(body.max_start(placed.rows_h));
+    let start = app.apiserver.scroll[section.index()].min(max_start);
     let (lines, shown) = body.lines(placed, start);
     let stale = target_stale(&app.apiserver.view, section);
     let mut t = Vec::new();

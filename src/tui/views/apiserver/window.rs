@@ -10,8 +10,9 @@ use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
 use crate::derive::apiserver::{ApiserverView, Reading, Risk, WindowRow};
-use crate::tui::app::{App, Section};
+use crate::tui::app::App;
 use crate::tui::format::{thousands, thousands_i};
+use crate::tui::state::Section;
 use crate::tui::theme::Role;
 use crate::tui::views::sp;
 

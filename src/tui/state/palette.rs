@@ -1,14 +1,16 @@
 //! The command palette (`:`): every named action, and "go to" a resource, a key, a
 //! revision or (in a replay) a time, found by fuzzy matching what is typed.
 //!
-//! This module only lists and ranks the candidates; [`super::app::App`] runs the chosen one
-//! and [`super::views`] draws the list.
+//! This module only lists and ranks the candidates; [`crate::tui::App`] runs the chosen
+//! one and [`crate::tui::views`] draws the list.
 
 use bytes::Bytes;
 
-use super::action::Action;
-use super::app::{parse_seek, App, SeekTo};
+use super::cursor::{parse_seek, SeekTo};
 use crate::model::Revision;
+use crate::store::Session;
+use crate::tui::action::Action;
+use crate::tui::keymap::{Keymap, Mode};
 
 /// What a palette entry does when chosen.
 #[derive(Clone, Debug, PartialEq)]
@@ -34,6 +36,19 @@ pub(crate) struct Entry {
     pub goto: Goto,
 }
 
+/// What the candidates come from.
+pub(crate) struct Context<'a> {
+    /// Resources and keys to go to, and the clock a seek is read against.
+    pub session: &'a Session,
+    /// The keys shown beside each action: those of `mode`, the mode under the palette.
+    pub keymap: &'a Keymap,
+    pub mode: Mode,
+    /// A replay: a time or revision typed is a seek, and replay actions are offered.
+    pub replay: bool,
+    /// Seconds east of UTC a clock time typed is read in.
+    pub utc_offset: i64,
+}
+
 /// Actions that only edit the palette's or a filter's text, never offered.
 const EDITING: [Action; 5] = [
     Action::Submit,
@@ -46,13 +61,13 @@ const EDITING: [Action; 5] = [
 /// Candidates for `text`, best first: first what `text` names exactly (a time or revision
 /// to seek to, a revision to select, a key), then the actions and resources it matches
 /// fuzzily (see [`fuzzy_score`]); with nothing typed, every action then every resource.
-pub(crate) fn entries(app: &App, text: &str) -> Vec<Entry> {
+pub(crate) fn entries(text: &str, cx: &Context) -> Vec<Entry> {
     let t = text.trim();
     let mut out = Vec::new();
-    let replay = app.cursor().replay.is_some();
+    let replay = cx.replay;
     if !t.is_empty() {
         if replay {
-            if let Ok(to) = parse_seek(t, app.session().now(), app.s.utc_offset) {
+            if let Ok(to) = parse_seek(t, cx.session.now(), cx.utc_offset) {
                 out.push(Entry {
                     label: format!("seek to {t}"),
                     hint: "replay".into(),
@@ -66,7 +81,7 @@ pub(crate) fn entries(app: &App, text: &str) -> Vec<Entry> {
                 goto: Goto::Revision(rev),
             });
         }
-        if t.starts_with('/') && app.session().replica.get_meta(t.as_bytes()).is_some() {
+        if t.starts_with('/') && cx.session.replica.get_meta(t.as_bytes()).is_some() {
             out.push(Entry {
                 label: format!("open key {t}"),
                 hint: "keys".into(),
@@ -74,7 +89,7 @@ pub(crate) fn entries(app: &App, text: &str) -> Vec<Entry> {
             });
         }
     }
-    let mode = app.mode_under_input();
+    let mode = cx.mode;
     let mut ranked: Vec<(i64, usize, Entry)> = Vec::new();
     // Quit last: never the first thing a stray Enter runs.
     let actions = Action::ALL
@@ -85,8 +100,7 @@ pub(crate) fn entries(app: &App, text: &str) -> Vec<Entry> {
         .chain([Action::Quit]);
     for (i, a) in actions.enumerate() {
         let label = a.description().to_string();
-        let keys: Vec<String> = app
-            .s
+        let keys: Vec<String> = cx
             .keymap
             .keys_for(mode, a)
             .iter()
@@ -110,7 +124,7 @@ pub(crate) fn entries(app: &App, text: &str) -> Vec<Entry> {
             ));
         }
     }
-    for (i, r) in app.session().replica.resources().iter().enumerate() {
+    for (i, r) in cx.session.replica.resources().iter().enumerate() {
         let label = format!("go to resource {}", r.resource);
         if let Some(s) = best_score(t, &[&r.resource, &label]) {
             ranked.push((

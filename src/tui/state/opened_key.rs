@@ -3,16 +3,17 @@
 //!
 //! State lives in [`DetailState`]; every decode, highlight and diff happens here, in
 //! update (on open, on `[`/`]`, `o`, `d`, `m`, and when a batch changes the key), so the
-//! view in [`super::views`] only slices what was computed.
+//! view in [`crate::tui::views`] only slices what was computed. What decoding depends on
+//! besides the key (the replica, `--show-secrets`, the keyring, JSON or YAML) comes in as
+//! a [`Decoding`].
 
 use bytes::Bytes;
 
-use super::app::App;
-use super::diff::{self, LineKind, Writer};
-use super::syntax::{self, Styled};
 use crate::decode::{self, DecodeOptions, RenderOptions, Rendered};
 use crate::model::{KeyPath, Revision};
-use crate::store::VersionView;
+use crate::store::{Replica, VersionView};
+use crate::tui::diff::{self, LineKind, Writer};
+use crate::tui::syntax::{self, Styled};
 
 /// The opened key.
 pub(crate) struct DetailState {
@@ -45,6 +46,19 @@ pub(crate) struct DiffView {
     pub lines: Vec<(LineKind, String)>,
 }
 
+/// What decoding the opened key depends on besides the key.
+pub(crate) struct Decoding<'a> {
+    /// Where the key's versions (and, to explain a failed authentication, its
+    /// neighbours) are read.
+    pub replica: &'a Replica,
+    /// Show Secret data (`--show-secrets`).
+    pub show_secrets: bool,
+    /// Keys for values encrypted at rest (`--encryption-config`).
+    pub keyring: Option<&'a crate::decrypt::Keyring>,
+    /// JSON instead of YAML (`o`).
+    pub json: bool,
+}
+
 impl DetailState {
     /// Lines of the body currently shown (value or diff), for scrolling.
     pub fn body_len(&self) -> usize {
@@ -58,18 +72,12 @@ impl DetailState {
     pub fn shown(&self) -> Option<&VersionView> {
         self.history.get(self.index)
     }
-}
-
-impl App {
-    pub(crate) fn open_detail(&mut self, key: Bytes) {
-        self.open_detail_at(key, None);
-    }
 
     /// Opens `key` on the version written at `revision` (an event's), or the newest held
     /// at or before it; on the newest version without one, or when history before it was
     /// dropped.
-    pub(crate) fn open_detail_at(&mut self, key: Bytes, revision: Option<Revision>) {
-        let history = self.session.replica.history(&key);
+    pub fn open(key: Bytes, revision: Option<Revision>, cx: &Decoding) -> DetailState {
+        let history = cx.replica.history(&key);
         let newest = history.len().saturating_sub(1);
         let index = revision
             .and_then(|r| history.iter().rposition(|v| v.mod_revision <= r))
@@ -86,16 +94,17 @@ impl App {
             mark: None,
             diff: None,
         };
-        self.refresh_detail(&mut d);
-        self.detail = Some(d);
+        d.refresh(cx);
+        d
     }
 
     /// Re-renders the shown version and, in diff mode, the diff.
-    pub(crate) fn refresh_detail(&self, d: &mut DetailState) {
-        d.rendered = self.render_version(d);
+    pub fn refresh(&mut self, cx: &Decoding) {
+        let d = self;
+        d.rendered = cx.render_version(d);
         d.styled = match &d.rendered {
             Some(r) if r.decoded.as_ref().is_some_and(|x| x.json.is_some()) => {
-                syntax::highlight(&r.lines, self.json_output)
+                syntax::highlight(&r.lines, cx.json)
             }
             Some(r) => syntax::plain(&r.lines),
             None => Vec::new(),
@@ -108,19 +117,81 @@ impl App {
             .map(|v| diff::last_writers(&v))
             .unwrap_or_default();
         d.diff = if d.diff_on {
-            Some(self.diff_view(d))
+            Some(cx.diff_view(d))
         } else {
             None
         };
         d.scroll = d.scroll.min(d.body_len().saturating_sub(1));
     }
 
+    /// Shows the version `delta` older (negative) or newer, staying at the ends.
+    pub fn select_version(&mut self, delta: i64, cx: &Decoding) {
+        let n = self.history.len() as i64;
+        let i = (self.index as i64 + delta).clamp(0, (n - 1).max(0)) as usize;
+        if i != self.index {
+            self.index = i;
+            self.scroll = 0;
+            self.refresh(cx);
+        }
+    }
+
+    /// Renders afresh from the top (after `o` switched JSON and YAML).
+    pub fn rerender(&mut self, cx: &Decoding) {
+        self.scroll = 0;
+        self.refresh(cx);
+    }
+
+    /// Shows the diff instead of the value, or the value again.
+    pub fn toggle_diff(&mut self, cx: &Decoding) {
+        self.diff_on = !self.diff_on;
+        self.scroll = 0;
+        self.refresh(cx);
+    }
+
+    /// Marks the version shown as the other side of the diff, or unmarks it.
+    pub fn mark_version(&mut self, cx: &Decoding) {
+        let shown = self.shown().map(|v| v.mod_revision);
+        self.mark = if self.mark == shown { None } else { shown };
+        self.refresh(cx);
+    }
+
+    /// After a batch: refresh when the key's history changed, staying on the newest
+    /// version if it was shown, else on the same revision.
+    pub fn after_batch(&mut self, cx: &Decoding) {
+        let d = self;
+        let newest = cx.replica.key_meta(&d.key);
+        let changed = match (&newest, d.history.last()) {
+            (Some(m), Some(h)) => {
+                m.newest.mod_revision != h.mod_revision || m.history_len != d.history.len()
+            }
+            (Some(_), None) => true,
+            // Gone from the replica (a replay sought back to before the key was created, or
+            // its history was dropped): nothing of it may be shown any more.
+            (None, _) => !d.history.is_empty(),
+        };
+        if changed {
+            let was_newest = d.index + 1 >= d.history.len();
+            let shown = d.shown().map(|v| v.mod_revision);
+            d.history = cx.replica.history(&d.key);
+            d.index = if was_newest {
+                d.history.len().saturating_sub(1)
+            } else {
+                shown
+                    .and_then(|r| d.history.iter().position(|v| v.mod_revision == r))
+                    .unwrap_or(0)
+            };
+            d.refresh(cx);
+        }
+    }
+}
+
+impl Decoding<'_> {
     fn options<'a>(&'a self, key: &'a [u8], v: &VersionView) -> DecodeOptions<'a> {
         DecodeOptions {
-            show_secrets: self.s.show_secrets,
+            show_secrets: self.show_secrets,
             etcd_key: key,
             mod_revision: Some(v.mod_revision),
-            keyring: self.s.keyring.as_deref(),
+            keyring: self.keyring,
             candidates: &[],
         }
     }
@@ -131,13 +202,12 @@ impl App {
         let mut r = decode::render(
             value,
             &RenderOptions {
-                show_secrets: self.s.show_secrets,
-                secret_key: KeyPath::parse(self.session.replica.prefix(), &d.key).resource
-                    == "secrets",
+                show_secrets: self.show_secrets,
+                secret_key: KeyPath::parse(self.replica.prefix(), &d.key).resource == "secrets",
                 etcd_key: &d.key,
                 mod_revision: Some(v.mod_revision),
-                keyring: self.s.keyring.as_deref(),
-                json: self.json_output,
+                keyring: self.keyring,
+                json: self.json,
             },
         );
         self.explain_auth_failure(&d.key, value, &mut r);
@@ -162,25 +232,20 @@ impl App {
         else {
             return;
         };
-        let Some(rp) = crate::derive::keys::resource_prefix(self.session.replica.prefix(), key)
-        else {
+        let Some(rp) = crate::derive::keys::resource_prefix(self.replica.prefix(), key) else {
             return;
         };
         let mut same: Vec<Bytes> = Vec::new();
         let mut after: Option<Bytes> = None;
         let mut scanned = 0;
         while scanned < crate::derive::keys::SCAN_LIMIT {
-            let chunk = self
-                .session
-                .replica
-                .live_keys_after(&rp, after.as_deref(), 512);
+            let chunk = self.replica.live_keys_after(&rp, after.as_deref(), 512);
             scanned += chunk.len();
             let done = chunk.len() < 512;
             after = chunk.last().cloned();
             same.extend(chunk.into_iter().filter(|k| {
                 k.as_ref() != key
                     && self
-                        .session
                         .replica
                         .get(k)
                         .and_then(|v| v.value)
@@ -198,7 +263,7 @@ impl App {
             value,
             &DecodeOptions {
                 etcd_key: key,
-                keyring: self.s.keyring.as_deref(),
+                keyring: self.keyring,
                 candidates: &cands,
                 ..Default::default()
             },
@@ -224,7 +289,7 @@ impl App {
         let Some(value) = &v.value else {
             return Err(format!(
                 "revision {} is a deletion",
-                super::format::thousands_i(v.mod_revision)
+                crate::tui::format::thousands_i(v.mod_revision)
             ));
         };
         let d = decode::decode(value, &self.options(key, v));
@@ -236,14 +301,14 @@ impl App {
                 .unwrap_or_else(|| "it does not decode".into());
             format!(
                 "revision {} cannot be compared: {why}",
-                super::format::thousands_i(v.mod_revision)
+                crate::tui::format::thousands_i(v.mod_revision)
             )
         })
     }
 
     /// The diff of the shown version against the marked one, else the previous one.
     fn diff_view(&self, d: &DetailState) -> DiffView {
-        use super::format::thousands_i as t;
+        use crate::tui::format::thousands_i as t;
         let note = |title: String, msg: String| DiffView {
             title,
             lines: vec![(LineKind::Header, msg)],
@@ -341,78 +406,5 @@ impl App {
         }
         lines.extend(od.lines());
         DiffView { title, lines }
-    }
-
-    pub(crate) fn select_version(&mut self, delta: i64) {
-        let Some(mut d) = self.detail.take() else {
-            return;
-        };
-        let n = d.history.len() as i64;
-        let i = (d.index as i64 + delta).clamp(0, (n - 1).max(0)) as usize;
-        if i != d.index {
-            d.index = i;
-            d.scroll = 0;
-            self.refresh_detail(&mut d);
-        }
-        self.detail = Some(d);
-    }
-
-    pub(crate) fn toggle_json(&mut self) {
-        self.json_output = !self.json_output;
-        if let Some(mut d) = self.detail.take() {
-            d.scroll = 0;
-            self.refresh_detail(&mut d);
-            self.detail = Some(d);
-        }
-    }
-
-    pub(crate) fn toggle_diff(&mut self) {
-        if let Some(mut d) = self.detail.take() {
-            d.diff_on = !d.diff_on;
-            d.scroll = 0;
-            self.refresh_detail(&mut d);
-            self.detail = Some(d);
-        }
-    }
-
-    pub(crate) fn mark_version(&mut self) {
-        if let Some(mut d) = self.detail.take() {
-            let shown = d.shown().map(|v| v.mod_revision);
-            d.mark = if d.mark == shown { None } else { shown };
-            self.refresh_detail(&mut d);
-            self.detail = Some(d);
-        }
-    }
-
-    /// After a batch: refresh the open key when its history changed, staying on the newest
-    /// version if it was shown, else on the same revision.
-    pub(crate) fn detail_after_batch(&mut self) {
-        let Some(mut d) = self.detail.take() else {
-            return;
-        };
-        let newest = self.session.replica.key_meta(&d.key);
-        let changed = match (&newest, d.history.last()) {
-            (Some(m), Some(h)) => {
-                m.newest.mod_revision != h.mod_revision || m.history_len != d.history.len()
-            }
-            (Some(_), None) => true,
-            // Gone from the replica (a replay sought back to before the key was created, or
-            // its history was dropped): nothing of it may be shown any more.
-            (None, _) => !d.history.is_empty(),
-        };
-        if changed {
-            let was_newest = d.index + 1 >= d.history.len();
-            let shown = d.shown().map(|v| v.mod_revision);
-            d.history = self.session.replica.history(&d.key);
-            d.index = if was_newest {
-                d.history.len().saturating_sub(1)
-            } else {
-                shown
-                    .and_then(|r| d.history.iter().position(|v| v.mod_revision == r))
-                    .unwrap_or(0)
-            };
-            self.refresh_detail(&mut d);
-        }
-        self.detail = Some(d);
     }
 }

@@ -12,9 +12,10 @@ use ratatui::Frame;
 use super::{fit, pane, selection, sp};
 use crate::decode::{Rendered, SchemaUse};
 use crate::model::{escape_bytes, KeyPath};
-use crate::tui::app::{App, DetailState};
+use crate::tui::app::App;
 use crate::tui::diff::LineKind;
 use crate::tui::format::{bytes, clock, thousands, thousands_i};
+use crate::tui::state::DetailState;
 use crate::tui::theme::Role;
 
 /// Draws an opened key into `area`: metadata and history on top, the body below.

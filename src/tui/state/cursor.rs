@@ -1,0 +1,239 @@
+//! Live, paused and replay as one cursor over one session, and what the console asks of
+//! the loop that owns the sources, the recorder and the player.
+//!
+//! The loop sets the replay's timeline, the recording indicator and the memory figure
+//! here; [`crate::tui::App`] turns keys into [`Request`]s, which the loop takes
+//! after each key and performs (start a recording, seek, step).
+
+use std::time::SystemTime;
+
+use crate::model::Stamped;
+
+/// Live, paused and replay as one cursor over one session: live, the cursor follows the
+/// newest observation; paused, it stays where it was while observations queue behind it
+/// (the recorder still writes them); in replay the player moves it (play, speed, seek).
+#[derive(Debug, Default)]
+pub struct Cursor {
+    /// The view is frozen at the cursor.
+    pub paused: bool,
+    /// Live observations that arrived while paused, applied on resume.
+    pub(crate) backlog: std::collections::VecDeque<Stamped>,
+    /// `Some` in replay: the timeline.
+    pub replay: Option<ReplayStatus>,
+}
+
+impl Cursor {
+    /// Most observations held back while paused live (about a minute of the heaviest
+    /// write rate measured); past it the pause ends by itself, with a warning.
+    pub const BACKLOG_LIMIT: usize = 2_000_000;
+
+    /// Observations waiting behind a live pause.
+    pub fn backlog(&self) -> usize {
+        self.backlog.len()
+    }
+}
+
+/// Replay speed: a multiple of real time, or as fast as the machine can apply.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Speed {
+    /// Times real time (1 to 1000).
+    Times(u32),
+    /// No waiting between observations.
+    Max,
+}
+
+impl Speed {
+    /// The speeds `+` and `-` step through.
+    pub const STEPS: [Speed; 7] = [
+        Speed::Times(1),
+        Speed::Times(2),
+        Speed::Times(5),
+        Speed::Times(10),
+        Speed::Times(100),
+        Speed::Times(1000),
+        Speed::Max,
+    ];
+
+    /// The next faster (`up`) or slower speed, staying at the ends.
+    pub fn step(self, up: bool) -> Speed {
+        let i = Self::STEPS.iter().position(|s| *s == self).unwrap_or(0);
+        let j = if up {
+            (i + 1).min(Self::STEPS.len() - 1)
+        } else {
+            i.saturating_sub(1)
+        };
+        Self::STEPS[j]
+    }
+
+    /// `1×`, `1000×`, `max`.
+    pub fn label(self) -> String {
+        match self {
+            Speed::Times(n) => format!("{n}×"),
+            Speed::Max => "max".into(),
+        }
+    }
+}
+
+/// The replay's timeline, as the header shows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplayStatus {
+    /// The recording's path, for the header.
+    pub file: String,
+    /// First and last observation time in the recording.
+    pub start: SystemTime,
+    pub end: SystemTime,
+    /// Observations in the recording, and the cursor's position among them.
+    pub total: u64,
+    pub position: u64,
+    pub speed: Speed,
+    /// The recording was made with `--show-secrets`: Secret data is in it.
+    pub secrets_shown: bool,
+    /// What was lost to damage, one line (empty when the file is whole).
+    pub damage: String,
+    /// The marker the cursor last passed or jumped to, one line.
+    pub marker: Option<String>,
+}
+
+/// The recording indicator.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordingStatus {
+    pub path: String,
+    pub bytes: u64,
+}
+
+/// regscope's own memory, for the header: resident bytes (read once a second by the loop)
+/// and the `--memory-limit`, when one is set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryStatus {
+    pub resident: u64,
+    pub limit: Option<u64>,
+    /// Values held packed in memory: (their raw bytes, the bytes they take), when any are
+    /// (see [`crate::store::ReplicaMemory`]).
+    pub packed: Option<(u64, u64)>,
+}
+
+/// Where to seek in a replay.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SeekTo {
+    /// Seconds from the cursor (negative: back).
+    Relative(i64),
+    /// A wall-clock time.
+    Time(SystemTime),
+    /// The first point at which the replica's revision reaches this.
+    Revision(crate::model::Revision),
+}
+
+/// Something the app asks of the loop that owns the sources, the recorder or the player.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Request {
+    StartRecording,
+    StopRecording,
+    Seek(SeekTo),
+    /// Apply exactly one more observation (replay).
+    Step,
+    /// Jump to the next (`true`) or previous marker.
+    Marker(bool),
+    /// A one-line answer to what the user just typed (a seek that cannot be read): shown
+    /// where replay shows its messages, replaced by the next.
+    Notice(String),
+}
+
+/// Parses what the seek prompt takes: `-5m`/`+30s` (from `now`), `r1234` or a plain
+/// number (a revision), an RFC 3339 time, or a clock time `HH:MM[:SS]` on the day of `now`
+/// in the time zone `utc_offset` seconds east of UTC (the console's clock; `0` for UTC).
+///
+/// Errors: one line saying what is accepted.
+pub fn parse_seek(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo, String> {
+    let t = text.trim();
+    let bad = || {
+        format!("seek: '{t}' is not a time (14:32:10, 2026-12-01T14:32:10Z), an offset (-5m, +30s) or a revision (r1234)")
+    };
+    if let Some(rest) = t.strip_prefix('-').or_else(|| t.strip_prefix('+')) {
+        let d = humantime::parse_duration(rest.trim()).map_err(|_| bad())?;
+        let secs = i64::try_from(d.as_secs()).map_err(|_| bad())?;
+        return Ok(SeekTo::Relative(if t.starts_with('-') {
+            -secs
+        } else {
+            secs
+        }));
+    }
+    if let Some(r) = t.strip_prefix('r').or_else(|| t.strip_prefix('R')) {
+        return r.trim().parse().map(SeekTo::Revision).map_err(|_| bad());
+    }
+    if let Ok(r) = t.parse::<i64>() {
+        return Ok(SeekTo::Revision(r));
+    }
+    if let Ok(at) = humantime::parse_rfc3339_weak(t) {
+        return Ok(SeekTo::Time(at));
+    }
+    let parts: Vec<&str> = t.split(':').collect();
+    if (2..=3).contains(&parts.len()) {
+        let n: Vec<u64> = parts
+            .iter()
+            .map(|p| p.parse::<u64>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| bad())?;
+        let (h, m, sec) = (n[0], n[1], n.get(2).copied().unwrap_or(0));
+        if h < 24 && m < 60 && sec < 60 {
+            // Midnight of `now`'s day where the clock is read, then back to UTC.
+            let local = crate::tui::format::unix_second(now) as i64 + utc_offset;
+            let day = local.div_euclid(86_400) * 86_400;
+            let t = day + (h * 3600 + m * 60 + sec) as i64 - utc_offset;
+            return Ok(SeekTo::Time(
+                SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64),
+            ));
+        }
+    }
+    Err(bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn at(s: u64) -> SystemTime {
+        UNIX_EPOCH + Duration::from_secs(1_700_000_000 + s)
+    }
+
+    #[test]
+    fn seek_prompt_parses_times_offsets_and_revisions() {
+        let now = at(0);
+        let parse_seek = |t: &str, now| super::parse_seek(t, now, 0);
+        assert_eq!(parse_seek("-5m", now), Ok(SeekTo::Relative(-300)));
+        assert_eq!(parse_seek("+30s", now), Ok(SeekTo::Relative(30)));
+        assert_eq!(parse_seek("r1234", now), Ok(SeekTo::Revision(1234)));
+        assert_eq!(parse_seek("77", now), Ok(SeekTo::Revision(77)));
+        // A clock time is read in the console's zone: 15:32:10 at UTC+1 is 14:32:10 UTC.
+        assert_eq!(
+            super::parse_seek("15:32:10", now, 3600),
+            parse_seek("14:32:10", now)
+        );
+        assert_eq!(
+            parse_seek("2026-12-01T14:32:10Z", now),
+            Ok(SeekTo::Time(
+                humantime::parse_rfc3339("2026-12-01T14:32:10Z").unwrap()
+            ))
+        );
+        let day = crate::tui::format::unix_second(now) / 86_400 * 86_400;
+        assert_eq!(
+            parse_seek("14:32:10", now),
+            Ok(SeekTo::Time(
+                SystemTime::UNIX_EPOCH
+                    + std::time::Duration::from_secs(day + 14 * 3600 + 32 * 60 + 10)
+            ))
+        );
+        for bad in ["", "soon", "25:00", "r", "-x"] {
+            assert!(parse_seek(bad, now).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn speed_steps_stop_at_the_ends() {
+        assert_eq!(Speed::Times(1).step(false), Speed::Times(1));
+        assert_eq!(Speed::Times(1).step(true), Speed::Times(2));
+        assert_eq!(Speed::Times(1000).step(true), Speed::Max);
+        assert_eq!(Speed::Max.step(true), Speed::Max);
+        assert_eq!(Speed::Max.step(false), Speed::Times(1000));
+    }
+}
