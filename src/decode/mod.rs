@@ -21,6 +21,8 @@ pub mod wire;
 mod decoded;
 
 mod json;
+mod json_text;
+mod scalar;
 
 #[cfg(test)]
 mod tests;
