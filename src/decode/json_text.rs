@@ -277,6 +277,7 @@ mod tests {
     #[test]
     fn times() {
         assert_eq!(rfc3339(0, None), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(1_709_251_199, None), "2024-02-29T23:59:59Z");
         assert_eq!(
             rfc3339(1_704_067_200, Some(5)),
             "2024-01-01T00:00:00.000005Z"

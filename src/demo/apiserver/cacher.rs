@@ -10,11 +10,11 @@ use etcd_client::{EventType, GetOptions, WatchOptions};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::resources::{ResourceInfo, BUILTINS};
+use super::resources::ResourceInfo;
 use super::state::{namespace_of, object_json, stopped, Shared};
 use super::watch_cache::{CachedEvent, CachedObject, ResourceCache};
 use crate::demo::etcd_server::DemoError;
-use crate::model::prefix_end;
+use crate::model::{prefix_end, BUILTIN_RESOURCES};
 
 /// How long a list or watch waits for the cache to reach a requested resourceVersion before
 /// answering "Too large resource version" (the cacher's `blockTimeout`, 3 s).
@@ -77,8 +77,10 @@ pub(super) async fn load_all(
     Ok((revision, out))
 }
 
+/// A watch cache for every built-in resource at start (also those with no keys yet), as
+/// kube-apiserver has for every resource it serves.
 fn builtin_infos(prefix: &str) -> BTreeMap<String, ResourceInfo> {
-    BUILTINS
+    BUILTIN_RESOURCES
         .iter()
         .map(|b| {
             let info = ResourceInfo::for_builtin(prefix, b);

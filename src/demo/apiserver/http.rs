@@ -22,11 +22,12 @@ use super::kubeconfig::KUBECONFIG_CONTEXT;
 use super::list::serve_list;
 use super::metrics::render_metrics;
 use super::request_metrics::RequestLabels;
-use super::resources::{display_name, ResourceInfo};
+use super::resources::ResourceInfo;
 use super::state::{object_json, Shared};
 use super::status::{json_response, not_found_path, status_response};
 use super::version::{platform, DEMO_GIT_VERSION};
 use super::watch::{run_watch, WatchSpec, DEFAULT_WATCH_TIMEOUT, WATCH_CHANNEL};
+use crate::model::kubernetes::qualified_name;
 
 async fn serve_non_resource(shared: &Arc<Shared>, path: &str, headers: &HeaderMap) -> Response {
     let started = Instant::now();
@@ -146,7 +147,7 @@ pub(super) async fn api_handler(
     let Some(t) = parse_target(&path) else {
         return not_found_path();
     };
-    let name = display_name(&t.group, &t.resource);
+    let name = qualified_name(&t.group, &t.resource);
     let info = {
         let st = shared.cache();
         st.resources.get(&name).map(|rc| rc.info.clone())

@@ -1,91 +1,9 @@
-//! Resources and keys: the built-in resources the server knows the API version and kind of,
-//! and where each resource's objects live under the etcd prefix.
+//! Resources and keys: what the server knows about each resource it serves, and where its
+//! objects live under the etcd prefix. The built-in resources and the key layout are
+//! [`crate::model::kubernetes`]'s.
 
+use crate::model::kubernetes::{self, BuiltinResource};
 use crate::model::KeyPath;
-
-/// A built-in resource the server knows the API version and kind of.
-pub(super) struct Builtin {
-    resource: &'static str,
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    namespaced: bool,
-}
-
-const fn b(
-    resource: &'static str,
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    namespaced: bool,
-) -> Builtin {
-    Builtin {
-        resource,
-        group,
-        version,
-        kind,
-        namespaced,
-    }
-}
-
-/// Built-in resources stored without their group in the key (`/registry/leases/...` holds
-/// `coordination.k8s.io` Leases); a watch cache is created for each at start, as
-/// kube-apiserver does for every resource it serves.
-pub(super) const BUILTINS: &[Builtin] = &[
-    b("pods", "", "v1", "Pod", true),
-    b("nodes", "", "v1", "Node", false),
-    b("namespaces", "", "v1", "Namespace", false),
-    b("configmaps", "", "v1", "ConfigMap", true),
-    b("secrets", "", "v1", "Secret", true),
-    b("services", "", "v1", "Service", true),
-    b("endpoints", "", "v1", "Endpoints", true),
-    b("events", "", "v1", "Event", true),
-    b("serviceaccounts", "", "v1", "ServiceAccount", true),
-    b("persistentvolumes", "", "v1", "PersistentVolume", false),
-    b(
-        "persistentvolumeclaims",
-        "",
-        "v1",
-        "PersistentVolumeClaim",
-        true,
-    ),
-    b("leases", "coordination.k8s.io", "v1", "Lease", true),
-    b("deployments", "apps", "v1", "Deployment", true),
-    b("replicasets", "apps", "v1", "ReplicaSet", true),
-    b("daemonsets", "apps", "v1", "DaemonSet", true),
-    b("statefulsets", "apps", "v1", "StatefulSet", true),
-    b(
-        "controllerrevisions",
-        "apps",
-        "v1",
-        "ControllerRevision",
-        true,
-    ),
-    b("jobs", "batch", "v1", "Job", true),
-    b("cronjobs", "batch", "v1", "CronJob", true),
-    b(
-        "endpointslices",
-        "discovery.k8s.io",
-        "v1",
-        "EndpointSlice",
-        true,
-    ),
-];
-
-fn builtin(group: &str, resource: &str) -> Option<&'static Builtin> {
-    BUILTINS
-        .iter()
-        .find(|b| b.resource == resource && b.group == group)
-}
-
-/// The resource as `kubectl` names it: `pods`, `leases.coordination.k8s.io`.
-pub(super) fn display_name(group: &str, resource: &str) -> String {
-    if group.is_empty() {
-        resource.to_string()
-    } else {
-        format!("{resource}.{group}")
-    }
-}
 
 /// The API group and resource of an etcd key, as kube-apiserver labels its storage metrics:
 /// the resource is derived from the key path like [`KeyPath::parse`] does (`services/specs`
@@ -108,10 +26,7 @@ pub fn storage_group_resource(prefix: &str, key: &[u8]) -> Option<(String, Strin
     match resource.split_once('.') {
         Some((res, group)) => Some((group.to_string(), res.to_string())),
         None => {
-            let group = BUILTINS
-                .iter()
-                .find(|b| b.resource == resource)
-                .map_or("", |b| b.group);
+            let group = kubernetes::builtin_by_plural(resource).map_or("", |b| b.group);
             Some((group.to_string(), resource.to_string()))
         }
     }
@@ -125,12 +40,7 @@ fn resource_key_prefix(prefix: &str, key: &[u8]) -> Option<String> {
     let rest = key.strip_prefix(prefix.as_bytes())?.strip_prefix(b"/")?;
     let rest = std::str::from_utf8(rest).ok()?;
     let segs: Vec<&str> = rest.split('/').collect();
-    let n = match segs.as_slice() {
-        [first, _, ..] if first.contains('.') => 2,
-        ["services", "specs" | "endpoints", ..] | ["ranges", _, ..] => 2,
-        [_, ..] => 1,
-        [] => return None,
-    };
+    let n = kubernetes::resource_segments(&segs);
     if segs.len() <= n {
         return None;
     }
@@ -138,14 +48,9 @@ fn resource_key_prefix(prefix: &str, key: &[u8]) -> Option<String> {
 }
 
 /// The default key prefix of a built-in resource that has no keys yet.
-fn builtin_key_prefix(prefix: &str, b: &Builtin) -> String {
+fn builtin_key_prefix(prefix: &str, b: &BuiltinResource) -> String {
     let prefix = prefix.trim_end_matches('/');
-    match b.resource {
-        "services" => format!("{prefix}/services/specs/"),
-        "endpoints" => format!("{prefix}/services/endpoints/"),
-        "nodes" => format!("{prefix}/minions/"),
-        r => format!("{prefix}/{r}/"),
-    }
+    format!("{prefix}/{}/", b.storage_path)
 }
 
 /// What the server knows about one resource.
@@ -163,7 +68,7 @@ pub(super) struct ResourceInfo {
 
 impl ResourceInfo {
     pub(super) fn name(&self) -> String {
-        display_name(&self.group, &self.resource)
+        kubernetes::qualified_name(&self.group, &self.resource)
     }
 
     pub(super) fn api_version(&self) -> String {
@@ -174,7 +79,7 @@ impl ResourceInfo {
         }
     }
 
-    pub(super) fn for_builtin(prefix: &str, b: &Builtin) -> Self {
+    pub(super) fn for_builtin(prefix: &str, b: &BuiltinResource) -> Self {
         ResourceInfo {
             group: b.group.to_string(),
             resource: b.resource.to_string(),
@@ -192,7 +97,7 @@ impl ResourceInfo {
         if kp.name.is_empty() {
             return None;
         }
-        Some(match builtin(&group, &resource) {
+        Some(match kubernetes::builtin(&group, &resource) {
             Some(b) => ResourceInfo {
                 key_prefix,
                 ..ResourceInfo::for_builtin(prefix, b)

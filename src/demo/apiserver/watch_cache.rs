@@ -129,11 +129,11 @@ pub(super) struct CacheState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::demo::apiserver::resources::BUILTINS;
+    use crate::model::BUILTIN_RESOURCES;
 
     #[test]
     fn ring_evicts_and_reports_oldest() {
-        let info = ResourceInfo::for_builtin("/registry", &BUILTINS[0]);
+        let info = ResourceInfo::for_builtin("/registry", &BUILTIN_RESOURCES[0]);
         let mut rc = ResourceCache::new(info, 10);
         assert_eq!(rc.oldest_watchable(), 10);
         for rev in 11..=15 {
