@@ -21,6 +21,8 @@ pub mod wire;
 mod decoded;
 
 mod json;
+mod json_text;
+mod scalar;
 
 #[cfg(test)]
 mod tests;
@@ -35,8 +37,8 @@ pub use decoded::{
 };
 pub use wire::{DecodeError, ErrorKind};
 
-/// Prefix of values encrypted at rest by kube-apiserver's envelope/prefix transformers.
-pub const ENCRYPTED_PREFIX: &[u8] = b"k8s:enc:";
+pub use crate::model::kubernetes::ENCRYPTED_PREFIX;
+
 /// Self-described CBOR tag 55799 (`d9 d9 f7`), which kube-apiserver's CBOR serializer writes
 /// first.
 pub const CBOR_SELF_DESCRIBED: &[u8] = &[0xd9, 0xd9, 0xf7];

@@ -31,9 +31,7 @@ use std::path::Path;
 
 pub use config::ConfigError;
 
-/// Prefix of every value an encrypting provider wrote (`value.PrefixTransformer` in
-/// kube-apiserver).
-pub const ENCRYPTED_PREFIX: &[u8] = b"k8s:enc:";
+pub use crate::model::kubernetes::ENCRYPTED_PREFIX;
 
 /// Longest provider, version or key name looked for in a prefix, in bytes. A configured key
 /// name of any length is still matched exactly against the prefix.

@@ -34,6 +34,8 @@ use k8s_pb::apimachinery::pkg::util::intstr::IntOrString;
 use prost::Message;
 use rand::Rng;
 
+use crate::decode::object::rfc3339;
+
 /// The 4-byte prefix of kube-apiserver's protobuf storage encoding.
 pub const PROTOBUF_MAGIC: &[u8] = b"k8s\x00";
 
@@ -958,7 +960,7 @@ pub fn widget_json(namespace: &str, name: &str, uid: &str, size: u64, generation
         "apiVersion": "example.com/v1",
         "kind": "Widget",
         "metadata": {
-            "creationTimestamp": rfc3339(s),
+            "creationTimestamp": rfc3339(s, None),
             "generation": generation,
             "managedFields": [{
                 "apiVersion": "example.com/v1",
@@ -966,7 +968,7 @@ pub fn widget_json(namespace: &str, name: &str, uid: &str, size: u64, generation
                 "fieldsV1": {"f:spec": {".": {}, "f:size": {}}},
                 "manager": "kubectl-client-side-apply",
                 "operation": "Update",
-                "time": rfc3339(s),
+                "time": rfc3339(s, None),
             }],
             "name": name,
             "namespace": namespace,
@@ -977,28 +979,6 @@ pub fn widget_json(namespace: &str, name: &str, uid: &str, size: u64, generation
     let mut out = obj.to_string().into_bytes();
     out.push(b'\n');
     out
-}
-
-/// `YYYY-MM-DDThh:mm:ssZ` for Unix seconds (UTC), as Kubernetes formats metav1.Time.
-pub fn rfc3339(unix: i64) -> String {
-    let days = unix.div_euclid(86_400);
-    let secs = unix.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
 }
 
 #[cfg(test)]
@@ -1041,12 +1021,6 @@ mod tests {
         assert_eq!(uid.len(), 36);
         assert_eq!(&uid[14..15], "4");
         assert!(matches!(&uid[19..20], "8" | "9" | "a" | "b"));
-    }
-
-    #[test]
-    fn rfc3339_formats_known_instants() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_709_251_199), "2024-02-29T23:59:59Z");
     }
 
     #[test]

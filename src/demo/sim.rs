@@ -26,9 +26,7 @@ use super::apiserver::{storage_group_resource, StorageLatencies};
 use super::etcd_server::DemoError;
 use super::objects::{decode_object, encode_object, StorageKind};
 
-/// The key kube-apiserver's compactor uses to coordinate compactions between apiservers.
-/// It lives at the root of the keyspace, outside `/registry`.
-pub const COMPACT_REV_KEY: &str = "compact_rev_key";
+pub use crate::model::kubernetes::COMPACT_REV_KEY;
 
 /// How many times an update or delete is retried on a mod_revision conflict.
 const MAX_CONFLICT_RETRIES: usize = 16;

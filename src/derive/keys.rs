@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
+use crate::model::kubernetes::resource_segments;
 use crate::model::{escape_bytes, KeyPath};
 use crate::store::Replica;
 
@@ -53,12 +54,7 @@ pub fn resource_prefix(prefix: &[u8], key: &[u8]) -> Option<Bytes> {
     if segs.first().is_none_or(|s| s.is_empty()) {
         return None;
     }
-    let n = match segs.as_slice() {
-        [first, _, ..] if first.contains(&b'.') => 2,
-        [b"services", b"specs" | b"endpoints", ..] => 2,
-        [b"ranges", _, ..] => 2,
-        _ => 1,
-    };
+    let n = resource_segments(&segs);
     if segs.len() <= n {
         return Some(Bytes::copy_from_slice(key));
     }

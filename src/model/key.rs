@@ -1,16 +1,11 @@
 //! Parsing `/registry` key paths into resource, namespace and name, and escaping key bytes
-//! for display.
-//!
-//! Layout (k8s.io/apiserver storage: `<prefix>/<resource>/<namespace>/<name>` for
-//! namespaced resources, `<prefix>/<resource>/<name>` for cluster-scoped ones). Resources of
-//! API groups stored under their group (CRDs, `apiextensions.k8s.io`,
-//! `apiregistration.k8s.io`) use `<prefix>/<group>/<resource>/...`; a group always contains a
-//! dot, a resource never does. Historical paths: `services/specs` (Services),
-//! `services/endpoints` (Endpoints), `minions` (Nodes), `ranges/serviceips`,
-//! `ranges/servicenodeports`, `masterleases`.
+//! for display. The layout the keys follow, with its historical paths, is described and
+//! segmented by [`super::kubernetes`].
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+
+use super::kubernetes::resource_segments;
 
 /// A key split into its Kubernetes parts. All parts borrow from the key where possible.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -46,19 +41,20 @@ impl<'a> KeyPath<'a> {
             }
         };
         let segs: Vec<&'a [u8]> = rest.split(|b| *b == b'/').collect();
-        let (resource, tail): (Cow<'a, str>, &[&'a [u8]]) = match segs.as_slice() {
-            [] => (Cow::Borrowed(""), &[]),
-            [first, second, tail @ ..] if first.contains(&b'.') => {
-                let r = format!("{}.{}", escape_bytes(second), escape_bytes(first));
-                (Cow::Owned(r), tail)
-            }
-            [b"services", b"specs", tail @ ..] => (Cow::Borrowed("services"), tail),
-            [b"services", b"endpoints", tail @ ..] => (Cow::Borrowed("endpoints"), tail),
-            [b"minions", tail @ ..] => (Cow::Borrowed("nodes"), tail),
-            [b"ranges", kind, tail @ ..] => {
-                (Cow::Owned(format!("ranges/{}", escape_bytes(kind))), tail)
-            }
-            [first, tail @ ..] => (escape_bytes(first), tail),
+        let (head, tail) = segs.split_at(resource_segments(&segs).min(segs.len()));
+        let resource: Cow<'a, str> = match head {
+            [group, resource] if group.contains(&b'.') => Cow::Owned(format!(
+                "{}.{}",
+                escape_bytes(resource),
+                escape_bytes(group)
+            )),
+            [b"ranges", kind] => Cow::Owned(format!("ranges/{}", escape_bytes(kind))),
+            // The historical storage paths (BuiltinResource::storage_path).
+            [b"services", b"specs"] => Cow::Borrowed("services"),
+            [b"services", b"endpoints"] => Cow::Borrowed("endpoints"),
+            [b"minions"] => Cow::Borrowed("nodes"),
+            [first, ..] => escape_bytes(first),
+            [] => Cow::Borrowed(""),
         };
         match tail {
             [] => KeyPath {

@@ -5,11 +5,13 @@
 //! [`Bytes`] (reference counted), so history, views and recordings share one copy of a value.
 
 mod key;
+pub mod kubernetes;
 
 use std::time::SystemTime;
 
 pub use bytes::Bytes;
 pub use key::{escape_bytes, prefix_end, KeyPath};
+pub use kubernetes::{BuiltinResource, BUILTIN_RESOURCES};
 
 /// An etcd revision: the cluster-wide, monotonically increasing counter etcd bumps on every
 /// write transaction (etcd MVCC; a fresh single-member cluster's first write is revision 2).

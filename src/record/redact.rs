@@ -32,6 +32,8 @@
 
 use serde_json::Value;
 
+use crate::model::kubernetes::ENCRYPTED_PREFIX;
+
 /// The byte written over every redacted byte: ASCII `*` (0x2a).
 pub const FILL: u8 = b'*';
 
@@ -43,9 +45,6 @@ pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-co
 /// Protobuf storage magic `k8s\0` (`protoEncodingPrefix` in k8s.io/apimachinery
 /// `pkg/runtime/serializer/protobuf/protobuf.go`).
 const MAGIC: &[u8; 4] = b"k8s\x00";
-
-/// Prefix of every value written by an encryption-at-rest provider.
-const ENCRYPTED_PREFIX: &[u8] = b"k8s:enc:";
 
 /// What follows [`ENCRYPTED_PREFIX`] for each provider that writes ciphertext; each is followed
 /// by the key name (aescbc, aesgcm, secretbox) or the KMS plugin name, then `:`. From

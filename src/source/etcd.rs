@@ -30,9 +30,7 @@ use crate::model::{
     CompactionSource, ConnState, EventKind, Observation, Revision, Stamped, WatchEvent,
 };
 
-/// The key kube-apiserver's compactor writes at the etcd root (not under the prefix):
-/// its value is the revision it compacts to (k8s.io/apiserver storage/etcd3/compact.go).
-pub const COMPACT_REV_KEY: &[u8] = b"compact_rev_key";
+pub use crate::model::kubernetes::COMPACT_REV_KEY;
 
 /// Why a watch session ended.
 enum WatchEnd {

@@ -16,6 +16,7 @@ use kube::core::Status;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use crate::model::kubernetes;
 use crate::model::{InformerObs, InformerWhat, Observation, Revision, Stamped};
 
 /// `--informers` default: the resources whose informers matter most to a control plane.
@@ -58,104 +59,15 @@ impl InformerResource {
 
     /// `pods`, `leases.coordination.k8s.io` (kubectl's resource.group form).
     pub fn label(&self) -> String {
-        if self.group.is_empty() {
-            self.resource.clone()
-        } else {
-            format!("{}.{}", self.resource, self.group)
-        }
+        kubernetes::qualified_name(&self.group, &self.resource)
     }
 }
-
-/// Built-in resources known without discovery: (group, version, plural, kind, aliases).
-const BUILTIN: &[(&str, &str, &str, &str, &[&str])] = &[
-    ("", "v1", "pods", "Pod", &["pod", "po"]),
-    ("", "v1", "nodes", "Node", &["node", "no"]),
-    (
-        "coordination.k8s.io",
-        "v1",
-        "leases",
-        "Lease",
-        &["lease", "leases.coordination.k8s.io"],
-    ),
-    ("", "v1", "events", "Event", &["event", "ev"]),
-    ("", "v1", "configmaps", "ConfigMap", &["configmap", "cm"]),
-    ("", "v1", "secrets", "Secret", &["secret"]),
-    ("", "v1", "services", "Service", &["service", "svc"]),
-    ("", "v1", "endpoints", "Endpoints", &["ep"]),
-    ("", "v1", "namespaces", "Namespace", &["namespace", "ns"]),
-    (
-        "",
-        "v1",
-        "serviceaccounts",
-        "ServiceAccount",
-        &["serviceaccount", "sa"],
-    ),
-    (
-        "",
-        "v1",
-        "persistentvolumeclaims",
-        "PersistentVolumeClaim",
-        &["persistentvolumeclaim", "pvc"],
-    ),
-    (
-        "",
-        "v1",
-        "persistentvolumes",
-        "PersistentVolume",
-        &["persistentvolume", "pv"],
-    ),
-    (
-        "apps",
-        "v1",
-        "deployments",
-        "Deployment",
-        &["deployment", "deploy", "deployments.apps"],
-    ),
-    (
-        "apps",
-        "v1",
-        "replicasets",
-        "ReplicaSet",
-        &["replicaset", "rs", "replicasets.apps"],
-    ),
-    (
-        "apps",
-        "v1",
-        "statefulsets",
-        "StatefulSet",
-        &["statefulset", "sts", "statefulsets.apps"],
-    ),
-    (
-        "apps",
-        "v1",
-        "daemonsets",
-        "DaemonSet",
-        &["daemonset", "ds", "daemonsets.apps"],
-    ),
-    (
-        "discovery.k8s.io",
-        "v1",
-        "endpointslices",
-        "EndpointSlice",
-        &["endpointslice", "endpointslices.discovery.k8s.io"],
-    ),
-    ("batch", "v1", "jobs", "Job", &["job", "jobs.batch"]),
-    (
-        "batch",
-        "v1",
-        "cronjobs",
-        "CronJob",
-        &["cronjob", "cj", "cronjobs.batch"],
-    ),
-];
 
 /// A built-in resource by plural, singular, short name or `resource.group`.
 pub fn resolve_builtin(name: &str) -> Option<InformerResource> {
     let n = name.trim().to_ascii_lowercase();
-    BUILTIN
-        .iter()
-        .find(|(_, _, plural, _, aliases)| *plural == n || aliases.contains(&n.as_str()))
-        .map(|(g, v, p, k, _)| InformerResource::new(g, v, p, k))
+    kubernetes::builtin_by_name(&n)
+        .map(|b| InformerResource::new(b.group, b.version, b.resource, b.kind))
 }
 
 /// Parses one `--informers` entry: a known name (`pods`, `leases`, `deploy`, …),
@@ -191,10 +103,8 @@ pub fn parse_resource(spec: &str) -> Result<Option<InformerResource>, String> {
         return Err(format!("'{spec}' is not group/version/resource"));
     }
     let resource = resource.to_ascii_lowercase();
-    let kind = BUILTIN
-        .iter()
-        .find(|(g, _, p, _, _)| *g == group && *p == resource)
-        .map(|(_, _, _, k, _)| k.to_string())
+    let kind = kubernetes::builtin(group, &resource)
+        .map(|b| b.kind.to_string())
         .unwrap_or_else(|| guess_kind(&resource));
     Ok(Some(InformerResource::new(
         group, version, &resource, &kind,

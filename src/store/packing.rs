@@ -31,6 +31,8 @@ use std::sync::{mpsc, Arc};
 use bytes::Bytes;
 use zstd::zstd_safe;
 
+use crate::model::kubernetes::ENCRYPTED_PREFIX;
+
 /// Values shorter than this stay as they are: a zstd frame's own header would eat most of
 /// the gain.
 pub(crate) const MIN_PACK_LEN: usize = 64;
@@ -53,9 +55,6 @@ const PLAIN_MIN_LEN: usize = 1024;
 const IN_FLIGHT_BYTES: usize = 16 << 20;
 /// Raw bytes per request to the worker.
 const BATCH_BYTES: usize = 256 << 10;
-/// Prefix of values encrypted at rest (kube-apiserver's envelope; see
-/// `k8s.io/apiserver/pkg/storage/value/encrypt`).
-const ENCRYPTED_PREFIX: &[u8] = b"k8s:enc:";
 
 /// How a stored value is held.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
