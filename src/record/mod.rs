@@ -48,6 +48,7 @@
 
 pub mod files;
 pub mod format;
+mod markers;
 mod player;
 mod readahead;
 mod recorder;
@@ -57,7 +58,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-pub use player::{Marker, MarkerScan, Player, ReplayReport, Target};
+pub use markers::{Marker, MarkerScan};
+pub use player::{Player, ReplayReport, Target};
 pub use recorder::{CheckpointPolicy, RecordOptions, Recorder};
 
 use crate::model::{Observation, SessionInfo, Stamped};

@@ -1,0 +1,246 @@
+//! Markers: the moments of a recording worth jumping to (compactions, watch anomalies,
+//! relists after a gap, resets, failovers, alarms and member changes, lost connections,
+//! 410 Gone, failed scrapes, and etcd p99 latency or informer lag crossing a threshold).
+//! A [`MarkerScan`] looks at each observation just after the session applied it;
+//! [`Player::markers`](super::Player::markers) runs one over a whole recording, and
+//! `replay --check` runs one in the same pass that counts the recording.
+
+use std::time::SystemTime;
+
+use crate::model::{
+    ConnState, InformerWhat, Observation, Revision, ScrapeOutcome, ScrapeTarget, Stamped,
+};
+use crate::store::Session;
+
+/// Something worth jumping to in a recording.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Marker {
+    /// The position just after the observation that made it.
+    pub position: u64,
+    pub at: SystemTime,
+    /// One line: "compaction at revision 1,200", "410 Gone: events", …
+    pub label: String,
+}
+
+/// Finds the markers of a recording while it is played (see
+/// [`Player::markers`](super::Player::markers)), so a caller that reads the whole file
+/// anyway (`replay --check`) reads it once.
+pub struct MarkerScan {
+    out: Vec<Marker>,
+    p99_threshold: f64,
+    lag_threshold: f64,
+    compacted: Option<Revision>,
+    conn_bad: bool,
+    scrape_bad: [bool; 2],
+    p99_high: bool,
+    lag_high: bool,
+    /// etcd's alarms as last seen, and the watch anomalies counted so far.
+    alarms: Vec<String>,
+    anomalies: u64,
+    /// The etcd members as last polled.
+    members: Vec<crate::model::MemberStatus>,
+    /// kube-apiserver's other etcd clusters that are down (by their resources).
+    others_down: Vec<String>,
+}
+
+impl MarkerScan {
+    /// A scan starting at `session`; thresholds in seconds (etcd p99, informer lag).
+    pub fn new(session: &Session, p99_threshold: f64, lag_threshold: f64) -> MarkerScan {
+        MarkerScan {
+            out: Vec::new(),
+            p99_threshold,
+            lag_threshold,
+            compacted: session.replica.compact_revision(),
+            conn_bad: false,
+            scrape_bad: [false, false],
+            p99_high: false,
+            lag_high: false,
+            alarms: session
+                .replica
+                .etcd_status()
+                .map(|(_, s)| s.alarms())
+                .unwrap_or_default(),
+            anomalies: session.replica.watch_health().anomalies(),
+            members: session
+                .replica
+                .members()
+                .map(|(_, m)| m.clone())
+                .unwrap_or_default(),
+            others_down: session
+                .other_clusters
+                .all()
+                .iter()
+                .filter(|c| !c.up)
+                .map(|c| c.resources.clone())
+                .collect(),
+        }
+    }
+
+    /// Looks at one observation just applied to `s`; `pos` is the position after it.
+    pub fn observe(&mut self, s: &Session, st: &Stamped, pos: u64) {
+        let mut mark = |label: String| {
+            self.out.push(Marker {
+                position: pos,
+                at: st.at,
+                label,
+            })
+        };
+        // Compactions however learned (compact_rev_key, a cancelled watch, etcd's
+        // metrics derived in the session).
+        let c = s.replica.compact_revision();
+        if c > self.compacted {
+            if let (Some(rev), Some(seen)) = (c, s.replica.compactions().back()) {
+                mark(format!("compaction at revision {rev} ({})", seen.source));
+            }
+            self.compacted = c;
+        }
+        // Departures from etcd's watch contract (see `WatchHealth`), with the replica's note.
+        let anomalies = s.replica.watch_health().anomalies();
+        if anomalies > self.anomalies {
+            let why = s.replica.notes().back().map_or("", |(_, n)| n.as_str());
+            mark(format!("watch anomaly: {why}"));
+            self.anomalies = anomalies;
+        }
+        match &st.obs {
+            Observation::OtherCluster(o) => {
+                let c = s
+                    .other_clusters
+                    .all()
+                    .iter()
+                    .find(|c| c.resources == o.resources);
+                let was_down = self.others_down.contains(&o.resources);
+                match c {
+                    Some(c) if !c.up && !was_down => {
+                        let why = c.error.as_deref().unwrap_or("");
+                        mark(format!("etcd for {} unreachable: {why}", c.resources));
+                        self.others_down.push(c.resources.clone());
+                    }
+                    Some(c) if c.up && was_down => {
+                        mark(format!("etcd for {} reachable again", c.resources));
+                        self.others_down.retain(|r| *r != c.resources);
+                    }
+                    _ => {}
+                }
+            }
+            Observation::Members(now) => {
+                for line in crate::store::member_changes(&self.members, now) {
+                    mark(line);
+                }
+                self.members.clone_from(now);
+            }
+            Observation::EtcdStatus(status) => {
+                let alarms = status.alarms();
+                if alarms != self.alarms {
+                    mark(if alarms.is_empty() {
+                        format!("etcd alarms cleared ({})", self.alarms.join(", "))
+                    } else {
+                        format!("etcd alarm {}", alarms.join(", "))
+                    });
+                    self.alarms = alarms;
+                }
+            }
+            Observation::ListDone {
+                revision,
+                compacted: Some(c),
+            } => mark(format!(
+                "relist at revision {revision} after compaction at {c} (gap)"
+            )),
+            Observation::Reset { reason } => mark(format!("history reset: {reason}")),
+            Observation::Server { endpoint, .. }
+                if s.replica
+                    .failovers()
+                    .back()
+                    .is_some_and(|(at, _, to)| *at == st.at && to == endpoint) =>
+            {
+                mark(format!("failover to {endpoint}"));
+            }
+            Observation::Conn(c) => {
+                let bad = matches!(
+                    c,
+                    ConnState::NotResponding { .. }
+                        | ConnState::Reconnecting { .. }
+                        | ConnState::Failed { .. }
+                );
+                if bad && !self.conn_bad {
+                    mark(match c {
+                        ConnState::NotResponding { .. } => "etcd not responding".into(),
+                        ConnState::Reconnecting { error, .. } => {
+                            format!("connection lost: {error}")
+                        }
+                        ConnState::Failed { error } => format!("source failed: {error}"),
+                        _ => String::new(),
+                    });
+                } else if !bad && self.conn_bad && *c == ConnState::Watching {
+                    mark("connection restored".into());
+                }
+                if bad || *c == ConnState::Watching {
+                    self.conn_bad = bad;
+                }
+            }
+            Observation::Informer(i) => {
+                if let InformerWhat::Gone { .. } = i.what {
+                    mark(format!("410 Gone: informer {}", i.resource));
+                }
+                if let Some(lag) = s
+                    .informers
+                    .get(&i.group, &i.resource)
+                    .and_then(|x| x.lag_seconds)
+                {
+                    let high = lag > self.lag_threshold;
+                    if high && !self.lag_high {
+                        mark(format!(
+                            "informer lag over {}s: {} {:.1}s",
+                            self.lag_threshold, i.resource, lag
+                        ));
+                    }
+                    self.lag_high = high;
+                }
+            }
+            Observation::Scrape { target, outcome } => {
+                let bad = matches!(outcome, ScrapeOutcome::Failed { .. });
+                let slot = &mut self.scrape_bad[*target as usize];
+                if bad && !*slot {
+                    if let ScrapeOutcome::Failed { error, .. } = outcome {
+                        mark(format!("{} scrape failed: {error}", target.label()));
+                    }
+                }
+                *slot = bad;
+                if *target == ScrapeTarget::Apiserver && !bad {
+                    if let Some((row, p99)) = worst_etcd_p99(s) {
+                        let high = p99 > self.p99_threshold;
+                        if high && !self.p99_high {
+                            mark(format!(
+                                "etcd p99 over {}s: {row} {p99:.3}s",
+                                self.p99_threshold
+                            ));
+                        }
+                        self.p99_high = high;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// The markers found, in recorded order.
+    pub fn markers(self) -> Vec<Marker> {
+        self.out
+    }
+}
+
+/// The worst `etcd_request_duration_seconds` p99 over the last scrape interval, with its
+/// operation and resource.
+fn worst_etcd_p99(s: &Session) -> Option<(String, f64)> {
+    let view = crate::derive::apiserver::view(&s.metrics, Some(&s.replica), &s.informers, s.now());
+    view.latency
+        .iter()
+        .filter(|r| r.metric.starts_with("etcd_request"))
+        .filter_map(|r| match r.p99 {
+            crate::metrics::quantile::Quantile::Value(v)
+            | crate::metrics::quantile::Quantile::AtLeast(v) => {
+                Some((format!("{} {}", r.operation, r.resource), v))
+            }
+            crate::metrics::quantile::Quantile::NoData => None,
+        })
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+}
