@@ -22,10 +22,10 @@ const LAYERS: &[(&str, u8)] = &[
     ("store", 3),
     ("node", 3),
     ("demo", 3),
-    ("record", 4),
     ("derive", 4),
-    ("tui", 5),
-    ("cli", 6),
+    ("record", 5),
+    ("tui", 6),
+    ("cli", 7),
 ];
 
 /// One module of the library: its path (`["store", "replica", "read"]`) and its code
