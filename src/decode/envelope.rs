@@ -10,7 +10,7 @@
 use super::wire::{DecodeError, ErrorKind, Reader, WireValue};
 
 /// The storage magic: `k8s` then a NUL byte.
-pub const MAGIC: &[u8; 4] = b"k8s\x00";
+pub use crate::model::kubernetes::PROTOBUF_MAGIC as MAGIC;
 
 /// A parsed `runtime.Unknown` envelope, borrowing from the stored value.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -36,8 +36,7 @@ use rand::Rng;
 
 use crate::decode::object::rfc3339;
 
-/// The 4-byte prefix of kube-apiserver's protobuf storage encoding.
-pub const PROTOBUF_MAGIC: &[u8] = b"k8s\x00";
+pub use crate::model::kubernetes::PROTOBUF_MAGIC;
 
 /// A k8s-pb type with the apiVersion and kind the apiserver stores it under.
 pub trait StorageKind: Message + Default + Clone + Send + Sync + 'static {

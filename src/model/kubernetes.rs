@@ -18,6 +18,11 @@
 /// several apiservers (k8s.io/apiserver `pkg/storage/etcd3/compact.go`).
 pub const COMPACT_REV_KEY: &[u8] = b"compact_rev_key";
 
+/// The prefix of kube-apiserver's protobuf storage encoding, `k8s` then a NUL byte, before
+/// a `runtime.Unknown` (`protoEncodingPrefix` in k8s.io/apimachinery
+/// `pkg/runtime/serializer/protobuf/protobuf.go`).
+pub const PROTOBUF_MAGIC: &[u8; 4] = b"k8s\x00";
+
 /// Prefix of every value an encryption-at-rest provider wrote: kube-apiserver's
 /// `value.PrefixTransformer` (k8s.io/apiserver `pkg/storage/value`) writes
 /// `k8s:enc:<provider>:<version>:<name>:` before the ciphertext.

@@ -42,9 +42,7 @@ pub const FILL: u8 = b'*';
 /// k8s.io/api core/v1 `annotation_key_constants.go`.
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
-/// Protobuf storage magic `k8s\0` (`protoEncodingPrefix` in k8s.io/apimachinery
-/// `pkg/runtime/serializer/protobuf/protobuf.go`).
-const MAGIC: &[u8; 4] = b"k8s\x00";
+use crate::model::kubernetes::PROTOBUF_MAGIC as MAGIC;
 
 /// What follows [`ENCRYPTED_PREFIX`] for each provider that writes ciphertext; each is followed
 /// by the key name (aescbc, aesgcm, secretbox) or the KMS plugin name, then `:`. From
