@@ -70,6 +70,13 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
         Some(Command::Replay(r)) => !r.check,
         _ => false,
     };
+    // A replay of a file that is not there says so, terminal or not.
+    if let Some(Command::Replay(r)) = &cli.command {
+        if let Err(e) = regscope::record::files::recording_files(&r.file) {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    }
     {
         use std::io::IsTerminal;
         if console_cmd && !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {

@@ -163,6 +163,12 @@ pub fn text(d: &Discovery, checks: &[Check]) -> String {
     s
 }
 
+/// Whether regscope runs as root (advice to use sudo would be wrong then).
+fn is_root() -> bool {
+    // SAFETY: geteuid takes no arguments and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
 async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
     let mut out = Vec::new();
     for p in &d.problems {
@@ -174,7 +180,11 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
             "discovery",
             d.root.display().to_string(),
             "no kubeadm, RKE2 or k3s files found (or they are not readable)",
-            "run as root (sudo) on a control-plane node, pass --endpoints/--cacert/--cert/--key, or --root DIR for a copied node",
+            if is_root() {
+                "this does not look like a control-plane node: pass --endpoints/--cacert/--cert/--key, or --root DIR for a copied node"
+            } else {
+                "run as root (sudo) on a control-plane node, pass --endpoints/--cacert/--cert/--key, or --root DIR for a copied node"
+            },
         ));
     }
     let opts = a.conn.etcd_options();

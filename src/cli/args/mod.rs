@@ -267,7 +267,7 @@ pub struct DemoArgs {
     /// recordings/demo.rgs is made: scripts/record-demo.sh).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
-    /// With --record: how long (default 60s).
+    /// With --record: how long.
     #[arg(long, default_value = "60s", value_parser = parse_duration, requires = "record")]
     pub duration: std::time::Duration,
     /// Kill the private etcd after this long and start it again (same data dir), to see a
@@ -433,8 +433,8 @@ pub struct DecodeArgs {
     /// keys): gives the resource, picks the encryption key and is aesgcm's authenticated data.
     #[arg(long, value_name = "KEY")]
     pub key: Option<std::ffi::OsString>,
-    /// Output: yaml (documents separated by ---), json (an array for several kvs), or raw
-    /// (the stored value bytes; one kv only).
+    /// Output: yaml (documents separated by ---), json (an array for several kvs), jsonl
+    /// (one compact object per line), or raw (the stored value bytes; one kv only).
     #[arg(short = 'o', long = "output", value_enum, default_value_t = DecodeOutput::Yaml)]
     pub output: DecodeOutput,
     /// Say on stderr which input form was detected.
