@@ -253,9 +253,20 @@ impl PrivateEtcd {
     }
 
     /// SIGSTOPs etcd: it keeps its sockets but answers nothing (a hung server).
+    ///
+    /// kill(2) returns once the signal is queued, while each of etcd's threads stops only
+    /// when it next leaves the kernel, so a request in flight could still be answered. This
+    /// waits (at most 2 s) until every thread of the process shows state `T` in
+    /// `/proc/<pid>/task/*/stat` (proc(5)), so that nothing is answered after it returns.
     pub fn pause(&mut self) -> Result<(), DemoError> {
         self.signal(libc::SIGSTOP)?;
         self.paused = true;
+        if let Some(pid) = self.pid() {
+            let deadline = Instant::now() + Duration::from_secs(2);
+            while !all_threads_stopped(pid) && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
         Ok(())
     }
 
@@ -491,6 +502,28 @@ fn read_tail(path: &Path) -> String {
         return String::from("(log unreadable)");
     }
     String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// Whether every thread of `pid` is stopped (state `T` or `t` in `/proc/<pid>/task/<tid>/stat`,
+/// the field after the parenthesised command name; proc(5)). False when it cannot be read.
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let mut any = false;
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            return false;
+        };
+        let state = stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next());
+        if !matches!(state, Some("T" | "t")) {
+            return false;
+        }
+        any = true;
+    }
+    any
 }
 
 #[cfg(test)]
