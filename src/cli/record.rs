@@ -371,18 +371,18 @@ pub fn check(path: &Path, p99_threshold: f64, lag_threshold: f64) -> Result<Exit
         })
     };
     out(format_args!(
-        "{}\n  span       {} .. {}\n  revisions  {} .. {}\n  observations {} ({} scrapes) in {} segments, {} checkpoints, {} bytes\n  secrets    {}\n",
+        "{}\n  span       {} .. {}\n  revisions  {} .. {}\n  observations {}\n  secrets    {}\n",
         report.files.join(", "),
         ts(report.start),
         ts(report.end),
         report.first_revision.map_or("-".into(), |r| r.to_string()),
         report.last_revision.map_or("-".into(), |r| r.to_string()),
-        report.observations,
-        report.scrapes,
-        report.segments,
-        report.checkpoints,
-        report.bytes,
-        if report.secrets_redacted { "redacted" } else { "INCLUDED (recorded with --show-secrets)" },
+        counts(&report),
+        if report.secrets_redacted {
+            "redacted"
+        } else {
+            "INCLUDED (recorded with --show-secrets)"
+        },
     ));
     for n in &report.notes {
         out(format_args!("  note       {n}\n"));
@@ -399,6 +399,22 @@ pub fn check(path: &Path, p99_threshold: f64, lag_threshold: f64) -> Result<Exit
         }
         Ok(ExitCode::from(1))
     }
+}
+
+/// `replay --check`'s counts: observations (scrapes) in segments, checkpoints, bytes.
+fn counts(r: &crate::record::ReplayReport) -> String {
+    let s = |n: u64| if n == 1 { "" } else { "s" };
+    format!(
+        "{} ({} scrape{}) in {} segment{}, {} checkpoint{}, {} bytes",
+        r.observations,
+        r.scrapes,
+        s(r.scrapes),
+        r.segments,
+        s(r.segments),
+        r.checkpoints,
+        s(r.checkpoints),
+        r.bytes
+    )
 }
 
 /// `regscope snapshot --json --from FILE [--at T]`: the summary `snapshot --json` prints
@@ -754,5 +770,31 @@ fn sample_value(v: f64) -> Value {
         json!("-Inf")
     } else {
         json!(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_counts_say_one_in_the_singular() {
+        let mut r = crate::record::ReplayReport {
+            observations: 120,
+            scrapes: 1,
+            segments: 1,
+            checkpoints: 1,
+            bytes: 4096,
+            ..Default::default()
+        };
+        assert_eq!(
+            counts(&r),
+            "120 (1 scrape) in 1 segment, 1 checkpoint, 4096 bytes"
+        );
+        (r.scrapes, r.segments, r.checkpoints) = (0, 3, 2);
+        assert_eq!(
+            counts(&r),
+            "120 (0 scrapes) in 3 segments, 2 checkpoints, 4096 bytes"
+        );
     }
 }

@@ -791,20 +791,58 @@ fn first_revision(readers: &mut [Reader], frames: &[FrameRef]) -> Option<Revisio
 }
 
 fn describe_damage(d: &super::format::Damage) -> String {
-    let t = |ns: Option<i64>| {
-        ns.map_or("?".to_string(), |n| {
-            humantime::format_rfc3339_seconds(from_ns(n)).to_string()
+    // A side with no good frame is the file's start or end (a truncated file's loss runs
+    // to its end): its time and revision are not known, so the line says which end.
+    let at = |ns: Option<i64>, rev: Option<i64>, end: &str| {
+        ns.map_or(end.to_string(), |n| {
+            let r = rev.map_or("?".to_string(), |r| r.to_string());
+            format!(
+                "{} (revision {r})",
+                humantime::format_rfc3339_seconds(from_ns(n))
+            )
         })
     };
-    let r = |r: Option<i64>| r.map_or("?".to_string(), |r| r.to_string());
     format!(
-        "{} bytes at offset {} lost ({}): between {} (revision {}) and {} (revision {})",
+        "{} bytes at offset {} lost ({}): between {} and {}",
         d.len,
         d.offset,
         d.what,
-        t(d.after_time_ns),
-        r(d.after_rev),
-        t(d.before_time_ns),
-        r(d.before_rev)
+        at(d.after_time_ns, d.after_rev, "the start of the file"),
+        at(d.before_time_ns, d.before_rev, "the end of the file")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::format::Damage;
+    use super::*;
+
+    #[test]
+    fn damage_at_either_end_of_the_file_says_which_end() {
+        let d = |after: Option<(i64, i64)>, before: Option<(i64, i64)>| Damage {
+            offset: 100,
+            len: 20,
+            after_time_ns: after.map(|a| a.0),
+            before_time_ns: before.map(|b| b.0),
+            after_rev: after.map(|a| a.1),
+            before_rev: before.map(|b| b.1),
+            what: "truncated".into(),
+        };
+        let (t1, t2) = (1_700_000_000_000_000_000, 1_700_000_060_000_000_000);
+        assert_eq!(
+            describe_damage(&d(Some((t1, 7)), Some((t2, 9)))),
+            "20 bytes at offset 100 lost (truncated): between 2023-11-14T22:13:20Z (revision 7) \
+             and 2023-11-14T22:14:20Z (revision 9)"
+        );
+        assert_eq!(
+            describe_damage(&d(Some((t1, 7)), None)),
+            "20 bytes at offset 100 lost (truncated): between 2023-11-14T22:13:20Z (revision 7) \
+             and the end of the file"
+        );
+        assert_eq!(
+            describe_damage(&d(None, Some((t2, 9)))),
+            "20 bytes at offset 100 lost (truncated): between the start of the file \
+             and 2023-11-14T22:14:20Z (revision 9)"
+        );
+    }
 }

@@ -412,14 +412,16 @@ fn why_no_samples(body: &[u8], skipped: usize) -> String {
         || lower.starts_with("<html")
         || lower.starts_with('<')
     {
-        format!("body is HTML, not metrics ({skipped} lines unreadable)")
+        let s = if skipped == 1 { "" } else { "s" };
+        format!("body is HTML, not metrics ({skipped} line{s} unreadable)")
     } else {
         let first = head
             .lines()
             .next()
             .unwrap_or("")
             .replace(char::is_control, " ");
-        format!("no readable metrics: {skipped} lines unreadable, first: {first:?}")
+        let s = if skipped == 1 { "" } else { "s" };
+        format!("no readable metrics: {skipped} line{s} unreadable, first: {first:?}")
     }
 }
 
@@ -477,7 +479,7 @@ mod tests {
             s.last_error
                 .as_deref()
                 .unwrap()
-                .contains("no readable metrics"),
+                .contains("no readable metrics: 1 line unreadable"),
             "{s:?}"
         );
         assert_eq!(s.skipped_lines, 1);
@@ -489,7 +491,7 @@ mod tests {
             .last_error
             .as_deref()
             .unwrap()
-            .contains("HTML"));
+            .contains("HTML, not metrics (1 line unreadable)"));
         m.apply(&scrape(e, 125, "etcd_debugging_mvcc_current_revision 9\n"));
         let s = &m.target(e).status;
         assert_eq!(s.stale_since, None);

@@ -771,6 +771,57 @@ mod tests {
         assert_eq!(app.events_len(), 2);
     }
 
+    /// The screen `app` draws at `w`x`h`, as text.
+    fn screen(app: &App, w: u16, h: u16) -> String {
+        let backend = ratatui::backend::TestBackend::new(w, h);
+        let mut term = ratatui::Terminal::new(backend).unwrap();
+        let frame = term.draw(|f| crate::tui::views::draw(app, f)).unwrap();
+        crate::tui::screenshot::text(frame.buffer)
+    }
+
+    #[test]
+    fn counts_of_one_are_said_in_the_singular() {
+        let mut app = App::new(
+            Session::from_replica(listed(1), "demo"),
+            Settings::default(),
+        );
+        app.tick(at(0));
+        let hints: Vec<String> = app
+            .palette_entries("configmaps")
+            .into_iter()
+            .map(|e| e.hint)
+            .collect();
+        assert!(hints.contains(&"1 key".to_string()), "{hints:?}");
+        // A relist after a compaction: one gap.
+        let kvs = vec![kv("/registry/configmaps/ns/cm000000", 2)];
+        for obs in [
+            Observation::ListBegin { revision: 10 },
+            Observation::ListPage { kvs },
+            Observation::ListDone {
+                revision: 10,
+                compacted: Some(5),
+            },
+        ] {
+            app.ingest_all([&Stamped { at: at(1), obs }]);
+        }
+        let s = screen(&app, 160, 48);
+        assert!(s.contains(" 1 gap") && !s.contains("1 gaps"), "{s}");
+        press(&mut app, ' ');
+        put(&mut app, 2, "/registry/secrets/ns/a", 11);
+        assert_eq!(app.cursor().backlog(), 1);
+        let s = screen(&app, 160, 48);
+        assert!(s.contains(" 1 observation queued"), "{s}");
+        press(&mut app, ' ');
+        press(&mut app, '3');
+        code(&mut app, KeyCode::Enter);
+        let s = screen(&app, 160, 48);
+        assert!(s.contains(" 1 key") && !s.contains("1 keys"), "{s}");
+        code(&mut app, KeyCode::Enter);
+        assert_eq!(app.mode(), Mode::Detail);
+        let s = screen(&app, 160, 48);
+        assert!(s.contains(" · 1 line") && !s.contains("1 lines"), "{s}");
+    }
+
     #[test]
     fn key_browser_pages_through_many_keys_without_collecting_them() {
         let mut app = App::new(

@@ -287,9 +287,10 @@ pub struct SnapshotArgs {
     /// Read the session from a recording instead of etcd (see `regscope record`).
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
-    /// With --from: the moment to print — a time (RFC 3339, or HH:MM:SS UTC on the
-    /// recording's first day), an offset from the recording's start (+90s) or end (-5m),
-    /// or a revision (r1234). Default: the end of the recording.
+    /// With --from: the moment to print — a time (RFC 3339, or HH:MM[:SS] UTC on the
+    /// recording's first day), an offset from the recording's start (+90s) or end
+    /// (--at=-5m), or a revision (r1234, or a bare number: 1234). Default: the end of the
+    /// recording.
     #[arg(long, value_name = "TIME|REV", requires = "from")]
     pub at: Option<String>,
     #[command(flatten)]
@@ -941,6 +942,40 @@ mod tests {
         assert_eq!(c.ui.encryption_config.as_deref(), Some("enc.yaml".as_ref()));
         // Connection flags are not decode's.
         assert!(Cli::try_parse_merged_from(["regscope", "decode", "--endpoints", "x"]).is_err());
+    }
+
+    #[test]
+    fn snapshot_at_help_names_every_form_the_parser_takes() {
+        use clap::CommandFactory;
+        let cmd = Cli::command();
+        let snapshot = cmd.find_subcommand("snapshot").unwrap();
+        let at = snapshot
+            .get_arguments()
+            .find(|a| a.get_id() == "at")
+            .unwrap();
+        let help = at.get_help().unwrap().to_string();
+        for form in [
+            "RFC 3339",
+            "HH:MM[:SS]",
+            "+90s",
+            "--at=-5m",
+            "r1234",
+            "1234)",
+        ] {
+            assert!(help.contains(form), "{form} missing from: {help}");
+        }
+        // The forms it names are the ones `--at` reads.
+        let now = std::time::UNIX_EPOCH;
+        let seek = |t: &str| crate::tui::parse_seek(t, now, 0);
+        assert_eq!(seek("1234"), Ok(crate::tui::SeekTo::Revision(1234)));
+        assert_eq!(seek("r1234"), Ok(crate::tui::SeekTo::Revision(1234)));
+        assert_eq!(seek("+90s"), Ok(crate::tui::SeekTo::Relative(90)));
+        assert_eq!(seek("-5m"), Ok(crate::tui::SeekTo::Relative(-300)));
+        assert!(seek("14:32").is_ok() && seek("14:32:10").is_ok());
+        // A value starting with '-' needs the `=` form.
+        assert!(
+            Cli::try_parse_merged_from(["regscope", "snapshot", "--from", "f", "--at=-5m"]).is_ok()
+        );
     }
 
     #[test]

@@ -132,7 +132,7 @@ pub(crate) fn entries(text: &str, cx: &Context) -> Vec<Entry> {
                 1000 + i,
                 Entry {
                     label,
-                    hint: format!("{} keys", r.keys),
+                    hint: format!("{} key{}", r.keys, if r.keys == 1 { "" } else { "s" }),
                     goto: Goto::Resource(r.resource.clone()),
                 },
             ));

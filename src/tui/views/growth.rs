@@ -322,7 +322,12 @@ fn draw_compactions(app: &App, f: &mut Frame, area: Rect) {
         sp(app, "Compactions & gaps", Role::PanelTitle),
         sp(
             app,
-            format!(" {} seen, {} gaps", r.compactions().len(), r.gaps().len()),
+            format!(
+                " {} seen, {} gap{}",
+                r.compactions().len(),
+                r.gaps().len(),
+                if r.gaps().len() == 1 { "" } else { "s" }
+            ),
             Role::Muted,
         ),
     ];

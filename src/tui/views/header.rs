@@ -330,9 +330,10 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
             Span::styled(" ⏸ PAUSED ", t.get(Role::StatusWarn)),
             Span::styled(
                 format!(
-                    " every panel frozen at {} · {} observations queued · p resumes",
+                    " every panel frozen at {} · {} observation{} queued · p resumes",
                     clock(app.now(), app.s.utc_offset),
-                    thousands(c.backlog() as u64)
+                    thousands(c.backlog() as u64),
+                    if c.backlog() == 1 { "" } else { "s" }
                 ),
                 t.get(Role::Muted),
             ),

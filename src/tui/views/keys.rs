@@ -210,7 +210,15 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
                 .map_or_else(|| "Keys".to_string(), |p| escape_bytes(p).into_owned()),
             Role::PanelTitle,
         ),
-        sp(app, format!(" {} keys", thousands(count)), Role::Muted),
+        sp(
+            app,
+            format!(
+                " {} key{}",
+                thousands(count),
+                if count == 1 { "" } else { "s" }
+            ),
+            Role::Muted,
+        ),
     ];
     if !app.keys.filter.is_empty() {
         title.push(sp(

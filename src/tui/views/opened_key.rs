@@ -411,13 +411,14 @@ fn draw_body(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
                 title.push(sp(
                     app,
                     format!(
-                        " {} · {} lines",
+                        " {} · {} line{}",
                         match r.decoded.as_ref().and_then(|x| x.json.as_ref()) {
                             None => "not decoded",
                             Some(_) if app.json_output => "JSON",
                             Some(_) => "YAML",
                         },
-                        thousands(r.lines.len() as u64)
+                        thousands(r.lines.len() as u64),
+                        if r.lines.len() == 1 { "" } else { "s" }
                     ),
                     Role::Muted,
                 ));
