@@ -856,7 +856,9 @@ async fn command_palette_runs_actions_and_goes_to_resources_keys_and_revisions()
     palette("pods");
     t.keys(&["Enter"]);
     t.wait_for("the pods in Keys", Duration::from_secs(5), |s| {
-        s.contains("/registry/pods/ 1 keys") && s.contains("palette-pod")
+        s.contains("/registry/pods/ 1 key")
+            && !s.contains("/registry/pods/ 1 keys")
+            && s.contains("palette-pod")
     });
     // A key path opens the key.
     palette("/registry/configmaps/default/cm05");
