@@ -45,7 +45,18 @@ pub fn shareable(b: Bytes) -> Bytes {
     if b.is_empty() {
         return b;
     }
-    Bytes::from_owner(Vec::<u8>::from(b))
+    shareable_vec(Vec::<u8>::from(b))
+}
+
+/// As [`shareable`], from a `Vec` the caller owns: the bytes are not copied. (Going
+/// through `Bytes::from(vec)` and back, as `shareable(Bytes::from(v))` does, moves every
+/// byte once more: bytes 1.x's `Vec::from(Bytes)` copies the data to the start of its
+/// buffer even when it already starts there.)
+pub fn shareable_vec(v: Vec<u8>) -> Bytes {
+    if v.is_empty() {
+        return Bytes::new();
+    }
+    Bytes::from_owner(v)
 }
 
 impl KeyValue {
@@ -65,7 +76,7 @@ impl KeyValue {
         let mut buf = Vec::with_capacity(key.len() + value.len());
         buf.extend_from_slice(key);
         buf.extend_from_slice(value);
-        let all = shareable(Bytes::from(buf));
+        let all = shareable_vec(buf);
         KeyValue {
             key: all.slice(..key.len()),
             create_revision,
@@ -778,6 +789,28 @@ mod tests {
                 .map(|(f, v)| (f.to_string(), v.to_string()))
                 .collect(),
         }
+    }
+
+    #[test]
+    fn shareable_buffers_are_the_callers_own_and_clones_share_them() {
+        let v = b"/registry/pods/default/web-0".to_vec();
+        let at = v.as_ptr();
+        let b = shareable_vec(v);
+        assert_eq!(
+            b.as_ptr(),
+            at,
+            "the Vec's buffer is used as it is, not copied"
+        );
+        let c = b.clone();
+        assert_eq!(c.as_ptr(), at, "a clone is a reference to the same buffer");
+        assert!(shareable_vec(Vec::new()).is_empty());
+        let kv = KeyValue::joined(b"/k", 1, 2, 1, 0, b"value");
+        assert_eq!((&kv.key[..], &kv.value[..]), (&b"/k"[..], &b"value"[..]));
+        assert_eq!(
+            kv.value.as_ptr(),
+            kv.key.as_ptr().wrapping_add(2),
+            "one buffer"
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::connect::error_chain;
-use crate::model::{Bytes, ConnState, KeyValue, Observation, Stamped};
+use crate::model::{ConnState, KeyValue, Observation, Stamped};
 
 /// Tunables of the sync loop. Durations are wall-clock; sizes are bytes.
 #[derive(Clone, Debug)]
@@ -143,12 +143,12 @@ pub fn take_kv(kv: etcd_client::KeyValue) -> KeyValue {
     let (key, value) = kv.into_key_value();
     // Made shareable here, on the source's task, not on the session's thread.
     KeyValue {
-        key: crate::model::shareable(Bytes::from(key)),
+        key: crate::model::shareable_vec(key),
         create_revision,
         mod_revision,
         version,
         lease,
-        value: crate::model::shareable(Bytes::from(value)),
+        value: crate::model::shareable_vec(value),
     }
 }
 
@@ -156,11 +156,11 @@ pub fn take_kv(kv: etcd_client::KeyValue) -> KeyValue {
 /// [`crate::model::shareable`]).
 pub fn convert_kv(kv: &etcd_client::KeyValue) -> KeyValue {
     KeyValue {
-        key: crate::model::shareable(Bytes::copy_from_slice(kv.key())),
+        key: crate::model::shareable_vec(kv.key().to_vec()),
         create_revision: kv.create_revision(),
         mod_revision: kv.mod_revision(),
         version: kv.version(),
         lease: kv.lease(),
-        value: crate::model::shareable(Bytes::copy_from_slice(kv.value())),
+        value: crate::model::shareable_vec(kv.value().to_vec()),
     }
 }
