@@ -300,6 +300,13 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
     assert_eq!(count("etcd metrics"), 1);
     assert_eq!(count("encryption config"), 1);
     assert_eq!(count("encrypted values"), 1, "{v:#}");
+    // The prefix the node's apiserver stores under holds the two keys written above.
+    let prefix = checks
+        .iter()
+        .find(|c| c["check"] == "prefix")
+        .expect("prefix check");
+    assert_eq!(prefix["target"], "/registry/", "{prefix:#}");
+    assert_eq!(prefix["detail"], "2 keys", "{prefix:#}");
     let leaders = checks
         .iter()
         .filter(|c| c["detail"].as_str().unwrap_or("").contains("leader,"))
@@ -336,6 +343,28 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
     );
     assert!(text.contains("skip  apiserver not checked"), "{text}");
     assert!(!text.contains("FAIL"), "{text}");
+
+    // A prefix nothing is stored under fails, and says what etcd holds instead.
+    let (code, out, err) = run(&[
+        "doctor",
+        "--json",
+        "--root",
+        &r,
+        "--informers",
+        "none",
+        "--prefix",
+        "/nope",
+    ]);
+    assert_eq!(code, 1, "{out}\n{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let f = failed(&v);
+    assert!(
+        f.iter().any(|(k, d, a)| k == "prefix"
+            && d.contains("no keys under /nope/")
+            && d.contains("/registry")
+            && a.contains("--prefix")),
+        "{f:#?}"
+    );
 
     // snapshot uses what was found: the members, the certificates, the prefix.
     // Three Events in the events etcd (written by the test, not by regscope).

@@ -25,7 +25,7 @@ use crate::source::EtcdOptions;
 /// One check's verdict.
 #[derive(Clone, Debug, Serialize)]
 pub struct Check {
-    /// What was checked: `discovery`, `file`, `etcd member`, `events etcd`, `etcd metrics`,
+    /// What was checked: `discovery`, `file`, `etcd member`, `prefix`, `etcd for …`, `etcd metrics`,
     /// `encryption config`.
     pub check: String,
     /// The endpoint, URL or file.
@@ -194,6 +194,9 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
     if given || d.etcd.is_some() {
         for ep in &opts.endpoints {
             out.push(member(&opts, ep, "etcd member", a.timeout).await);
+        }
+        if out.iter().any(|c| c.check == "etcd member" && c.ok) {
+            out.extend(prefix_check(&opts, &a.conn.prefix_bytes(), a.timeout).await);
         }
     }
     for (resources, endpoints) in d.other_clusters() {
@@ -552,6 +555,48 @@ fn file_checks(opts: &EtcdOptions, now: SystemTime, out: &mut Vec<Check>) {
 
 /// One member on its own: connect and Status; a TLS failure explained from the
 /// certificates.
+/// Whether etcd holds anything under the prefix regscope reads (`--prefix`, else the
+/// node's kube-apiserver `--etcd-prefix`, else `/registry`): an empty prefix is the usual
+/// sign of a wrong one, and every panel would be empty. `None` when etcd cannot be asked
+/// (the member checks say why).
+async fn prefix_check(opts: &EtcdOptions, prefix: &[u8], timeout: Duration) -> Option<Check> {
+    let (mut client, _) = opts.connect(timeout).await.ok()?;
+    let target = format!(
+        "{}/",
+        crate::model::escape_bytes(prefix).trim_end_matches('/')
+    );
+    let counted = tokio::time::timeout(
+        timeout,
+        crate::source::etcd::keys_under(&mut client, prefix),
+    )
+    .await;
+    Some(match counted {
+        Ok(Ok(crate::source::etcd::KeysUnder::Some(n))) => Check::ok(
+            "prefix",
+            target,
+            format!("{} keys", crate::tui::format::thousands(n.max(0) as u64)),
+        ),
+        Ok(Ok(crate::source::etcd::KeysUnder::None(msg))) => Check::fail(
+            "prefix",
+            target,
+            msg,
+            "pass the prefix kube-apiserver stores under (its --etcd-prefix) in --prefix",
+        ),
+        Ok(Err(e)) => Check::fail(
+            "prefix",
+            target,
+            format!("cannot count the keys: {e}"),
+            "grant the user read access to the prefix, or use the apiserver's etcd client certificate",
+        ),
+        Err(_) => Check::fail(
+            "prefix",
+            target,
+            format!("counting the keys took longer than {}", humantime::format_duration(timeout)),
+            "etcd is overloaded: check `etcdctl endpoint status` and etcd's log",
+        ),
+    })
+}
+
 async fn member(opts: &EtcdOptions, ep: &str, label: &str, timeout: Duration) -> Check {
     let one = EtcdOptions {
         endpoints: vec![ep.to_string()],

@@ -473,33 +473,10 @@ impl EtcdSource {
     }
 
     async fn warn_if_empty(&self, client: &mut Client, out: &Emitter) {
-        let start = self.sync.range_key();
-        let count = client
-            .get(
-                start.clone(),
-                Some(
-                    GetOptions::new()
-                        .with_range(prefix_end(&start))
-                        .with_count_only(),
-                ),
-            )
-            .await
-            .map(|r| r.count())
-            .unwrap_or(1);
-        if count > 0 {
-            return;
+        // A failed count says nothing: the list that follows reports the error.
+        if let Ok(KeysUnder::None(msg)) = keys_under(client, &self.sync.prefix).await {
+            out.send(Observation::Note(msg)).await;
         }
-        let tops = top_level_prefixes(client, 20).await.unwrap_or_default();
-        let prefix = crate::model::escape_bytes(&self.sync.prefix).into_owned();
-        let msg = if tops.is_empty() {
-            format!("no keys under {prefix}/: this etcd is empty")
-        } else {
-            format!(
-                "no keys under {prefix}/; top-level prefixes here: {} (use --prefix)",
-                tops.join(", ")
-            )
-        };
-        out.send(Observation::Note(msg)).await;
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -782,6 +759,55 @@ pub async fn list_once(
         .await;
     }
     Ok(rev)
+}
+
+/// Whether etcd holds keys under `prefix` + `/` (a count-only range read: etcd counts
+/// in its index without reading values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeysUnder {
+    /// This many keys.
+    Some(i64),
+    /// None, with one line that says so and names the top-level prefixes etcd holds
+    /// instead (the usual cause: kube-apiserver runs with another `--etcd-prefix`).
+    None(String),
+}
+
+/// Counts the keys under `prefix` + `/`; see [`KeysUnder`].
+///
+/// Errors: the range read's (unreachable, permission denied, …).
+pub async fn keys_under(
+    client: &mut Client,
+    prefix: &[u8],
+) -> Result<KeysUnder, etcd_client::Error> {
+    let mut start = prefix.to_vec();
+    if start.last() != Some(&b'/') {
+        start.push(b'/');
+    }
+    let count = client
+        .get(
+            start.clone(),
+            Some(
+                GetOptions::new()
+                    .with_range(prefix_end(&start))
+                    .with_count_only(),
+            ),
+        )
+        .await?
+        .count();
+    if count > 0 {
+        return Ok(KeysUnder::Some(count));
+    }
+    let tops = top_level_prefixes(client, 20).await.unwrap_or_default();
+    let shown = crate::model::escape_bytes(prefix);
+    let shown = shown.trim_end_matches('/');
+    Ok(KeysUnder::None(if tops.is_empty() {
+        format!("no keys under {shown}/: this etcd is empty")
+    } else {
+        format!(
+            "no keys under {shown}/; top-level prefixes here: {} (use --prefix)",
+            tops.join(", ")
+        )
+    }))
 }
 
 #[cfg(test)]
