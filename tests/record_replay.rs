@@ -1284,6 +1284,12 @@ fn export_writes_one_json_object_per_observation() {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    // stderr ends with what was written beside what was read.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("exported {} lines for ", lines.len())),
+        "{err}"
+    );
     let events: Vec<_> = lines.iter().filter(|l| l["type"] == "event").collect();
     assert_eq!(events.len(), 20 * 5 + 2);
     assert!(events

@@ -524,6 +524,9 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let mut broken = false;
     let key_filter = e.prefix.clone();
+    // For the closing summary: lines are not observations (one line per event and per
+    // listed key, none for a clock tick), so the counts are said side by side.
+    let (mut lines_written, mut observations, mut ticks) = (0u64, 0u64, 0u64);
     // A recording starts with a checkpoint (a recording begun mid-session holds no list):
     // the live keys where the export starts come first, as `list_item`s marked
     // `"from": "start"`.
@@ -566,6 +569,7 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
                     broken = true;
                     break 'keys;
                 }
+                lines_written += 1;
             }
             after = Some(last);
         }
@@ -584,6 +588,10 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
                 return;
             }
         }
+        observations += 1;
+        if matches!(st.obs, Observation::Tick) {
+            ticks += 1;
+        }
         let lines = export_lines(
             st,
             s,
@@ -599,10 +607,17 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
                 broken = true;
                 return;
             }
+            lines_written += 1;
         }
     });
     use std::io::Write;
     let _ = stdout.flush();
+    if !broken {
+        eprintln!(
+            "regscope: {}",
+            export_summary(lines_written, observations, ticks)
+        );
+    }
     for d in player.damage() {
         eprintln!("regscope: damaged recording: {d}");
     }
@@ -611,6 +626,19 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The line `export` ends with on stderr: what it wrote against what it read, so that the
+/// count of lines (one per event and per listed key) is not mistaken for the count of
+/// observations `replay --check` prints.
+fn export_summary(lines: u64, observations: u64, ticks: u64) -> String {
+    let s = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    format!(
+        "exported {} for {} read (a line per event and per listed key; none for the {})",
+        s(lines, "line", "lines"),
+        s(observations, "observation", "observations"),
+        s(ticks, "clock tick", "clock ticks"),
+    )
 }
 
 fn kv_json(
@@ -776,6 +804,18 @@ fn sample_value(v: f64) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn export_summary_sets_lines_beside_observations() {
+        assert_eq!(
+            export_summary(5989, 6038, 91),
+            "exported 5989 lines for 6038 observations read (a line per event and per listed key; none for the 91 clock ticks)"
+        );
+        assert_eq!(
+            export_summary(1, 1, 1),
+            "exported 1 line for 1 observation read (a line per event and per listed key; none for the 1 clock tick)"
+        );
+    }
 
     #[test]
     fn check_counts_say_one_in_the_singular() {

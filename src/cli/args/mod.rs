@@ -122,7 +122,8 @@ pub enum Command {
     /// a time or a revision, jump between markers. `--check` only verifies the file.
     #[command(after_help = REPLAY_EXAMPLES)]
     Replay(ReplayArgs),
-    /// Write a recording's observations as JSON lines (one object per observation).
+    /// Write a recording's observations as JSON lines (one per event, per listed key, per
+    /// scrape and per other observation; none for clock ticks).
     Export(ExportArgs),
     /// Decode stored values offline: `etcdctl get -w json` output, a hex string or the raw
     /// value bytes, from FILE or stdin. Prints the object on stdout, a header on stderr.
