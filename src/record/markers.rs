@@ -30,6 +30,8 @@ pub struct MarkerScan {
     p99_threshold: f64,
     lag_threshold: f64,
     compacted: Option<Revision>,
+    /// Whether an etcd scrape body was applied since the scan began.
+    etcd_scraped: bool,
     conn_bad: bool,
     scrape_bad: [bool; 2],
     p99_high: bool,
@@ -51,6 +53,7 @@ impl MarkerScan {
             p99_threshold,
             lag_threshold,
             compacted: session.replica.compact_revision(),
+            etcd_scraped: false,
             conn_bad: false,
             scrape_bad: [false, false],
             p99_high: false,
@@ -87,13 +90,30 @@ impl MarkerScan {
         };
         // Compactions however learned (compact_rev_key, a cancelled watch, etcd's
         // metrics derived in the session).
+        // What etcd had compacted before the recording looked is state, not a moment of
+        // the recording: the first compaction known at all, when a list (compact_rev_key
+        // read with it) or the recording's first etcd scrape (its compacted revision) is
+        // what told.
+        let first_etcd_scrape = !self.etcd_scraped
+            && matches!(
+                &st.obs,
+                Observation::Scrape {
+                    target: ScrapeTarget::Etcd,
+                    outcome: ScrapeOutcome::Body { .. },
+                }
+            );
         let c = s.replica.compact_revision();
         if c > self.compacted {
-            if let (Some(rev), Some(seen)) = (c, s.replica.compactions().back()) {
+            let known_before = self.compacted.is_none()
+                && (first_etcd_scrape || s.replica.listing().is_some());
+            if let (Some(rev), Some(seen), false) =
+                (c, s.replica.compactions().back(), known_before)
+            {
                 mark(format!("compaction at revision {rev} ({})", seen.source));
             }
             self.compacted = c;
         }
+        self.etcd_scraped |= first_etcd_scrape;
         // Departures from etcd's watch contract (see `WatchHealth`), with the replica's note.
         let anomalies = s.replica.watch_health().anomalies();
         if anomalies > self.anomalies {
@@ -243,4 +263,56 @@ fn worst_etcd_p99(s: &Session) -> Option<(String, f64)> {
             crate::metrics::quantile::Quantile::NoData => None,
         })
         .max_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CompactionSource, KeyValue, SessionInfo};
+    use std::time::Duration;
+
+    fn play(s: &mut Session, scan: &mut MarkerScan, obs: Vec<Observation>) {
+        for (i, obs) in obs.into_iter().enumerate() {
+            let st = Stamped {
+                at: SystemTime::UNIX_EPOCH + Duration::from_secs(1_000 + i as u64),
+                obs,
+            };
+            s.apply(&st);
+            scan.observe(s, &st, i as u64 + 1);
+        }
+    }
+
+    #[test]
+    fn a_compaction_older_than_the_recording_is_no_marker_and_a_new_one_is() {
+        let mut s = Session::new(SessionInfo::default());
+        let mut scan = MarkerScan::new(&s, 1.0, 10.0);
+        let kv = KeyValue::joined(b"/registry/configmaps/default/a", 40, 40, 1, 0, b"x");
+        let compacted = |revision| Observation::Compacted {
+            revision,
+            source: CompactionSource::CompactRevKey,
+        };
+        play(
+            &mut s,
+            &mut scan,
+            vec![
+                Observation::ListBegin { revision: 50 },
+                Observation::ListPage { kvs: vec![kv] },
+                // As the etcd source sends compact_rev_key read at the list's revision.
+                compacted(31),
+                Observation::ListDone {
+                    revision: 50,
+                    compacted: None,
+                },
+            ],
+        );
+        assert_eq!(s.replica.compact_revision(), Some(31));
+        assert!(scan.out.is_empty(), "{:?}", scan.out);
+        // Compacted again while the recording runs: a moment worth jumping to.
+        play(&mut s, &mut scan, vec![compacted(45)]);
+        let labels: Vec<_> = scan.markers().into_iter().map(|m| m.label).collect();
+        assert_eq!(
+            labels,
+            vec!["compaction at revision 45 (compact_rev_key)".to_string()]
+        );
+    }
 }
