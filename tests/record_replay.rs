@@ -1695,12 +1695,24 @@ fn export_of_a_recording_begun_mid_session_starts_with_the_state() {
     }
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("mid.rgs");
+    let begun_at = session.revision();
     let mut rec = Recorder::create(RecordOptions::new(&file), &session, 0).unwrap();
     for st in &all[20..] {
         session.apply(st);
         rec.record_applied(st, &mut session);
     }
     rec.finish().unwrap();
+    // `replay --check` gives the span a seek accepts: from the revision the first
+    // checkpoint holds, not the first one applied after it.
+    let check = Command::new(BIN)
+        .args(["replay", "--check", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&check.stdout);
+    assert!(
+        text.contains(&format!("revisions  {begun_at} .. {}", session.revision())),
+        "begun at {begun_at}: {text}"
+    );
     let out = Command::new(BIN)
         .args(["export", file.to_str().unwrap(), "--only-keys"])
         .output()

@@ -104,8 +104,8 @@ impl MarkerScan {
             );
         let c = s.replica.compact_revision();
         if c > self.compacted {
-            let known_before = self.compacted.is_none()
-                && (first_etcd_scrape || s.replica.listing().is_some());
+            let known_before =
+                self.compacted.is_none() && (first_etcd_scrape || s.replica.listing().is_some());
             if let (Some(rev), Some(seen), false) =
                 (c, s.replica.compactions().back(), known_before)
             {

@@ -196,7 +196,9 @@ pub fn check(mut player: Player, p99_threshold: f64, lag_threshold: f64) -> Repl
     r.observations = n;
     r.start = start;
     r.end = end;
-    r.first_revision = first_rev;
+    // The revision seeks start from (`Player::first_revision`), so that the span printed
+    // is the span a seek accepts; what the pass saw first when the index cannot say.
+    r.first_revision = player.first_revision().or(first_rev);
     r.last_revision = (session.revision() > 0).then(|| session.revision());
     r.damage = player.damage().to_vec();
     r.notes = player.notes().to_vec();
