@@ -207,6 +207,11 @@ fn discover_node(cli: &mut Cli) -> Option<regscope::node::Discovery> {
     if let Some(conn) = conn {
         // Metric files without endpoints are an offline snapshot: no etcd to find.
         let offline = files && conn.endpoints.is_empty();
+        if offline && d.etcd.is_some() {
+            eprintln!(
+                "regscope: metric files given without --endpoints: reading the files only, not the etcd this node runs (give --endpoints too to connect to it)"
+            );
+        }
         if !offline {
             for note in conn.apply_discovery(&d) {
                 if say {

@@ -394,6 +394,23 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
         snap["apiserver_flags"]["file"],
         "/etc/kubernetes/manifests/kube-apiserver.yaml"
     );
+    // Metric files alone are read offline, and it is said that the node's etcd is not.
+    let metrics = dir.path().join("apiserver.metrics");
+    std::fs::write(&metrics, "# TYPE up gauge\nup 1\n").unwrap();
+    let (_, out, err) = run(&[
+        "snapshot",
+        "--json",
+        "--root",
+        &r,
+        "--informers",
+        "none",
+        "--apiserver-metrics-file",
+        &metrics.display().to_string(),
+    ]);
+    assert!(
+        err.contains("metric files given without --endpoints"),
+        "{out}\n{err}"
+    );
     // A flag overrides only what it names: another member, still with the node's files.
     let (code, out, err) = run(&[
         "snapshot",
