@@ -639,3 +639,35 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
         "{row:?}"
     );
 }
+
+/// The watch cache's history: a ring of `capacity` events that fills from where the cache
+/// was initialised, so until it has received `capacity` events its span is what it
+/// received ÷ the rate, not `capacity` ÷ the rate.
+#[test]
+fn watch_cache_history_is_what_the_cache_holds_not_its_capacity() {
+    let body = |received: u64| {
+        format!(
+            "# TYPE watch_cache_capacity gauge\n\
+             watch_cache_capacity{{group=\"\",resource=\"pods\"}} 1000\n\
+             # TYPE apiserver_watch_cache_events_received_total counter\n\
+             apiserver_watch_cache_events_received_total{{group=\"\",resource=\"pods\"}} {received}\n"
+        )
+    };
+    let span = |first: u64, second: u64| {
+        let mut store = MetricStore::default();
+        store.apply(&scrape(ScrapeTarget::Apiserver, 990, body(first)));
+        store.apply(&scrape(ScrapeTarget::Apiserver, 1000, body(second)));
+        let v = view_of(&store, None);
+        let row = v
+            .watch_cache
+            .iter()
+            .find(|r| r.resource == "pods")
+            .expect("pods row")
+            .clone();
+        row.history_span_seconds
+    };
+    // 100 events in 10 s: 10/s. 200 received so far: 20 s held, not 1000 ÷ 10.
+    assert_eq!(span(100, 200), Some(20.0));
+    // Once it has received more than its capacity, the ring is full: 1000 ÷ 10.
+    assert_eq!(span(5_000, 5_100), Some(100.0));
+}

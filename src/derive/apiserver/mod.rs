@@ -272,7 +272,18 @@ fn watch_cache(
                 .copied()
                 .filter(|v| *v > 0.0)
                 .or(replica_event_rate.filter(|v| *v > 0.0));
-            let history_span_seconds = match (capacity.value(), rate) {
+            // The cache holds at most `capacity` events, and no more than it received:
+            // until it has wrapped once, its history starts where it was initialised
+            // (k8s.io/apiserver pkg/storage/cacher/watch_cache.go: a ring of `capacity`
+            // events; older resourceVersions get 410 Gone). `events_received` counts since
+            // the apiserver started, so min(capacity, received) ÷ rate is the span held.
+            let received_total = total_reading(t, m, &k(Concept::WatchCacheEventsReceived))
+                .value()
+                .copied();
+            let held = capacity
+                .value()
+                .map(|c| received_total.map_or(*c, |r| c.min(r)));
+            let history_span_seconds = match (held, rate) {
                 (Some(c), Some(rate)) if rate > 0.0 => Some(c / rate),
                 _ => None,
             };
