@@ -337,6 +337,19 @@ fn growth_160x48() {
     insta::assert_snapshot!(render(&mut app(), 160, 48));
 }
 
+/// Narrow and short: the tab bar still names the current screen, and no table shows a
+/// header without rows.
+#[test]
+fn growth_60x15() {
+    let mut a = app();
+    insta::assert_snapshot!(render(&mut a, 60, 15));
+    // Another screen: its name, the others' numbers.
+    keys(&mut a, "4");
+    let text = render(&mut a, 60, 15);
+    let tabs = text.lines().next().unwrap_or_default();
+    assert!(tabs.contains(" 1   2   3   4 Apiserver "), "{tabs:?}");
+}
+
 /// The header says how much memory regscope holds, against `--memory-limit` when set, and
 /// what the history budget keeps.
 #[test]

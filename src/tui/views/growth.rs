@@ -18,6 +18,9 @@ use crate::tui::theme::Role;
 /// Window of the per-resource rates, in seconds.
 const RATE_WINDOW: u64 = 10;
 
+/// Rows the resources table needs to show one resource: borders and header, and the row.
+const TABLE_MIN_H: u16 = 4;
+
 /// Revisions per second for each of the `n` seconds ending just before the app's clock,
 /// oldest first, and the head revision at the end of each (carried forward).
 pub(crate) fn per_second(app: &App, n: usize) -> (Vec<u64>, Vec<Option<i64>>) {
@@ -62,7 +65,16 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
     draw_rate(app, f, spark);
     draw_head(app, f, chart);
-    let (tables, mut comp) = if bottom.width >= 110 {
+    let (tables, mut comp) = if bottom.height < TABLE_MIN_H {
+        // No room for a resource under the table's header: the compactions take it all.
+        (
+            Rect {
+                height: 0,
+                ..bottom
+            },
+            bottom,
+        )
+    } else if bottom.width >= 110 {
         let [tables, comp] =
             Layout::horizontal([Constraint::Min(60), Constraint::Length(48)]).areas(bottom);
         (tables, comp)
@@ -76,8 +88,14 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         } else {
             comp_h
         };
+        // The resources keep at least one row: the compactions shrink to what is left, and
+        // give it up when that is less than one line.
+        let comp_h = match comp_h.min(bottom.height - TABLE_MIN_H) {
+            h if h < 3 => 0,
+            h => h,
+        };
         let [tables, comp] =
-            Layout::vertical([Constraint::Min(3), Constraint::Length(comp_h)]).areas(bottom);
+            Layout::vertical([Constraint::Min(0), Constraint::Length(comp_h)]).areas(bottom);
         (tables, comp)
     };
     // kube-apiserver's other etcd clusters under the compactions, when there is room for
