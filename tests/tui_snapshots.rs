@@ -601,6 +601,17 @@ fn help_160x48() {
     insta::assert_snapshot!(render(&mut a, 160, 48));
 }
 
+/// Too narrow for a column of descriptions: each wraps under its key and action.
+#[test]
+fn help_60x20() {
+    let mut a = app();
+    keys(&mut a, "?");
+    insta::assert_snapshot!(render(&mut a, 60, 20));
+    // No room beside the names at all: under them, whole.
+    let text = render(&mut a, 40, 30);
+    assert!(text.contains("│    open or close this help"), "{text}");
+}
+
 fn not_responding() -> App {
     let mut r = fixture();
     r.apply(&Stamped {

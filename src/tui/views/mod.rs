@@ -200,3 +200,27 @@ pub(crate) fn fit(s: &str, w: usize) -> String {
         out
     }
 }
+
+/// Words wrapped into lines of at most `width` columns (long words are cut).
+pub(crate) fn wrap_text(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut out = vec![String::new()];
+    for word in text.split(' ') {
+        let cur = out.last_mut().expect("one line");
+        let need = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
+        if need > width && !cur.is_empty() {
+            out.push(String::new());
+        }
+        let cur = out.last_mut().expect("one line");
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+        while let Some(cur) = out.last_mut().filter(|c| c.chars().count() > width) {
+            let rest: String = cur.chars().skip(width).collect();
+            *cur = cur.chars().take(width).collect();
+            out.push(rest);
+        }
+    }
+    out
+}
