@@ -15,7 +15,7 @@ use crate::tui::app::App;
 use crate::tui::format::{bytes, clock, rate, thousands, thousands_i};
 use crate::tui::theme::Role;
 
-/// Window of the per-resource rates, in seconds.
+/// Window of the per-resource rates, in seconds (fewer while the session is younger).
 const RATE_WINDOW: u64 = 10;
 
 /// Rows the resources table needs to show one resource: borders and header, and the row.
@@ -203,6 +203,7 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect) {
 
 fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
     let now = app.now_second();
+    let win = super::observed_window(app, RATE_WINDOW);
     let mut rows: Vec<(u32, &crate::store::ResourceStats, f64, f64)> = app
         .session
         .replica
@@ -210,7 +211,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         .iter()
         .enumerate()
         .map(|(id, r)| {
-            let (p, d) = r.rates(now, RATE_WINDOW);
+            let (p, d) = r.rates(now, win);
             (id as u32, r, p, d)
         })
         .collect();
@@ -284,7 +285,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         sp(
             app,
             format!(
-                " ({RATE_WINDOW} s rates; {} resource{})",
+                " ({win} s rates; {} resource{})",
                 rows.len(),
                 if rows.len() == 1 { "" } else { "s" }
             ),

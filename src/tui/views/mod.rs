@@ -188,6 +188,19 @@ pub(crate) fn selection(app: &App, focused: bool) -> Style {
     }
 }
 
+/// A rate window of `max` seconds, or the seconds observed so far when fewer (so that a
+/// young session's rates are not divided by seconds it never saw, and each panel's title
+/// names the seconds its rates cover).
+pub(crate) fn observed_window(app: &App, max: u64) -> u64 {
+    let now = app.now_second();
+    app.session
+        .replica
+        .growth()
+        .next()
+        .map_or(max, |g| now.saturating_sub(g.second))
+        .clamp(1, max)
+}
+
 /// Text truncated to `w` columns with an ellipsis (for values built by hand).
 pub(crate) fn fit(s: &str, w: usize) -> String {
     if s.chars().count() <= w {
