@@ -337,6 +337,19 @@ fn growth_160x48() {
     insta::assert_snapshot!(render(&mut app(), 160, 48));
 }
 
+/// Narrow and short: the tab bar still names the current screen, and no table shows a
+/// header without rows.
+#[test]
+fn growth_60x15() {
+    let mut a = app();
+    insta::assert_snapshot!(render(&mut a, 60, 15));
+    // Another screen: its name, the others' numbers.
+    keys(&mut a, "4");
+    let text = render(&mut a, 60, 15);
+    let tabs = text.lines().next().unwrap_or_default();
+    assert!(tabs.contains(" 1   2   3   4 Apiserver "), "{tabs:?}");
+}
+
 /// The header says how much memory regscope holds, against `--memory-limit` when set, and
 /// what the history budget keeps.
 #[test]
@@ -586,6 +599,17 @@ fn help_160x48() {
     let mut a = app();
     keys(&mut a, "?");
     insta::assert_snapshot!(render(&mut a, 160, 48));
+}
+
+/// Too narrow for a column of descriptions: each wraps under its key and action.
+#[test]
+fn help_60x20() {
+    let mut a = app();
+    keys(&mut a, "?");
+    insta::assert_snapshot!(render(&mut a, 60, 20));
+    // No room beside the names at all: under them, whole.
+    let text = render(&mut a, 40, 30);
+    assert!(text.contains("│    open or close this help"), "{text}");
 }
 
 fn not_responding() -> App {
@@ -2291,6 +2315,67 @@ fn managed_value(name: &str, manager: &str, operation: &str, subresource: &str, 
         }))
         .unwrap(),
     )
+}
+
+/// A session younger than the rate windows: Growth's resources (10 s) and writers (60 s)
+/// both name the seconds seen so far, and their rates are over those seconds.
+#[test]
+fn young_session_rates_name_the_seconds_seen() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    let apply = |r: &mut Replica, s: u64, obs: Observation| r.apply(&Stamped { at: at(s), obs });
+    apply(&mut r, 0, Observation::ListBegin { revision: 1 });
+    apply(&mut r, 0, Observation::ListPage { kvs: vec![] });
+    apply(
+        &mut r,
+        0,
+        Observation::ListDone {
+            revision: 1,
+            compacted: None,
+        },
+    );
+    apply(&mut r, 0, Observation::Conn(ConnState::Watching));
+    for s in 1..=6u64 {
+        let rev = s as i64 + 1;
+        let events = vec![WatchEvent {
+            kind: EventKind::Put,
+            kv: KeyValue {
+                key: Bytes::from("/registry/configmaps/default/cm"),
+                create_revision: 2,
+                mod_revision: rev,
+                version: s as i64,
+                lease: 0,
+                value: managed_value("cm", "kubectl", "Update", "", s),
+            },
+            prev_kv: None,
+        }];
+        apply(
+            &mut r,
+            s,
+            Observation::Events {
+                revision: rev,
+                events,
+            },
+        );
+    }
+    let mut a = App::new(
+        regscope::store::Session::from_replica(r, "young"),
+        Settings::default(),
+    );
+    a.tick(at(7));
+    let text = render(&mut a, 160, 48);
+    assert_shows(
+        &text,
+        &[
+            "Top resources by writes (6 s rates; 1 resource)",
+            "Writers by managedFields (6 s rates; 1 writer)",
+        ],
+    );
+    // One put a second, over the six seconds seen (not over the ten of the window).
+    let row = text
+        .lines()
+        .find(|l| l.contains("│configmaps"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains(" 1.0 "), "{row:?}");
 }
 
 /// Who writes, on Growth (the writers table, each resource's top writer) and under the

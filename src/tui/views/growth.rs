@@ -15,8 +15,11 @@ use crate::tui::app::App;
 use crate::tui::format::{bytes, clock, rate, thousands, thousands_i};
 use crate::tui::theme::Role;
 
-/// Window of the per-resource rates, in seconds.
+/// Window of the per-resource rates, in seconds (fewer while the session is younger).
 const RATE_WINDOW: u64 = 10;
+
+/// Rows the resources table needs to show one resource: borders and header, and the row.
+const TABLE_MIN_H: u16 = 4;
 
 /// Revisions per second for each of the `n` seconds ending just before the app's clock,
 /// oldest first, and the head revision at the end of each (carried forward).
@@ -62,7 +65,16 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(top);
     draw_rate(app, f, spark);
     draw_head(app, f, chart);
-    let (tables, mut comp) = if bottom.width >= 110 {
+    let (tables, mut comp) = if bottom.height < TABLE_MIN_H {
+        // No room for a resource under the table's header: the compactions take it all.
+        (
+            Rect {
+                height: 0,
+                ..bottom
+            },
+            bottom,
+        )
+    } else if bottom.width >= 110 {
         let [tables, comp] =
             Layout::horizontal([Constraint::Min(60), Constraint::Length(48)]).areas(bottom);
         (tables, comp)
@@ -76,8 +88,14 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         } else {
             comp_h
         };
+        // The resources keep at least one row: the compactions shrink to what is left, and
+        // give it up when that is less than one line.
+        let comp_h = match comp_h.min(bottom.height - TABLE_MIN_H) {
+            h if h < 3 => 0,
+            h => h,
+        };
         let [tables, comp] =
-            Layout::vertical([Constraint::Min(3), Constraint::Length(comp_h)]).areas(bottom);
+            Layout::vertical([Constraint::Min(0), Constraint::Length(comp_h)]).areas(bottom);
         (tables, comp)
     };
     // kube-apiserver's other etcd clusters under the compactions, when there is room for
@@ -185,6 +203,7 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect) {
 
 fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
     let now = app.now_second();
+    let win = super::observed_window(app, RATE_WINDOW);
     let mut rows: Vec<(u32, &crate::store::ResourceStats, f64, f64)> = app
         .session
         .replica
@@ -192,7 +211,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         .iter()
         .enumerate()
         .map(|(id, r)| {
-            let (p, d) = r.rates(now, RATE_WINDOW);
+            let (p, d) = r.rates(now, win);
             (id as u32, r, p, d)
         })
         .collect();
@@ -266,7 +285,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         sp(
             app,
             format!(
-                " ({RATE_WINDOW} s rates; {} resource{})",
+                " ({win} s rates; {} resource{})",
                 rows.len(),
                 if rows.len() == 1 { "" } else { "s" }
             ),

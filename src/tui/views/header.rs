@@ -181,20 +181,55 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     let conn_w = (conn.chars().count() as u16 + 2).min(row0.width / 2);
     let [left, right] =
         Layout::horizontal([Constraint::Min(0), Constraint::Length(conn_w)]).areas(row0);
-    let mut spans = vec![
-        sp(app, " regscope ", Role::Title),
-        sp(app, title(app), Role::Header),
-        Span::raw("  "),
-    ];
+    // Every tab named when all fit beside the title; else the current one named and the
+    // others by number only, with the title cut to the room left (dropped below 8 columns);
+    // regscope's own name goes last.
+    let labels = |compact: bool| -> Vec<String> {
+        Panel::ALL
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                if compact && *p != app.panel {
+                    format!(" {} ", i + 1)
+                } else {
+                    format!(" {} {} ", i + 1, p.label())
+                }
+            })
+            .collect()
+    };
+    let tabs_w = |l: &[String]| l.iter().map(|t| t.chars().count() + 1).sum::<usize>();
+    let brand = " regscope ";
+    let room = left.width as usize;
+    let mut name = title(app);
+    let mut labels_shown = labels(false);
+    if brand.len() + name.chars().count() + 2 + tabs_w(&labels_shown) > room {
+        labels_shown = labels(true);
+        let name_room = room.saturating_sub(brand.len() + 2 + tabs_w(&labels_shown));
+        name = if name_room >= 8 {
+            super::fit(&name, name_room)
+        } else {
+            String::new()
+        };
+    }
+    let mut spans = Vec::new();
+    if brand.len() + 1 + tabs_w(&labels_shown) <= room {
+        spans.push(sp(app, brand, Role::Title));
+    }
+    if !name.is_empty() {
+        spans.push(sp(app, name, Role::Header));
+        spans.push(Span::raw("  "));
+    } else if !spans.is_empty() {
+        spans.push(Span::raw(" "));
+    }
     let mut x = left.x + spans.iter().map(|s| s.width() as u16).sum::<u16>();
     let mut tabs = [(0u16, 0u16); 4];
-    for (i, p) in Panel::ALL.iter().enumerate() {
+    for (i, (p, label)) in Panel::ALL.iter().zip(labels_shown).enumerate() {
         let role = if *p == app.panel {
             Role::TabActive
         } else {
             Role::TabInactive
         };
-        let tab = sp(app, format!(" {} {} ", i + 1, p.label()), role);
+        let tab = sp(app, label, role);
         let w = tab.width() as u16;
         if let Some(t) = tabs.get_mut(i) {
             *t = (x.min(left.right()), (x + w).min(left.right()));

@@ -2,17 +2,18 @@
 //! keys and description; configuration warnings first when there are any.
 
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 use ratatui::Frame;
 
-use super::{pane, sp};
+use super::{pane, sp, wrap_text};
 use crate::tui::app::App;
 use crate::tui::keymap::Mode;
 use crate::tui::theme::Role;
 
-/// The help text, one entry per line.
-fn lines(app: &App) -> Vec<Line<'static>> {
+/// The help text, one entry per line, each wrapped into `width` columns: descriptions
+/// continue under their first word.
+fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     if !app.s.warnings.is_empty() {
         out.push(Line::from(sp(
@@ -21,7 +22,9 @@ fn lines(app: &App) -> Vec<Line<'static>> {
             Role::TableHeader,
         )));
         for w in &app.s.warnings {
-            out.push(Line::from(sp(app, format!("  {w}"), Role::Warning)));
+            for l in wrap_text(w, width.saturating_sub(2)) {
+                out.push(Line::from(sp(app, format!("  {l}"), Role::Warning)));
+            }
         }
         out.push(Line::from(""));
     }
@@ -37,11 +40,10 @@ fn lines(app: &App) -> Vec<Line<'static>> {
         if bindings.is_empty() {
             continue;
         }
-        out.push(Line::from(sp(
-            app,
-            format!("[{}]{}", mode.name(), mode_note(*mode)),
-            Role::TableHeader,
-        )));
+        let title = format!("[{}]{}", mode.name(), mode_note(*mode));
+        for l in wrap_text(&title, width) {
+            out.push(Line::from(sp(app, l, Role::TableHeader)));
+        }
         for b in bindings {
             let keys = b
                 .keys
@@ -49,11 +51,28 @@ fn lines(app: &App) -> Vec<Line<'static>> {
                 .map(|k| k.to_string())
                 .collect::<Vec<_>>()
                 .join(", ");
-            out.push(Line::from(vec![
+            let head = vec![
                 sp(app, format!("  {keys:<16} "), Role::HintLabel),
                 sp(app, format!("{:<name_w$} ", b.action.name()), Role::Filter),
-                sp(app, b.action.description(), Role::Text),
-            ]));
+            ];
+            let indent: usize = head.iter().map(|s| s.width()).sum();
+            // Too narrow for a column of descriptions: one that does not fit beside its
+            // name goes under it.
+            let desc = b.action.description();
+            let room = width.saturating_sub(indent);
+            let (indent, mut first) = if room >= 12 || desc.chars().count() <= room {
+                (indent, head)
+            } else {
+                out.push(Line::from(head));
+                (4, vec![Span::raw("    ")])
+            };
+            for l in wrap_text(desc, width.saturating_sub(indent)) {
+                first.push(sp(app, l, Role::Text));
+                out.push(Line::from(std::mem::replace(
+                    &mut first,
+                    vec![Span::raw(" ".repeat(indent))],
+                )));
+            }
         }
     }
     out
@@ -83,7 +102,7 @@ pub(crate) fn draw(app: &App, scroll: usize, f: &mut Frame, area: Rect) {
     let [rect] = Layout::vertical([Constraint::Length(h)])
         .flex(Flex::Center)
         .areas(col);
-    let all = lines(app);
+    let all = lines(app, rect.width.saturating_sub(2) as usize);
     let inner_h = rect.height.saturating_sub(2) as usize;
     let max_scroll = all.len().saturating_sub(inner_h);
     app.view.help.record(inner_h, max_scroll);

@@ -188,6 +188,19 @@ pub(crate) fn selection(app: &App, focused: bool) -> Style {
     }
 }
 
+/// A rate window of `max` seconds, or the seconds observed so far when fewer (so that a
+/// young session's rates are not divided by seconds it never saw, and each panel's title
+/// names the seconds its rates cover).
+pub(crate) fn observed_window(app: &App, max: u64) -> u64 {
+    let now = app.now_second();
+    app.session
+        .replica
+        .growth()
+        .next()
+        .map_or(max, |g| now.saturating_sub(g.second))
+        .clamp(1, max)
+}
+
 /// Text truncated to `w` columns with an ellipsis (for values built by hand).
 pub(crate) fn fit(s: &str, w: usize) -> String {
     if s.chars().count() <= w {
@@ -199,4 +212,28 @@ pub(crate) fn fit(s: &str, w: usize) -> String {
         out.push('…');
         out
     }
+}
+
+/// Words wrapped into lines of at most `width` columns (long words are cut).
+pub(crate) fn wrap_text(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut out = vec![String::new()];
+    for word in text.split(' ') {
+        let cur = out.last_mut().expect("one line");
+        let need = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
+        if need > width && !cur.is_empty() {
+            out.push(String::new());
+        }
+        let cur = out.last_mut().expect("one line");
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(word);
+        while let Some(cur) = out.last_mut().filter(|c| c.chars().count() > width) {
+            let rest: String = cur.chars().skip(width).collect();
+            *cur = cur.chars().take(width).collect();
+            out.push(rest);
+        }
+    }
+    out
 }

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
 use ratatui::Frame;
 
-use super::{fit, pane, selection, sp};
+use super::{fit, pane, selection, sp, wrap_text};
 use crate::decode::{Rendered, SchemaUse};
 use crate::model::{escape_bytes, KeyPath};
 use crate::tui::app::App;
@@ -68,30 +68,6 @@ fn wrapped_rows(text: &str, width: usize) -> usize {
         }
     }
     rows
-}
-
-/// Words wrapped into lines of at most `width` columns (long words are cut).
-fn wrap_text(text: &str, width: usize) -> Vec<String> {
-    let width = width.max(1);
-    let mut out = vec![String::new()];
-    for word in text.split(' ') {
-        let cur = out.last_mut().expect("one line");
-        let need = cur.chars().count() + usize::from(!cur.is_empty()) + word.chars().count();
-        if need > width && !cur.is_empty() {
-            out.push(String::new());
-        }
-        let cur = out.last_mut().expect("one line");
-        if !cur.is_empty() {
-            cur.push(' ');
-        }
-        cur.push_str(word);
-        while let Some(cur) = out.last_mut().filter(|c| c.chars().count() > width) {
-            let rest: String = cur.chars().skip(width).collect();
-            *cur = cur.chars().take(width).collect();
-            out.push(rest);
-        }
-    }
-    out
 }
 
 /// Splits a styled line into rows of at most `width` characters; continuation rows start

@@ -17,15 +17,9 @@ use crate::tui::theme::Role;
 pub(crate) const WRITERS_WINDOW: u64 = 60;
 
 /// The rates' window now: [`WRITERS_WINDOW`], or the seconds observed so far when fewer
-/// (so that a young session's rates are not divided by seconds it never saw).
+/// (see [`super::observed_window`]).
 pub(crate) fn window(app: &App) -> u64 {
-    let now = app.now_second();
-    app.session
-        .replica
-        .growth()
-        .next()
-        .map_or(WRITERS_WINDOW, |g| now.saturating_sub(g.second))
-        .clamp(1, WRITERS_WINDOW)
+    super::observed_window(app, WRITERS_WINDOW)
 }
 
 /// Writers of `resource` (every resource when `None`) with their rates over the last
