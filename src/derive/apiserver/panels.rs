@@ -88,8 +88,8 @@ pub struct WatchCacheRow {
     pub initializations: Reading<f64>,
     /// The resource's write rate seen in the replica (events per second), if known.
     pub replica_event_rate: Option<f64>,
-    /// capacity ÷ event rate: how many seconds back a reconnecting watcher can resume
-    /// from the cache. `None` when the rate is 0 or unknown (then the span is unbounded
+    /// Events held ÷ event rate (held: the capacity, or the events received while fewer):
+    /// how many seconds back a reconnecting watcher can resume from the cache. `None` when the rate is 0 or unknown (then the span is unbounded
     /// by traffic and only capacity limits it).
     pub history_span_seconds: Option<f64>,
 }

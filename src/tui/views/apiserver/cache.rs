@@ -1,7 +1,7 @@
 //! The apiserver's watch cache per resource: the ring's capacity and how it changed, events
 //! received from etcd and dispatched to watchers per second, watchers terminated as
-//! unresponsive, re-initializations (relists from etcd), and the history span — capacity ÷
-//! event rate, how many seconds back a reconnecting watcher can resume from the cache
+//! unresponsive, re-initializations (relists from etcd), and the history span — events held
+//! (capacity, or fewer until the ring has filled) ÷ event rate, how many seconds back a reconnecting watcher can resume from the cache
 //! before it is answered 410 Gone by the cache (not by etcd's compaction).
 
 use ratatui::text::Span;
@@ -262,8 +262,8 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     }
     notes.extend(wrap(
         app,
-        "history = capacity ÷ event rate: how far back a reconnecting watcher can resume; \
-         older gets 410 Gone from the cache",
+        "history = events held (capacity, or fewer until the ring fills) ÷ event rate: how far \
+         back a reconnecting watcher can resume; older gets 410 Gone from the cache",
         Role::Muted,
         w,
     ));
