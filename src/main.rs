@@ -490,22 +490,28 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
     let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
     let mut session = Session::new(conn.session_info(String::new()));
     if !files_only {
-        snapshot_replica(&source, &mut session, conn.memory_limit.map(|b| b as u64)).await?;
+        // kube-apiserver's other etcd clusters are asked once each, while the main one is
+        // listed: a hung one then costs its timeouts beside the list, not after it.
+        let others = conn.other_clusters(&m.node_other_clusters);
+        let others_asked = futures::future::join_all(others.iter().map(|o| o.once()));
+        let limit = conn.memory_limit.map(|b| b as u64);
+        let (listed, others_seen) =
+            tokio::join!(snapshot_replica(&source, &mut session, limit), others_asked);
+        listed?;
         // The members, polled once (the console polls them beside its watch).
         if let Some(rows) =
             regscope::source::members_once(&source.etcd, source.sync.request_timeout).await
         {
             session.apply(&Stamped::now(regscope::model::Observation::Members(rows)));
         }
-        // kube-apiserver's storage flags and its other etcd clusters, asked once each.
         if let Some(f) = &scfg.apiserver_flags {
             session.apply(&Stamped::now(regscope::model::Observation::ApiserverFlags(
                 f.clone(),
             )));
         }
-        for other in conn.other_clusters(&m.node_other_clusters) {
+        for seen in others_seen {
             session.apply(&Stamped::now(regscope::model::Observation::OtherCluster(
-                other.once().await,
+                seen,
             )));
         }
     }
