@@ -823,6 +823,45 @@ mod tests {
     }
 
     #[test]
+    fn growth_says_when_it_shows_only_the_busiest_writers() {
+        let mut app = App::new(
+            Session::from_replica(listed(1), "demo"),
+            Settings::default(),
+        );
+        for i in 0..30i64 {
+            let value = format!(
+                r#"{{"kind":"ConfigMap","apiVersion":"v1","metadata":{{"name":"w{i}","namespace":"ns","managedFields":[{{"manager":"writer-{i:02}","operation":"Update","apiVersion":"v1","time":"2026-12-01T00:00:00Z"}}]}}}}"#
+            );
+            let st = Stamped {
+                at: at(1),
+                obs: Observation::Events {
+                    revision: 3 + i,
+                    events: vec![WatchEvent {
+                        kind: EventKind::Put,
+                        kv: KeyValue {
+                            key: Bytes::from(format!("/registry/configmaps/ns/w{i}")),
+                            create_revision: 3 + i,
+                            mod_revision: 3 + i,
+                            version: 1,
+                            lease: 0,
+                            value: Bytes::from(value),
+                        },
+                        prev_kv: None,
+                    }],
+                },
+            };
+            app.ingest_all([&st]);
+        }
+        let tall = screen(&app, 160, 80);
+        assert!(tall.contains("30 writers)"), "{tall}");
+        let short = screen(&app, 160, 40);
+        assert!(
+            short.contains("of 30 writers)") && short.contains("busiest "),
+            "{short}"
+        );
+    }
+
+    #[test]
     fn key_browser_pages_through_many_keys_without_collecting_them() {
         let mut app = App::new(
             Session::from_replica(listed(100_000), "demo"),

@@ -76,6 +76,13 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect, resource: Option<u32>) 
                 format!(" of {} ({win} s rates)", r.resource_name(id))
             }
             Some(id) => format!(" of {}", r.resource_name(id)),
+            // Cut to the rows there is room for: said, so that the count is not read as
+            // all shown (each resource's writers are under its row in Keys).
+            None if rows.len() > area.height.saturating_sub(3) as usize => format!(
+                " by managedFields ({win} s rates; busiest {} of {} writers)",
+                area.height.saturating_sub(3),
+                rows.len()
+            ),
             None => format!(
                 " by managedFields ({win} s rates; {} writer{})",
                 rows.len(),
