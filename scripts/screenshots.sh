@@ -155,6 +155,9 @@ writer() {
     sleep 0.3
   done
 }
+# The first writes before doctor looks, as on a node that has run for a while.
+ctl "$main_url" put /registry/configmaps/default/settings-0 "$(obj ConfigMap default/settings-0 kube-controller-manager Update)" >/dev/null
+ctl "$events_url" put /registry/events/default/pod-0.event "$(obj Event default/pod-0.event kubelet Update)" >/dev/null
 writer &
 pids+=($!)
 env REGSCOPE_CONFIG= KUBECONFIG=/nonexistent "$REGSCOPE_BIN" doctor --root "$node" --informers none \

@@ -574,7 +574,11 @@ async fn prefix_check(opts: &EtcdOptions, prefix: &[u8], timeout: Duration) -> O
         Ok(Ok(crate::source::etcd::KeysUnder::Some(n))) => Check::ok(
             "prefix",
             target,
-            format!("{} keys", crate::tui::format::thousands(n.max(0) as u64)),
+            format!(
+                "{} key{}",
+                crate::tui::format::thousands(n.max(0) as u64),
+                if n == 1 { "" } else { "s" }
+            ),
         ),
         Ok(Ok(crate::source::etcd::KeysUnder::None(msg))) => Check::fail(
             "prefix",
