@@ -38,6 +38,10 @@ fn main() -> ExitCode {
         }
     };
     match rt.block_on(dispatch(cli)) {
+        // Output that could not be written is a failure, whatever the command found.
+        Ok(code) if code == ExitCode::SUCCESS && regscope::cli::stdout_failed() => {
+            ExitCode::from(1)
+        }
         Ok(code) => code,
         Err(e) => {
             eprintln!("regscope: {e:#}");

@@ -1312,6 +1312,28 @@ fn export_writes_one_json_object_per_observation() {
         .unwrap();
     assert_eq!(nan["value"], "NaN");
     assert!(lines.iter().any(|l| l["type"] == "compacted"));
+    // An output that cannot be written (a full disk) fails, and says so; `replay --check`
+    // too. A closed pipe (`| head`) is no error.
+    if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
+        for args in [
+            vec!["export", file.to_str().unwrap(), "--format", "jsonl"],
+            vec!["replay", "--check", file.to_str().unwrap()],
+        ] {
+            let out = Command::new(BIN)
+                .args(&args)
+                .stdout(full.try_clone().unwrap())
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+            assert_eq!(
+                err.matches("writing to stdout: No space left on device")
+                    .count(),
+                1,
+                "{args:?}: {err}"
+            );
+        }
+    }
     // --prefix and --only-keys narrow it down.
     let out = Command::new(BIN)
         .args([

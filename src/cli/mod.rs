@@ -16,10 +16,28 @@ pub fn out(args: std::fmt::Arguments<'_>) {
     use std::io::Write;
     let mut o = std::io::stdout().lock();
     if let Err(e) = o.write_fmt(args).and_then(|()| o.flush()) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            eprintln!("regscope: writing to stdout: {e}");
-        }
+        stdout_error(&e);
     }
+}
+
+/// Set once writing to stdout failed for another reason than a closed pipe.
+static STDOUT_FAILED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Takes note of an error writing to stdout: a closed pipe (`| head`) ends the output
+/// quietly; anything else (a full disk: ENOSPC, an I/O error) is said once on stderr and
+/// makes the command fail ([`stdout_failed`]), so that a cut output is never taken for a
+/// whole one.
+pub fn stdout_error(e: &std::io::Error) {
+    use std::sync::atomic::Ordering;
+    if e.kind() != std::io::ErrorKind::BrokenPipe && !STDOUT_FAILED.swap(true, Ordering::SeqCst) {
+        eprintln!("regscope: writing to stdout: {e}");
+    }
+}
+
+/// Whether writing to stdout failed (see [`stdout_error`]); `main` then exits 1 where it
+/// would have exited 0.
+pub fn stdout_failed() -> bool {
+    STDOUT_FAILED.load(std::sync::atomic::Ordering::SeqCst)
 }
 
 use std::time::{Duration, Instant};

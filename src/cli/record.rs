@@ -565,7 +565,8 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
                 );
                 line["from"] = json!("start");
                 line["at"] = json!(at);
-                if writeln!(stdout, "{line}").is_err() {
+                if let Err(e) = writeln!(stdout, "{line}") {
+                    crate::cli::stdout_error(&e);
                     broken = true;
                     break 'keys;
                 }
@@ -603,7 +604,8 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
         );
         use std::io::Write;
         for l in lines {
-            if writeln!(stdout, "{l}").is_err() {
+            if let Err(e) = writeln!(stdout, "{l}") {
+                crate::cli::stdout_error(&e);
                 broken = true;
                 return;
             }
@@ -611,7 +613,10 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
         }
     });
     use std::io::Write;
-    let _ = stdout.flush();
+    if let Err(e) = stdout.flush() {
+        crate::cli::stdout_error(&e);
+        broken = true;
+    }
     if !broken {
         eprintln!(
             "regscope: {}",
