@@ -1207,6 +1207,37 @@ fn headless_recorder_survives_sigkill_and_timeout() {
     assert_eq!(st.code(), Some(0), "record closes cleanly on SIGTERM");
     let p = Player::open(&clean).unwrap();
     assert!(p.damage().is_empty(), "{:?}", p.damage());
+    // Under nohup(1) a hangup does not stop it (SIGHUP stays ignored); SIGTERM then does.
+    let hup = dir.path().join("nohup.rgs");
+    let mut child = Command::new("nohup")
+        .args([
+            BIN,
+            "record",
+            "-o",
+            hup.to_str().unwrap(),
+            "--endpoints",
+            &ep,
+        ])
+        .env("HOME", "/nonexistent")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(
+        "the nohup recording to start",
+        Duration::from_secs(20),
+        || std::fs::metadata(&hup).is_ok_and(|m| m.len() > 0),
+    );
+    unsafe_kill(child.id(), libc::SIGHUP);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "a SIGHUP under nohup stopped the recording"
+    );
+    unsafe_kill(child.id(), libc::SIGTERM);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    let p = Player::open(&hup).unwrap();
+    assert!(p.damage().is_empty(), "{:?}", p.damage());
     // SIGKILL while writes are flowing: what was flushed (all but the last second) replays.
     let killed = dir.path().join("killed.rgs");
     let mut child = Command::new(BIN)

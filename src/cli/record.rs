@@ -205,7 +205,13 @@ pub async fn record_session(
     );
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sighup = signal(SignalKind::hangup())?;
+    // Under `nohup` (SIGHUP ignored when regscope started) a hangup must not stop the
+    // recording: the terminal that goes away is the one `nohup` protects it from.
+    let mut sighup = if signal_ignored(libc::SIGHUP) {
+        None
+    } else {
+        Some(signal(SignalKind::hangup())?)
+    };
     let deadline = duration.map(|d| tokio::time::Instant::now() + d);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let started = Instant::now();
@@ -217,7 +223,12 @@ pub async fn record_session(
             biased;
             _ = sigterm.recv() => break "SIGTERM",
             _ = sigint.recv() => break "SIGINT",
-            _ = sighup.recv() => break "SIGHUP",
+            _ = async {
+                match sighup.as_mut() {
+                    Some(s) => s.recv().await,
+                    None => std::future::pending().await,
+                }
+            } => break "SIGHUP",
             _ = sleep_until(deadline) => break "--duration reached",
             st = rx.recv() => {
                 let Some(st) = st else { break "the sources ended" };
@@ -472,6 +483,18 @@ fn time_text(t: SystemTime) -> String {
 
 /// `regscope export FILE --format jsonl`: one JSON object per observation (list items and
 /// watch events one per key), in recorded order.
+/// Whether `sig` is ignored in this process now (as `nohup` leaves SIGHUP for the program
+/// it starts: ignored dispositions survive exec(2), signal(7)). Asks sigaction(2) without
+/// changing anything.
+fn signal_ignored(sig: libc::c_int) -> bool {
+    // SAFETY: a zeroed sigaction is a valid value to be written into; with a null new
+    // action, sigaction(2) only reads the current disposition into `old`.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(sig, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
 pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     let mut player = match open(&e.file) {
         Ok(p) => p,
