@@ -607,10 +607,24 @@ async fn verify(conn: &ConnArgs) -> Result<ExitCode> {
         }
     };
     let replica = &session.replica;
+    // Nothing under the prefix matches trivially: say what etcd holds instead.
+    if replica.live_keys() == 0 {
+        let timeout = source.sync.request_timeout;
+        if let Ok((mut client, _)) = source.etcd.connect(timeout).await {
+            let prefix = conn.prefix_bytes();
+            let counted = regscope::source::etcd::keys_under(&mut client, &prefix);
+            if let Ok(Ok(regscope::source::etcd::KeysUnder::None(n))) =
+                tokio::time::timeout(timeout, counted).await
+            {
+                eprintln!("regscope: {n}");
+            }
+        }
+    }
     if diffs.is_empty() {
         outln!(
-            "OK: {} keys under {} match etcd at revision {}",
+            "OK: {} key{} under {} match etcd at revision {}",
             replica.live_keys(),
+            if replica.live_keys() == 1 { "" } else { "s" },
             conn.prefix,
             replica.revision()
         );

@@ -1182,6 +1182,55 @@ fn flipped_bytes_never_panic_and_lose_only_damaged_frames() {
     }
 }
 
+/// A --prefix that holds nothing (a typo) is said by `verify` and by the headless
+/// recorder, with the prefixes etcd holds instead; neither fails for it.
+#[test]
+fn an_empty_prefix_is_said_by_verify_and_record() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let etcd = rt.block_on(PrivateEtcd::start()).expect("etcd");
+    let ep = etcd.endpoint();
+    rt.block_on(async {
+        let mut c = etcd.client().await.unwrap();
+        c.put("/registry/configmaps/default/a", "v", None)
+            .await
+            .unwrap();
+    });
+    let out = Command::new(BIN)
+        .args(["verify", "--endpoints", &ep, "--prefix", "/nope"])
+        .env("HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("no keys under /nope/; top-level prefixes here: /registry"),
+        "{err}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("nope.rgs");
+    let out = Command::new("timeout")
+        .args([
+            "--preserve-status",
+            "3",
+            BIN,
+            "record",
+            "-o",
+            file.to_str().unwrap(),
+            "--endpoints",
+            &ep,
+            "--prefix",
+            "/nope",
+        ])
+        .env("HOME", "/nonexistent")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("regscope record: no keys under /nope/"),
+        "{err}"
+    );
+}
+
 #[test]
 fn headless_recorder_survives_sigkill_and_timeout() {
     let rt = tokio::runtime::Runtime::new().unwrap();

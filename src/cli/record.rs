@@ -140,7 +140,11 @@ impl ConnLog {
                     eprintln!("regscope record: {line}");
                 }
             }
-            Observation::Note(n) if n.starts_with("failover: ") => {
+            // A failover, and a prefix that holds nothing (a typo'd --prefix would
+            // otherwise record an empty session without a word).
+            Observation::Note(n)
+                if n.starts_with("failover: ") || n.starts_with("no keys under ") =>
+            {
                 eprintln!("regscope record: {n}");
             }
             _ => {}
