@@ -305,15 +305,15 @@ pub struct RecordArgs {
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: PathBuf,
     /// Stop after this long (e.g. 10m, 1h), closing the file cleanly.
-    #[arg(long, value_parser = parse_duration)]
+    #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<std::time::Duration>,
-    /// Stop when the file reaches this size (e.g. 512MiB); with --keep-last, the most the
-    /// whole set may hold (oldest files dropped first).
-    #[arg(long, value_parser = parse_size)]
+    /// Stop when the file reaches this size (e.g. 512MiB; at least 1MiB); with --keep-last,
+    /// the most the whole set may hold (oldest files dropped first).
+    #[arg(long, value_parser = parse_record_size)]
     pub max_size: Option<usize>,
     /// A flight recorder: keep a rolling set of files that always holds at least the last
     /// D (e.g. 30m), deleting older files, until stopped.
-    #[arg(long, value_name = "D", value_parser = parse_duration)]
+    #[arg(long, value_name = "D", value_parser = parse_positive_duration)]
     pub keep_last: Option<std::time::Duration>,
     /// Replace an existing regular file (with --keep-last: an earlier set under the same
     /// base, e.g. after a systemd restart); never a device, FIFO, directory or symlink.
@@ -765,6 +765,26 @@ fn parse_memory_limit(s: &str) -> Result<usize, String> {
 }
 
 /// Parses sizes such as `1048576`, `512KiB`, `256MiB`, `1GiB`, `2GB` into bytes.
+/// [`parse_duration`], refusing zero (a recording of no time holds nothing).
+pub fn parse_positive_duration(s: &str) -> Result<std::time::Duration, String> {
+    match parse_duration(s)? {
+        d if d.is_zero() => Err(format!("'{s}' is no time: give more than 0 (e.g. 10m)")),
+        d => Ok(d),
+    }
+}
+
+/// [`parse_size`] for a recording's `--max-size`: at least 1 MiB, as a recording starts
+/// with a checkpoint of the whole session (often larger) and a file cut before it holds
+/// nothing to replay.
+pub fn parse_record_size(s: &str) -> Result<usize, String> {
+    match parse_size(s)? {
+        n if n < 1 << 20 => Err(format!(
+            "'{s}' is too small for a recording: give at least 1MiB"
+        )),
+        n => Ok(n),
+    }
+}
+
 pub fn parse_size(s: &str) -> Result<usize, String> {
     let t = s.trim();
     let split = t
@@ -870,6 +890,18 @@ mod tests {
         assert_eq!(parse_size("1000"), Ok(1000));
         assert!(parse_size("lots").is_err());
         assert!(parse_size("3 parsecs").is_err());
+        // A recording's: not below 1 MiB; durations not zero.
+        assert_eq!(parse_record_size("1MiB"), Ok(1 << 20));
+        assert!(parse_record_size("1")
+            .unwrap_err()
+            .contains("at least 1MiB"));
+        assert!(parse_positive_duration("0s")
+            .unwrap_err()
+            .contains("no time"));
+        assert_eq!(
+            parse_positive_duration("10m"),
+            Ok(std::time::Duration::from_secs(600))
+        );
     }
 
     #[test]
