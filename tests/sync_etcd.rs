@@ -448,6 +448,8 @@ async fn empty_prefix_names_existing_prefixes() {
         .await
         .unwrap();
     c.put("compact_rev_key", "0", None).await.unwrap();
+    // A key that is a prefix itself, just before the keys under it.
+    c.put("/kubernetes.io", "x", None).await.unwrap();
     let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
     h.until("note about prefixes", T, |_, s| {
         s.notes
@@ -462,7 +464,11 @@ async fn empty_prefix_names_existing_prefixes() {
         .find(|n| n.contains("no keys"))
         .unwrap()
         .clone();
-    assert!(note.contains("/kubernetes.io"), "{note}");
+    assert_eq!(
+        note.matches("/kubernetes.io").count(),
+        1,
+        "named once: {note}"
+    );
     assert!(note.contains("compact_rev_key"), "{note}");
     let sync = regscope::source::SyncOptions {
         prefix: b"/kubernetes.io".to_vec(),

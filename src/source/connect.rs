@@ -655,7 +655,12 @@ pub async fn top_level_prefixes(
             .position(|b| *b == b'/')
             .map_or(key.len(), |p| p + start);
         let seg = &key[..end];
-        out.push(crate::model::escape_bytes(seg).into_owned());
+        // A key that is the segment itself (`/registry`) comes just before the keys under
+        // it (`/registry/…`): one entry for both.
+        let name = crate::model::escape_bytes(seg).into_owned();
+        if out.last() != Some(&name) {
+            out.push(name);
+        }
         // Next key after every key starting with seg: seg + "/" + 0xff... → use seg's successor
         // over the "seg/" prefix: prefix_end(seg + "/").
         let mut p = seg.to_vec();
