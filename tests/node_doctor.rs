@@ -100,7 +100,10 @@ fn client_options(pki_dir: &Path, endpoint: &str) -> EtcdOptions {
     }
 }
 
-async fn wait_serving(m: &mut Members, pki_dir: &Path) {
+/// Waits until every member serves with a leader; `false` when a member exited first
+/// (e.g. "bind: address already in use": a port from `free_port` taken by another
+/// process before etcd bound it).
+async fn wait_serving(m: &mut Members, pki_dir: &Path) -> bool {
     let deadline = Instant::now() + Duration::from_secs(60);
     for ep in m.clients.clone() {
         let opts = client_options(pki_dir, &ep);
@@ -111,12 +114,35 @@ async fn wait_serving(m: &mut Members, pki_dir: &Path) {
                 }
             }
             for ch in &mut m.children {
-                assert!(ch.try_wait().ok().flatten().is_none(), "an etcd exited");
+                if ch.try_wait().ok().flatten().is_some() {
+                    return false;
+                }
             }
             assert!(Instant::now() < deadline, "etcd {ep} did not come up");
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
+    true
+}
+
+/// A cluster of `n` members that serves: started again on new ports and a new data dir
+/// (up to 5 times) when a member exits at start.
+async fn serving_cluster(
+    etcd: &Path,
+    data: &Path,
+    pki_dir: &Path,
+    name: &str,
+    n: usize,
+) -> Members {
+    for attempt in 1..=5 {
+        let dir = data.join(format!("{name}-attempt{attempt}"));
+        let mut m = start_cluster(etcd, &dir, pki_dir, name, n);
+        if wait_serving(&mut m, pki_dir).await {
+            return m;
+        }
+        eprintln!("{name}: a member exited at start (attempt {attempt}); starting again");
+    }
+    panic!("{name}: a member exited at start five times");
 }
 
 fn write(root: &Path, path: &str, text: &str) {
@@ -263,10 +289,8 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
     pki::leaf(&pki_dir, "client", "ca", Some(pki::CLIENT_EXT));
     pki::leaf(&pki_dir, "v1server", "ca", None);
     let data = dir.path().join("data");
-    let mut main = start_cluster(&etcd, &data, &pki_dir, "main", 3);
-    let mut events = start_cluster(&etcd, &data, &pki_dir, "events", 1);
-    wait_serving(&mut main, &pki_dir).await;
-    wait_serving(&mut events, &pki_dir).await;
+    let main = serving_cluster(&etcd, &data, &pki_dir, "main", 3).await;
+    let mut events = serving_cluster(&etcd, &data, &pki_dir, "events", 1).await;
     // Something to list (written by the test, not by regscope).
     {
         let opts = client_options(&pki_dir, &main.clients[0]);
