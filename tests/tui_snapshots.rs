@@ -2317,23 +2317,29 @@ fn managed_value(name: &str, manager: &str, operation: &str, subresource: &str, 
     )
 }
 
-/// A session younger than the rate windows: Growth's resources (10 s) and writers (60 s)
-/// both name the seconds seen so far, and their rates are over those seconds.
-#[test]
-fn young_session_rates_name_the_seconds_seen() {
+/// A replica that listed an empty prefix at revision 1 (second 0) and watches.
+fn watching_empty_replica() -> Replica {
     let mut r = Replica::new(ReplicaConfig::default());
-    let apply = |r: &mut Replica, s: u64, obs: Observation| r.apply(&Stamped { at: at(s), obs });
-    apply(&mut r, 0, Observation::ListBegin { revision: 1 });
-    apply(&mut r, 0, Observation::ListPage { kvs: vec![] });
-    apply(
-        &mut r,
-        0,
+    for obs in [
+        Observation::ListBegin { revision: 1 },
+        Observation::ListPage { kvs: vec![] },
         Observation::ListDone {
             revision: 1,
             compacted: None,
         },
-    );
-    apply(&mut r, 0, Observation::Conn(ConnState::Watching));
+        Observation::Conn(ConnState::Watching),
+    ] {
+        r.apply(&Stamped { at: at(0), obs });
+    }
+    r
+}
+
+/// A session younger than the rate windows: Growth's resources (10 s) and writers (60 s)
+/// both name the seconds seen so far, and their rates are over those seconds.
+#[test]
+fn young_session_rates_name_the_seconds_seen() {
+    let mut r = watching_empty_replica();
+    let apply = |r: &mut Replica, s: u64, obs: Observation| r.apply(&Stamped { at: at(s), obs });
     for s in 1..=6u64 {
         let rev = s as i64 + 1;
         let events = vec![WatchEvent {
@@ -2382,19 +2388,8 @@ fn young_session_rates_name_the_seconds_seen() {
 /// selected resource in Keys, narrow and wide; and the writer column of Events.
 #[test]
 fn writers_on_growth_keys_and_events() {
-    let mut r = Replica::new(ReplicaConfig::default());
+    let mut r = watching_empty_replica();
     let apply = |r: &mut Replica, s: u64, obs: Observation| r.apply(&Stamped { at: at(s), obs });
-    apply(&mut r, 0, Observation::ListBegin { revision: 1 });
-    apply(&mut r, 0, Observation::ListPage { kvs: vec![] });
-    apply(
-        &mut r,
-        0,
-        Observation::ListDone {
-            revision: 1,
-            compacted: None,
-        },
-    );
-    apply(&mut r, 0, Observation::Conn(ConnState::Watching));
     let mut rev = 1;
     let writers = [
         ("pods", "kubelet", "Update", "status", 3),

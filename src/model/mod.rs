@@ -36,23 +36,14 @@ pub struct KeyValue {
     pub value: Bytes,
 }
 
-/// `b` as bytes whose clones are reference counts (`Bytes::from_owner`). A `Bytes` made
-/// from a `Vec` allocates its shared count on its first clone, on whichever thread clones
-/// it; the store clones every key and value it applies (history, event log), so sources
-/// and the replay's reader hand over bytes made this way, and the allocation happens on
-/// their threads, not the session's.
-pub fn shareable(b: Bytes) -> Bytes {
-    if b.is_empty() {
-        return b;
-    }
-    shareable_vec(Vec::<u8>::from(b))
-}
-
-/// As [`shareable`], from a `Vec` the caller owns: the bytes are not copied. (Going
-/// through `Bytes::from(vec)` and back, as `shareable(Bytes::from(v))` does, moves every
-/// byte once more: bytes 1.x's `Vec::from(Bytes)` copies the data to the start of its
-/// buffer even when it already starts there.)
-pub fn shareable_vec(v: Vec<u8>) -> Bytes {
+/// `v` as bytes whose clones are reference counts (`Bytes::from_owner`), without copying
+/// them. A `Bytes` made with `Bytes::from(vec)` allocates its shared count on its first
+/// clone, on whichever thread clones it; the store clones every key and value it applies
+/// (history, event log), so sources and the replay's reader hand over bytes made this way,
+/// and the allocation happens on their threads, not the session's. (Not via
+/// `Bytes::from(vec)` and back: bytes 1.x's `Vec::from(Bytes)` moves every byte once more,
+/// to the start of its buffer, even when it already starts there.)
+pub fn shareable(v: Vec<u8>) -> Bytes {
     if v.is_empty() {
         return Bytes::new();
     }
@@ -76,7 +67,7 @@ impl KeyValue {
         let mut buf = Vec::with_capacity(key.len() + value.len());
         buf.extend_from_slice(key);
         buf.extend_from_slice(value);
-        let all = shareable_vec(buf);
+        let all = shareable(buf);
         KeyValue {
             key: all.slice(..key.len()),
             create_revision,
@@ -795,7 +786,7 @@ mod tests {
     fn shareable_buffers_are_the_callers_own_and_clones_share_them() {
         let v = b"/registry/pods/default/web-0".to_vec();
         let at = v.as_ptr();
-        let b = shareable_vec(v);
+        let b = shareable(v);
         assert_eq!(
             b.as_ptr(),
             at,
@@ -803,7 +794,7 @@ mod tests {
         );
         let c = b.clone();
         assert_eq!(c.as_ptr(), at, "a clone is a reference to the same buffer");
-        assert!(shareable_vec(Vec::new()).is_empty());
+        assert!(shareable(Vec::new()).is_empty());
         let kv = KeyValue::joined(b"/k", 1, 2, 1, 0, b"value");
         assert_eq!((&kv.key[..], &kv.value[..]), (&b"/k"[..], &b"value"[..]));
         assert_eq!(

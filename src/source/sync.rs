@@ -143,12 +143,12 @@ pub fn take_kv(kv: etcd_client::KeyValue) -> KeyValue {
     let (key, value) = kv.into_key_value();
     // Made shareable here, on the source's task, not on the session's thread.
     KeyValue {
-        key: crate::model::shareable_vec(key),
+        key: crate::model::shareable(key),
         create_revision,
         mod_revision,
         version,
         lease,
-        value: crate::model::shareable_vec(value),
+        value: crate::model::shareable(value),
     }
 }
 
@@ -156,11 +156,11 @@ pub fn take_kv(kv: etcd_client::KeyValue) -> KeyValue {
 /// [`crate::model::shareable`]).
 pub fn convert_kv(kv: &etcd_client::KeyValue) -> KeyValue {
     KeyValue {
-        key: crate::model::shareable_vec(kv.key().to_vec()),
+        key: crate::model::shareable(kv.key().to_vec()),
         create_revision: kv.create_revision(),
         mod_revision: kv.mod_revision(),
         version: kv.version(),
         lease: kv.lease(),
-        value: crate::model::shareable_vec(kv.value().to_vec()),
+        value: crate::model::shareable(kv.value().to_vec()),
     }
 }
