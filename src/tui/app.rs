@@ -748,6 +748,23 @@ mod tests {
     }
 
     #[test]
+    fn an_unbound_alt_key_is_esc_then_the_key() {
+        let mut app = App::new(
+            Session::from_replica(listed(1), "demo"),
+            Settings::default(),
+        );
+        press(&mut app, '?');
+        assert!(app.help.is_some());
+        // Esc and ':' in one read arrive as Alt+':': the help closes and the palette opens.
+        app.handle_key(&KeyEvent::new(KeyCode::Char(':'), KeyModifiers::ALT));
+        assert!(app.help.is_none(), "the Esc closed the help");
+        assert!(app.palette_open(), "the ':' opened the palette");
+        app.handle_key(&KeyEvent::new(KeyCode::Char('2'), KeyModifiers::ALT));
+        assert!(!app.palette_open(), "the Esc closed the palette");
+        assert_eq!(app.panel, Panel::Events, "the '2' switched panels");
+    }
+
+    #[test]
     fn filter_is_typed_in_filter_mode() {
         let mut app = App::new(
             Session::from_replica(listed(1), "demo"),

@@ -131,6 +131,20 @@ impl App {
             self.perform(action);
             return;
         }
+        // Esc and the key typed right after it can reach us in one read (over a slow SSH
+        // link, or from tmux's send-keys), and the terminal parser then reports them as one
+        // Alt+key (crossterm's `parse_event`: ESC followed by a byte is Alt). When nothing
+        // binds that Alt+key, it was Esc and then the key.
+        if key.modifiers.contains(KeyModifiers::ALT)
+            && !key.modifiers.contains(KeyModifiers::CONTROL)
+        {
+            self.handle_key(&KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+            self.handle_key(&KeyEvent::new(
+                key.code,
+                key.modifiers.difference(KeyModifiers::ALT),
+            ));
+            return;
+        }
         if let (Some(input), KeyCode::Char(c)) = (self.input.as_mut(), key.code) {
             if !key
                 .modifiers
