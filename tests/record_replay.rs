@@ -1735,6 +1735,66 @@ fn a_damaged_recording_says_so_in_the_snapshot_and_the_exit_code() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
 }
 
+/// A segment lost between two checkpoints leaves the session inexact only up to the next
+/// checkpoint: playing through, that checkpoint is restored in its place, so from there on
+/// the session equals what a seek past it (and the intact recording) gives.
+#[test]
+fn play_through_a_lost_segment_is_exact_again_from_the_next_checkpoint() {
+    use regscope::record::format::{FrameKind, Reader};
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.rgs");
+    record_stream(&file, &stream(30), small_policy(), false);
+    let intact = dir.path().join("intact.rgs");
+    std::fs::copy(&file, &intact).unwrap();
+    let frames = Reader::open(&file).unwrap().frames().to_vec();
+    let checkpoints: Vec<usize> = (0..frames.len())
+        .filter(|&i| frames[i].kind == FrameKind::Checkpoint)
+        .collect();
+    assert!(checkpoints.len() >= 3, "{} checkpoints", checkpoints.len());
+    // The first segment after the second checkpoint, with the third still to come.
+    let lost = (checkpoints[1]..checkpoints[2])
+        .find(|&i| frames[i].kind == FrameKind::Segment)
+        .expect("a segment between the second and third checkpoints");
+    let f = &frames[lost];
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[(f.offset + 20 + f.len / 2) as usize] ^= 0x10;
+    std::fs::write(&file, &bytes).unwrap();
+
+    let mut whole = Player::open(&intact).unwrap();
+    let total = whole.total();
+    let mut p = Player::open(&file).unwrap();
+    assert_eq!(p.total(), total);
+    // Played forward from the start: the loss is said, one checkpoint is restored.
+    let mut fwd = p.seek(Target::Position(0));
+    p.advance(&mut fwd, Target::End, u64::MAX, |_, _, _| {});
+    assert_eq!(p.damage().len(), 1, "{:?}", p.damage());
+    assert!(p.damage()[0].contains("segment frame"), "{:?}", p.damage());
+    assert_eq!(p.resyncs(), 1);
+    let end = whole.seek(Target::End);
+    assert_eq!(
+        regscope::cli::record::snapshot_of(&fwd, true).unwrap(),
+        regscope::cli::record::snapshot_of(&end, true).unwrap(),
+        "played through the loss vs the intact recording, at the end"
+    );
+    assert!(frame(fwd) == frame(end), "frames differ at the end");
+    // Before that checkpoint the played session misses what the lost segment held.
+    let mut fwd = p.seek(Target::Position(0));
+    let mut before = whole.seek(Target::Position(0));
+    let at_loss = Target::Time(std::time::UNIX_EPOCH + Duration::from_nanos(f.last_time_ns as u64));
+    p.advance(&mut fwd, at_loss, u64::MAX, |_, _, _| {});
+    whole.advance(&mut before, at_loss, u64::MAX, |_, _, _| {});
+    assert_eq!(
+        p.resyncs(),
+        1,
+        "no checkpoint restored before it is reached"
+    );
+    assert_ne!(
+        regscope::cli::record::snapshot_of(&fwd, true).unwrap(),
+        regscope::cli::record::snapshot_of(&before, true).unwrap(),
+        "just after the loss, the played session misses what the lost segment held"
+    );
+}
+
 /// Damage where no seek goes — a later checkpoint, a frame before the point asked for —
 /// still makes `replay --check`, `snapshot --from` (at any `--at`) and `export` say so.
 #[test]

@@ -12,7 +12,8 @@
 //!
 //! A file is [`format`]'s container: the magic `RGSCOPE\0`, a version, then frames, each
 //! with a magic, a kind, a length and a CRC-32 of its payload, so a damaged frame is
-//! skipped and reading resyncs at the next good one. The frames:
+//! skipped and reading resyncs at the next good one (a replay playing through a lost
+//! segment then restores the next checkpoint, see [`Player::advance`]). The frames:
 //!
 //! - **header** (first): [`RecordingHeader`] as `postcard` — format version, regscope
 //!   version, the session's [`SessionInfo`] (title, endpoints, prefix, budgets, scrape

@@ -122,6 +122,15 @@ pub struct Player {
     first_revision: Option<Revision>,
     /// Observations applied and not yet handed back to `readahead` to be dropped.
     spent: Vec<Stamped>,
+    /// A segment or scrape frame was lost since the session was last exact (restored
+    /// from a checkpoint, or started empty): the next checkpoint played through is
+    /// restored instead of passed over.
+    lost: bool,
+    /// That checkpoint, once [`Player::fill`] reached it: restored by
+    /// [`Player::advance`] before the observations after it.
+    resync: Option<FrameRef>,
+    /// Checkpoints restored while playing forward, see [`Player::resyncs`].
+    resyncs: u64,
 }
 
 fn io_err(path: &Path, e: impl std::fmt::Display) -> RecordError {
@@ -242,6 +251,9 @@ impl Player {
             ahead_next: 0,
             first_revision,
             spent: Vec::new(),
+            lost: false,
+            resync: None,
+            resyncs: 0,
         })
     }
 
@@ -345,7 +357,13 @@ impl Player {
             };
             self.next_frame += 1;
             match f.kind {
-                FrameKind::Checkpoint => {}
+                // A checkpoint holds the state the observations before it built: played
+                // through, it is passed over, unless some of those were lost.
+                FrameKind::Checkpoint => {
+                    if self.lost {
+                        self.resync = Some(f);
+                    }
+                }
                 FrameKind::Segment => self.fill_segment(index, &f),
                 _ => self.fill_scrape(&f),
             }
@@ -424,6 +442,7 @@ impl Player {
                 let line = self.frame_damage(f, e);
                 self.push_damage(line);
                 self.position += f.records;
+                self.lost = true;
                 None
             }
         }
@@ -678,6 +697,8 @@ impl Player {
         });
         self.pending.clear();
         self.next_digest = None;
+        self.lost = false;
+        self.resync = None;
         self.advance(&mut session, target, u64::MAX, |_, _, _| {});
         session
     }
@@ -709,6 +730,12 @@ impl Player {
     /// Applies observations to `session` until `target` is reached or `budget`
     /// observations were applied; `each` sees every observation applied, after it was,
     /// with the cursor's position just after it.
+    ///
+    /// After a segment or scrape frame that could not be read, the session misses what it
+    /// held: the next checkpoint on the way is then restored in its place (the recorder
+    /// wrote it from the whole stream), so the state is exact again from there on, as a
+    /// seek past it gives. [`Player::resyncs`] counts those replacements.
+    ///
     /// Returns how many were applied.
     pub fn advance(
         &mut self,
@@ -722,6 +749,13 @@ impl Player {
         // observations (see `ReadAhead::recycle`).
         session.defer_frees(true);
         while n < budget {
+            let more = self.fill();
+            if let Some(f) = self.resync.take() {
+                self.resync_at(session, &f);
+            }
+            if !more {
+                break;
+            }
             let Some(next) = self.peek() else { break };
             let stop = match target {
                 Target::Position(p) => self.position >= p,
@@ -747,6 +781,35 @@ impl Player {
         session.defer_frees(false);
         self.cursor_applied = Some(session.applied());
         n
+    }
+
+    /// Checkpoints restored while playing forward, over a stretch a lost frame made
+    /// inexact (see [`Player::advance`]): when the count grows, the session passed to
+    /// `advance` was replaced by another, as a seek replaces it.
+    pub fn resyncs(&self) -> u64 {
+        self.resyncs
+    }
+
+    /// Replaces `session` by checkpoint `f`'s, the state the lost frames would have built
+    /// (what a seek to just after `f` starts from). A checkpoint that cannot be restored
+    /// is damage too; play goes on with the inexact session and tries the next one.
+    fn resync_at(&mut self, session: &mut Session, f: &FrameRef) {
+        match self.restore_frame(f) {
+            Ok(mut fresh) => {
+                self.recycle(session);
+                fresh.defer_frees(true);
+                let old = std::mem::replace(session, fresh);
+                // Freeing a large session takes up to a second: not on the cursor's time.
+                // (When no thread can be started, the closure and the session drop here.)
+                let _ = std::thread::Builder::new().spawn(move || drop(old));
+                self.lost = false;
+                self.resyncs += 1;
+            }
+            Err(e) => {
+                let line = self.frame_damage(f, e);
+                self.push_damage(line);
+            }
+        }
     }
 
     /// Reads the whole recording once into a fresh session (from the first checkpoint)

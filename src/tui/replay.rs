@@ -109,10 +109,13 @@ impl ReplayDriver {
                 Target::Time(t0 + now.duration_since(w0) * k)
             }
         };
+        let resyncs = self.player.resyncs();
         let n = self
             .player
             .advance(&mut app.session, target, BUDGET, |_, _, _| {});
-        if n > 0 {
+        if self.player.resyncs() != resyncs {
+            app.session_replaced();
+        } else if n > 0 {
             app.after_external_apply();
         }
         if self.player.peek().is_none() {
@@ -153,12 +156,15 @@ impl ReplayDriver {
     }
 
     fn seek(&mut self, app: &mut App, target: Target) {
+        let resyncs = self.player.resyncs();
         match self.player.seek_in(&mut app.session, target) {
             Some(old) => {
                 // Freeing a large session takes up to a second: not on the UI's time.
                 std::thread::spawn(move || drop(old));
                 app.session_replaced();
             }
+            // Moved in place, through a checkpoint restored after a lost frame.
+            None if self.player.resyncs() != resyncs => app.session_replaced(),
             None => app.after_external_apply(),
         }
         self.anchor = None;
@@ -260,6 +266,7 @@ impl ReplayDriver {
                 self.seek(app, target);
             }
             Request::Step => {
+                let resyncs = self.player.resyncs();
                 // One observation that shows: clock ticks alone are passed over.
                 loop {
                     let pos = self.player.position();
@@ -277,7 +284,11 @@ impl ReplayDriver {
                         break;
                     }
                 }
-                app.after_external_apply();
+                if self.player.resyncs() != resyncs {
+                    app.session_replaced();
+                } else {
+                    app.after_external_apply();
+                }
                 self.update(app);
             }
             Request::Marker(next) => self.jump_marker(app, next),
