@@ -149,6 +149,56 @@ async fn tls_right_and_wrong_certificates() {
     assert!(msg.contains("other-ca.crt"), "names the CA file: {msg}");
     assert!(!msg.contains('\n'), "one line: {msg}");
 
+    // The client certificate with another certificate's key: rustls refuses the pair
+    // before connecting, and the error says which files do not belong together.
+    let mut mismatched = e.options(Some("ca.crt"), Some("client"));
+    mismatched.key = Some(e.pki.join("server.key"));
+    let err = mismatched
+        .connect(t)
+        .await
+        .err()
+        .expect("a key of another certificate must fail");
+    let msg = err.to_string();
+    eprintln!("mismatched key: {msg}");
+    assert!(matches!(err, ConnectError::Tls { .. }), "{msg}");
+    assert!(
+        msg.contains("server.key is not the private key of --cert") && msg.contains("client.crt"),
+        "{msg}"
+    );
+    assert!(!msg.contains("transport error: transport error"), "{msg}");
+    // doctor says so of the files, before any connection.
+    let doctor = |key: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_regscope"))
+            .args(["doctor", "--endpoints", &e.url, "--cacert"])
+            .arg(e.pki.join("ca.crt"))
+            .arg("--cert")
+            .arg(e.pki.join("client.crt"))
+            .arg("--key")
+            .arg(e.pki.join(key))
+            .env("HOME", "/nonexistent")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, text) = doctor("server.key");
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("FAIL")
+                && l.contains("server.key: is not the private key of --cert")),
+        "{text}"
+    );
+    // And with the right key, the key check says whose it is.
+    let (_, text) = doctor("client.key");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("ok") && l.contains("client.key: private key of --cert")),
+        "{text}"
+    );
+
     // No client certificate while etcd requires one.
     let err = e
         .options(Some("ca.crt"), None)

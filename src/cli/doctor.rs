@@ -536,7 +536,19 @@ fn file_checks(opts: &EtcdOptions, now: SystemTime, out: &mut Vec<Check>) {
     if let Some(key) = &opts.key {
         let target = key.display().to_string();
         out.push(match std::fs::read_to_string(key) {
-            Ok(t) if t.contains("PRIVATE KEY-----") => Check::ok("file", target, "private key"),
+            Ok(t) if t.contains("PRIVATE KEY-----") => match &opts.cert {
+                Some(cert) => match certs::key_matches_cert(cert, key) {
+                    Ok(Some(false)) => Check::fail(
+                        "file",
+                        target,
+                        format!("is not the private key of --cert {}", cert.display()),
+                        "pass the key that belongs to the certificate (kubeadm: apiserver-etcd-client.key beside apiserver-etcd-client.crt)",
+                    ),
+                    Ok(Some(true)) => Check::ok("file", target, "private key of --cert"),
+                    _ => Check::ok("file", target, "private key"),
+                },
+                None => Check::ok("file", target, "private key"),
+            },
             Ok(_) => Check::fail(
                 "file",
                 target,
@@ -721,7 +733,7 @@ async fn etcd_metrics(url: Option<&str>, opts: &EtcdOptions, timeout: Duration) 
                 "etcd metrics",
                 url.unwrap_or("(endpoint)"),
                 e.to_string(),
-                "pass --etcd-metrics-url",
+                "check --cacert, --cert and --key (etcd's /metrics is read with them), or pass --etcd-metrics-url",
             )
         }
     };

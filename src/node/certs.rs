@@ -19,6 +19,35 @@ use std::time::{Duration, SystemTime};
 use x509_parser::extensions::GeneralName;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
+/// Whether the private key in PEM file `key` belongs to the first certificate in PEM file
+/// `cert`: the key's public key equals the certificate's SubjectPublicKeyInfo, as rustls
+/// checks when it loads a client identity (`CertifiedKey::keys_match`, rustls 0.23) — a
+/// mismatch fails every connection before a byte is sent, reported by tonic only as
+/// "transport error". `Ok(None)` when it cannot be told (a key type whose public key
+/// rustls does not derive).
+///
+/// Errors: a file that cannot be read, or holds no PEM certificate or private key.
+pub fn key_matches_cert(cert: &Path, key: &Path) -> Result<Option<bool>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let cert_der = CertificateDer::from_pem_file(cert)
+        .map_err(|e| format!("{}: no PEM certificate ({e})", cert.display()))?;
+    let key_der = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| format!("{}: no PEM private key ({e})", key.display()))?;
+    let signing = rustls::crypto::ring::default_provider()
+        .key_provider
+        .load_private_key(key_der)
+        .map_err(|e| format!("{}: unusable private key ({e})", key.display()))?;
+    match rustls::sign::CertifiedKey::new(vec![cert_der], signing).keys_match() {
+        Ok(()) => Ok(Some(true)),
+        Err(rustls::Error::InconsistentKeys(rustls::InconsistentKeys::KeyMismatch)) => {
+            Ok(Some(false))
+        }
+        Err(rustls::Error::InconsistentKeys(_)) => Ok(None),
+        Err(e) => Err(format!("{}: {e}", cert.display())),
+    }
+}
+
 /// What regscope needs to know of one certificate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CertInfo {

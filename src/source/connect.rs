@@ -443,6 +443,23 @@ pub fn classify(endpoint: &str, opts: &EtcdOptions, e: &etcd_client::Error) -> C
             _ => {}
         }
     }
+    // rustls refuses a client identity whose key is not the certificate's before it
+    // connects (`InconsistentKeys(KeyMismatch)`, rustls 0.23); tonic's Display says only
+    // "transport error".
+    if lower.contains("keymismatch") {
+        let path = |p: &Option<std::path::PathBuf>| {
+            p.as_ref().map_or("-".into(), |p| p.display().to_string())
+        };
+        return ConnectError::Tls {
+            endpoint,
+            detail: format!(
+                "--key {} is not the private key of --cert {}",
+                path(&opts.key),
+                path(&opts.cert)
+            ),
+            hint: "pass the key that belongs to the certificate (kubeadm: apiserver-etcd-client.key beside apiserver-etcd-client.crt)".into(),
+        };
+    }
     if lower.contains("certificate")
         || lower.contains("tls")
         || lower.contains("handshake")
@@ -606,7 +623,12 @@ pub fn short_detail(e: &etcd_client::Error) -> String {
         last = c.to_string();
         cur = c.source();
     }
-    last
+    // etcd-client's Display wraps tonic's ("transport error: {e}"), and tonic's own may
+    // say the same again: "transport error: transport error".
+    match last.split_once(": ") {
+        Some((a, b)) if a == b => a.to_string(),
+        _ => last,
+    }
 }
 
 /// The error and its sources, joined with ": " (tonic nests the useful part).

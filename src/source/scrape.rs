@@ -60,7 +60,10 @@ pub enum SetupError {
     CertWithoutKey,
     #[error("--apiserver-token-file {} is empty", path.display())]
     EmptyToken { path: PathBuf },
-    #[error("HTTP client: {0}")]
+    /// The HTTP client cannot be built from these settings (e.g. rustls refusing a key
+    /// that is not the certificate's); the whole error chain, as reqwest's own Display
+    /// says only "builder error".
+    #[error("HTTP client: {}", error_detail(.0))]
     Client(reqwest::Error),
     #[error("no etcd endpoint")]
     NoEtcdEndpoint,
