@@ -1466,32 +1466,47 @@ fn snapshot_from_a_recording_at_a_time_and_a_revision() {
     );
 }
 
-#[test]
-fn keep_last_rolls_a_set_that_always_holds_the_last_window() {
-    let dir = tempfile::tempdir().unwrap();
-    let base = dir.path().join("fr.rgs");
-    let all = stream(120);
+/// Records `all` as a `--keep-last keep` set based at `base` (with `max_size`), calling
+/// `check` after each observation's upkeep; the live session at the end.
+fn record_set(
+    base: &Path,
+    all: &[Stamped],
+    keep: Duration,
+    max_size: Option<u64>,
+    check: &mut dyn FnMut(&mut Recorder),
+) -> Session {
     let mut session = Session::new(SessionInfo {
         started_at: at(0),
         ..Default::default()
     });
-    let keep = Duration::from_secs(40);
     let mut rec = Recorder::create(
         RecordOptions {
             keep_last: Some(keep),
+            max_size,
             policy: small_policy(),
-            ..RecordOptions::new(&base)
+            ..RecordOptions::new(base)
         },
         &session,
         0,
     )
     .unwrap();
-    for st in &all {
+    for st in all {
         session.apply(st);
         rec.record_applied(st, &mut session);
         rec.maintain(Some(&mut session));
+        check(&mut rec);
     }
     rec.finish().unwrap();
+    session
+}
+
+#[test]
+fn keep_last_rolls_a_set_that_always_holds_the_last_window() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("fr.rgs");
+    let all = stream(120);
+    let keep = Duration::from_secs(40);
+    let session = record_set(&base, &all, keep, None, &mut |_| {});
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -1514,10 +1529,69 @@ fn keep_last_rolls_a_set_that_always_holds_the_last_window() {
     // Played across the files, the set ends where the live session ended.
     let s = p.seek(Target::End);
     assert_eq!(s.revision(), session.revision());
-    assert_eq!(
-        regscope::cli::record::snapshot_of(&s, true).unwrap(),
-        regscope::cli::record::snapshot_of(&session, true).unwrap()
+    let live = regscope::cli::record::snapshot_of(&session, true).unwrap();
+    assert_eq!(regscope::cli::record::snapshot_of(&s, true).unwrap(), live);
+    // A file taken out of the middle of the set is damage, with the stretch it held; played
+    // through, the next file's opening checkpoint puts the session right again.
+    let middle = files[files.len() / 2].clone();
+    std::fs::remove_file(&middle).unwrap();
+    let mut p = Player::open(&base).unwrap();
+    assert_eq!(p.damage().len(), 1, "{:?}", p.damage());
+    assert!(
+        p.damage()[0].contains("1 file(s) of the set missing before it"),
+        "{:?}",
+        p.damage()
     );
+    let mut s = p.seek(Target::Position(0));
+    p.advance(&mut s, Target::End, u64::MAX, |_, _, _| {});
+    assert_eq!(p.resyncs(), 1);
+    assert_eq!(regscope::cli::record::snapshot_of(&s, true).unwrap(), live);
+    let out = Command::new(BIN)
+        .args(["replay", "--check", base.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+}
+
+/// `--max-size` beside `--keep-last`: the set never holds more than the size (older files
+/// go first, even when that leaves less than the window), says so once, and still replays.
+#[test]
+fn keep_last_with_max_size_never_holds_more_than_the_size() {
+    let all = stream(120);
+    let keep = Duration::from_secs(100);
+    let run = |dir: &Path, max_size: Option<u64>, check: &mut dyn FnMut(&mut Recorder)| {
+        let base = dir.join("fr.rgs");
+        let session = record_set(&base, &all, keep, max_size, check);
+        (base, session)
+    };
+    // Without a size: how much the window takes.
+    let free = tempfile::tempdir().unwrap();
+    let mut most = 0;
+    run(free.path(), None, &mut |r| {
+        most = most.max(r.bytes_written())
+    });
+    // A third of that.
+    let max = most / 3;
+    let dir = tempfile::tempdir().unwrap();
+    let mut notes = Vec::new();
+    let (base, session) = run(dir.path(), Some(max), &mut |r| {
+        assert!(r.bytes_written() <= max, "{} > {max}", r.bytes_written());
+        notes.extend(r.take_note());
+    });
+    let on_disk: u64 = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(on_disk <= max, "{on_disk} bytes on disk > {max}");
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("less than --keep-last 1m 40s"),
+        "{notes:?}"
+    );
+    let mut p = Player::open(&base).unwrap();
+    assert!(p.damage().is_empty(), "{:?}", p.damage());
+    let s = p.seek(Target::End);
+    assert_eq!(s.revision(), session.revision());
 }
 
 /// NaN, ±Inf and −0 in the histograms and gauges the panels sort and divide: replaying a
@@ -1762,6 +1836,31 @@ fn play_through_a_lost_segment_is_exact_again_from_the_next_checkpoint() {
 
     let mut whole = Player::open(&intact).unwrap();
     let total = whole.total();
+    // `-0s` is the end, as every `-D` counts from it (and `+0s` the start).
+    let (start, end) = whole.span();
+    let at_text = |t: &str| regscope::cli::record::parse_at("--at", t, &whole);
+    assert_eq!(at_text("-0s"), Ok(Target::Time(end)));
+    assert_eq!(at_text("+0s"), Ok(Target::Time(start)));
+    // What is there but is no recording is named for what it is.
+    let err = |p: &Path| {
+        Player::open(p)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    assert!(
+        err(dir.path()).contains("a directory, not a recording"),
+        "{}",
+        err(dir.path())
+    );
+    assert!(
+        err(Path::new("/dev/null")).contains("not a regular file"),
+        "{}",
+        err(Path::new("/dev/null"))
+    );
+    let empty = dir.path().join("empty.rgs");
+    std::fs::write(&empty, b"").unwrap();
+    assert!(err(&empty).contains("empty file"), "{}", err(&empty));
     let mut p = Player::open(&file).unwrap();
     assert_eq!(p.total(), total);
     // Played forward from the start: the loss is said, one checkpoint is restored.

@@ -33,7 +33,8 @@ pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, Strin
     let target = match parse_seek(t, if t.contains(':') { start } else { anchor }, 0) {
         Ok(SeekTo::Relative(s)) => {
             let d = Duration::from_secs(s.unsigned_abs());
-            Target::Time(if s < 0 {
+            // By the text's sign: `-0s` is the end, as every `-D` counts from it.
+            Target::Time(if t.starts_with('-') {
                 end.checked_sub(d).unwrap_or(start)
             } else {
                 start + d
@@ -262,6 +263,9 @@ pub async fn record_session(
             }
             _ = tick.tick() => {
                 rec.maintain(Some(&mut session));
+                if let Some(note) = rec.take_note() {
+                    eprintln!("regscope record: {note}");
+                }
                 if let Some(msg) = memory.over(&mut session) {
                     eprintln!("regscope record: {msg} The recording is closed.");
                     drop(sources);

@@ -14,11 +14,33 @@ pub fn set_file_path(base: &Path, n: usize) -> PathBuf {
     PathBuf::from(format!("{stem}.{n:06}.rgs"))
 }
 
+/// The number `n` of a rolling set's file name `BASE.NNNNNN.rgs` (see [`set_file_path`]),
+/// `None` for any other name.
+pub fn set_number(path: &Path) -> Option<usize> {
+    let name = path.file_name()?.to_str()?.strip_suffix(".rgs")?;
+    let (_, num) = name.rsplit_once('.')?;
+    (num.len() == 6 && num.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| num.parse().ok())
+        .flatten()
+}
+
 /// The files of a recording named `path`: the file itself, or the rolling set
 /// `BASE.NNNNNN.rgs` of a `--keep-last` recording (oldest first).
 pub fn recording_files(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
     if path.is_file() {
         return Ok(vec![path.to_path_buf()]);
+    }
+    if let Ok(m) = std::fs::metadata(path) {
+        // There, but no regular file: a directory, a device, a pipe.
+        let what = if m.is_dir() {
+            "a directory, not a recording (a --keep-last set is named by its base: DIR/BASE for DIR/BASE.000001.rgs, …)"
+        } else {
+            "not a regular file, so not a recording"
+        };
+        return Err(RecordError::Io {
+            path: path.display().to_string(),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidInput, what),
+        });
     }
     let s = path.display().to_string();
     let stem = s.strip_suffix(".rgs").unwrap_or(&s).to_string();

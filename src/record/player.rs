@@ -87,6 +87,9 @@ struct FrameRef {
     /// Highest revision known at the frame's first record and at its last.
     first_rev: i64,
     rev: i64,
+    /// The first frame of a set's file whose predecessor is missing: the stream before
+    /// it is not all there (see [`Player::advance`]).
+    gap_before: bool,
 }
 
 /// See the module docs.
@@ -155,8 +158,27 @@ impl Player {
         let mut damage = Vec::new();
         let mut notes = Vec::new();
         let mut position = 0u64;
+        // The previous file's set number and its last frame's stamp and revision.
+        let mut prev: Option<(usize, i64, i64)> = None;
         for (fi, p) in paths.iter().enumerate() {
             let r = Reader::open(p).map_err(|e| io_err(p, e))?;
+            let number = super::files::set_number(p);
+            let mut gap_before = false;
+            if let (Some((n0, ns, rev)), Some(n)) = (prev, number) {
+                if n != n0 + 1 {
+                    gap_before = true;
+                    let first = r.frames().first();
+                    let when = |ns: i64| humantime::format_rfc3339_seconds(from_ns(ns));
+                    damage.push(format!(
+                        "{}: {} file(s) of the set missing before it: observations from {} (revision {rev}) to {} (revision {}) lost",
+                        p.display(),
+                        n.saturating_sub(n0 + 1),
+                        when(ns),
+                        when(first.map_or(ns, |f| f.first_time_ns)),
+                        first.map_or(rev, |f| f.first_rev.max(f.last_rev))
+                    ));
+                }
+            }
             let h: RecordingHeader = postcard::from_bytes(r.header())
                 .map_err(|e| io_err(p, format!("unreadable recording header: {e}")))?;
             if h.format_version > FORMAT_VERSION {
@@ -199,9 +221,13 @@ impl Player {
                         last_ns: f.last_time_ns,
                         first_rev: f.first_rev,
                         rev: f.last_rev,
+                        gap_before: std::mem::take(&mut gap_before),
                     });
                     position += records;
                 }
+            }
+            if let (Some(n), Some(last)) = (number, r.frames().last()) {
+                prev = Some((n, last.last_time_ns, last.last_rev));
             }
             formats.push(h.format_version);
             if header.is_none() {
@@ -360,7 +386,7 @@ impl Player {
                 // A checkpoint holds the state the observations before it built: played
                 // through, it is passed over, unless some of those were lost.
                 FrameKind::Checkpoint => {
-                    if self.lost {
+                    if self.lost || f.gap_before {
                         self.resync = Some(f);
                     }
                 }

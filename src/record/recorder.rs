@@ -108,6 +108,11 @@ pub struct Recorder {
     stopped: Option<String>,
     /// Files of the set already deleted (for numbering).
     dropped: usize,
+    /// What the caller should tell once: `--max-size` made the set hold less than
+    /// `--keep-last`, or cannot be held at all.
+    note: Option<String>,
+    /// A note of each kind was made (each is said once).
+    noted: (bool, bool),
 }
 
 /// Frames are flushed to the OS at least this often: a SIGKILL or a power loss loses at
@@ -146,6 +151,8 @@ impl Recorder {
             records: 0,
             stopped: None,
             dropped: 0,
+            note: None,
+            noted: (false, false),
             opts,
         };
         if r.opts.keep_last.is_some() {
@@ -351,10 +358,22 @@ impl Recorder {
             }
         }
         if let Some(s) = session {
+            if let (Some(keep), Some(_)) = (self.opts.keep_last, self.opts.max_size) {
+                self.drop_oldest(s.now(), keep);
+            }
             let roll = self.opts.keep_last.filter(|keep| {
                 let span = keep.div_f64(4.0).max(Duration::from_secs(10));
                 let start = self.files.last().map_or(s.now(), |f| f.start);
-                s.now().duration_since(start).unwrap_or_default() >= span
+                let age = s.now().duration_since(start).unwrap_or_default();
+                // With --max-size too, a file also closes at a quarter of it, so that
+                // dropping the oldest files can keep the set under it; never before it
+                // holds twice its opening checkpoint (a new file every second would be
+                // all checkpoints).
+                let by_size = self.opts.max_size.is_some_and(|m| {
+                    let b = self.current_bytes();
+                    b >= m / 4 && b >= 2 * self.last_checkpoint_size
+                });
+                age >= span || (by_size && age >= Duration::from_secs(10))
             });
             let checkpoint = roll.is_none() && self.checkpoint_due(s.now());
             if roll.is_some() || checkpoint {
@@ -427,23 +446,55 @@ impl Recorder {
             self.fail(e.to_string());
             return;
         }
-        let now = session.now();
-        // The oldest file may go when the next one already starts at or before now - keep.
-        while self.files.len() > 2 {
+        self.drop_oldest(session.now(), keep);
+    }
+
+    /// Deletes the oldest files of the set no longer needed to hold `keep` at `now`, and,
+    /// down to the file being written, those that put the set over `--max-size`.
+    fn drop_oldest(&mut self, now: SystemTime, keep: Duration) {
+        // The oldest file may go when the next one already starts at or before now - keep,
+        // or, down to the file just opened, when the set is over --max-size.
+        let over = |r: &Self| {
+            r.opts
+                .max_size
+                .is_some_and(|m| r.closed_bytes + r.current_bytes() > m)
+        };
+        while self.files.len() > 1 {
             let next_start = self.files[1].start;
             let old_enough = now.duration_since(next_start).unwrap_or_default() >= keep;
-            let over = self
-                .opts
-                .max_size
-                .is_some_and(|m| self.closed_bytes + self.current_bytes() > m);
-            if !(old_enough || over) {
+            if !(old_enough && self.files.len() > 2 || over(self)) {
                 break;
+            }
+            if !old_enough && !self.noted.0 {
+                self.noted.0 = true;
+                self.note = Some(format!(
+                    "--max-size {} holds only the last {} of the session, less than --keep-last {}; the oldest files go first",
+                    self.opts.max_size.unwrap_or(0),
+                    humantime::format_duration(Duration::from_secs(
+                        now.duration_since(next_start).unwrap_or_default().as_secs()
+                    )),
+                    humantime::format_duration(keep)
+                ));
             }
             let f = self.files.remove(0);
             self.closed_bytes = self.closed_bytes.saturating_sub(f.bytes);
             self.dropped += 1;
             let _ = std::fs::remove_file(&f.path);
         }
+        if over(self) && self.files.len() == 1 && !self.noted.1 {
+            self.noted.1 = true;
+            self.note = Some(format!(
+                "--max-size {} is less than one file of the set ({} bytes, most of it the checkpoint that lets it stand alone): the set holds one file",
+                self.opts.max_size.unwrap_or(0),
+                self.current_bytes()
+            ));
+        }
+    }
+
+    /// What `--max-size` beside `--keep-last` made of the set, once each: that it holds
+    /// less time than `--keep-last`, or that one file is already over it.
+    pub fn take_note(&mut self) -> Option<String> {
+        self.note.take()
     }
 
     fn close_current(&mut self) -> u64 {

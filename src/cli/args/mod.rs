@@ -308,7 +308,8 @@ pub struct RecordArgs {
     #[arg(long, value_parser = parse_positive_duration)]
     pub duration: Option<std::time::Duration>,
     /// Stop when the file reaches this size (e.g. 512MiB; at least 1MiB); with --keep-last,
-    /// the most the whole set may hold (oldest files dropped first).
+    /// the most the whole set may hold (oldest files dropped first, even when the set then
+    /// holds less than --keep-last: said once on stderr).
     #[arg(long, value_parser = parse_record_size)]
     pub max_size: Option<usize>,
     /// A flight recorder: keep a rolling set of files that always holds at least the last

@@ -156,6 +156,9 @@ impl Reader {
     pub fn open(path: &Path) -> Result<Reader, Error> {
         let file = File::open(path)?;
         let file_len = file.metadata()?.len();
+        if file_len == 0 {
+            return Err(Error::Empty);
+        }
         if file_len < FILE_HEADER_LEN {
             return Err(Error::NotARecording);
         }

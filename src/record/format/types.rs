@@ -119,6 +119,8 @@ pub enum Error {
     Io(io::Error),
     /// The file does not start with [`FILE_MAGIC`](super::FILE_MAGIC) (or is shorter than it).
     NotARecording,
+    /// The file is empty (0 bytes).
+    Empty,
     /// The file is a recording of a format version this code cannot read.
     UnsupportedVersion(u16),
     /// The Header frame at offset 10 is cut or damaged; nothing can be trusted.
@@ -148,6 +150,7 @@ impl fmt::Display for Error {
         match self {
             Error::Io(e) => write!(f, "recording I/O error: {e}"),
             Error::NotARecording => write!(f, "not a regscope recording"),
+            Error::Empty => write!(f, "empty file (0 bytes), not a regscope recording"),
             Error::UnsupportedVersion(v) => {
                 write!(f, "unsupported recording format version {v}")
             }
