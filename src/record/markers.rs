@@ -39,6 +39,8 @@ pub struct MarkerScan {
     /// etcd's alarms as last seen, and the watch anomalies counted so far.
     alarms: Vec<String>,
     anomalies: u64,
+    /// The replica's newest note as of the previous observation (stamp and text).
+    last_note: Option<(std::time::SystemTime, String)>,
     /// The etcd members as last polled.
     members: Vec<crate::model::MemberStatus>,
     /// kube-apiserver's other etcd clusters that are down (by their resources).
@@ -64,6 +66,7 @@ impl MarkerScan {
                 .map(|(_, s)| s.alarms())
                 .unwrap_or_default(),
             anomalies: session.replica.watch_health().anomalies(),
+            last_note: session.replica.notes().back().cloned(),
             members: session
                 .replica
                 .members()
@@ -115,12 +118,19 @@ impl MarkerScan {
         }
         self.etcd_scraped |= first_etcd_scrape;
         // Departures from etcd's watch contract (see `WatchHealth`), with the replica's note.
+        // The replica notes the 1st, 10th, 100th, … of a kind (the count in between only
+        // grows): a marker for each anomaly noted by this observation, not one per anomaly
+        // repeating an older note. A checkpoint restored after damage may count fewer.
         let anomalies = s.replica.watch_health().anomalies();
-        if anomalies > self.anomalies {
-            let why = s.replica.notes().back().map_or("", |(_, n)| n.as_str());
+        let note = s.replica.notes().back();
+        if anomalies > self.anomalies && note.is_some() && note != self.last_note.as_ref() {
+            let why = note.map_or("", |(_, n)| n.as_str());
             mark(format!("watch anomaly: {why}"));
-            self.anomalies = anomalies;
         }
+        if note != self.last_note.as_ref() {
+            self.last_note = note.cloned();
+        }
+        self.anomalies = anomalies;
         match &st.obs {
             Observation::OtherCluster(o) => {
                 let c = s
@@ -314,5 +324,37 @@ mod tests {
             labels,
             vec!["compaction at revision 45 (compact_rev_key)".to_string()]
         );
+    }
+
+    #[test]
+    fn repeated_anomalies_mark_each_note_once() {
+        let mut s = Session::new(SessionInfo::default());
+        let mut scan = MarkerScan::new(&s, 1.0, 10.0);
+        let kv = |rev| KeyValue::joined(b"/registry/configmaps/default/a", 1, rev, 1, 0, b"x");
+        let event = |rev| Observation::Events {
+            revision: rev,
+            events: vec![crate::model::WatchEvent {
+                kind: crate::model::EventKind::Put,
+                kv: kv(rev),
+                prev_kv: None,
+            }],
+        };
+        let mut obs = vec![
+            Observation::ListBegin { revision: 5 },
+            Observation::ListPage { kvs: vec![kv(5)] },
+            Observation::ListDone {
+                revision: 5,
+                compacted: None,
+            },
+            event(6),
+        ];
+        // The same event 15 times: anomalies 1 to 15, noted at the 1st and the 10th.
+        obs.extend((0..15).map(|_| event(6)));
+        play(&mut s, &mut scan, obs);
+        assert_eq!(s.replica.watch_health().anomalies(), 15);
+        let labels: Vec<_> = scan.markers().into_iter().map(|m| m.label).collect();
+        assert_eq!(labels.len(), 2, "{labels:?}");
+        assert!(labels[0].contains("(1 so far)"), "{labels:?}");
+        assert!(labels[1].contains("(10 so far)"), "{labels:?}");
     }
 }
