@@ -637,6 +637,21 @@ mod tests {
         app.ingest_all([&st]);
     }
 
+    /// A replay of 10 observations over a minute, at the start.
+    fn replay_status() -> ReplayStatus {
+        ReplayStatus {
+            file: "r.rgs".into(),
+            start: at(0),
+            end: at(60),
+            total: 10,
+            position: 0,
+            speed: Speed::Times(1),
+            secrets_shown: false,
+            damage: String::new(),
+            marker: None,
+        }
+    }
+
     fn press(app: &mut App, c: char) {
         app.handle_key(&KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE));
     }
@@ -708,17 +723,7 @@ mod tests {
             .current_notice()
             .is_some_and(|n| n.contains("seeking is for replays")));
         // In a replay, Enter on an empty prompt closes it without a request or an error.
-        app.set_replay(Some(ReplayStatus {
-            file: "r.rgs".into(),
-            start: at(0),
-            end: at(60),
-            total: 10,
-            position: 0,
-            speed: Speed::Times(1),
-            secrets_shown: false,
-            damage: String::new(),
-            marker: None,
-        }));
+        app.set_replay(Some(replay_status()));
         press(&mut app, 't');
         assert!(app.typing_seek());
         code(&mut app, KeyCode::Enter);
@@ -744,6 +749,26 @@ mod tests {
             app.current_notice(),
             None,
             "the next key dismisses a notice"
+        );
+    }
+
+    #[test]
+    fn the_seek_prompt_keeps_what_is_typed_in_sight_on_a_narrow_terminal() {
+        let mut app = App::new(
+            Session::from_replica(listed(1), "demo"),
+            Settings::default(),
+        );
+        app.set_replay(Some(replay_status()));
+        press(&mut app, 't');
+        for c in "03:54:00".chars() {
+            press(&mut app, c);
+        }
+        let narrow = screen(&app, 40, 12);
+        assert!(narrow.contains(" seek to: 03:54:00"), "{narrow}");
+        let wide = screen(&app, 120, 30);
+        assert!(
+            wide.contains(" seek to (14:32:10, -5m, +30s, r1234): 03:54:00"),
+            "{wide}"
         );
     }
 

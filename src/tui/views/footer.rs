@@ -29,16 +29,27 @@ const REPLAY_HINTS: [Action; 6] = [
 /// Draws the hint bar (or the filter prompt) into the one-row `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     if let Some(text) = app.input_text() {
+        const SEEK_FORMS: &str = " seek to (14:32:10, -5m, +30s, r1234): ";
+        let width = area.width as usize;
         let prompt = if app.typing_seek() {
-            " seek to (14:32:10, -5m, +30s, r1234): "
+            // The forms only where they leave room to type (20 columns).
+            if width >= SEEK_FORMS.len() + 20 {
+                SEEK_FORMS
+            } else {
+                " seek to: "
+            }
         } else if app.palette_open() {
             " : "
         } else {
             " filter: "
         };
+        // What is typed stays in sight: its end, when the row cannot hold all of it.
+        let room = width.saturating_sub(prompt.chars().count() + 1).max(1);
+        let n = text.chars().count();
+        let shown: String = text.chars().skip(n.saturating_sub(room)).collect();
         let mut spans = vec![
             sp(app, prompt, Role::Filter),
-            Span::raw(text.to_string()),
+            Span::raw(shown),
             sp(app, "▏", Role::Filter),
             Span::raw("  "),
         ];
