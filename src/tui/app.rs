@@ -121,6 +121,9 @@ pub struct App {
     pub(crate) events: EventsState,
     pub(crate) keys: KeysState,
     pub(crate) detail: Option<DetailState>,
+    /// The panel the opened key was opened from when that was not the key browser (the
+    /// event list): closing the key goes back there.
+    pub(crate) detail_from: Option<Panel>,
     /// Show decoded values as JSON instead of YAML (`o`).
     pub(crate) json_output: bool,
     /// The encryption summary over the key browser.
@@ -160,6 +163,7 @@ impl App {
             events,
             keys: KeysState::default(),
             detail: None,
+            detail_from: None,
             json_output: false,
             encryption: EncryptionState::default(),
             apiserver: ApiserverState::default(),
@@ -540,6 +544,7 @@ impl App {
 
     /// Opens `key` on the version written at `revision`; see [`DetailState::open`].
     pub(crate) fn open_detail_at(&mut self, key: Bytes, revision: Option<Revision>) {
+        self.detail_from = None;
         self.detail = Some(DetailState::open(key, revision, &self.decoding()));
     }
 
@@ -789,8 +794,9 @@ mod tests {
         assert_eq!(app.panel, Panel::Events, "the '2' switched panels");
     }
 
-    #[test]
-    fn filter_is_typed_in_filter_mode() {
+    /// Events of keys `alpha` (revision 3) and `beta` (4), the event list shown and its
+    /// filter being typed.
+    fn typing_events_filter() -> App {
         let mut app = App::new(
             Session::from_replica(listed(1), "demo"),
             Settings::default(),
@@ -799,6 +805,34 @@ mod tests {
         put(&mut app, 1, "/registry/configmaps/ns/beta", 4);
         press(&mut app, '2');
         press(&mut app, '/');
+        app
+    }
+
+    #[test]
+    fn a_key_opened_from_the_event_list_closes_back_to_it() {
+        let mut app = typing_events_filter();
+        for c in "alp".chars() {
+            press(&mut app, c);
+        }
+        code(&mut app, KeyCode::Enter);
+        code(&mut app, KeyCode::Enter);
+        assert!(app.detail.is_some(), "the event's key is open");
+        code(&mut app, KeyCode::Esc);
+        assert!(app.detail.is_none());
+        assert_eq!(app.panel, Panel::Events, "back where it was opened");
+        assert_eq!(app.events.filter, "alp", "the filter as it was");
+        // Opened in the key browser, it closes to the key browser.
+        press(&mut app, '3');
+        code(&mut app, KeyCode::Enter);
+        code(&mut app, KeyCode::Enter);
+        assert!(app.detail.is_some());
+        code(&mut app, KeyCode::Esc);
+        assert_eq!(app.panel, Panel::Keys);
+    }
+
+    #[test]
+    fn filter_is_typed_in_filter_mode() {
+        let mut app = typing_events_filter();
         assert_eq!(app.mode(), Mode::Filter);
         for c in "ALP".chars() {
             press(&mut app, c);

@@ -179,6 +179,13 @@ impl App {
                     self.help = None;
                 } else if self.detail.is_some() {
                     self.detail = None;
+                    // Back to the event list the key was opened from, its filter and
+                    // selection as they were.
+                    if let Some(from) = self.detail_from.take() {
+                        if self.panel == Panel::Keys {
+                            self.switch(from);
+                        }
+                    }
                 } else if self.encryption.is_open() {
                     self.encryption.close();
                 } else if mode == Mode::Apiserver {
@@ -512,6 +519,7 @@ impl App {
                 self.select_key(key.clone());
                 // The object as this event left it, not as it is now.
                 self.open_detail_at(key, Some(revision));
+                self.detail_from = Some(Panel::Events);
             }
             Mode::Keys => match self.keys.focus {
                 KeysFocus::Resources => {
