@@ -1428,6 +1428,24 @@ fn export_writes_one_json_object_per_observation() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.lines().count() >= 3);
     assert!(text.lines().all(|l| l.contains("/registry/secrets/")));
+    // Without its leading '/', a prefix matches nothing: said, with the prefix meant.
+    let out = Command::new(BIN)
+        .args([
+            "export",
+            file.to_str().unwrap(),
+            "--only-keys",
+            "--prefix",
+            "secrets",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--prefix secrets matches no key: keys start with '/'")
+            && err.contains("/registry/secrets"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -555,6 +555,13 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     let mut broken = false;
     let key_filter = e.prefix.clone();
+    if let Some(p) = key_filter.as_deref().filter(|p| !p.starts_with('/')) {
+        // Compared byte for byte with the keys, which all start with '/'.
+        eprintln!(
+            "regscope export: --prefix {p} matches no key: keys start with '/' (e.g. {}/{p})",
+            prefix.trim_end_matches('/')
+        );
+    }
     // For the closing summary: lines are not observations (one line per event and per
     // listed key, none for a clock tick), so the counts are said side by side.
     let (mut lines_written, mut observations, mut ticks) = (0u64, 0u64, 0u64);
