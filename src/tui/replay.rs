@@ -148,7 +148,11 @@ impl ReplayDriver {
             [] => String::new(),
             [one] => one.clone(),
             [first, rest @ ..] => {
-                format!("{first} (+{} more; replay --check lists all)", rest.len())
+                // The count first: a narrow timeline row cuts the end of a long line.
+                format!(
+                    "{} damaged stretches (replay --check lists all); first: {first}",
+                    rest.len() + 1
+                )
             }
         };
         self.status = s.clone();
