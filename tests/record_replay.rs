@@ -731,6 +731,23 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
     p.advance(&mut played, Target::Position(40), u64::MAX, |_, _, _| {});
     assert_eq!(whole(&played), whole(&p.seek(Target::Position(40))));
 
+    // A live source says it watches right after its list: the view opens after that too,
+    // so the header does not open on "listing".
+    let mut watching = all.clone();
+    watching.insert(
+        3,
+        Stamped {
+            at: at(0),
+            obs: Observation::Conn(regscope::model::ConnState::Watching),
+        },
+    );
+    let path = dir.path().join("w.rgs");
+    record_stream(&path, &watching, small_policy(), false);
+    let mut p = Player::open(&path).unwrap();
+    let s = p.seek_first_view();
+    assert!(s.replica.listing().is_none(), "the list is done");
+    assert_eq!(s.replica.conn(), &regscope::model::ConnState::Watching);
+
     // Started mid-session (keys in the first checkpoint): the start.
     let path = dir.path().join("mid.rgs");
     record_stream_from(&path, &all[..10], &all[10..], small_policy(), false);

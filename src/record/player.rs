@@ -746,6 +746,14 @@ impl Player {
                 .advance(&mut session, Target::End, 1, |_, _, _| {})
                 .max(1);
             if done {
+                // The source says it watches right after its list: that too, so the
+                // header does not open on "listing".
+                if self
+                    .peek()
+                    .is_some_and(|n| matches!(n.obs, Observation::Conn(_)))
+                {
+                    self.advance(&mut session, Target::End, 1, |_, _, _| {});
+                }
                 return session;
             }
         }
