@@ -175,6 +175,16 @@ fn rv_of(obj: &Value) -> i64 {
         .expect("numeric resourceVersion")
 }
 
+/// `etcd_request_duration_seconds_count` of one operation on one resource, 0 when absent.
+fn etcd_requests(e: &Exposition, op: &str, group: &str, resource: &str) -> f64 {
+    value(
+        e,
+        "etcd_request_duration_seconds_count",
+        &[("operation", op), ("group", group), ("resource", resource)],
+    )
+    .unwrap_or(0.0)
+}
+
 fn value(e: &Exposition, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
     e.samples_named(name)
         .find(|s| labels.iter().all(|(k, v)| s.label(k) == Some(*v)))
@@ -295,8 +305,28 @@ async fn metrics_lists_gets_and_kubeconfig() {
         let (code, _) = env.get("/apis/apps/v2/deployments").await;
         assert_eq!(code, 404);
 
-        // /metrics: the 1.34 families, with what really happened.
-        let m = env.metrics().await;
+        // /metrics: the 1.34 families, with what really happened. The simulation's first
+        // lease renewal comes a lease interval after its start: on a loaded machine
+        // possibly after the writes waited for above, so /metrics is read again (bounded)
+        // until each kind of write the checks below expect has been counted.
+        let writes = [
+            ("create", "", "pods"),
+            ("update", "", "pods"),
+            ("create", "", "events"),
+            ("create", "apps", "replicasets"),
+            ("update", "coordination.k8s.io", "leases"),
+        ];
+        let mut m = env.metrics().await;
+        for _ in 0..50 {
+            if writes
+                .iter()
+                .all(|(o, g, r)| etcd_requests(&m, o, g, r) > 0.0)
+            {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            m = env.metrics().await;
+        }
         for fam in [
             "kubernetes_build_info",
             "etcd_request_duration_seconds",
@@ -326,20 +356,14 @@ async fn metrics_lists_gets_and_kubeconfig() {
             .next()
             .expect("build info");
         assert_eq!(build.label("git_version"), Some("v1.34.0-regscope-demo"));
-        let count = |op: &str, group: &str, resource: &str| {
-            value(
-                &m,
-                "etcd_request_duration_seconds_count",
-                &[("operation", op), ("group", group), ("resource", resource)],
-            )
-            .unwrap_or(0.0)
-        };
+        let count = |op: &str, group: &str, resource: &str| etcd_requests(&m, op, group, resource);
         // The simulation's writes...
-        assert!(count("create", "", "pods") > 0.0);
-        assert!(count("update", "", "pods") > 0.0);
-        assert!(count("create", "", "events") > 0.0);
-        assert!(count("create", "apps", "replicasets") > 0.0);
-        assert!(count("update", "coordination.k8s.io", "leases") > 0.0);
+        for (op, group, resource) in writes {
+            assert!(
+                count(op, group, resource) > 0.0,
+                "no {op} of {group}/{resource} counted after 10 s"
+            );
+        }
         // ...and the apiserver's own reads.
         assert!(count("list", "", "pods") > 0.0);
         assert!(count("list", "coordination.k8s.io", "leases") > 0.0);
