@@ -16,8 +16,8 @@ use rand::rngs::StdRng;
 use rand::SeedableRng;
 use regscope::demo::objects as o;
 use regscope::model::{
-    Bytes, EventKind, KeyValue, Observation, ScrapeOutcome, ScrapeTarget, SessionInfo, Stamped,
-    WatchEvent,
+    Bytes, CompactionSource, EventKind, KeyValue, Observation, ScrapeOutcome, ScrapeTarget,
+    SessionInfo, Stamped, WatchEvent,
 };
 use regscope::record::{Player, RecordOptions, Recorder, Target};
 use regscope::store::Session;
@@ -223,10 +223,11 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// `cargo bench --bench record [-- SECTION…]` runs the named sections (`events`,
-/// `scrapes`, `hour`; all when none is named; `replay` replays a kept `hour.rgs` only). `RECORD_BENCH_DIR=DIR` writes the
-/// recordings there and keeps them (e.g. to profile a replay of `DIR/hour.rgs`); with
-/// `RECORD_BENCH_REUSE=1` as well, `hour` reads the `DIR/hour.rgs` a previous run left
-/// instead of writing it again.
+/// `scrapes`, `hour`; all when none is named; `replay` replays a kept `hour.rgs` only).
+/// `RECORD_BENCH_DIR=DIR` writes the recordings there and keeps them (e.g. to profile a
+/// replay of `DIR/hour.rgs`); with `RECORD_BENCH_REUSE=1` as well, `hour` reads the
+/// `DIR/hour.rgs` a previous run left instead of writing it again.
+/// `RECORD_BENCH_NO_COMPACTION=1`: the hour without compactions (`hour-uncompacted.rgs`).
 fn main() {
     let wanted: Vec<String> = std::env::args()
         .skip(1)
@@ -251,8 +252,8 @@ fn main() {
         apply_only();
     }
     if wanted.iter().any(|w| w == "replay") {
-        let path = dir.join("hour.rgs");
-        let mut p = Player::open(&path).expect("a kept hour.rgs (see hour_replay)");
+        let path = dir.join(hour_file());
+        let mut p = Player::open(&path).expect("a kept hour recording (see hour_replay)");
         p.set_bodies(false);
         hour_replay(&mut p);
     }
@@ -361,7 +362,14 @@ fn hour(dir: &Path) {
     let secs = 3_600u64;
     let bodies = scrape_bodies(12);
     let mut w = Workload::new(200);
-    let path = dir.join("hour.rgs");
+    // kube-apiserver compacts etcd every `--etcd-compaction-interval` (default 5m): each
+    // time it writes `compact_rev_key` and compacts at the revision it saw at the previous
+    // interval (k8s.io/apiserver storage/etcd3/compact.go), so the replica holds 5 to 10
+    // minutes of history. `RECORD_BENCH_NO_COMPACTION=1` records without it: history then
+    // piles up to the replica's budget (the worst case for a seek's checkpoint).
+    let compaction = compacted_hour();
+    let mut compact_next = None::<i64>;
+    let path = dir.join(hour_file());
     if std::env::var_os("RECORD_BENCH_REUSE").is_some() && path.exists() {
         println!("1-hour recording: reusing {}", path.display());
         return hour_read(&path);
@@ -388,6 +396,21 @@ fn hour(dir: &Path) {
                     events: vec![ev],
                 },
             });
+        }
+        if compaction && s > 0 && s % 300 == 0 {
+            // The compactor's own write (`compact_rev_key`, outside the prefix) takes a
+            // revision; the watch on that key reports the revision it compacts at.
+            w.rev += 1;
+            if let Some(revision) = compact_next {
+                batch.push(Stamped {
+                    at,
+                    obs: Observation::Compacted {
+                        revision,
+                        source: CompactionSource::CompactRevKey,
+                    },
+                });
+            }
+            compact_next = Some(w.rev);
         }
         if s % 5 == 0 {
             batch.push(Stamped {
@@ -424,12 +447,31 @@ fn hour(dir: &Path) {
     }
     let bytes = rec.finish().expect("finish");
     println!(
-        "1-hour recording: {events} events, {} scrapes, {n_obs} observations, {:.1} MiB, written in {:.1} s",
+        "1-hour recording{}: {events} events, {} scrapes, {n_obs} observations, {:.1} MiB, written in {:.1} s",
+        if compaction {
+            ", compacted every 5 min"
+        } else {
+            ", never compacted"
+        },
         secs / 5,
         bytes as f64 / 1048576.0,
         build.elapsed().as_secs_f64()
     );
     hour_read(&path);
+}
+
+/// Whether the 1-hour recording has the apiserver's compactions (see `hour`).
+fn compacted_hour() -> bool {
+    std::env::var_os("RECORD_BENCH_NO_COMPACTION").is_none()
+}
+
+/// The 1-hour recording's file name in the bench directory.
+fn hour_file() -> &'static str {
+    if compacted_hour() {
+        "hour.rgs"
+    } else {
+        "hour-uncompacted.rgs"
+    }
 }
 
 /// The read side of `hour`: restore, seek and replay figures of the 1-hour recording.
@@ -531,6 +573,29 @@ fn hour_replay(p: &mut Player) {
             applied_events as f64 / play,
         );
         runs.push(applied_events as f64 / play);
+        if runs.len() == 1 {
+            // Packing waited for the end of the stretch (`Replica::defer_packing`): what
+            // catching up costs after it, as an idle console maintains its session.
+            let (t, cpu0) = (Instant::now(), process_cpu());
+            let before = s.replica.memory();
+            while s.replica.memory().packing_outstanding > 0
+                && t.elapsed() < Duration::from_secs(60)
+            {
+                s.replica.maintain();
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            let after = s.replica.memory();
+            println!(
+                "    then packing caught up in {:.2} s ({:.2} s CPU in the process): {} keys and versions waited; values packed {} -> {} ({:.0} MiB raw in {:.0} MiB)",
+                t.elapsed().as_secs_f64(),
+                process_cpu() - cpu0,
+                before.packing_outstanding,
+                before.packed_values,
+                after.packed_values,
+                after.packed_raw_bytes as f64 / 1048576.0,
+                after.packed_bytes as f64 / 1048576.0
+            );
+        }
         std::thread::spawn(move || drop(s)).join().expect("drop");
     }
     let best = runs.iter().copied().fold(0.0, f64::max);

@@ -780,8 +780,10 @@ impl Player {
     ) -> u64 {
         let mut n = 0;
         // What applying lets go of is freed on the read-ahead thread, with the
-        // observations (see `ReadAhead::recycle`).
+        // observations (see `ReadAhead::recycle`). Packing waits for the end of the
+        // stretch (see `Replica::defer_packing`).
         session.defer_frees(true);
+        session.replica.defer_packing(true);
         while n < budget {
             let more = self.fill();
             if let Some(f) = self.resync.take() {
@@ -813,6 +815,7 @@ impl Player {
         }
         self.recycle(session);
         session.defer_frees(false);
+        session.replica.defer_packing(false);
         self.cursor_applied = Some(session.applied());
         n
     }
@@ -832,6 +835,7 @@ impl Player {
             Ok(mut fresh) => {
                 self.recycle(session);
                 fresh.defer_frees(true);
+                fresh.replica.defer_packing(true);
                 let old = std::mem::replace(session, fresh);
                 // Freeing a large session takes up to a second: not on the cursor's time.
                 // (When no thread can be started, the closure and the session drop here.)

@@ -133,6 +133,8 @@ pub(super) struct KeyStore {
     last_sweep: Option<Instant>,
     /// Keys and events applied since the clock was last looked at.
     since_sweep_check: u32,
+    /// Sweeps wait (see [`crate::store::Replica::defer_packing`]).
+    pub(super) sweeps_deferred: bool,
 }
 
 impl KeyStore {
@@ -252,9 +254,15 @@ impl KeyStore {
             return;
         }
         s.since_sweep_check = 0;
-        if s.last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_EVERY) {
+        if s.sweep_due() {
             s.sweep(discards);
         }
+    }
+
+    /// Whether a sweep may run now: not deferred, and the last one is [`SWEEP_EVERY`]
+    /// old (or there was none).
+    pub(super) fn sweep_due(&self) -> bool {
+        !self.sweeps_deferred && self.last_sweep.is_none_or(|t| t.elapsed() >= SWEEP_EVERY)
     }
 
     /// Packing's turn: swaps in what the worker has packed, then hands it the raw values

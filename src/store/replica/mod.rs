@@ -241,6 +241,20 @@ impl Replica {
         Ok(())
     }
 
+    /// While on, applying hands the packing worker nothing (explicit [`Replica::maintain`]
+    /// still does); turned off, a sweep runs if one is due. A replay turns it on while it
+    /// applies a stretch as fast as it can (a seek, playing at full speed): there the
+    /// session's time runs minutes per wall-clock second, and most values packed on the
+    /// way were superseded and compacted away milliseconds later, while the packing
+    /// worker took the core the read-ahead needed. Values meanwhile stay raw (the history
+    /// budget bounds them as ever) and are packed from the end of the stretch on.
+    pub fn defer_packing(&mut self, on: bool) {
+        self.store.sweeps_deferred = on;
+        if !on && self.store.sweep_due() {
+            self.sweep();
+        }
+    }
+
     /// Stops packing values (those packed stay packed): for sessions that only count, or
     /// that are about to be thrown away.
     pub fn disable_packing(&mut self) {
@@ -402,11 +416,15 @@ impl Replica {
         self.store.sweep(&mut self.discards);
     }
 
-    /// A clock tick of the stream (once a second): hands the packing worker the values
-    /// offered since, even when they do not fill a batch, so that a quiet cluster's values
-    /// are packed too.
+    /// A clock tick of the stream (once a second live): hands the packing worker the
+    /// values offered since, even when they do not fill a batch, so that a quiet
+    /// cluster's values are packed too. Paced by the wall clock as every sweep is: a
+    /// replay applies an hour's ticks in a second, and a sweep per tick there packed
+    /// values that the next compaction dropped a few milliseconds later.
     pub(crate) fn tick(&mut self) {
-        self.sweep();
+        if self.store.sweep_due() {
+            self.sweep();
+        }
     }
 
     /// Takes what the packing worker has packed and hands it more (what every apply does

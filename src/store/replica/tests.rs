@@ -531,3 +531,39 @@ fn virtual_paging() {
         b"/registry/cm/d/k099"
     );
 }
+
+#[test]
+fn deferred_packing_hands_nothing_over_until_turned_off() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    r.defer_packing(true);
+    let value = "x".repeat(crate::store::packing::MIN_PACK_LEN + 10);
+    let n = 600u64;
+    for i in 0..n {
+        let rev = 2 + i as i64;
+        obs(
+            &mut r,
+            i,
+            Observation::Events {
+                revision: rev,
+                events: vec![put(kv(
+                    &format!("/registry/configmaps/d/c{i}"),
+                    &value,
+                    rev,
+                    rev,
+                    1,
+                ))],
+            },
+        );
+        // A clock tick sweeps when one is due, never while deferred.
+        r.tick();
+    }
+    // Every key written waits for its sweep (more than a sweep check's worth of work
+    // was applied, and a tick came after each).
+    assert_eq!(r.memory().packing_outstanding, n);
+    r.defer_packing(false);
+    assert!(
+        r.memory().packing_outstanding < n,
+        "turned off, the sweep that was due ran: {:?}",
+        r.memory()
+    );
+}
