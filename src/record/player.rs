@@ -19,7 +19,7 @@ use super::readahead::{Decoded, ReadAhead};
 use super::{from_ns, restore, RecordError, RecordingHeader, FORMAT_VERSION};
 use crate::model::{Observation, Revision, ScrapeOutcome, ScrapeTarget, Stamped};
 use crate::store::metrics::ScrapeDigest;
-use crate::store::Session;
+use crate::store::{FoundWriters, Session};
 
 /// Most observations [`Player::seek_in`] applies in place to reach a checkpoint it could
 /// restore instead (about 0.1 s of replay, less than restoring a large checkpoint).
@@ -105,7 +105,8 @@ pub struct Player {
     next_frame: usize,
     /// Observations read and not yet handed out, each scrape body with its digest when the
     /// file holds one.
-    pending: VecDeque<(Stamped, Option<Arc<ScrapeDigest>>)>,
+    /// The writers of each one's events when found ahead (see [`FoundWriters`]).
+    pending: VecDeque<(Stamped, Option<Arc<ScrapeDigest>>, FoundWriters)>,
     /// A digest read just before its scrape: (target, body length, digest).
     next_digest: Option<(u8, u64, Arc<ScrapeDigest>)>,
     /// Scrape bodies are decoded even when their digest makes them unneeded.
@@ -443,8 +444,8 @@ impl Player {
         let mut got = 0u64;
         for it in items {
             match it {
-                Decoded::Observation(st) => {
-                    self.pending.push_back((st, None));
+                Decoded::Observation(st, found) => {
+                    self.pending.push_back((st, None, found));
                     got += 1;
                 }
                 Decoded::Undecodable(e) => self.damage.push(e),
@@ -527,6 +528,7 @@ impl Player {
                         },
                     },
                     digest,
+                    FoundWriters::None,
                 ));
                 got += 1;
             }
@@ -537,7 +539,7 @@ impl Player {
     /// The next observation without taking it.
     pub fn peek(&mut self) -> Option<&Stamped> {
         if self.fill() {
-            self.pending.front().map(|(st, _)| st)
+            self.pending.front().map(|(st, _, _)| st)
         } else {
             None
         }
@@ -545,11 +547,12 @@ impl Player {
 
     /// Takes the next observation (the cursor moves past it).
     pub fn next_observation(&mut self) -> Option<Stamped> {
-        self.next_digested().map(|(st, _)| st)
+        self.next_digested().map(|(st, _, _)| st)
     }
 
-    /// Takes the next observation with the digest of its scrape body, when recorded.
-    fn next_digested(&mut self) -> Option<(Stamped, Option<Arc<ScrapeDigest>>)> {
+    /// Takes the next observation with the digest of its scrape body, when recorded, and
+    /// the writers of its events when found ahead.
+    fn next_digested(&mut self) -> Option<(Stamped, Option<Arc<ScrapeDigest>>, FoundWriters)> {
         if !self.fill() {
             return None;
         }
@@ -802,10 +805,10 @@ impl Player {
             if stop {
                 break;
             }
-            let Some((st, digest)) = self.next_digested() else {
+            let Some((st, digest, found)) = self.next_digested() else {
                 break;
             };
-            session.apply_digested(&st, digest.as_ref());
+            session.apply_prepared(&st, digest.as_ref(), &found);
             each(session, &st, self.position);
             n += 1;
             self.spent.push(st);

@@ -19,9 +19,10 @@ use std::sync::Arc;
 
 use super::format::{Error, Item, SegmentReader};
 use super::{decode_observation, RECORD_OBSERVATION, RECORD_SCRAPE_DIGEST};
-use crate::model::Stamped;
+use crate::model::{Observation, Stamped};
 use crate::store::metrics::ScrapeDigest;
 use crate::store::Discarded;
+use crate::store::FoundWriters;
 
 /// Segments decoded ahead of the cursor at most. A segment of the demo holds about
 /// 1,300 observations (1–2 MB decoded), so the queue holds a few MB.
@@ -29,8 +30,9 @@ const WINDOW: usize = 4;
 
 /// One item of a segment as the player uses it.
 pub(super) enum Decoded {
-    /// An observation record.
-    Observation(Stamped),
+    /// An observation record, with the writers of its events found here (off the
+    /// session's thread; see [`FoundWriters`]).
+    Observation(Stamped, FoundWriters),
     /// An observation record that does not decode: why.
     Undecodable(String),
     /// A scrape digest record (target, body length, digest), or `None` when it does
@@ -62,7 +64,13 @@ pub(super) fn decode_segment_frame(
         };
         match kind {
             RECORD_OBSERVATION => out.push(match decode_observation(time_ns, &payload) {
-                Ok(st) => Decoded::Observation(st),
+                Ok(st) => {
+                    let found = match &st.obs {
+                        Observation::Events { events, .. } => FoundWriters::of(events),
+                        _ => FoundWriters::None,
+                    };
+                    Decoded::Observation(st, found)
+                }
                 Err(e) => Decoded::Undecodable(e),
             }),
             RECORD_SCRAPE_DIGEST if use_digests => out.push(Decoded::Digest(

@@ -33,4 +33,4 @@ pub use replica::{
 pub use session::{Applied, Discarded, Session};
 pub use shared_bytes::CHECKPOINT_FORMAT;
 pub use stats::{GrowthSample, ResourceStats, ResourceSummary};
-pub use writers::{WriteRates, WriterStats, WriterSummary};
+pub use writers::{FoundWriter, FoundWriters, WriteRates, WriterStats, WriterSummary};

@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::metrics::ScrapeDigest;
-use super::{InformerLag, MetricStore, OtherClusters, Replica, ReplicaConfig};
+use super::{FoundWriters, InformerLag, MetricStore, OtherClusters, Replica, ReplicaConfig};
 use crate::model::{
     ApiserverFlags, Bytes, CompactionSource, Observation, Revision, ScrapeOutcome, ScrapeTarget,
     SessionInfo, Stamped,
@@ -112,6 +112,18 @@ impl Session {
         st: &Stamped,
         digest: Option<&std::sync::Arc<ScrapeDigest>>,
     ) -> Applied {
+        self.apply_prepared(st, digest, &FoundWriters::None)
+    }
+
+    /// As [`Session::apply_digested`], with the writers of its events found ahead of time
+    /// (a replay's read-ahead finds them as it decodes, see [`FoundWriters`]): the same
+    /// session as without them.
+    pub fn apply_prepared(
+        &mut self,
+        st: &Stamped,
+        digest: Option<&std::sync::Arc<ScrapeDigest>>,
+        found: &FoundWriters,
+    ) -> Applied {
         self.applied += 1;
         if self.now.is_none_or(|n| st.at > n) {
             self.now = Some(st.at);
@@ -132,7 +144,7 @@ impl Session {
             }
             _ => {}
         }
-        self.replica.apply(st);
+        self.replica.apply_found(st, found);
         let mut out = Applied::default();
         if self.metrics.apply_digested(st, digest) {
             out.apiserver = true;

@@ -151,9 +151,100 @@ impl WriterStats {
 pub struct Writers {
     rows: Vec<WriterStats>,
     #[serde(skip)]
-    index: HashMap<Box<[u8]>, u32>,
+    /// foldhash: looked up once per event applied, where SipHash cost a tenth of a
+    /// replay's time on the session's thread (`cargo bench --bench record -- replay`).
+    index: HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>,
     #[serde(skip)]
     scratch: Vec<u8>,
+}
+
+/// [`last_writer`] of one value, found ahead of time on another thread (a replay's
+/// read-ahead decodes each segment's values and finds their writers there): where in the
+/// value the writer's manager, operation and subresource are, or the row a value that
+/// names none counts for. [`Writers::count_found`] with it counts exactly as
+/// [`Writers::count`] with the value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FoundWriter {
+    /// Byte ranges of the value: manager, operation, subresource.
+    By([std::ops::Range<u32>; 3]),
+    /// The row of a value that names no writer (`(no managedFields)`, …).
+    Named(&'static [u8]),
+}
+
+impl FoundWriter {
+    /// The writer of `value`, or `None` when the value names it in bytes that are not
+    /// the value's own (a JSON string with escapes, a CBOR value): those are looked up
+    /// when counted.
+    pub fn of(value: &[u8]) -> Option<FoundWriter> {
+        let base = value.as_ptr() as usize;
+        let range = |c: &std::borrow::Cow<'_, [u8]>| -> Option<std::ops::Range<u32>> {
+            if c.is_empty() {
+                return Some(0..0);
+            }
+            let std::borrow::Cow::Borrowed(b) = c else {
+                return None;
+            };
+            let start = (b.as_ptr() as usize).checked_sub(base)?;
+            let end = start.checked_add(b.len())?;
+            (end <= value.len()).then_some(u32::try_from(start).ok()?..u32::try_from(end).ok()?)
+        };
+        Some(match last_writer(value) {
+            LastWrite::By(w) => FoundWriter::By([
+                range(&w.manager)?,
+                range(&w.operation)?,
+                range(&w.subresource)?,
+            ]),
+            other => FoundWriter::Named(unnamed(&other, value)),
+        })
+    }
+}
+
+/// The writers of one observation's events found ahead of time ([`FoundWriter::of`] on
+/// each PUT's value), by the event's index in the observation; an event without one (a
+/// DELETE, whose value is the replica's, or a writer not found ahead) is looked up when
+/// counted. Most observations hold one event: that one needs no allocation.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum FoundWriters {
+    #[default]
+    None,
+    /// The first event's.
+    One(FoundWriter),
+    Many(Vec<Option<FoundWriter>>),
+}
+
+impl FoundWriters {
+    /// Finds the writer of each PUT of `events`.
+    pub fn of(events: &[crate::model::WatchEvent]) -> FoundWriters {
+        let one = |e: &crate::model::WatchEvent| match e.kind {
+            crate::model::EventKind::Put => FoundWriter::of(&e.kv.value),
+            crate::model::EventKind::Delete => None,
+        };
+        match events {
+            [] => FoundWriters::None,
+            [e] => one(e).map_or(FoundWriters::None, FoundWriters::One),
+            many => FoundWriters::Many(many.iter().map(one).collect()),
+        }
+    }
+
+    /// Event `i`'s writer, when found ahead.
+    pub fn get(&self, i: usize) -> Option<&FoundWriter> {
+        match self {
+            FoundWriters::None => None,
+            FoundWriters::One(w) => (i == 0).then_some(w),
+            FoundWriters::Many(v) => v.get(i).and_then(Option::as_ref),
+        }
+    }
+}
+
+/// The row of a value that names no writer.
+fn unnamed(lw: &LastWrite<'_>, value: &[u8]) -> &'static [u8] {
+    match lw {
+        LastWrite::By(_) => b"",
+        LastWrite::NoManagedFields => b"(no managedFields)",
+        LastWrite::Encrypted => b"(encrypted at rest)",
+        LastWrite::Undecodable if value.is_empty() => b"(value not held)",
+        LastWrite::Undecodable => b"(not decodable)",
+    }
 }
 
 impl Writers {
@@ -163,11 +254,48 @@ impl Writers {
         let lw = last_writer(value);
         let (manager, operation, subresource): (&[u8], &[u8], &[u8]) = match &lw {
             LastWrite::By(w) => (&w.manager, &w.operation, &w.subresource),
-            LastWrite::NoManagedFields => (b"(no managedFields)", b"", b""),
-            LastWrite::Encrypted => (b"(encrypted at rest)", b"", b""),
-            LastWrite::Undecodable if value.is_empty() => (b"(value not held)", b"", b""),
-            LastWrite::Undecodable => (b"(not decodable)", b"", b""),
+            other => (unnamed(other, value), b"", b""),
         };
+        self.count_as(
+            resource,
+            value,
+            (manager, operation, subresource),
+            second,
+            delete,
+        );
+    }
+
+    /// As [`Writers::count`], with `value`'s writer found beforehand by
+    /// [`FoundWriter::of`] on these same bytes.
+    pub fn count_found(
+        &mut self,
+        resource: u32,
+        value: &[u8],
+        found: &FoundWriter,
+        second: u64,
+        delete: bool,
+    ) {
+        let part = |r: &std::ops::Range<u32>| value.get(r.start as usize..r.end as usize);
+        match found {
+            FoundWriter::By([m, o, s]) => match (part(m), part(o), part(s)) {
+                (Some(m), Some(o), Some(s)) => {
+                    self.count_as(resource, value, (m, o, s), second, delete)
+                }
+                // Not found on these bytes after all: look again.
+                _ => self.count(resource, value, second, delete),
+            },
+            FoundWriter::Named(n) => self.count_as(resource, value, (n, b"", b""), second, delete),
+        }
+    }
+
+    fn count_as(
+        &mut self,
+        resource: u32,
+        value: &[u8],
+        (manager, operation, subresource): (&[u8], &[u8], &[u8]),
+        second: u64,
+        delete: bool,
+    ) {
         let id = match self.find(resource, manager, operation, subresource) {
             Some(id) => id,
             None if self.rows.len() >= MAX_WRITERS => {
@@ -328,5 +456,98 @@ mod tests {
             "m3 found again after restore"
         );
         assert_eq!(back.rows()[3].puts, 2);
+    }
+}
+
+#[cfg(test)]
+mod found_tests {
+    use super::*;
+    use crate::demo::objects as o;
+    use rand::SeedableRng;
+
+    /// Writers found ahead of time ([`FoundWriter::of`]) count exactly as the values
+    /// counted directly: protobuf (the demo's Lease and Node with managedFields), JSON
+    /// with and without escapes in the manager's name, encrypted, empty and garbage.
+    #[test]
+    fn writers_found_ahead_count_as_the_values_do() {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let lease = o::encode_object(&o::lease(
+            &mut rng,
+            "kube-node-lease",
+            "n1",
+            "n1",
+            40,
+            "kubelet",
+            None,
+        ));
+        let node = o::encode_object(&o::node(&mut rng, "n1", 1));
+        let json = br#"{"metadata":{"name":"a","managedFields":[{"manager":"kubectl","operation":"Update","time":"2024-01-01T00:00:01Z"}]}}"#.to_vec();
+        let escaped = br#"{"metadata":{"name":"a","managedFields":[{"manager":"ctl\u0041","operation":"Apply","subresource":"status","time":"2024-01-01T00:00:01Z"}]}}"#.to_vec();
+        let values: Vec<Vec<u8>> = vec![
+            lease,
+            node,
+            json,
+            escaped.clone(),
+            b"k8s:enc:aescbc:v1:key1:xxxx".to_vec(),
+            br#"{"metadata":{"name":"x"}}"#.to_vec(),
+            b"\x00\x01garbage".to_vec(),
+            Vec::new(),
+        ];
+        let (mut direct, mut ahead) = (Writers::default(), Writers::default());
+        let mut looked_up = 0;
+        for (i, v) in values.iter().enumerate() {
+            let second = 100 + i as u64;
+            direct.count(i as u32 % 2, v, second, false);
+            match FoundWriter::of(v) {
+                Some(f) => ahead.count_found(i as u32 % 2, v, &f, second, false),
+                None => {
+                    looked_up += 1;
+                    ahead.count(i as u32 % 2, v, second, false)
+                }
+            }
+        }
+        assert_eq!(direct.rows(), ahead.rows());
+        assert_eq!(direct.rows().len(), values.len());
+        // Only the escaped manager is not the value's own bytes.
+        assert_eq!(looked_up, 1);
+        assert_eq!(FoundWriter::of(&escaped), None);
+        assert_eq!(
+            FoundWriter::of(b"\x00\x01garbage"),
+            Some(FoundWriter::Named(b"(not decodable)"))
+        );
+        // A writer found on other bytes than those counted is looked up again.
+        let f = FoundWriter::By([0..1000, 0..1, 0..1]);
+        let mut again = Writers::default();
+        again.count_found(0, &values[0], &f, 1, false);
+        assert_eq!(again.rows()[0].manager, "kubelet");
+    }
+
+    /// The writers of an observation's events by index: DELETEs have none.
+    #[test]
+    fn found_writers_by_event() {
+        use crate::model::{Bytes, EventKind, KeyValue, WatchEvent};
+        let ev = |kind, v: &[u8]| WatchEvent {
+            kind,
+            kv: KeyValue {
+                key: Bytes::from_static(b"/registry/configmaps/d/a"),
+                create_revision: 2,
+                mod_revision: 2,
+                version: 1,
+                lease: 0,
+                value: Bytes::copy_from_slice(v),
+            },
+            prev_kv: None,
+        };
+        let put = ev(EventKind::Put, b"\x00garbage");
+        let del = ev(EventKind::Delete, b"");
+        assert_eq!(FoundWriters::of(&[]), FoundWriters::None);
+        assert_eq!(
+            FoundWriters::of(std::slice::from_ref(&del)),
+            FoundWriters::None
+        );
+        let one = FoundWriters::of(std::slice::from_ref(&put));
+        assert!(one.get(0).is_some() && one.get(1).is_none());
+        let many = FoundWriters::of(&[del, put]);
+        assert!(many.get(0).is_none() && many.get(1).is_some());
     }
 }

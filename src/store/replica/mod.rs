@@ -36,7 +36,7 @@ use super::keystore::{KeyEntry, KeyStore, Queued, Version, VERSION_OVERHEAD};
 use super::list_progress::ListProgress;
 use super::packing::{self, Codebook, Val};
 use super::stats::{Growth, ResourceStats};
-use super::writers::Writers;
+use super::writers::{FoundWriter, FoundWriters, Writers};
 use crate::model::{
     escape_bytes, CompactionSeen, CompactionSource, ConnState, EtcdStatus, EventKind, Gap, KeyPath,
     KeyValue, MemberStatus, Observation, Revision, Stamped, WatchEvent,
@@ -264,6 +264,12 @@ impl Replica {
     /// Applies one observation. Events at or below the applied revision are ignored (a
     /// resumed watch never applies an event twice), progress never moves the revision back.
     pub fn apply(&mut self, st: &Stamped) {
+        self.apply_found(st, &FoundWriters::None)
+    }
+
+    /// As [`Replica::apply`], with the writers of the observation's events found ahead of
+    /// time (see [`FoundWriters`]): the same state as without them.
+    pub fn apply_found(&mut self, st: &Stamped, found: &FoundWriters) {
         self.change_seq += 1;
         self.last_observed = Some(st.at);
         ListProgress::observe(&mut self.list_progress, st);
@@ -291,7 +297,7 @@ impl Replica {
             Observation::Events { revision, events } => {
                 let second = unix_second(st.at);
                 let mut applied = 0u32;
-                for ev in events {
+                for (i, ev) in events.iter().enumerate() {
                     // Deduplicate against events and lists only, not progress: etcd before
                     // 3.4.25/3.5.8 can send a progress notification ahead of events still
                     // queued for the watcher (etcd-io/etcd#15220), and those must apply.
@@ -314,7 +320,7 @@ impl Replica {
                             ));
                         }
                     }
-                    self.apply_event(ev, st.at, second);
+                    self.apply_event(ev, st.at, second, found.get(i));
                     applied += 1;
                 }
                 if applied > 0 {
@@ -592,7 +598,13 @@ impl Replica {
         self.enforce_budget();
     }
 
-    fn apply_event(&mut self, ev: &WatchEvent, at: SystemTime, second: u64) {
+    fn apply_event(
+        &mut self,
+        ev: &WatchEvent,
+        at: SystemTime,
+        second: u64,
+        found: Option<&FoundWriter>,
+    ) {
         let kv = &ev.kv;
         // A DELETE row shows what was deleted: etcd's prev_kv when the watch asked for it,
         // else the replica's own last copy (regscope's watch does not ask for prev_kv).
@@ -636,7 +648,12 @@ impl Replica {
             _ => &kv.value,
         };
         if self.cfg.count_writers {
-            self.writers.count(resource, written, second, delete);
+            match found {
+                Some(f) if !delete => self
+                    .writers
+                    .count_found(resource, written, f, second, false),
+                _ => self.writers.count(resource, written, second, delete),
+            }
         }
         if self.events.len() >= self.cfg.event_log_cap {
             if let Some(old) = self.events.pop_front() {
