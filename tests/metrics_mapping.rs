@@ -125,7 +125,7 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
         // to the core pods. 1.34.0 counts its listOnlyKeys for events only.
         let pods_list = SeriesKey {
             concept: lat,
-            group: String::new(),
+            group: Default::default(),
             resource: if minor == 34 { "events" } else { "pods" }.into(),
             op: list_op.into(),
         };
@@ -141,9 +141,9 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
         // The watch cache capacity, no apiserver_ prefix, pods in the core group.
         let cap = SeriesKey {
             concept: t.idx(Concept::WatchCacheCapacity),
-            group: String::new(),
+            group: Default::default(),
             resource: "pods".into(),
-            op: String::new(),
+            op: Default::default(),
         };
         let want = if minor == 30 || minor == 32 {
             200.0
@@ -581,7 +581,7 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
     let ev = |what| Stamped {
         at: at(101),
         obs: Observation::Informer(InformerObs {
-            group: String::new(),
+            group: Default::default(),
             resource: "events".into(),
             what,
         }),

@@ -328,23 +328,191 @@ pub type SeriesMap<V> = HashMap<SeriesKey, V, foldhash::fast::RandomState>;
 pub struct SeriesKey {
     pub concept: ConceptIdx,
     /// API group, `""` for core or for concepts without resources.
-    pub group: String,
+    pub group: Label,
     /// Plain resource, `""` for concepts without resources.
-    pub resource: String,
+    pub resource: Label,
     /// Operation, verb, priority level or (for identity concepts) the version string.
-    pub op: String,
+    pub op: Label,
+}
+
+/// Labels read back on one thread at most (a replay's read-ahead reads every scrape's
+/// digest) are shared there: past this many, the table starts again.
+const INTERNED_MAX: usize = 65_536;
+
+thread_local! {
+    static INTERNED: std::cell::RefCell<std::collections::HashSet<Arc<str>, foldhash::fast::RandomState>> =
+        std::cell::RefCell::new(Default::default());
+}
+
+/// One part of a [`SeriesKey`]: a shared string. Read back (`Deserialize`), equal labels
+/// read on one thread share one allocation, so that the thousands of series of each
+/// scrape digest a replay reads cost no allocation each, and looking a series up
+/// compares pointers before bytes. Compares, orders and hashes as the text; serialises
+/// as a plain string (the bytes a `String` gave, so recordings read the same).
+#[derive(Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Label(Arc<str>);
+
+impl Label {
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The shared label equal to `s` on this thread, added when new.
+    fn interned(s: &str) -> Label {
+        INTERNED.with(|t| {
+            let mut t = t.borrow_mut();
+            if let Some(a) = t.get(s) {
+                return Label(a.clone());
+            }
+            if t.len() >= INTERNED_MAX {
+                t.clear();
+            }
+            let a: Arc<str> = Arc::from(s);
+            t.insert(a.clone());
+            Label(a)
+        })
+    }
+}
+
+impl std::ops::Deref for Label {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<&str> for Label {
+    fn from(s: &str) -> Label {
+        Label(Arc::from(s))
+    }
+}
+
+impl From<String> for Label {
+    fn from(s: String) -> Label {
+        Label(Arc::from(s))
+    }
+}
+
+impl PartialEq<str> for Label {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Label {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl std::borrow::Borrow<str> for Label {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Serialize for Label {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Label {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Label, D::Error> {
+        // A visitor of its own: serde's `Cow<str>` always allocates a `String`, where
+        // postcard lends the text in place.
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Label;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Label, E> {
+                Ok(Label::interned(s))
+            }
+        }
+        d.deserialize_str(V)
+    }
 }
 
 /// A histogram: cumulative counts per upper bound, as exposed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Hist {
     /// Finite upper bounds, ascending (the `le` values without `+Inf`), shared by every
-    /// point of a series.
+    /// point of a series (and, read back, by the series with the same bounds, see
+    /// [`shared_bounds`]).
+    #[serde(deserialize_with = "shared_bounds")]
     pub bounds: Arc<[f64]>,
     /// Cumulative counts, one per finite bound plus the `+Inf` bucket last.
     pub cumulative: Box<[f64]>,
     pub sum: f64,
     pub count: f64,
+}
+
+/// Distinct bound sets remembered per thread by [`shared_bounds`] (a kube-apiserver
+/// page has a few dozen).
+const BOUNDS_MAX: usize = 64;
+
+/// A scratch buffer for the bounds being read, and the bound sets known.
+type BoundsTable = (Vec<f64>, Vec<Arc<[f64]>>);
+
+thread_local! {
+    static BOUNDS: std::cell::RefCell<BoundsTable> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// Reads a histogram's bounds, sharing one allocation among the equal bound sets read on
+/// this thread: every histogram series of every scrape digest a replay reads would
+/// otherwise allocate its own copy of one of a few dozen sets.
+fn shared_bounds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Arc<[f64]>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Arc<[f64]>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a sequence of bounds")
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Arc<[f64]>, A::Error> {
+            BOUNDS.with(|b| {
+                let (scratch, known) = &mut *b.borrow_mut();
+                scratch.clear();
+                while let Some(x) = seq.next_element::<f64>()? {
+                    scratch.push(x);
+                }
+                let same = |k: &Arc<[f64]>| {
+                    k.len() == scratch.len()
+                        && k.iter()
+                            .zip(scratch.iter())
+                            .all(|(a, b)| a.to_bits() == b.to_bits())
+                };
+                if let Some(k) = known.iter().find(|k| same(k)) {
+                    return Ok(k.clone());
+                }
+                let new: Arc<[f64]> = Arc::from(scratch.as_slice());
+                if known.len() >= BOUNDS_MAX {
+                    known.remove(0);
+                }
+                known.push(new.clone());
+                Ok(new)
+            })
+        }
+    }
+    d.deserialize_seq(V)
 }
 
 /// One mapped value.
@@ -495,7 +663,7 @@ pub fn map(t: &Table, expo: &Exposition) -> Mapped {
         out.series
             .keys()
             .find(|k| k.concept == ci && !k.op.is_empty())
-            .map(|k| k.op.clone())
+            .map(|k| k.op.to_string())
     };
     out.version = version_of(Concept::BuildInfo).or_else(|| version_of(Concept::EtcdServerVersion));
     out
@@ -533,9 +701,9 @@ fn key_of(t: &Table, ci: usize, def: &NameDef, s: &Sample) -> Option<SeriesKey> 
     };
     Some(SeriesKey {
         concept: ci as ConceptIdx,
-        group,
-        resource,
-        op,
+        group: Label::interned(&group),
+        resource: Label::interned(&resource),
+        op: Label::interned(&op),
     })
 }
 
@@ -750,7 +918,7 @@ apiserver_request_duration_seconds_count{verb=\"WATCH\",group=\"\",resource=\"po
         let m = map(t, &parse(body));
         let key = SeriesKey {
             concept: t.idx(Concept::RequestDuration),
-            group: String::new(),
+            group: Default::default(),
             resource: "pods".into(),
             op: "GET".into(),
         };
@@ -772,5 +940,75 @@ apiserver_request_duration_seconds_count{verb=\"WATCH\",group=\"\",resource=\"po
         assert_eq!(minor_version("v1.34.0-regscope-demo"), Some((1, 34)));
         assert_eq!(minor_version("3.6.4"), Some((3, 6)));
         assert_eq!(minor_version(""), None);
+    }
+}
+
+#[cfg(test)]
+mod shared_tests {
+    use super::*;
+
+    /// Labels and histogram bounds read back on one thread share their allocations, and
+    /// are written as the plain strings and sequences a `String` and an `Arc<[f64]>`
+    /// gave (recordings written before read the same).
+    #[test]
+    fn labels_and_bounds_read_back_are_shared_and_written_as_before() {
+        let key = |r: &str| SeriesKey {
+            concept: 1,
+            group: "apps".into(),
+            resource: r.into(),
+            op: "GET".into(),
+        };
+        let hist = || {
+            Value::Histogram(Arc::new(Hist {
+                bounds: Arc::from(&[0.1, 1.0, 10.0][..]),
+                cumulative: vec![1.0, 2.0, 3.0, 4.0].into_boxed_slice(),
+                sum: 5.0,
+                count: 4.0,
+            }))
+        };
+        let mut m = Mapped::default();
+        m.series.insert(key("deployments"), hist());
+        m.series.insert(key("replicasets"), hist());
+        let bytes = postcard::to_allocvec(&m).unwrap();
+        let a: Mapped = postcard::from_bytes(&bytes).unwrap();
+        let b: Mapped = postcard::from_bytes(&bytes).unwrap();
+        assert_eq!(a.series, m.series);
+        let (ka, va) = a.series.iter().next().unwrap();
+        let (kb, _) = b.series.get_key_value(ka).unwrap();
+        assert!(std::ptr::eq(ka.group.as_ptr(), kb.group.as_ptr()));
+        assert!(std::ptr::eq(ka.resource.as_ptr(), kb.resource.as_ptr()));
+        let bounds: Vec<_> = a
+            .series
+            .values()
+            .chain(b.series.values())
+            .map(|v| match v {
+                Value::Histogram(h) => h.bounds.clone(),
+                Value::Scalar(_) => unreachable!(),
+            })
+            .collect();
+        assert!(bounds.iter().all(|x| Arc::ptr_eq(x, &bounds[0])), "{va:?}");
+        // The bytes a String and a Vec<f64> gave.
+        #[derive(Serialize)]
+        struct Before {
+            concept: ConceptIdx,
+            group: String,
+            resource: String,
+            op: String,
+        }
+        let before = Before {
+            concept: 1,
+            group: "apps".into(),
+            resource: "deployments".into(),
+            op: "GET".into(),
+        };
+        assert_eq!(
+            postcard::to_allocvec(&key("deployments")).unwrap(),
+            postcard::to_allocvec(&before).unwrap()
+        );
+        // JSON, which lends no text, reads too.
+        let k: SeriesKey =
+            serde_json::from_str(r#"{"concept":1,"group":"apps","resource":"a\"b","op":""}"#)
+                .unwrap();
+        assert_eq!(k.resource, "a\"b");
     }
 }

@@ -217,9 +217,9 @@ impl MetricStore {
         let t = concepts::table();
         let key = SeriesKey {
             concept: t.idx(Concept::EtcdCompactRevision),
-            group: String::new(),
-            resource: String::new(),
-            op: String::new(),
+            group: Default::default(),
+            resource: Default::default(),
+            op: Default::default(),
         };
         match self.etcd.latest()?.get(&key)? {
             Value::Scalar(v) if *v > 0.0 => Some(*v as crate::model::Revision),

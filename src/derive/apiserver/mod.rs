@@ -77,9 +77,9 @@ pub fn view(
 fn key(ci: ConceptIdx, group: &str, resource: &str, op: &str) -> SeriesKey {
     SeriesKey {
         concept: ci,
-        group: group.to_string(),
-        resource: resource.to_string(),
-        op: op.to_string(),
+        group: group.into(),
+        resource: resource.into(),
+        op: op.into(),
     }
 }
 
@@ -185,13 +185,13 @@ fn latency(t: &Table, ts: &TargetSeries) -> Vec<LatencyRow> {
             };
             rows.push(LatencyRow {
                 metric,
-                operation: k.op.clone(),
-                group: k.group.clone(),
+                operation: k.op.to_string(),
+                group: k.group.to_string(),
                 // Requests without a resource: /healthz, /readyz, /openapi, discovery.
                 resource: if k.resource.is_empty() {
                     "(non-resource URLs)".to_string()
                 } else {
-                    k.resource.clone()
+                    k.resource.to_string()
                 },
                 count: cur.count,
                 p50,
@@ -256,7 +256,7 @@ fn watch_cache(
         .series
         .keys()
         .filter(|k| ids.contains(&k.concept) && !k.resource.is_empty())
-        .map(|k| (k.group.clone(), k.resource.clone()))
+        .map(|k| (k.group.to_string(), k.resource.to_string()))
         .collect();
     resources
         .into_iter()
@@ -378,7 +378,7 @@ fn objects(
             } else {
                 Reading::Value(v as i64)
             };
-            api.insert((k.group.clone(), k.resource.clone()), reading);
+            api.insert((k.group.to_string(), k.resource.to_string()), reading);
         }
     }
     let mut rep: BTreeMap<(String, String), u64> = BTreeMap::new();
@@ -569,7 +569,7 @@ fn window(
             };
             let mut w = row(&k.group, &k.resource);
             w.watch_cache_lag_revisions = lag;
-            rows.insert((k.group.clone(), k.resource.clone()), w);
+            rows.insert((k.group.to_string(), k.resource.to_string()), w);
         }
     }
     for ((g, r), s) in informers.iter() {
