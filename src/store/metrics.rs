@@ -382,11 +382,18 @@ impl TargetSeries {
                 }
             }
         }
+        let first_before = self.first_seq;
         while self.times.len() > retention {
             self.times.pop_front();
             self.first_seq += 1;
         }
         let first = self.first_seq;
+        if first == first_before {
+            // No scrape left the window: no series lost a point (a pass over every
+            // series per scrape otherwise).
+            self.latest = Some(mapped.clone());
+            return;
+        }
         self.series.retain(|_, pts| {
             while pts.front().is_some_and(|p| p.seq < first) {
                 pts.pop_front();
