@@ -543,6 +543,19 @@ async fn record_in_the_console_then_replay_it() {
     t.wait_for("the end", Duration::from_secs(20), |s| {
         s.contains("end of the recording")
     });
+    // The seek prompt takes `start` and `end` by name.
+    for (to, said) in [
+        ("start", "at the start of the recording"),
+        ("end", "at the end of the recording"),
+    ] {
+        t.keys(&["t"]);
+        t.wait_for("the seek prompt", Duration::from_secs(5), |s| {
+            s.contains("seek to")
+        });
+        t.text(to);
+        t.keys(&["Enter"]);
+        t.wait_for(said, Duration::from_secs(10), |s| s.contains(said));
+    }
     t.keys(&["q"]);
     wait_dead(&t, "replay did not quit on q");
 }

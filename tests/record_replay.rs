@@ -1876,6 +1876,9 @@ fn play_through_a_lost_segment_is_exact_again_from_the_next_checkpoint() {
     let at_text = |t: &str| regscope::cli::record::parse_at("--at", t, &whole);
     assert_eq!(at_text("-0s"), Ok(Target::Time(end)));
     assert_eq!(at_text("+0s"), Ok(Target::Time(start)));
+    // And by name.
+    assert_eq!(at_text("end"), Ok(Target::End));
+    assert_eq!(at_text("Start"), Ok(Target::Time(start)));
     // What is there but is no recording is named for what it is.
     let err = |p: &Path| {
         Player::open(p)

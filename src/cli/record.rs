@@ -20,8 +20,8 @@ use crate::store::Session;
 use crate::tui::{parse_seek, SeekTo};
 
 /// Parses `--at`/`--from`/`--to` against a recording: `+D` from its start, `-D` from its
-/// end, `rN` (or a number) a revision, otherwise a time (RFC 3339, or `HH:MM[:SS]` UTC on
-/// the recording's first day).
+/// end, `rN` (or a number) a revision, `start` or `end`, otherwise a time (RFC 3339, or
+/// `HH:MM[:SS]` UTC on the recording's first day).
 ///
 /// Errors: one line naming the flag and what it accepts.
 pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, String> {
@@ -42,6 +42,8 @@ pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, Strin
         }
         Ok(SeekTo::Time(at)) => Target::Time(at),
         Ok(SeekTo::Revision(r)) => Target::Revision(r),
+        Ok(SeekTo::Start) => Target::Time(start),
+        Ok(SeekTo::End) => Target::End,
         Err(e) => return Err(format!("{flag}: {}", e.trim_start_matches("seek: "))),
     };
     // Outside the recording is a mistake to say, not a moment to guess.
@@ -546,10 +548,7 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     let prefix = player.header().info.prefix.clone();
     // Checkpoints after the first are not on an export's way: check them too.
     player.verify(false);
-    let mut session = player.seek(match from {
-        Some(t @ Target::Time(_)) | Some(t @ Target::Revision(_)) => t,
-        _ => Target::Position(0),
-    });
+    let mut session = player.seek(from.unwrap_or(Target::Position(0)));
     // The keys where the export starts are walked in key order.
     session.settle();
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());

@@ -225,6 +225,8 @@ impl ReplayDriver {
                     }
                     SeekTo::Time(t) => Target::Time(t),
                     SeekTo::Revision(r) => Target::Revision(r),
+                    SeekTo::Start => Target::Time(self.player.span().0),
+                    SeekTo::End => Target::End,
                 };
                 // A moment outside the recording is said, not guessed; a step past either
                 // end stops there and says so.
@@ -262,9 +264,13 @@ impl ReplayDriver {
                     self.update(app);
                     return;
                 }
-                self.status.marker = match target {
-                    Target::Time(t) if t < start => Some("at the start of the recording".into()),
-                    Target::Time(t) if t > end => Some("at the end of the recording".into()),
+                self.status.marker = match (to, target) {
+                    (SeekTo::Start, _) => Some("at the start of the recording".into()),
+                    (_, Target::Time(t)) if t < start => {
+                        Some("at the start of the recording".into())
+                    }
+                    (SeekTo::End, _) => Some("at the end of the recording".into()),
+                    (_, Target::Time(t)) if t > end => Some("at the end of the recording".into()),
                     _ => None,
                 };
                 self.seek(app, target);

@@ -65,6 +65,16 @@ impl Tmux {
             .success());
     }
 
+    /// Types `text` as it is (`send-keys -l`): a word such as `end` is not taken for the
+    /// key of that name.
+    pub fn text(&self, text: &str) {
+        assert!(tmux_cmd(&self.socket)
+            .args(["send-keys", "-t", &self.session, "-l", text])
+            .status()
+            .unwrap()
+            .success());
+    }
+
     pub fn wait_for(&self, what: &str, timeout: Duration, cond: impl Fn(&str) -> bool) -> String {
         let deadline = Instant::now() + timeout;
         loop {

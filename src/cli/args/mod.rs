@@ -290,8 +290,8 @@ pub struct SnapshotArgs {
     pub from: Option<PathBuf>,
     /// With --from: the moment to print — a time (RFC 3339, or HH:MM[:SS] UTC on the
     /// recording's first day), an offset from the recording's start (+90s) or end
-    /// (--at=-5m), or a revision (r1234, or a bare number: 1234). Default: the end of the
-    /// recording.
+    /// (--at=-5m), a revision (r1234, or a bare number: 1234), `start` or `end`. Default:
+    /// the end of the recording.
     #[arg(long, value_name = "TIME|REV", requires = "from")]
     pub at: Option<String>,
     #[command(flatten)]

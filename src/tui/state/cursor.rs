@@ -113,7 +113,7 @@ pub struct MemoryStatus {
 }
 
 /// Where to seek in a replay.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub enum SeekTo {
     /// Seconds from the cursor (negative: back).
     Relative(i64),
@@ -121,6 +121,9 @@ pub enum SeekTo {
     Time(SystemTime),
     /// The first point at which the replica's revision reaches this.
     Revision(crate::model::Revision),
+    /// The start (`start`) or the end (`end`) of what is there to seek in.
+    Start,
+    End,
 }
 
 /// Something the app asks of the loop that owns the sources, the recorder or the player.
@@ -139,15 +142,22 @@ pub enum Request {
 }
 
 /// Parses what the seek prompt takes: `-5m`/`+30s` (from `now`), `r1234` or a plain
-/// number (a revision), an RFC 3339 time, or a clock time `HH:MM[:SS]` on the day of `now`
-/// in the time zone `utc_offset` seconds east of UTC (the console's clock; `0` for UTC).
+/// number (a revision), `start` or `end`, an RFC 3339 time, or a clock time `HH:MM[:SS]`
+/// on the day of `now` in the time zone `utc_offset` seconds east of UTC (the console's
+/// clock; `0` for UTC).
 ///
 /// Errors: one line saying what is accepted.
 pub fn parse_seek(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo, String> {
     let t = text.trim();
     let bad = || {
-        format!("seek: '{t}' is not a time (14:32:10, 2026-12-01T14:32:10Z), an offset (-5m, +30s) or a revision (r1234)")
+        format!("seek: '{t}' is not a time (14:32:10, 2026-12-01T14:32:10Z), an offset (-5m, +30s), a revision (r1234), start or end")
     };
+    if t.eq_ignore_ascii_case("start") {
+        return Ok(SeekTo::Start);
+    }
+    if t.eq_ignore_ascii_case("end") {
+        return Ok(SeekTo::End);
+    }
     if let Some(rest) = t.strip_prefix('-').or_else(|| t.strip_prefix('+')) {
         let d = humantime::parse_duration(rest.trim()).map_err(|_| bad())?;
         let secs = i64::try_from(d.as_secs()).map_err(|_| bad())?;
@@ -204,6 +214,8 @@ mod tests {
         assert_eq!(parse_seek("+30s", now), Ok(SeekTo::Relative(30)));
         assert_eq!(parse_seek("r1234", now), Ok(SeekTo::Revision(1234)));
         assert_eq!(parse_seek("77", now), Ok(SeekTo::Revision(77)));
+        assert_eq!(parse_seek(" End ", now), Ok(SeekTo::End));
+        assert_eq!(parse_seek("start", now), Ok(SeekTo::Start));
         // A clock time is read in the console's zone: 15:32:10 at UTC+1 is 14:32:10 UTC.
         assert_eq!(
             super::parse_seek("15:32:10", now, 3600),
