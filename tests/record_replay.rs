@@ -514,26 +514,39 @@ fn record_stream_from(
         started_at: at(0),
         ..Default::default()
     };
+    let opts = RecordOptions {
+        show_secrets,
+        policy,
+        ..RecordOptions::new(path)
+    };
+    record_with(info, opts, 7, before, all, &mut |_| {});
+}
+
+/// Applies `before` to a fresh session of `info`, starts a recorder with `opts` (etcd
+/// cluster id `cluster_id`), then applies and records `all` as the console does (each
+/// observation, then the recorder's upkeep), calling `check` after each; the live
+/// session at the end.
+fn record_with(
+    info: SessionInfo,
+    opts: RecordOptions,
+    cluster_id: u64,
+    before: &[Stamped],
+    all: &[Stamped],
+    check: &mut dyn FnMut(&mut Recorder),
+) -> Session {
     let mut session = Session::new(info);
     for st in before {
         session.apply(st);
     }
-    let mut rec = Recorder::create(
-        RecordOptions {
-            show_secrets,
-            policy,
-            ..RecordOptions::new(path)
-        },
-        &session,
-        7,
-    )
-    .unwrap();
+    let mut rec = Recorder::create(opts, &session, cluster_id).unwrap();
     for st in all {
         session.apply(st);
         rec.record_applied(st, &mut session);
         rec.maintain(Some(&mut session));
+        check(&mut rec);
     }
     rec.finish().unwrap();
+    session
 }
 
 fn small_policy() -> CheckpointPolicy {
@@ -1510,29 +1523,17 @@ fn record_set(
     max_size: Option<u64>,
     check: &mut dyn FnMut(&mut Recorder),
 ) -> Session {
-    let mut session = Session::new(SessionInfo {
+    let info = SessionInfo {
         started_at: at(0),
         ..Default::default()
-    });
-    let mut rec = Recorder::create(
-        RecordOptions {
-            keep_last: Some(keep),
-            max_size,
-            policy: small_policy(),
-            ..RecordOptions::new(base)
-        },
-        &session,
-        0,
-    )
-    .unwrap();
-    for st in all {
-        session.apply(st);
-        rec.record_applied(st, &mut session);
-        rec.maintain(Some(&mut session));
-        check(&mut rec);
-    }
-    rec.finish().unwrap();
-    session
+    };
+    let opts = RecordOptions {
+        keep_last: Some(keep),
+        max_size,
+        policy: small_policy(),
+        ..RecordOptions::new(base)
+    };
+    record_with(info, opts, 0, &[], all, check)
 }
 
 #[test]

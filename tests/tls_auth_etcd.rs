@@ -118,6 +118,18 @@ impl TlsEtcd {
     }
 }
 
+/// Connects with `opts`, which must fail (`why` says what is wrong with them): the error
+/// and its text, printed for the log.
+async fn refused(opts: &EtcdOptions, t: Duration, why: &str) -> (ConnectError, String) {
+    let err = opts
+        .connect(t)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("{why}: connecting must fail"));
+    let msg = err.to_string();
+    eprintln!("{why}: {msg}");
+    (err, msg)
+}
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_right_and_wrong_certificates() {
     let Some(e) = tls_etcd().await else {
@@ -136,14 +148,12 @@ async fn tls_right_and_wrong_certificates() {
     assert_eq!(h.replica.live_keys(), 1);
 
     // A CA that did not sign the server's certificate.
-    let err = e
-        .options(Some("other-ca.crt"), Some("client"))
-        .connect(t)
-        .await
-        .err()
-        .expect("wrong CA must fail");
-    let msg = err.to_string();
-    eprintln!("wrong CA: {msg}");
+    let (err, msg) = refused(
+        &e.options(Some("other-ca.crt"), Some("client")),
+        t,
+        "wrong CA",
+    )
+    .await;
     assert!(matches!(err, ConnectError::Tls { .. }), "{msg}");
     assert!(err.is_fatal());
     assert!(msg.contains("other-ca.crt"), "names the CA file: {msg}");
@@ -153,13 +163,7 @@ async fn tls_right_and_wrong_certificates() {
     // before connecting, and the error says which files do not belong together.
     let mut mismatched = e.options(Some("ca.crt"), Some("client"));
     mismatched.key = Some(e.pki.join("server.key"));
-    let err = mismatched
-        .connect(t)
-        .await
-        .err()
-        .expect("a key of another certificate must fail");
-    let msg = err.to_string();
-    eprintln!("mismatched key: {msg}");
+    let (err, msg) = refused(&mismatched, t, "mismatched key").await;
     assert!(matches!(err, ConnectError::Tls { .. }), "{msg}");
     assert!(
         msg.contains("server.key is not the private key of --cert") && msg.contains("client.crt"),
@@ -200,14 +204,7 @@ async fn tls_right_and_wrong_certificates() {
     );
 
     // No client certificate while etcd requires one.
-    let err = e
-        .options(Some("ca.crt"), None)
-        .connect(t)
-        .await
-        .err()
-        .expect("missing client cert must fail");
-    let msg = err.to_string();
-    eprintln!("no client cert: {msg}");
+    let (err, msg) = refused(&e.options(Some("ca.crt"), None), t, "no client cert").await;
     assert!(
         matches!(
             err,

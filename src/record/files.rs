@@ -17,10 +17,15 @@ pub fn set_file_path(base: &Path, n: usize) -> PathBuf {
 /// The number `n` of a rolling set's file name `BASE.NNNNNN.rgs` (see [`set_file_path`]),
 /// `None` for any other name.
 pub fn set_number(path: &Path) -> Option<usize> {
+    set_member(path).map(|(_, n)| n)
+}
+
+/// The base file name and number of a rolling set's file `BASE.NNNNNN.rgs`.
+fn set_member(path: &Path) -> Option<(&str, usize)> {
     let name = path.file_name()?.to_str()?.strip_suffix(".rgs")?;
-    let (_, num) = name.rsplit_once('.')?;
+    let (base, num) = name.rsplit_once('.')?;
     (num.len() == 6 && num.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| num.parse().ok())
+        .then(|| Some((base, num.parse().ok()?)))
         .flatten()
 }
 
@@ -60,14 +65,7 @@ pub fn recording_files(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
         })?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
-        .filter(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                n.strip_prefix(&base)
-                    .and_then(|r| r.strip_prefix('.'))
-                    .and_then(|r| r.strip_suffix(".rgs"))
-                    .is_some_and(|num| num.len() == 6 && num.bytes().all(|b| b.is_ascii_digit()))
-            })
-        })
+        .filter(|p| set_member(p).is_some_and(|(b, _)| b == base))
         .collect();
     set.sort();
     if set.is_empty() {

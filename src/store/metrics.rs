@@ -388,18 +388,16 @@ impl TargetSeries {
             self.first_seq += 1;
         }
         let first = self.first_seq;
-        if first == first_before {
-            // No scrape left the window: no series lost a point (a pass over every
-            // series per scrape otherwise).
-            self.latest = Some(mapped.clone());
-            return;
+        // Only when a scrape left the window can a series have lost a point (a pass over
+        // every series per scrape otherwise).
+        if first != first_before {
+            self.series.retain(|_, pts| {
+                while pts.front().is_some_and(|p| p.seq < first) {
+                    pts.pop_front();
+                }
+                !pts.is_empty()
+            });
         }
-        self.series.retain(|_, pts| {
-            while pts.front().is_some_and(|p| p.seq < first) {
-                pts.pop_front();
-            }
-            !pts.is_empty()
-        });
         self.latest = Some(mapped.clone());
     }
 }
