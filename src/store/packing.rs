@@ -225,9 +225,7 @@ pub(crate) fn unpack(v: &Val, dict: Option<&Dict>) -> Option<Bytes> {
 
 /// Whether a value is worth offering to the packer at all.
 fn packable(value: &[u8]) -> bool {
-    value.len() >= MIN_PACK_LEN
-        && u32::try_from(value.len()).is_ok()
-        && !value.starts_with(ENCRYPTED_PREFIX)
+    Codebook::long_enough(value.len()) && !value.starts_with(ENCRYPTED_PREFIX)
 }
 
 /// A stored version to pack, named the way the replica finds it again: its slot, the
@@ -379,6 +377,12 @@ impl Codebook {
     /// Whether `value` is worth packing at all.
     pub(crate) fn packable(value: &[u8]) -> bool {
         packable(value)
+    }
+
+    /// Whether a value of `len` bytes may be worth packing: [`Codebook::packable`] without
+    /// reading the bytes (a value this long may still be ciphertext).
+    pub(crate) fn long_enough(len: usize) -> bool {
+        len >= MIN_PACK_LEN && u32::try_from(len).is_ok()
     }
 
     /// A raw value of a `Collecting` resource, as a sample to train its dictionary on.

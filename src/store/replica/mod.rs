@@ -679,7 +679,13 @@ impl Replica {
         let new_live = (!v.value.is_tombstone()).then(|| v.value.len() as u64);
         let rev = v.mod_revision;
         let is_tombstone = v.value.is_tombstone();
-        let packable = v.value.raw_bytes().is_some_and(|b| Codebook::packable(b));
+        // By length only: the sweep reads the value (and passes over ciphertext) when it
+        // packs. Reading it here was a cache miss per event on a replay's session thread,
+        // where the value was decoded on another core.
+        let packable = v
+            .value
+            .raw_bytes()
+            .is_some_and(|b| Codebook::long_enough(b.len()));
         let (resource, slot, gen, old_live, superseded_cost) =
             match self.store.keys.get_full_mut(key) {
                 Some((slot, gen, e)) => {

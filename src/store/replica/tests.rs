@@ -567,3 +567,56 @@ fn deferred_packing_hands_nothing_over_until_turned_off() {
         r.memory()
     );
 }
+
+#[test]
+fn ciphertext_is_offered_by_length_and_left_raw_by_the_sweep() {
+    // `push_version` offers every long value without reading it; the sweep must still
+    // pass over values encrypted at rest and leave nothing outstanding.
+    let mut r = Replica::new(ReplicaConfig::default());
+    let cipher = format!(
+        "k8s:enc:aescbc:v1:key1:{}",
+        "\u{1}".repeat(crate::store::packing::MIN_PACK_LEN * 4)
+    );
+    // Enough plaintext values for their resource's dictionary to be trained.
+    let n = 2_400u64;
+    for i in 0..n {
+        let rev = 2 + i as i64;
+        let plain = format!(
+            "{i:08} {}",
+            "x".repeat(crate::store::packing::MIN_PACK_LEN * 4)
+        );
+        let (key, value) = if i % 2 == 0 {
+            (format!("/registry/secrets/d/s{i}"), &cipher)
+        } else {
+            (format!("/registry/configmaps/d/c{i}"), &plain)
+        };
+        obs(
+            &mut r,
+            i,
+            Observation::Events {
+                revision: rev,
+                events: vec![put(kv(&key, value, rev, rev, 1))],
+            },
+        );
+    }
+    assert!(r.memory().packing_outstanding > 0);
+    let wall = std::time::Instant::now();
+    while r.memory().packing_outstanding > 0 {
+        assert!(
+            wall.elapsed() < std::time::Duration::from_secs(30),
+            "packing never caught up: {:?}",
+            r.memory()
+        );
+        r.maintain();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    let m = r.memory();
+    assert_eq!(m.packing_outstanding, 0, "{m:?}");
+    assert_eq!(
+        m.packed_values,
+        n / 2,
+        "only the plaintext values are packed: {m:?}"
+    );
+    let held = r.get(b"/registry/secrets/d/s0").expect("held");
+    assert_eq!(held.value.as_deref(), Some(cipher.as_bytes()));
+}
