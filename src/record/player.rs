@@ -19,7 +19,7 @@ use super::readahead::{Decoded, ReadAhead};
 use super::{from_ns, restore, RecordError, RecordingHeader, FORMAT_VERSION};
 use crate::model::{Observation, Revision, ScrapeOutcome, ScrapeTarget, Stamped};
 use crate::store::metrics::ScrapeDigest;
-use crate::store::{FoundWriters, Session};
+use crate::store::{Found, FoundWriters, Session};
 
 /// Most observations [`Player::seek_in`] applies in place to reach a checkpoint it could
 /// restore instead (about 0.1 s of replay, less than restoring a large checkpoint).
@@ -808,7 +808,11 @@ impl Player {
             let Some((st, digest, found)) = self.next_digested() else {
                 break;
             };
-            session.apply_prepared(&st, digest.as_ref(), &found);
+            let found = Found {
+                writers: &found,
+                names: self.readahead.names(),
+            };
+            session.apply_prepared(&st, digest.as_ref(), Some(found));
             each(session, &st, self.position);
             n += 1;
             self.spent.push(st);

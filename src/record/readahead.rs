@@ -5,9 +5,9 @@
 //! them to the session. Done one after the other on one thread, a 1-hour recording of
 //! 1,000,000 events replayed at about 600,000 events/s (`cargo bench --bench record`);
 //! with the decoding done here, a few segments ahead, the session's thread only applies.
-//! The writer of each PUT is found here too, as its value is decoded
-//! ([`crate::store::FoundWriters`]): reading managedFields was a fifth of the session's
-//! thread's time.
+//! The writer of each PUT is found here too, as its value is decoded, and handed over
+//! as a number ([`crate::store::WriterNames`]): reading managedFields was a fifth of the
+//! session's thread's time.
 //!
 //! The player asks for the segments in the order it will read them and takes each back
 //! in that order; what comes back is exactly what decoding the frame on the player's own
@@ -25,7 +25,7 @@ use super::{decode_observation, RECORD_OBSERVATION, RECORD_SCRAPE_DIGEST};
 use crate::model::{Observation, Stamped};
 use crate::store::metrics::ScrapeDigest;
 use crate::store::Discarded;
-use crate::store::FoundWriters;
+use crate::store::{FoundWriters, WriterNames};
 
 /// Segments decoded ahead of the cursor at most. A segment of the demo holds about
 /// 1,300 observations (1–2 MB decoded), so the queue holds a few MB.
@@ -48,13 +48,16 @@ pub(super) type DecodedFrame = Result<Vec<Decoded>, Error>;
 
 /// Reads segment `frame` of `reader` and decodes its records; digests are decoded only
 /// with `use_digests` (else passed over, as records of kinds the player does not use).
+/// Writers found are numbered in `names`.
 pub(super) fn decode_segment_frame(
     reader: &SegmentReader,
     frame: usize,
     use_digests: bool,
+    names: &WriterNames,
 ) -> DecodedFrame {
     let items = reader.read_segment(frame)?;
     let mut out = Vec::with_capacity(items.len());
+    let mut names = names.lock();
     for it in items {
         let Item::Record {
             time_ns,
@@ -69,7 +72,7 @@ pub(super) fn decode_segment_frame(
             RECORD_OBSERVATION => out.push(match decode_observation(time_ns, &payload) {
                 Ok(st) => {
                     let found = match &st.obs {
-                        Observation::Events { events, .. } => FoundWriters::of(events),
+                        Observation::Events { events, .. } => FoundWriters::of(events, &mut names),
                         _ => FoundWriters::None,
                     };
                     Decoded::Observation(st, found)
@@ -93,9 +96,10 @@ fn decode_in(
     file: usize,
     frame: usize,
     use_digests: bool,
+    names: &WriterNames,
 ) -> DecodedFrame {
     match readers.get(file) {
-        Some(r) => decode_segment_frame(r, frame, use_digests),
+        Some(r) => decode_segment_frame(r, frame, use_digests, names),
         None => Err(Error::NoSuchFrame(frame)),
     }
 }
@@ -117,6 +121,8 @@ type Answer = (u64, usize, DecodedFrame);
 pub(super) struct ReadAhead {
     readers: Vec<SegmentReader>,
     use_digests: bool,
+    /// The writers found, numbered for as long as the player lives (seeks included).
+    names: Arc<WriterNames>,
     worker: Option<(Sender<Request>, Receiver<Answer>)>,
     /// Requests of older generations are stale.
     generation: Arc<AtomicU64>,
@@ -133,6 +139,7 @@ impl ReadAhead {
         ReadAhead {
             readers,
             use_digests,
+            names: Arc::default(),
             worker: None,
             generation: Arc::new(AtomicU64::new(0)),
             asked: VecDeque::new(),
@@ -227,7 +234,12 @@ impl ReadAhead {
 
     /// Decodes segment `frame` of file `file` on this thread.
     pub(super) fn decode_here(&self, file: usize, frame: usize) -> DecodedFrame {
-        decode_in(&self.readers, file, frame, self.use_digests)
+        decode_in(&self.readers, file, frame, self.use_digests, &self.names)
+    }
+
+    /// The table the writers handed out are numbered in.
+    pub(super) fn names(&self) -> &WriterNames {
+        &self.names
     }
 
     fn start(&mut self) -> bool {
@@ -235,6 +247,7 @@ impl ReadAhead {
         let (res_tx, res_rx) = channel::<Answer>();
         let readers = self.readers.clone();
         let use_digests = self.use_digests;
+        let names = self.names.clone();
         let generation = self.generation.clone();
         let spawned = std::thread::Builder::new()
             .name("replay-readahead".into())
@@ -252,7 +265,7 @@ impl ReadAhead {
                     if gen != generation.load(Ordering::Relaxed) {
                         continue;
                     }
-                    let decoded = decode_in(&readers, file, frame, use_digests);
+                    let decoded = decode_in(&readers, file, frame, use_digests, &names);
                     if res_tx.send((gen, index, decoded)).is_err() {
                         break;
                     }

@@ -33,4 +33,7 @@ pub use replica::{
 pub use session::{Applied, Discarded, Session};
 pub use shared_bytes::CHECKPOINT_FORMAT;
 pub use stats::{GrowthSample, ResourceStats, ResourceSummary};
-pub use writers::{FoundWriter, FoundWriters, WriteRates, WriterStats, WriterSummary};
+pub use writers::{
+    Found, FoundWriter, FoundWriters, WriteRates, WriterNames, WriterNamesGuard, WriterStats,
+    WriterSummary,
+};

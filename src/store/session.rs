@@ -15,7 +15,7 @@ use std::time::SystemTime;
 use serde::{Deserialize, Serialize};
 
 use super::metrics::ScrapeDigest;
-use super::{FoundWriters, InformerLag, MetricStore, OtherClusters, Replica, ReplicaConfig};
+use super::{Found, InformerLag, MetricStore, OtherClusters, Replica, ReplicaConfig};
 use crate::model::{
     ApiserverFlags, Bytes, CompactionSource, Observation, Revision, ScrapeOutcome, ScrapeTarget,
     SessionInfo, Stamped,
@@ -112,17 +112,17 @@ impl Session {
         st: &Stamped,
         digest: Option<&std::sync::Arc<ScrapeDigest>>,
     ) -> Applied {
-        self.apply_prepared(st, digest, &FoundWriters::None)
+        self.apply_prepared(st, digest, None)
     }
 
     /// As [`Session::apply_digested`], with the writers of its events found ahead of time
-    /// (a replay's read-ahead finds them as it decodes, see [`FoundWriters`]): the same
+    /// (a replay's read-ahead finds them as it decodes, see [`super::WriterNames`]): the same
     /// session as without them.
     pub fn apply_prepared(
         &mut self,
         st: &Stamped,
         digest: Option<&std::sync::Arc<ScrapeDigest>>,
-        found: &FoundWriters,
+        found: Option<Found<'_>>,
     ) -> Applied {
         self.applied += 1;
         if self.now.is_none_or(|n| st.at > n) {

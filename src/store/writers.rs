@@ -156,53 +156,109 @@ pub struct Writers {
     index: HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>,
     #[serde(skip)]
     scratch: Vec<u8>,
+    /// Row by (resource << 32 | writer number) for writers found ahead of time, numbered
+    /// in table `numbered_by` (see [`WriterNames`]).
+    #[serde(skip)]
+    numbered: HashMap<u64, u32, foldhash::fast::RandomState>,
+    #[serde(skip)]
+    numbered_by: u64,
 }
 
-/// [`last_writer`] of one value, found ahead of time on another thread (a replay's
-/// read-ahead decodes each segment's values and finds their writers there): where in the
-/// value the writer's manager, operation and subresource are, or the row a value that
-/// names none counts for. [`Writers::count_found`] with it counts exactly as
-/// [`Writers::count`] with the value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FoundWriter {
-    /// Byte ranges of the value: manager, operation, subresource.
-    By([std::ops::Range<u32>; 3]),
-    /// The row of a value that names no writer (`(no managedFields)`, …).
-    Named(&'static [u8]),
+/// The writers found ahead of time, numbered in the order first found: a replay's
+/// read-ahead decodes each segment's values on its own thread, finds their writers there
+/// ([`FoundWriters::of`]) and hands the session's thread a number per PUT instead of the
+/// value's managedFields to read. [`Writers::count_found`] maps each number to its row
+/// once per resource, so that the session's thread reads neither the value nor the
+/// writer's name again. One table serves a player for as long as it lives (across seeks);
+/// shared between the two threads, it is locked once per segment on the read-ahead and
+/// once per new (resource, writer) on the session's thread.
+#[derive(Debug)]
+pub struct WriterNames {
+    /// Tells tables apart: a [`Writers`] that counted with another table forgets its
+    /// numbers.
+    id: u64,
+    inner: std::sync::Mutex<NamesInner>,
 }
 
-impl FoundWriter {
-    /// The writer of `value`, or `None` when the value names it in bytes that are not
-    /// the value's own (a JSON string with escapes, a CBOR value): those are looked up
-    /// when counted.
-    pub fn of(value: &[u8]) -> Option<FoundWriter> {
-        let base = value.as_ptr() as usize;
-        let range = |c: &std::borrow::Cow<'_, [u8]>| -> Option<std::ops::Range<u32>> {
-            if c.is_empty() {
-                return Some(0..0);
-            }
-            let std::borrow::Cow::Borrowed(b) = c else {
-                return None;
-            };
-            let start = (b.as_ptr() as usize).checked_sub(base)?;
-            let end = start.checked_add(b.len())?;
-            (end <= value.len()).then_some(u32::try_from(start).ok()?..u32::try_from(end).ok()?)
-        };
-        Some(match last_writer(value) {
-            LastWrite::By(w) => FoundWriter::By([
-                range(&w.manager)?,
-                range(&w.operation)?,
-                range(&w.subresource)?,
-            ]),
-            other => FoundWriter::Named(unnamed(&other, value)),
-        })
+#[derive(Debug, Default)]
+struct NamesInner {
+    /// (manager, operation, subresource) by number.
+    names: Vec<[Box<[u8]>; 3]>,
+    /// Number by the three parts, each but the last after its length (as [`Writers`]'
+    /// index, without the resource).
+    index: HashMap<Box<[u8]>, u32, foldhash::fast::RandomState>,
+    scratch: Vec<u8>,
+}
+
+/// The number of a writer in a [`WriterNames`] table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FoundWriter(u32);
+
+impl Default for WriterNames {
+    fn default() -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        WriterNames {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            inner: Default::default(),
+        }
     }
 }
 
-/// The writers of one observation's events found ahead of time ([`FoundWriter::of`] on
-/// each PUT's value), by the event's index in the observation; an event without one (a
-/// DELETE, whose value is the replica's, or a writer not found ahead) is looked up when
-/// counted. Most observations hold one event: that one needs no allocation.
+impl WriterNames {
+    /// The table, locked (a poisoned lock is taken over: the table only grows, and a
+    /// panic between its two pushes cannot leave a number without a name).
+    pub fn lock(&self) -> WriterNamesGuard<'_> {
+        WriterNamesGuard(self.inner.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The (manager, operation, subresource) numbered `w`, when this table numbered it.
+    fn name(&self, w: FoundWriter) -> Option<[Box<[u8]>; 3]> {
+        self.lock().0.names.get(w.0 as usize).cloned()
+    }
+}
+
+/// A locked [`WriterNames`]: numbers writers found in values.
+pub struct WriterNamesGuard<'a>(std::sync::MutexGuard<'a, NamesInner>);
+
+impl WriterNamesGuard<'_> {
+    /// The number of the writer [`last_writer`] finds in `value` (as [`Writers::count`]
+    /// names it: a value that names none has a writer in parentheses).
+    pub fn of(&mut self, value: &[u8]) -> FoundWriter {
+        let lw = last_writer(value);
+        let parts: [&[u8]; 3] = match &lw {
+            LastWrite::By(w) => [&w.manager, &w.operation, &w.subresource],
+            other => [unnamed(other, value), b"", b""],
+        };
+        let t = &mut *self.0;
+        index_key(&mut t.scratch, None, parts);
+        if let Some(&n) = t.index.get(t.scratch.as_slice()) {
+            return FoundWriter(n);
+        }
+        let n = t.names.len() as u32;
+        t.names.push(parts.map(Box::from));
+        t.index.insert(t.scratch.as_slice().into(), n);
+        FoundWriter(n)
+    }
+}
+
+/// Fills `k` with the index key of a writer: the resource (when given), then operation
+/// and subresource each after its length, then the manager.
+fn index_key(k: &mut Vec<u8>, resource: Option<u32>, [manager, operation, sub]: [&[u8]; 3]) {
+    k.clear();
+    if let Some(r) = resource {
+        k.extend_from_slice(&r.to_le_bytes());
+    }
+    for part in [operation, sub] {
+        k.extend_from_slice(&(part.len() as u32).to_le_bytes());
+        k.extend_from_slice(part);
+    }
+    k.extend_from_slice(manager);
+}
+
+/// The writers of one observation's events found ahead of time (numbers in a
+/// [`WriterNames`]), by the event's index in the observation; an event without one (a
+/// DELETE, whose value is the replica's) is looked up when counted. Most observations
+/// hold one event: that one needs no allocation.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub enum FoundWriters {
     #[default]
@@ -213,10 +269,13 @@ pub enum FoundWriters {
 }
 
 impl FoundWriters {
-    /// Finds the writer of each PUT of `events`.
-    pub fn of(events: &[crate::model::WatchEvent]) -> FoundWriters {
-        let one = |e: &crate::model::WatchEvent| match e.kind {
-            crate::model::EventKind::Put => FoundWriter::of(&e.kv.value),
+    /// Finds the writer of each PUT of `events`, numbered in `names`.
+    pub fn of(
+        events: &[crate::model::WatchEvent],
+        names: &mut WriterNamesGuard<'_>,
+    ) -> FoundWriters {
+        let mut one = |e: &crate::model::WatchEvent| match e.kind {
+            crate::model::EventKind::Put => Some(names.of(&e.kv.value)),
             crate::model::EventKind::Delete => None,
         };
         match events {
@@ -227,13 +286,20 @@ impl FoundWriters {
     }
 
     /// Event `i`'s writer, when found ahead.
-    pub fn get(&self, i: usize) -> Option<&FoundWriter> {
+    pub fn get(&self, i: usize) -> Option<FoundWriter> {
         match self {
             FoundWriters::None => None,
-            FoundWriters::One(w) => (i == 0).then_some(w),
-            FoundWriters::Many(v) => v.get(i).and_then(Option::as_ref),
+            FoundWriters::One(w) => (i == 0).then_some(*w),
+            FoundWriters::Many(v) => v.get(i).copied().flatten(),
         }
     }
+}
+
+/// One observation's [`FoundWriters`] with the table that numbered them.
+#[derive(Clone, Copy, Debug)]
+pub struct Found<'a> {
+    pub writers: &'a FoundWriters,
+    pub names: &'a WriterNames,
 }
 
 /// The row of a value that names no writer.
@@ -252,79 +318,82 @@ impl Writers {
     /// whose deleted value is `value` (empty when the replica did not hold it).
     pub fn count(&mut self, resource: u32, value: &[u8], second: u64, delete: bool) {
         let lw = last_writer(value);
-        let (manager, operation, subresource): (&[u8], &[u8], &[u8]) = match &lw {
-            LastWrite::By(w) => (&w.manager, &w.operation, &w.subresource),
-            other => (unnamed(other, value), b"", b""),
+        let parts: [&[u8]; 3] = match &lw {
+            LastWrite::By(w) => [&w.manager, &w.operation, &w.subresource],
+            other => [unnamed(other, value), b"", b""],
         };
-        self.count_as(
-            resource,
-            value,
-            (manager, operation, subresource),
-            second,
-            delete,
-        );
+        self.count_as(resource, value.len(), parts, second, delete);
     }
 
-    /// As [`Writers::count`], with `value`'s writer found beforehand by
-    /// [`FoundWriter::of`] on these same bytes.
+    /// As [`Writers::count`] for a PUT of `value`, whose writer was found beforehand
+    /// (number `found` of `names`, see [`WriterNames`]). Reads only `value`'s length,
+    /// unless `found` is not a number of `names`.
     pub fn count_found(
         &mut self,
         resource: u32,
         value: &[u8],
-        found: &FoundWriter,
+        found: FoundWriter,
+        names: &WriterNames,
         second: u64,
-        delete: bool,
     ) {
-        let part = |r: &std::ops::Range<u32>| value.get(r.start as usize..r.end as usize);
-        match found {
-            FoundWriter::By([m, o, s]) => match (part(m), part(o), part(s)) {
-                (Some(m), Some(o), Some(s)) => {
-                    self.count_as(resource, value, (m, o, s), second, delete)
-                }
-                // Not found on these bytes after all: look again.
-                _ => self.count(resource, value, second, delete),
-            },
-            FoundWriter::Named(n) => self.count_as(resource, value, (n, b"", b""), second, delete),
+        if self.numbered_by != names.id {
+            self.numbered.clear();
+            self.numbered_by = names.id;
         }
+        let key = (u64::from(resource) << 32) | u64::from(found.0);
+        let id = match self.numbered.get(&key) {
+            Some(&id) => id,
+            None => {
+                let Some([m, o, s]) = names.name(found) else {
+                    // Not a number of this table: read the value after all.
+                    return self.count(resource, value, second, false);
+                };
+                let id = self.row(resource, [&m, &o, &s]);
+                self.numbered.insert(key, id);
+                id
+            }
+        };
+        self.rows[id as usize].count(second, false, value.len() as u64);
     }
 
     fn count_as(
         &mut self,
         resource: u32,
-        value: &[u8],
-        (manager, operation, subresource): (&[u8], &[u8], &[u8]),
+        value_len: usize,
+        parts: [&[u8]; 3],
         second: u64,
         delete: bool,
     ) {
-        let id = match self.find(resource, manager, operation, subresource) {
-            Some(id) => id,
-            None if self.rows.len() >= MAX_WRITERS => {
-                match self.find(resource, OTHER_WRITERS.as_bytes(), b"", b"") {
-                    Some(id) => id,
-                    None => self.insert(resource, OTHER_WRITERS.as_bytes(), b"", b""),
-                }
-            }
-            None => self.insert(resource, manager, operation, subresource),
-        };
-        let bytes = if delete { 0 } else { value.len() as u64 };
+        let id = self.row(resource, parts);
+        let bytes = if delete { 0 } else { value_len as u64 };
         self.rows[id as usize].count(second, delete, bytes);
     }
 
-    /// Looks a row up; leaves its index key in `scratch`.
-    fn find(&mut self, resource: u32, manager: &[u8], operation: &[u8], sub: &[u8]) -> Option<u32> {
-        let k = &mut self.scratch;
-        k.clear();
-        k.extend_from_slice(&resource.to_le_bytes());
-        for part in [operation, sub] {
-            k.extend_from_slice(&(part.len() as u32).to_le_bytes());
-            k.extend_from_slice(part);
+    /// The row of (resource, writer), added when new (or [`OTHER_WRITERS`]' once
+    /// [`MAX_WRITERS`] rows exist: rows are never removed, so a writer not in a row then
+    /// never gets one).
+    fn row(&mut self, resource: u32, parts: [&[u8]; 3]) -> u32 {
+        match self.find(resource, parts) {
+            Some(id) => id,
+            None if self.rows.len() >= MAX_WRITERS => {
+                let other = [OTHER_WRITERS.as_bytes(), b"", b""];
+                match self.find(resource, other) {
+                    Some(id) => id,
+                    None => self.insert(resource, other),
+                }
+            }
+            None => self.insert(resource, parts),
         }
-        k.extend_from_slice(manager);
-        self.index.get(&k[..]).copied()
+    }
+
+    /// Looks a row up; leaves its index key in `scratch`.
+    fn find(&mut self, resource: u32, parts: [&[u8]; 3]) -> Option<u32> {
+        index_key(&mut self.scratch, Some(resource), parts);
+        self.index.get(&self.scratch[..]).copied()
     }
 
     /// Adds a row for the key [`Self::find`] left in `scratch`.
-    fn insert(&mut self, resource: u32, manager: &[u8], operation: &[u8], sub: &[u8]) -> u32 {
+    fn insert(&mut self, resource: u32, [manager, operation, sub]: [&[u8]; 3]) -> u32 {
         let id = self.rows.len() as u32;
         let text = |b: &[u8]| escape_bytes(b).into_owned();
         self.rows.push(WriterStats::new(
@@ -350,7 +419,7 @@ impl Writers {
             );
             // A row whose text was escaped gets the escaped key; its writer, seen again,
             // makes a second row. Rare (a manager name that is not UTF-8) and harmless.
-            self.find(res, m.as_bytes(), o.as_bytes(), s.as_bytes());
+            self.find(res, [m.as_bytes(), o.as_bytes(), s.as_bytes()]);
             self.index.insert(self.scratch.as_slice().into(), i as u32);
         }
     }
@@ -465,9 +534,10 @@ mod found_tests {
     use crate::demo::objects as o;
     use rand::SeedableRng;
 
-    /// Writers found ahead of time ([`FoundWriter::of`]) count exactly as the values
-    /// counted directly: protobuf (the demo's Lease and Node with managedFields), JSON
-    /// with and without escapes in the manager's name, encrypted, empty and garbage.
+    /// Writers found ahead of time (numbered in a [`WriterNames`]) count exactly as the
+    /// values counted directly: protobuf (the demo's Lease and Node with managedFields),
+    /// JSON with and without escapes in the manager's name, encrypted, empty and garbage;
+    /// twice each, for two resources, and once more after a checkpoint.
     #[test]
     fn writers_found_ahead_count_as_the_values_do() {
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -487,38 +557,45 @@ mod found_tests {
             lease,
             node,
             json,
-            escaped.clone(),
+            escaped,
             b"k8s:enc:aescbc:v1:key1:xxxx".to_vec(),
             br#"{"metadata":{"name":"x"}}"#.to_vec(),
             b"\x00\x01garbage".to_vec(),
             Vec::new(),
         ];
+        let names = WriterNames::default();
         let (mut direct, mut ahead) = (Writers::default(), Writers::default());
-        let mut looked_up = 0;
-        for (i, v) in values.iter().enumerate() {
-            let second = 100 + i as u64;
-            direct.count(i as u32 % 2, v, second, false);
-            match FoundWriter::of(v) {
-                Some(f) => ahead.count_found(i as u32 % 2, v, &f, second, false),
-                None => {
-                    looked_up += 1;
-                    ahead.count(i as u32 % 2, v, second, false)
-                }
+        let mut second = 100;
+        for round in 0..2 {
+            for (i, v) in values.iter().enumerate() {
+                second += 1;
+                let resource = (i as u32 + round) % 2;
+                direct.count(resource, v, second, false);
+                let f = names.lock().of(v);
+                ahead.count_found(resource, v, f, &names, second);
             }
         }
         assert_eq!(direct.rows(), ahead.rows());
-        assert_eq!(direct.rows().len(), values.len());
-        // Only the escaped manager is not the value's own bytes.
-        assert_eq!(looked_up, 1);
-        assert_eq!(FoundWriter::of(&escaped), None);
+        assert_eq!(direct.rows().len(), 2 * values.len());
+        assert_eq!(names.lock().0.names.len(), values.len());
+        let row = |w: &Writers, m: &str| w.rows().iter().find(|r| r.manager == m).cloned();
         assert_eq!(
-            FoundWriter::of(b"\x00\x01garbage"),
-            Some(FoundWriter::Named(b"(not decodable)"))
+            row(&ahead, "ctlA").map(|r| r.subresource),
+            Some("status".into())
         );
-        // A writer found on other bytes than those counted is looked up again.
-        let f = FoundWriter::By([0..1000, 0..1, 0..1]);
+        assert!(row(&ahead, "(not decodable)").is_some());
+        // Read back from a checkpoint, the rows count on for the same numbers.
+        let mut restored: Writers =
+            postcard::from_bytes(&postcard::to_allocvec(&ahead).unwrap()).unwrap();
+        restored.restored();
+        let f = names.lock().of(&values[0]);
+        restored.count_found(0, &values[0], f, &names, second);
+        direct.count(0, &values[0], second, false);
+        assert_eq!(direct.rows(), restored.rows());
+        // A number another table gave is not trusted: the value is read.
+        let other = WriterNames::default();
         let mut again = Writers::default();
-        again.count_found(0, &values[0], &f, 1, false);
+        again.count_found(0, &values[0], FoundWriter(7), &other, 1);
         assert_eq!(again.rows()[0].manager, "kubelet");
     }
 
@@ -540,14 +617,16 @@ mod found_tests {
         };
         let put = ev(EventKind::Put, b"\x00garbage");
         let del = ev(EventKind::Delete, b"");
-        assert_eq!(FoundWriters::of(&[]), FoundWriters::None);
+        let names = WriterNames::default();
+        let mut n = names.lock();
+        assert_eq!(FoundWriters::of(&[], &mut n), FoundWriters::None);
         assert_eq!(
-            FoundWriters::of(std::slice::from_ref(&del)),
+            FoundWriters::of(std::slice::from_ref(&del), &mut n),
             FoundWriters::None
         );
-        let one = FoundWriters::of(std::slice::from_ref(&put));
+        let one = FoundWriters::of(std::slice::from_ref(&put), &mut n);
         assert!(one.get(0).is_some() && one.get(1).is_none());
-        let many = FoundWriters::of(&[del, put]);
-        assert!(many.get(0).is_none() && many.get(1).is_some());
+        let many = FoundWriters::of(&[del, put], &mut n);
+        assert!(many.get(0).is_none() && many.get(1) == one.get(0));
     }
 }

@@ -36,7 +36,7 @@ use super::keystore::{KeyEntry, KeyStore, Queued, Version, VERSION_OVERHEAD};
 use super::list_progress::ListProgress;
 use super::packing::{self, Codebook, Val};
 use super::stats::{Growth, ResourceStats};
-use super::writers::{FoundWriter, FoundWriters, Writers};
+use super::writers::{Found, FoundWriter, WriterNames, Writers};
 use crate::model::{
     escape_bytes, CompactionSeen, CompactionSource, ConnState, EtcdStatus, EventKind, Gap, KeyPath,
     KeyValue, MemberStatus, Observation, Revision, Stamped, WatchEvent,
@@ -264,12 +264,12 @@ impl Replica {
     /// Applies one observation. Events at or below the applied revision are ignored (a
     /// resumed watch never applies an event twice), progress never moves the revision back.
     pub fn apply(&mut self, st: &Stamped) {
-        self.apply_found(st, &FoundWriters::None)
+        self.apply_found(st, None)
     }
 
     /// As [`Replica::apply`], with the writers of the observation's events found ahead of
-    /// time (see [`FoundWriters`]): the same state as without them.
-    pub fn apply_found(&mut self, st: &Stamped, found: &FoundWriters) {
+    /// time (see [`WriterNames`]): the same state as without them.
+    pub fn apply_found(&mut self, st: &Stamped, found: Option<Found<'_>>) {
         self.change_seq += 1;
         self.last_observed = Some(st.at);
         ListProgress::observe(&mut self.list_progress, st);
@@ -320,7 +320,8 @@ impl Replica {
                             ));
                         }
                     }
-                    self.apply_event(ev, st.at, second, found.get(i));
+                    let f = found.and_then(|f| Some((f.writers.get(i)?, f.names)));
+                    self.apply_event(ev, st.at, second, f);
                     applied += 1;
                 }
                 if applied > 0 {
@@ -603,7 +604,7 @@ impl Replica {
         ev: &WatchEvent,
         at: SystemTime,
         second: u64,
-        found: Option<&FoundWriter>,
+        found: Option<(FoundWriter, &WriterNames)>,
     ) {
         let kv = &ev.kv;
         // A DELETE row shows what was deleted: etcd's prev_kv when the watch asked for it,
@@ -649,9 +650,9 @@ impl Replica {
         };
         if self.cfg.count_writers {
             match found {
-                Some(f) if !delete => self
+                Some((f, names)) if !delete => self
                     .writers
-                    .count_found(resource, written, f, second, false),
+                    .count_found(resource, written, f, names, second),
                 _ => self.writers.count(resource, written, second, delete),
             }
         }
