@@ -1,6 +1,7 @@
-//! zstd for the frames that need more than one call: a delta scrape compressed against
-//! its base body as a raw-content prefix, decoding that grows its output only as far as
-//! the frame really expands, and a checkpoint's several frames decoded on several cores.
+//! zstd for the recording's frames: a delta scrape compressed against its base body as a
+//! raw-content prefix, decoding in one call with a context kept per thread where the
+//! declared length is plausible and else growing the output only as far as the frame
+//! really expands, and a checkpoint's several frames decoded on several cores.
 
 use std::io;
 
@@ -58,14 +59,21 @@ pub(super) fn zstd_decode(
     prefix: Option<&[u8]>,
     expected: usize,
 ) -> Result<Vec<u8>, String> {
+    let limit = expected.saturating_add(1);
+    let first = limit.min(src.len().saturating_mul(64).saturating_add(1 << 20));
+    if prefix.is_none() && first == limit {
+        // The declared length is plausible for the frame: decode in one call straight
+        // into a buffer of that length, with this thread's context (a replay decodes
+        // thousands of segments; a context per segment and the streaming calls cost a
+        // tenth of the read-ahead's zstd time, `cargo bench --bench record -- replay`).
+        return zstd_decode_once(src, expected);
+    }
     let mut dctx = DCtx::try_create().ok_or("zstd: no memory")?;
     dctx.set_parameter(DParameter::WindowLogMax(WINDOW_LOG_MAX))
         .map_err(zstd_err)?;
     if let Some(p) = prefix {
         dctx.ref_prefix(p).map_err(zstd_err)?;
     }
-    let limit = expected.saturating_add(1);
-    let first = limit.min(src.len().saturating_mul(64).saturating_add(1 << 20));
     let mut out: Vec<u8> = Vec::new();
     out.try_reserve_exact(first)
         .map_err(|_| format!("cannot allocate {first} bytes"))?;
@@ -95,6 +103,50 @@ pub(super) fn zstd_decode(
     if input.pos != src.len() {
         return Err("bytes left after the zstd frame".into());
     }
+    if out.len() != expected {
+        return Err(format!(
+            "zstd frame decodes to {} bytes, {expected} declared",
+            out.len()
+        ));
+    }
+    Ok(out)
+}
+
+/// [`zstd_decode`] of a frame without prefix whose declared length `expected` is
+/// allocated up front: one call with a context kept per thread. The same errors: a frame
+/// that decodes to more or fewer bytes, a truncated frame, bytes after the frame.
+fn zstd_decode_once(src: &[u8], expected: usize) -> Result<Vec<u8>, String> {
+    thread_local! {
+        static DCTX: std::cell::RefCell<Option<DCtx<'static>>> = const { std::cell::RefCell::new(None) };
+    }
+    let frame_len = zstd::zstd_safe::find_frame_compressed_size(src).map_err(zstd_err)?;
+    if frame_len != src.len() {
+        return Err("bytes left after the zstd frame".into());
+    }
+    let mut out: Vec<u8> = Vec::new();
+    out.try_reserve_exact(expected)
+        .map_err(|_| format!("cannot allocate {expected} bytes"))?;
+    DCTX.with(|cell| {
+        let mut slot = cell
+            .try_borrow_mut()
+            .map_err(|_| "zstd: context busy".to_string())?;
+        if slot.is_none() {
+            let mut d = DCtx::try_create().ok_or("zstd: no memory")?;
+            d.set_parameter(DParameter::WindowLogMax(WINDOW_LOG_MAX))
+                .map_err(zstd_err)?;
+            *slot = Some(d);
+        }
+        let dctx = slot.as_mut().expect("set above");
+        match dctx.decompress(&mut out, src) {
+            Ok(_) => Ok(()),
+            Err(code) => {
+                // A failed call leaves the context mid-frame: start the next one afresh.
+                let _ = dctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly);
+                // A frame longer than declared fails as "Destination buffer is too small".
+                Err(format!("{} ({expected} bytes declared)", zstd_err(code)))
+            }
+        }
+    })?;
     if out.len() != expected {
         return Err(format!(
             "zstd frame decodes to {} bytes, {expected} declared",
@@ -224,5 +276,28 @@ mod tests {
         assert!(zstd_decode_frames(&two[..two.len() - 3], 1500).is_err());
         let junk = [two.clone(), b"junk".to_vec()].concat();
         assert!(zstd_decode_frames(&junk, 1500).is_err());
+    }
+
+    #[test]
+    fn one_call_decoding_refuses_what_streaming_refuses_and_recovers() {
+        let body = big_state(1000);
+        let a = zstd::bulk::compress(&body, 1).unwrap();
+        // Both paths: one call (plausible length) and streaming (a length far beyond
+        // what the frame could hold takes the streaming path, and fails there).
+        assert_eq!(zstd_decode(&a, None, 1000).unwrap(), body);
+        for (src, len) in [
+            (a.clone(), 999),
+            (a.clone(), 1001),
+            (a[..a.len() - 3].to_vec(), 1000),
+            ([a.clone(), b"junk".to_vec()].concat(), 1000),
+            ([a.clone(), a.clone()].concat(), 2000),
+            (b"not zstd".to_vec(), 1000),
+            (a.clone(), 1 << 40),
+        ] {
+            let e = zstd_decode(&src, None, len);
+            assert!(e.is_err(), "{} bytes declared {len}: {e:?}", src.len());
+            // The thread's context decodes the next frame after a failure.
+            assert_eq!(zstd_decode(&a, None, 1000).unwrap(), body);
+        }
     }
 }
