@@ -130,6 +130,8 @@ pub(super) struct ReadAhead {
     asked: VecDeque<usize>,
     /// The worker thread could not be started: decode on the caller's thread.
     inline: bool,
+    /// The last frame taken was not decoded yet: the thread is behind the player.
+    behind: bool,
 }
 
 impl ReadAhead {
@@ -144,6 +146,7 @@ impl ReadAhead {
             generation: Arc::new(AtomicU64::new(0)),
             asked: VecDeque::new(),
             inline: false,
+            behind: false,
         }
     }
 
@@ -198,8 +201,16 @@ impl ReadAhead {
         self.asked.pop_front();
         let gen = self.generation.load(Ordering::Relaxed);
         let (_, rx) = self.worker.as_ref()?;
+        self.behind = false;
         loop {
-            match rx.recv() {
+            let answer = match rx.try_recv() {
+                Err(std::sync::mpsc::TryRecvError::Empty) => {
+                    self.behind = true;
+                    rx.recv()
+                }
+                got => got.map_err(|_| std::sync::mpsc::RecvError),
+            };
+            match answer {
                 Ok((g, i, frame)) if g == gen && i == index => return Some(frame),
                 Ok(_) => continue,
                 Err(_) => {
@@ -224,7 +235,16 @@ impl ReadAhead {
     /// The same for what the session let go of while applying them (the event log's
     /// copies, dropped history, replaced scrape digests: see
     /// [`crate::store::Session::defer_frees`]).
+    ///
+    /// When the thread is the one behind (the player last waited for a frame), they are
+    /// dropped here instead: the player's thread has the time then, the thread has not
+    /// (a replay as fast as possible is bound by whichever of the two is slower, and
+    /// which one that is changes with the recording and the machine's load).
     pub(super) fn recycle(&mut self, spent: Vec<Stamped>, discarded: Discarded) {
+        if self.behind {
+            drop((spent, discarded));
+            return;
+        }
         if let Some((tx, _)) = &self.worker {
             // A send fails only when the thread is gone; the observations then come back
             // inside the error and are dropped here.
