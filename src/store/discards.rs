@@ -41,9 +41,12 @@ impl<T> Discards<T> {
         }
     }
 
-    /// What is held, emptied.
+    /// What is held, emptied. While deferring, the next batch starts with room for as
+    /// many as this one held: a replay takes a batch every thousand observations, and
+    /// growing each from empty again copied every batch's list several times.
     pub(crate) fn take(&mut self) -> Vec<T> {
-        std::mem::take(&mut self.held)
+        let room = if self.on { self.held.len() } else { 0 };
+        std::mem::replace(&mut self.held, Vec::with_capacity(room))
     }
 }
 
