@@ -25,6 +25,12 @@ use crate::model::escape_bytes;
 /// together as [`OTHER_WRITERS`]. Each row costs about 1.6 KiB (its rate buckets).
 pub const MAX_WRITERS: usize = 2048;
 
+/// Writers numbered by one [`WriterNames`] table, and (resource, number) pairs a
+/// [`Writers`] remembers rows for, at most: a recording of a cluster whose writers name
+/// themselves anew on every write costs a few MB here, and its values past these many are
+/// read again when counted (as live).
+pub const MAX_NUMBERED: usize = 65_536;
+
 /// The writer that collects new writers once [`MAX_WRITERS`] rows exist.
 pub const OTHER_WRITERS: &str = "(other writers)";
 
@@ -222,8 +228,10 @@ pub struct WriterNamesGuard<'a>(std::sync::MutexGuard<'a, NamesInner>);
 
 impl WriterNamesGuard<'_> {
     /// The number of the writer [`last_writer`] finds in `value` (as [`Writers::count`]
-    /// names it: a value that names none has a writer in parentheses).
-    pub fn of(&mut self, value: &[u8]) -> FoundWriter {
+    /// names it: a value that names none has a writer in parentheses); `None` for a new
+    /// writer once the table holds [`MAX_NUMBERED`] (that value is read again when
+    /// counted).
+    pub fn of(&mut self, value: &[u8]) -> Option<FoundWriter> {
         let lw = last_writer(value);
         let parts: [&[u8]; 3] = match &lw {
             LastWrite::By(w) => [&w.manager, &w.operation, &w.subresource],
@@ -232,12 +240,15 @@ impl WriterNamesGuard<'_> {
         let t = &mut *self.0;
         index_key(&mut t.scratch, None, parts);
         if let Some(&n) = t.index.get(t.scratch.as_slice()) {
-            return FoundWriter(n);
+            return Some(FoundWriter(n));
+        }
+        if t.names.len() >= MAX_NUMBERED {
+            return None;
         }
         let n = t.names.len() as u32;
         t.names.push(parts.map(Box::from));
         t.index.insert(t.scratch.as_slice().into(), n);
-        FoundWriter(n)
+        Some(FoundWriter(n))
     }
 }
 
@@ -275,7 +286,7 @@ impl FoundWriters {
         names: &mut WriterNamesGuard<'_>,
     ) -> FoundWriters {
         let mut one = |e: &crate::model::WatchEvent| match e.kind {
-            crate::model::EventKind::Put => Some(names.of(&e.kv.value)),
+            crate::model::EventKind::Put => names.of(&e.kv.value),
             crate::model::EventKind::Delete => None,
         };
         match events {
@@ -349,7 +360,9 @@ impl Writers {
                     return self.count(resource, value, second, false);
                 };
                 let id = self.row(resource, [&m, &o, &s]);
-                self.numbered.insert(key, id);
+                if self.numbered.len() < MAX_NUMBERED {
+                    self.numbered.insert(key, id);
+                }
                 id
             }
         };
@@ -571,7 +584,7 @@ mod found_tests {
                 second += 1;
                 let resource = (i as u32 + round) % 2;
                 direct.count(resource, v, second, false);
-                let f = names.lock().of(v);
+                let f = names.lock().of(v).expect("numbered");
                 ahead.count_found(resource, v, f, &names, second);
             }
         }
@@ -588,7 +601,7 @@ mod found_tests {
         let mut restored: Writers =
             postcard::from_bytes(&postcard::to_allocvec(&ahead).unwrap()).unwrap();
         restored.restored();
-        let f = names.lock().of(&values[0]);
+        let f = names.lock().of(&values[0]).expect("numbered");
         restored.count_found(0, &values[0], f, &names, second);
         direct.count(0, &values[0], second, false);
         assert_eq!(direct.rows(), restored.rows());
@@ -597,6 +610,36 @@ mod found_tests {
         let mut again = Writers::default();
         again.count_found(0, &values[0], FoundWriter(7), &other, 1);
         assert_eq!(again.rows()[0].manager, "kubelet");
+    }
+
+    /// A table stops numbering new writers at [`MAX_NUMBERED`]; those are read again
+    /// when counted, and writers numbered before go on being found.
+    #[test]
+    fn numbering_stops_at_its_bound() {
+        let value = |i: usize| {
+            format!(r#"{{"metadata":{{"managedFields":[{{"manager":"m{i}","operation":"Update","time":"2024-01-01T00:00:01Z"}}]}}}}"#)
+                .into_bytes()
+        };
+        let names = WriterNames::default();
+        let mut t = names.lock();
+        for i in 0..MAX_NUMBERED {
+            assert_eq!(t.of(&value(i)), Some(FoundWriter(i as u32)));
+        }
+        assert_eq!(t.of(&value(MAX_NUMBERED)), None);
+        assert_eq!(t.of(&value(7)), Some(FoundWriter(7)));
+        let events = [crate::model::WatchEvent {
+            kind: crate::model::EventKind::Put,
+            kv: crate::model::KeyValue {
+                key: crate::model::Bytes::from_static(b"/registry/configmaps/d/a"),
+                create_revision: 2,
+                mod_revision: 2,
+                version: 1,
+                lease: 0,
+                value: crate::model::Bytes::from(value(MAX_NUMBERED + 1)),
+            },
+            prev_kv: None,
+        }];
+        assert_eq!(FoundWriters::of(&events, &mut t), FoundWriters::None);
     }
 
     /// The writers of an observation's events by index: DELETEs have none.
