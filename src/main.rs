@@ -69,11 +69,9 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
             .map_err(|e| anyhow::anyhow!("reading the etcd password from the terminal: {e}"))?;
     }
     // The console takes over a terminal: say what to use instead when there is none.
-    let console_cmd = match &cli.command {
-        None | Some(Command::Demo(_)) => true,
-        Some(Command::Replay(r)) => !r.check,
-        _ => false,
-    };
+    // (`replay` reads its file first and asks for the terminal after: an empty or damaged
+    // file is the error to report, terminal or not.)
+    let console_cmd = matches!(&cli.command, None | Some(Command::Demo(_)));
     // A replay of a file that is not there says so, terminal or not.
     if let Some(Command::Replay(r)) = &cli.command {
         if let Err(e) = regscope::record::files::recording_files(&r.file) {

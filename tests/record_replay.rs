@@ -1836,13 +1836,26 @@ fn a_damaged_recording_says_so_in_the_snapshot_and_the_exit_code() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     // And replay needs a terminal: without one, a clear line and exit 2.
-    let out = Command::new(BIN)
-        .args(["replay", file.to_str().unwrap()])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let without_terminal = |f: &Path| {
+        Command::new(BIN)
+            .args(["replay", f.to_str().unwrap()])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = without_terminal(&file);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs a terminal"));
+    // A file that is no recording says so first, terminal or not.
+    let empty = dir.path().join("empty.rgs");
+    std::fs::write(&empty, b"").unwrap();
+    let out = without_terminal(&empty);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("empty file") && !err.contains("terminal"),
+        "{err}"
+    );
 }
 
 /// A segment lost between two checkpoints leaves the session inexact only up to the next
