@@ -907,3 +907,46 @@ async fn command_palette_runs_actions_and_goes_to_resources_keys_and_revisions()
     t.keys(&["q"]);
     wait_dead(&t, "the console did not quit");
 }
+
+/// `--show-secrets` over a recording made without it: a warning says the Secret data is
+/// redacted, and the Secret's placeholders stay `<redacted: N bytes>` (decoded, they
+/// would pass for real values).
+#[test]
+fn show_secrets_over_a_redacted_recording_shows_redacted() {
+    if !have("tmux") {
+        eprintln!("tmux not installed; scripts/setup.sh installs it");
+        return;
+    }
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
+    let t = Tmux::start(
+        160,
+        40,
+        &format!(
+            "HOME=/nonexistent {BIN} replay --show-secrets --at end {}",
+            file.display()
+        ),
+    );
+    t.wait_for(
+        "the timeline and the warning",
+        Duration::from_secs(20),
+        |s| s.contains("REPLAY") && s.contains("its Secret data is redacted"),
+    );
+    t.keys(&[":"]);
+    t.wait_for("the palette", Duration::from_secs(5), |s| {
+        s.contains("Command palette")
+    });
+    t.text("/registry/secrets/default/demo-credentials");
+    t.wait_for("the key offered", Duration::from_secs(5), |s| {
+        s.contains("open key /registry/secrets/default/demo-credentials")
+    });
+    t.keys(&["Enter"]);
+    let screen = t.wait_for("the Secret decoded", Duration::from_secs(10), |s| {
+        s.contains("password") && s.contains("history")
+    });
+    assert!(
+        screen.contains("<redacted:") && !screen.contains("KioqKio"),
+        "redacted placeholders, not their base64:\n{screen}"
+    );
+    t.keys(&["Escape", "q"]);
+    wait_dead(&t, "replay did not quit on q");
+}

@@ -363,6 +363,14 @@ pub async fn replay(r: &ReplayArgs, opts: crate::tui::UiOptions) -> Result<ExitC
         opts.warnings.push(
             "this recording was made with --show-secrets: it holds Secret data in the clear".into(),
         );
+    } else if opts.show_secrets {
+        // The file holds placeholders of the right length, not the data: shown decoded
+        // they would pass for real values. As `export --decode`, they stay
+        // `<redacted: N bytes>`.
+        opts.show_secrets = false;
+        opts.warnings.push(
+            "--show-secrets: this recording was made without it, its Secret data is redacted; shown as <redacted: N bytes>".into(),
+        );
     }
     let session = player.seek(Target::Position(0));
     let feed = crate::tui::Feed::Replay {
