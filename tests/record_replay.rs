@@ -1571,13 +1571,14 @@ fn keep_last_rolls_a_set_that_always_holds_the_last_window() {
     // through, the next file's opening checkpoint puts the session right again.
     let middle = files[files.len() / 2].clone();
     std::fs::remove_file(&middle).unwrap();
-    let mut p = Player::open(&base).unwrap();
-    assert_eq!(p.damage().len(), 1, "{:?}", p.damage());
-    assert!(
-        p.damage()[0].contains("1 file(s) of the set missing before it"),
-        "{:?}",
-        p.damage()
-    );
+    // The set opened again: `n` lines of damage, the last saying `says`.
+    let open_damaged = |n: usize, says: &str| {
+        let p = Player::open(&base).unwrap();
+        assert_eq!(p.damage().len(), n, "{:?}", p.damage());
+        assert!(p.damage()[n - 1].contains(says), "{:?}", p.damage());
+        p
+    };
+    let mut p = open_damaged(1, "1 file(s) of the set missing before it");
     let mut s = p.seek(Target::Position(0));
     p.advance(&mut s, Target::End, u64::MAX, |_, _, _| {});
     assert_eq!(p.resyncs(), 1);
@@ -1587,6 +1588,20 @@ fn keep_last_rolls_a_set_that_always_holds_the_last_window() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1), "{out:?}");
+    // A copy of the oldest file under the next number repeats what the set already
+    // holds: skipped, and said, not played twice.
+    let total = p.total();
+    let last = regscope::record::files::set_number(files.last().unwrap()).unwrap();
+    std::fs::copy(
+        &files[0],
+        dir.path().join(format!("fr.{:06}.rgs", last + 1)),
+    )
+    .unwrap();
+    let mut p = open_damaged(2, "repeats the set's observations and is skipped");
+    assert_eq!(p.total(), total);
+    let mut s = p.seek(Target::Position(0));
+    p.advance(&mut s, Target::End, u64::MAX, |_, _, _| {});
+    assert_eq!(regscope::cli::record::snapshot_of(&s, true).unwrap(), live);
 }
 
 /// `--max-size` beside `--keep-last`: the set never holds more than the size (older files

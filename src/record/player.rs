@@ -151,7 +151,8 @@ impl Player {
     ///
     /// Errors: not a recording, an unsupported version, or a header that cannot be read.
     pub fn open(path: &Path) -> Result<Player, RecordError> {
-        let paths = recording_files(path)?;
+        let all_paths = recording_files(path)?;
+        let mut paths = Vec::new();
         let mut readers = Vec::new();
         let mut formats = Vec::new();
         let mut header: Option<RecordingHeader> = None;
@@ -161,10 +162,27 @@ impl Player {
         let mut position = 0u64;
         // The previous file's set number and its last frame's stamp and revision.
         let mut prev: Option<(usize, i64, i64)> = None;
-        for (fi, p) in paths.iter().enumerate() {
+        for p in &all_paths {
             let r = Reader::open(p).map_err(|e| io_err(p, e))?;
             let number = super::files::set_number(p);
             let mut gap_before = false;
+            if let (Some((_, ns, rev)), Some(first)) = (prev, r.frames().first()) {
+                // A file of the set that starts before the previous one ends, in time and
+                // in revision, repeats what was already read (a copy, a file restored from
+                // a backup): played, its observations would apply twice.
+                if first.first_time_ns < ns && first.first_rev < rev {
+                    let when = |ns: i64| humantime::format_rfc3339_seconds(from_ns(ns));
+                    damage.push(format!(
+                        "{}: starts at {} (revision {}), before the file before it ends ({}, revision {rev}): it repeats the set's observations and is skipped",
+                        p.display(),
+                        when(first.first_time_ns),
+                        first.first_rev,
+                        when(ns)
+                    ));
+                    continue;
+                }
+            }
+            let fi = readers.len();
             if let (Some((n0, ns, rev)), Some(n)) = (prev, number) {
                 if n != n0 + 1 {
                     gap_before = true;
@@ -235,6 +253,7 @@ impl Player {
                 header = Some(h);
             }
             readers.push(r);
+            paths.push(p.clone());
         }
         let header = header.ok_or_else(|| io_err(path, "empty recording set"))?;
         let use_digests = header.regscope_version == env!("CARGO_PKG_VERSION")
