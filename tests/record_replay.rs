@@ -1445,37 +1445,40 @@ fn export_writes_one_json_object_per_observation() {
         }
     }
     // --prefix and --only-keys narrow it down.
-    let out = Command::new(BIN)
-        .args([
-            "export",
-            file.to_str().unwrap(),
-            "--only-keys",
-            "--prefix",
-            "/registry/secrets/",
-        ])
-        .output()
-        .unwrap();
+    let export_keys = |prefix: &str| {
+        Command::new(BIN)
+            .args([
+                "export",
+                file.to_str().unwrap(),
+                "--only-keys",
+                "--prefix",
+                prefix,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = export_keys("/registry/secrets/");
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.lines().count() >= 3);
     assert!(text.lines().all(|l| l.contains("/registry/secrets/")));
-    // Without its leading '/', a prefix matches nothing: said, with the prefix meant.
-    let out = Command::new(BIN)
-        .args([
-            "export",
-            file.to_str().unwrap(),
-            "--only-keys",
-            "--prefix",
+    // A prefix that matches nothing says so: without its leading '/', with the prefix
+    // meant; with it, after the export.
+    for (prefix, says) in [
+        (
             "secrets",
-        ])
-        .output()
-        .unwrap();
-    assert!(out.stdout.is_empty());
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("--prefix secrets matches no key: keys start with '/'")
-            && err.contains("/registry/secrets"),
-        "{err}"
-    );
+            "--prefix secrets matches no key: keys start with '/' (e.g. /registry/secrets)",
+        ),
+        ("registry/secrets", "(e.g. /registry/secrets)"),
+        (
+            "/registry/nothing-here",
+            "--prefix /registry/nothing-here matched no key",
+        ),
+    ] {
+        let out = export_keys(prefix);
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(says), "{prefix}: {err}");
+    }
 }
 
 #[test]

@@ -564,11 +564,18 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     let key_filter = e.prefix.clone();
     if let Some(p) = key_filter.as_deref().filter(|p| !p.starts_with('/')) {
         // Compared byte for byte with the keys, which all start with '/'.
+        let root = prefix.trim_end_matches('/');
+        let meant = if format!("/{p}").starts_with(root) {
+            format!("/{p}")
+        } else {
+            format!("{root}/{p}")
+        };
         eprintln!(
-            "regscope export: --prefix {p} matches no key: keys start with '/' (e.g. {}/{p})",
-            prefix.trim_end_matches('/')
+            "regscope export: --prefix {p} matches no key: keys start with '/' (e.g. {meant})"
         );
     }
+    // Key lines written (listed keys and events) that the prefix kept.
+    let mut key_lines = 0u64;
     // For the closing summary: lines are not observations (one line per event and per
     // listed key, none for a clock tick), so the counts are said side by side.
     let (mut lines_written, mut observations, mut ticks) = (0u64, 0u64, 0u64);
@@ -616,6 +623,7 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
                     break 'keys;
                 }
                 lines_written += 1;
+                key_lines += 1;
             }
             after = Some(last);
         }
@@ -637,6 +645,14 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
         observations += 1;
         if matches!(st.obs, Observation::Tick) {
             ticks += 1;
+        }
+        if let Some(p) = key_filter.as_deref() {
+            let kvs: Box<dyn Iterator<Item = &KeyValue>> = match &st.obs {
+                Observation::ListPage { kvs } => Box::new(kvs.iter()),
+                Observation::Events { events, .. } => Box::new(events.iter().map(|e| &e.kv)),
+                _ => Box::new(std::iter::empty()),
+            };
+            key_lines += kvs.filter(|kv| kv.key.starts_with(p.as_bytes())).count() as u64;
         }
         let lines = export_lines(
             st,
@@ -667,6 +683,11 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
             "regscope: {}",
             export_summary(lines_written, observations, ticks)
         );
+        if let Some(p) = key_filter.as_deref().filter(|_| key_lines == 0) {
+            eprintln!(
+                "regscope export: --prefix {p} matched no key (listed or written) in what was exported"
+            );
+        }
     }
     for d in player.damage() {
         eprintln!("regscope: damaged recording: {d}");
