@@ -1962,6 +1962,28 @@ fn play_through_a_lost_segment_is_exact_again_from_the_next_checkpoint() {
         regscope::cli::record::snapshot_of(&before, true).unwrap(),
         "just after the loss, the played session misses what the lost segment held"
     );
+    // The console's marker list (n / N) stops at the loss too, in position order.
+    let markers = p.markers(1.0, 60.0);
+    let lost: Vec<_> = markers
+        .iter()
+        .filter(|m| m.label.starts_with("damaged segment"))
+        .collect();
+    assert_eq!(lost.len(), 1, "{markers:?}");
+    assert_eq!(
+        lost[0].at,
+        SystemTime::UNIX_EPOCH + Duration::from_nanos(f.first_time_ns as u64)
+    );
+    assert!(markers.windows(2).all(|w| w[0].position <= w[1].position));
+    // And `replay --check` lists it with the others.
+    let out = Command::new(BIN)
+        .args(["replay", "--check", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("damaged segment"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 /// Damage where no seek goes — a later checkpoint, a frame before the point asked for —

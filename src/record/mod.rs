@@ -203,8 +203,8 @@ pub fn check(mut player: Player, p99_threshold: f64, lag_threshold: f64) -> Repl
     r.last_revision = (session.revision() > 0).then(|| session.revision());
     r.damage = player.damage().to_vec();
     r.notes = player.notes().to_vec();
-    r.markers = scan
-        .markers()
+    r.markers = player
+        .with_lost(scan.markers())
         .into_iter()
         .map(|m| (humantime::format_rfc3339_millis(m.at).to_string(), m.label))
         .collect();

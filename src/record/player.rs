@@ -130,6 +130,8 @@ pub struct Player {
     /// from a checkpoint, or started empty): the next checkpoint played through is
     /// restored instead of passed over.
     lost: bool,
+    /// Frames lost while playing, as markers at their place (see [`Player::markers`]).
+    lost_marks: Vec<Marker>,
     /// That checkpoint, once [`Player::fill`] reached it: restored by
     /// [`Player::advance`] before the observations after it.
     resync: Option<FrameRef>,
@@ -298,6 +300,7 @@ impl Player {
             first_revision,
             spent: Vec::new(),
             lost: false,
+            lost_marks: Vec::new(),
             resync: None,
             resyncs: 0,
         })
@@ -487,6 +490,21 @@ impl Player {
             Err(e) => {
                 let line = self.frame_damage(f, e);
                 self.push_damage(line);
+                if !self.lost_marks.iter().any(|m| m.position == f.position) {
+                    self.lost_marks.push(Marker {
+                        position: f.position,
+                        at: from_ns(f.first_ns),
+                        label: format!(
+                            "damaged {}: {} observation(s) lost",
+                            if f.kind == FrameKind::Scrape {
+                                "scrape"
+                            } else {
+                                "segment"
+                            },
+                            f.records
+                        ),
+                    });
+                }
                 self.position += f.records;
                 self.lost = true;
                 None
@@ -881,16 +899,24 @@ impl Player {
 
     /// Reads the whole recording once into a fresh session (from the first checkpoint)
     /// and collects the markers: compactions, relists and gaps, resets, connection lost
-    /// and restored, 410 Gone, failed scrapes, and etcd p99 latency over `p99_threshold`
-    /// seconds or informer lag over `lag_threshold` seconds (each crossing upwards).
-    /// Leaves the cursor at the end.
+    /// and restored, 410 Gone, failed scrapes, etcd p99 latency over `p99_threshold`
+    /// seconds or informer lag over `lag_threshold` seconds (each crossing upwards), and
+    /// damaged frames. Leaves the cursor at the end.
     pub fn markers(&mut self, p99_threshold: f64, lag_threshold: f64) -> Vec<Marker> {
         let mut session = self.seek(Target::Position(0));
         let mut scan = MarkerScan::new(&session, p99_threshold, lag_threshold);
         self.advance(&mut session, Target::End, u64::MAX, |s, st, pos| {
             scan.observe(s, st, pos)
         });
-        scan.markers()
+        self.with_lost(scan.markers())
+    }
+
+    /// `markers` with the frames lost while playing so far, at their places (so that
+    /// jumping from marker to marker stops at damage too), in position order.
+    pub fn with_lost(&self, mut markers: Vec<Marker>) -> Vec<Marker> {
+        markers.extend(self.lost_marks.iter().cloned());
+        markers.sort_by_key(|m| m.position);
+        markers
     }
 }
 

@@ -248,7 +248,7 @@ impl Action {
             Action::StepEvent => "replay: pause and apply exactly one more observation",
             Action::SeekBack => "replay: seek 10 s back (from the nearest checkpoint)",
             Action::SeekForward => "replay: seek 10 s forward",
-            Action::NextMarker => "replay: jump to the next marker (compaction, relist, 410, connection, failed scrape, p99 or lag threshold)",
+            Action::NextMarker => "replay: jump to the next marker (compaction, relist, 410, connection, failed scrape, p99 or lag threshold, damage)",
             Action::PrevMarker => "replay: jump to the previous marker",
             Action::SeekPrompt => "replay: seek to a time (14:32:10, -5m) or a revision (r1234)",
             Action::Screenshot => "save the screen as SVG and text (--screenshot-dir)",
