@@ -161,7 +161,7 @@ impl fmt::Display for Error {
             }
             Error::BaseLost { offset, base } => write!(
                 f,
-                "scrape at offset {offset} lost: its delta base at offset {base} is unusable"
+                "scrape body at offset {offset} cannot be rebuilt: its delta base at offset {base} is unusable (replay and snapshot apply its recorded digest when this regscope version wrote it; export has no samples for it)"
             ),
         }
     }
