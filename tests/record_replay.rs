@@ -1853,6 +1853,13 @@ fn a_damaged_recording_says_so_in_the_snapshot_and_the_exit_code() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
+    // --check reads the whole file: a moment asked for with it is refused, not ignored.
+    let out = Command::new(BIN)
+        .args(["replay", "--check", "--at", "r5", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot be used with"));
     // And replay needs a terminal: without one, a clear line and exit 2.
     let without_terminal = |f: &Path| {
         Command::new(BIN)

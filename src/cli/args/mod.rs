@@ -332,8 +332,9 @@ pub struct ReplayArgs {
     /// span, counts and any damage (exit 1 when damaged).
     #[arg(long)]
     pub check: bool,
-    /// Open at this moment (as `snapshot --at`) instead of the start.
-    #[arg(long, value_name = "TIME|REV")]
+    /// Open at this moment (as `snapshot --at`) instead of the start. Not with --check,
+    /// which reads the whole file (`snapshot --json --from FILE --at T` prints a moment).
+    #[arg(long, value_name = "TIME|REV", conflicts_with = "check")]
     pub at: Option<String>,
     /// Marker: etcd request p99 latency above this many seconds.
     #[arg(long, default_value_t = 1.0)]
