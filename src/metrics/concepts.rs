@@ -494,25 +494,30 @@ fn shared_bounds<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Arc<[f64]>, D
                 while let Some(x) = seq.next_element::<f64>()? {
                     scratch.push(x);
                 }
-                let same = |k: &Arc<[f64]>| {
-                    k.len() == scratch.len()
-                        && k.iter()
-                            .zip(scratch.iter())
-                            .all(|(a, b)| a.to_bits() == b.to_bits())
-                };
-                if let Some(k) = known.iter().find(|k| same(k)) {
-                    return Ok(k.clone());
-                }
-                let new: Arc<[f64]> = Arc::from(scratch.as_slice());
-                if known.len() >= BOUNDS_MAX {
-                    known.remove(0);
-                }
-                known.push(new.clone());
-                Ok(new)
+                Ok(shared_among(known, scratch))
             })
         }
     }
     d.deserialize_seq(V)
+}
+
+/// The bound set in `known` equal to `scratch` bit for bit, or a new one remembered there.
+fn shared_among(known: &mut Vec<Arc<[f64]>>, scratch: &[f64]) -> Arc<[f64]> {
+    let same = |k: &Arc<[f64]>| {
+        k.len() == scratch.len()
+            && k.iter()
+                .zip(scratch.iter())
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+    };
+    if let Some(k) = known.iter().find(|k| same(k)) {
+        return k.clone();
+    }
+    let new: Arc<[f64]> = Arc::from(scratch);
+    if known.len() >= BOUNDS_MAX {
+        known.remove(0);
+    }
+    known.push(new.clone());
+    new
 }
 
 /// One mapped value.
@@ -548,6 +553,93 @@ struct HistAcc {
 enum Acc {
     Scalar(f64),
     Hist(HistAcc),
+}
+
+/// Series keys read back on one thread by [`Mapped::from_wire`], by their encoding: at
+/// most this many (past that, the table starts again).
+const KEYS_MAX: usize = 65_536;
+
+thread_local! {
+    static KEYS: std::cell::RefCell<HashMap<Box<[u8]>, SeriesKey, foldhash::fast::FixedState>> =
+        std::cell::RefCell::new(Default::default());
+}
+
+impl Mapped {
+    /// Reads a `Mapped` as postcard wrote it, the fast way: a series key seen before on
+    /// this thread is recognised by its whole encoding (one hash of about 30 bytes instead
+    /// of a UTF-8 check and an interning lookup per label). `None` at anything
+    /// [`Wire`](super::wire::Wire) declines; the caller then reads the bytes with serde
+    /// (same value, serde's error).
+    pub(crate) fn from_wire(w: &mut super::wire::Wire<'_>) -> Option<Mapped> {
+        let version = w.opt_string()?;
+        let n = w.usize()?;
+        if n > w.left() {
+            return None;
+        }
+        let mut names = Vec::with_capacity(n);
+        for _ in 0..n {
+            names.push(w.opt_string()?);
+        }
+        let n = w.usize()?;
+        // A series takes at least 5 bytes (concept, three lengths, variant).
+        if n > w.left() / 5 {
+            return None;
+        }
+        let mut series = SeriesMap::with_capacity_and_hasher(n, Default::default());
+        KEYS.with(|keys| {
+            BOUNDS.with(|b| {
+                let mut keys = keys.borrow_mut();
+                let (scratch, known) = &mut *b.borrow_mut();
+                for _ in 0..n {
+                    let from = w.at();
+                    let concept = w.u16()?;
+                    let (group, resource, op) = (w.bytes()?, w.bytes()?, w.bytes()?);
+                    let raw = w.since(from);
+                    let key = match keys.get(raw) {
+                        Some(k) => k.clone(),
+                        None => {
+                            let label = |b| std::str::from_utf8(b).ok().map(Label::interned);
+                            let k = SeriesKey {
+                                concept,
+                                group: label(group)?,
+                                resource: label(resource)?,
+                                op: label(op)?,
+                            };
+                            if keys.len() >= KEYS_MAX {
+                                keys.clear();
+                            }
+                            keys.insert(raw.into(), k.clone());
+                            k
+                        }
+                    };
+                    let value = match w.varint()? {
+                        0 => Value::Scalar(w.f64()?),
+                        1 => {
+                            w.f64s(scratch)?;
+                            let bounds = shared_among(known, scratch);
+                            w.f64s(scratch)?;
+                            let cumulative = scratch.as_slice().into();
+                            Value::Histogram(Arc::new(Hist {
+                                bounds,
+                                cumulative,
+                                sum: w.f64()?,
+                                count: w.f64()?,
+                            }))
+                        }
+                        _ => return None,
+                    };
+                    series.insert(key, value);
+                }
+                Some(())
+            })
+        })?;
+        Some(Mapped {
+            version,
+            names,
+            series,
+            samples: w.usize()?,
+        })
+    }
 }
 
 /// Maps a parsed page. Pure and cheap: one pass over the samples, one hash lookup each.

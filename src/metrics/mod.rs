@@ -8,3 +8,4 @@
 pub mod concepts;
 pub mod exposition;
 pub mod quantile;
+pub(crate) mod wire;

@@ -80,7 +80,7 @@ pub(super) fn decode_segment_frame(
                 Err(e) => Decoded::Undecodable(e),
             }),
             RECORD_SCRAPE_DIGEST if use_digests => out.push(Decoded::Digest(
-                postcard::from_bytes::<(u8, u64, ScrapeDigest)>(&payload)
+                ScrapeDigest::from_record(&payload)
                     .ok()
                     .map(|(t, n, d)| (t, n, Arc::new(d))),
             )),
