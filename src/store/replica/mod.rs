@@ -127,6 +127,9 @@ pub struct Replica {
     /// Counts every change, so views can tell whether to redraw.
     change_seq: u64,
     last_observed: Option<SystemTime>,
+    /// Time arithmetic of the newest observation, kept (not in checkpoints).
+    #[serde(skip)]
+    clock: ClockCache,
     /// What etcd's watch stream said about its head and where it broke the rules clients
     /// rely on (checkpoint format 3 and later; older checkpoints start it empty).
     #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
@@ -188,6 +191,7 @@ impl Replica {
             gen: 0,
             change_seq: 0,
             last_observed: None,
+            clock: ClockCache::default(),
             watch: WatchHealth::default(),
             etcd_status: None,
             failovers: VecDeque::new(),
@@ -295,7 +299,7 @@ impl Replica {
                 compacted,
             } => self.finish_list(*revision, *compacted, st.at),
             Observation::Events { revision, events } => {
-                let second = unix_second(st.at);
+                let second = self.clock.second(st.at);
                 let mut applied = 0u32;
                 for (i, ev) in events.iter().enumerate() {
                     // Deduplicate against events and lists only, not progress: etcd before
@@ -505,13 +509,7 @@ impl Replica {
             match self.rev_times.back_mut() {
                 // Revisions that arrive within 100 ms of the entry's time share it: the map
                 // stays small (at most ~10 entries a second) at any write rate.
-                Some((r, t))
-                    if at
-                        .duration_since(*t)
-                        .is_ok_and(|d| d < std::time::Duration::from_millis(100)) =>
-                {
-                    *r = rev
-                }
+                Some((r, t)) if at >= *t && at < self.clock.window_end(*t) => *r = rev,
                 _ => {
                     if self.rev_times.len() >= REV_TIMES_CAP {
                         self.rev_times.pop_front();
@@ -888,4 +886,48 @@ impl Replica {
 
 fn unix_second(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// The newest observation's Unix second and the end of the newest `rev_times` entry's
+/// 100 ms window, kept between observations: a replay applies a million events a second,
+/// most of them one per observation, and `SystemTime` subtraction is not free.
+#[derive(Clone, Copy, Debug)]
+struct ClockCache {
+    at: SystemTime,
+    second: u64,
+    /// A `rev_times` entry's time, and that time plus 100 ms.
+    window: (SystemTime, SystemTime),
+}
+
+impl Default for ClockCache {
+    fn default() -> Self {
+        ClockCache {
+            at: UNIX_EPOCH,
+            second: 0,
+            window: (
+                UNIX_EPOCH,
+                UNIX_EPOCH + std::time::Duration::from_millis(100),
+            ),
+        }
+    }
+}
+
+impl ClockCache {
+    /// [`unix_second`] of `at`.
+    fn second(&mut self, at: SystemTime) -> u64 {
+        if at != self.at {
+            self.at = at;
+            self.second = unix_second(at);
+        }
+        self.second
+    }
+
+    /// `t` plus 100 ms (`t` itself past the end of time).
+    fn window_end(&mut self, t: SystemTime) -> SystemTime {
+        if t != self.window.0 {
+            let end = t.checked_add(std::time::Duration::from_millis(100));
+            self.window = (t, end.unwrap_or(t));
+        }
+        self.window.1
+    }
 }
