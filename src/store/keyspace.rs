@@ -25,6 +25,13 @@ use std::ops::Bound;
 
 use hashbrown::HashTable;
 
+/// A folded hash as the table's: the same 32 bits high and low, so that the bucket
+/// (low bits) and hashbrown's tag (top 7 bits) both come from it.
+#[inline]
+fn widen(h: u32) -> u64 {
+    (u64::from(h) << 32) | u64::from(h)
+}
+
 /// Index of an entry in the slab.
 pub(crate) type Slot = u32;
 
@@ -51,7 +58,10 @@ struct Cell<V> {
 /// Keys to values, iterated in key order. See the module docs.
 pub(crate) struct Keyspace<V> {
     chunks: Vec<Vec<Cell<V>>>,
-    table: HashTable<Slot>,
+    /// Slots with their key's [`Keyspace::hash`]: growing the table rehashes from it,
+    /// without reading a key (a replay grows it from a checkpoint's size while applying
+    /// a million events a second).
+    table: HashTable<(Slot, u32)>,
     hasher: foldhash::fast::RandomState,
     /// Sorted by key; may list forgotten slots (`value == None`) until the next settle.
     main: Vec<Slot>,
@@ -94,14 +104,20 @@ impl<V> Keyspace<V> {
         self.live
     }
 
-    fn find(&self, key: &[u8]) -> Option<Slot> {
+    /// `key`'s hash, folded to 32 bits (kept in the table).
+    fn hash(&self, key: &[u8]) -> u32 {
         let h = self.hasher.hash_one(key);
+        (h ^ (h >> 32)) as u32
+    }
+
+    fn find(&self, key: &[u8]) -> Option<Slot> {
+        let h = self.hash(key);
         let chunks = &self.chunks;
         self.table
-            .find(h, |&s| {
-                &*chunks[(s >> CHUNK_BITS) as usize][s as usize & (CHUNK - 1)].key == key
+            .find(widen(h), |&(s, hs)| {
+                hs == h && &*chunks[(s >> CHUNK_BITS) as usize][s as usize & (CHUNK - 1)].key == key
             })
-            .copied()
+            .map(|&(s, _)| s)
     }
 
     /// The slot of `key`, when held.
@@ -206,11 +222,9 @@ impl<V> Keyspace<V> {
             }
         };
         self.extra.push(s);
-        let h = self.hasher.hash_one(key);
-        let (chunks, hasher) = (&self.chunks, &self.hasher);
-        self.table.insert_unique(h, s, |&t| {
-            hasher.hash_one(&*chunks[(t >> CHUNK_BITS) as usize][t as usize & (CHUNK - 1)].key)
-        });
+        let h = self.hash(key);
+        self.table
+            .insert_unique(widen(h), (s, h), |&(_, h)| widen(h));
         self.live += 1;
         s
     }
@@ -228,8 +242,8 @@ impl<V> Keyspace<V> {
         if g != gen {
             return None;
         }
-        let h = self.hasher.hash_one(key);
-        match self.table.find_entry(h, |&t| t == slot) {
+        let h = self.hash(key);
+        match self.table.find_entry(widen(h), |&(t, _)| t == slot) {
             Ok(e) => {
                 e.remove();
             }
@@ -240,12 +254,15 @@ impl<V> Keyspace<V> {
 
     #[cfg(test)]
     fn remove_key(&mut self, key: &[u8]) -> Option<V> {
-        let h = self.hasher.hash_one(key);
+        let h = self.hash(key);
         let chunks = &self.chunks;
-        let s = match self.table.find_entry(h, |&s| {
+        let s = match self.table.find_entry(widen(h), |&(s, _)| {
             &*chunks[(s >> CHUNK_BITS) as usize][s as usize & (CHUNK - 1)].key == key
         }) {
-            Ok(e) => e.remove().0,
+            Ok(e) => {
+                let ((s, _), _) = e.remove();
+                s
+            }
             Err(_) => return None,
         };
         self.forget(s)
@@ -445,17 +462,14 @@ impl<V> Keyspace<V> {
                     return None;
                 }
             }
-            let h = ks.hasher.hash_one(&*key);
+            let h = ks.hash(&key);
             ks.chunks.last_mut().expect("a chunk").push(Cell {
                 key,
                 gen: 0,
                 place: MAIN,
                 value: Some(v),
             });
-            let (chunks, hasher) = (&ks.chunks, &ks.hasher);
-            ks.table.insert_unique(h, s, |&t| {
-                hasher.hash_one(&*chunks[(t >> CHUNK_BITS) as usize][t as usize & (CHUNK - 1)].key)
-            });
+            ks.table.insert_unique(widen(h), (s, h), |&(_, h)| widen(h));
             ks.main.push(s);
             prev = Some(s);
         }
@@ -473,7 +487,7 @@ impl<V> Keyspace<V> {
     /// the keys and values point to.
     pub(crate) fn overhead_bytes(&self) -> usize {
         self.chunks.len() * CHUNK * std::mem::size_of::<Cell<V>>()
-            + self.table.capacity() * (std::mem::size_of::<Slot>() + 1)
+            + self.table.capacity() * (std::mem::size_of::<(Slot, u32)>() + 1)
             + (self.main.capacity() + self.extra.capacity() + self.free.capacity())
                 * std::mem::size_of::<Slot>()
     }
