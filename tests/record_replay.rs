@@ -1763,6 +1763,45 @@ fn the_demo_recording_in_the_repository_replays() {
     }
 }
 
+/// Times with a fraction of a second or an RFC 3339 offset name the same moment as in
+/// UTC, and a range whose --from lands past its --to (a time against a revision) is
+/// refused, on the repository's recording (it spans 07:43:18.792 .. 07:44:48.808 UTC on
+/// 2026-12-03, revisions 44 .. 3383).
+#[test]
+fn moments_with_fractions_offsets_and_mixed_ranges_on_the_repository_recording() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
+    let snapshot = |at: &str| snapshot_from(&file, Some(at))["revision"].clone();
+    let utc = snapshot("2026-12-03T07:44:00.5Z");
+    assert!(utc.as_i64().unwrap() > 44, "{utc}");
+    assert_eq!(snapshot("07:44:00.5"), utc);
+    assert_eq!(snapshot("2026-12-03T08:44:00.5+01:00"), utc);
+    assert_eq!(snapshot("2026-12-03 02:14:00.500-05:30"), utc);
+    // Half a second earlier is another moment of this busy recording.
+    assert_ne!(snapshot("07:44:00"), utc);
+    let export = |from: &str, to: &str| {
+        Command::new(BIN)
+            .args(["export", file.to_str().unwrap(), "--from", from, "--to", to])
+            .output()
+            .unwrap()
+    };
+    let out = export("r2000", "07:43:30");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("after --to 07:43:30: nothing to export"),
+        "{err}"
+    );
+    let out = export("07:44:30", "r1000");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    // In order, both ways round.
+    for (from, to) in [("r1000", "07:44:30"), ("07:43:30", "r2000")] {
+        let out = export(from, to);
+        assert!(out.status.success(), "{from} {to}: {out:?}");
+        assert!(!out.stdout.is_empty());
+    }
+}
+
 #[test]
 fn force_replaces_only_regular_files_and_keep_last_never_mixes_two_runs() {
     let dir = tempfile::tempdir().unwrap();

@@ -21,7 +21,7 @@ use crate::tui::{parse_seek, SeekTo};
 
 /// Parses `--at`/`--from`/`--to` against a recording: `+D` from its start, `-D` from its
 /// end, `rN` (or a number) a revision, `start` or `end`, otherwise a time (RFC 3339, or
-/// `HH:MM[:SS]` UTC on the recording's first day).
+/// `HH:MM[:SS[.fff]]` UTC on the recording's first day; see [`parse_seek`]).
 ///
 /// Errors: one line naming the flag and what it accepts.
 pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, String> {
@@ -557,6 +557,22 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     // Checkpoints after the first are not on an export's way: check them too.
     player.verify(false);
     let mut session = player.seek(from.unwrap_or(Target::Position(0)));
+    // A time and a revision are compared where --from lands.
+    let past_to = match (from, to) {
+        (Some(Target::Revision(_)), Some(Target::Time(b))) => session.now() > b,
+        (Some(Target::Time(_)), Some(Target::Revision(b))) => session.revision() > b,
+        _ => false,
+    };
+    if past_to {
+        eprintln!(
+            "regscope: --from {} is at {} (revision {}), after --to {}: nothing to export",
+            e.from.as_deref().unwrap_or(""),
+            time_text(session.now()),
+            session.revision(),
+            e.to.as_deref().unwrap_or("")
+        );
+        return Ok(ExitCode::from(2));
+    }
     // The keys where the export starts are walked in key order.
     session.settle();
     let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());

@@ -288,8 +288,8 @@ pub struct SnapshotArgs {
     /// Read the session from a recording instead of etcd (see `regscope record`).
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
-    /// With --from: the moment to print — a time (RFC 3339, or HH:MM[:SS] UTC on the
-    /// recording's first day), an offset from the recording's start (+90s) or end
+    /// With --from: the moment to print — a time (RFC 3339 with `Z` or an offset, or
+    /// HH:MM[:SS[.fff]] UTC on the recording's first day), an offset from the recording's start (+90s) or end
     /// (--at=-5m), a revision (r1234, or a bare number: 1234), `start` or `end`. Default:
     /// the end of the recording.
     #[arg(long, value_name = "TIME|REV", requires = "from")]

@@ -142,9 +142,10 @@ pub enum Request {
 }
 
 /// Parses what the seek prompt takes: `-5m`/`+30s` (from `now`), `r1234` or a plain
-/// number (a revision), `start` or `end`, an RFC 3339 time, or a clock time `HH:MM[:SS]`
-/// on the day of `now` in the time zone `utc_offset` seconds east of UTC (the console's
-/// clock; `0` for UTC).
+/// number (a revision), `start` or `end`, an RFC 3339 time (`Z`, an offset such as
+/// `+01:00`, or none for UTC; fractions of a second kept), or a clock time
+/// `HH:MM[:SS[.fff]]` on the day of `now` in the time zone `utc_offset` seconds east of
+/// UTC (the console's clock; `0` for UTC).
 ///
 /// Errors: one line saying what is accepted.
 pub fn parse_seek(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo, String> {
@@ -173,28 +174,75 @@ pub fn parse_seek(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo
     if let Ok(r) = t.parse::<i64>() {
         return Ok(SeekTo::Revision(r));
     }
-    if let Ok(at) = humantime::parse_rfc3339_weak(t) {
+    if let Some(at) = rfc3339_with_offset(t) {
         return Ok(SeekTo::Time(at));
     }
     let parts: Vec<&str> = t.split(':').collect();
     if (2..=3).contains(&parts.len()) {
-        let n: Vec<u64> = parts
-            .iter()
-            .map(|p| p.parse::<u64>())
-            .collect::<Result<_, _>>()
-            .map_err(|_| bad())?;
-        let (h, m, sec) = (n[0], n[1], n.get(2).copied().unwrap_or(0));
+        let (whole, frac) = match parts.get(2) {
+            Some(s) => s.split_once('.').map_or((*s, None), |(w, f)| (w, Some(f))),
+            None => ("0", None),
+        };
+        let num = |p: &str| {
+            (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| p.parse::<u64>().ok())
+                .flatten()
+        };
+        let (Some(h), Some(m), Some(sec)) = (num(parts[0]), num(parts[1]), num(whole)) else {
+            return Err(bad());
+        };
+        // Up to nanoseconds: `.5` is 500 ms.
+        let nanos = match frac {
+            None => 0,
+            Some(f) if (1..=9).contains(&f.len()) => {
+                num(f).ok_or_else(bad)? * 10u64.pow(9 - f.len() as u32)
+            }
+            Some(_) => return Err(bad()),
+        };
         if h < 24 && m < 60 && sec < 60 {
             // Midnight of `now`'s day where the clock is read, then back to UTC.
             let local = crate::tui::format::unix_second(now) as i64 + utc_offset;
             let day = local.div_euclid(86_400) * 86_400;
             let t = day + (h * 3600 + m * 60 + sec) as i64 - utc_offset;
             return Ok(SeekTo::Time(
-                SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(t.max(0) as u64),
+                SystemTime::UNIX_EPOCH + std::time::Duration::new(t.max(0) as u64, nanos as u32),
             ));
         }
     }
     Err(bad())
+}
+
+/// An RFC 3339 time as humantime reads it (`Z` or no zone: UTC; `T` or a space), or
+/// with a numeric offset `+HH:MM`/`-HH:MM`, which humantime does not take (and, after
+/// a fraction of a second, skips without a word: the offset is looked for first).
+fn rfc3339_with_offset(t: &str) -> Option<SystemTime> {
+    rfc3339_offset(t).or_else(|| humantime::parse_rfc3339_weak(t).ok())
+}
+
+/// `t` when it ends in a numeric offset `+HH:MM`/`-HH:MM` after a date and time.
+fn rfc3339_offset(t: &str) -> Option<SystemTime> {
+    let cut = t.len().checked_sub(6)?;
+    let (local, zone) = (t.get(..cut)?, t.get(cut..)?.as_bytes());
+    let sign = match zone[0] {
+        b'+' => 1i64,
+        b'-' => -1,
+        _ => return None,
+    };
+    let digits = |a: u8, b: u8| {
+        (a.is_ascii_digit() && b.is_ascii_digit()).then(|| i64::from((a - b'0') * 10 + (b - b'0')))
+    };
+    let (h, m) = (digits(zone[1], zone[2])?, digits(zone[4], zone[5])?);
+    if zone[3] != b':' || h > 23 || m > 59 || !local.contains(':') {
+        return None;
+    }
+    let at = humantime::parse_rfc3339_weak(local).ok()?;
+    // Local time = UTC + offset, so UTC = local - offset.
+    let offset = std::time::Duration::from_secs((h * 3600 + m * 60) as u64);
+    if sign > 0 {
+        at.checked_sub(offset)
+    } else {
+        at.checked_add(offset)
+    }
 }
 
 #[cfg(test)]
@@ -235,8 +283,45 @@ mod tests {
                     + std::time::Duration::from_secs(day + 14 * 3600 + 32 * 60 + 10)
             ))
         );
-        for bad in ["", "soon", "25:00", "r", "-x"] {
+        for bad in [
+            "",
+            "soon",
+            "25:00",
+            "r",
+            "-x",
+            "14:32:10.",
+            "14:32:10.1234567890",
+            "14:+3:10",
+            "14:32:1x",
+            "2026-12-01T14:32:10+1:00",
+            "2026-12-01T14:32:10+24:00",
+        ] {
             assert!(parse_seek(bad, now).is_err(), "{bad}");
+        }
+        // Fractions of a second, and RFC 3339 offsets (humantime takes only `Z`).
+        let Ok(SeekTo::Time(t)) = parse_seek("14:32:10", now) else {
+            panic!()
+        };
+        assert_eq!(
+            parse_seek("14:32:10.5", now),
+            Ok(SeekTo::Time(t + Duration::from_millis(500)))
+        );
+        assert_eq!(
+            parse_seek("14:32:10.000000001", now),
+            Ok(SeekTo::Time(t + Duration::from_nanos(1)))
+        );
+        let utc = humantime::parse_rfc3339("2026-12-01T14:32:10Z").unwrap();
+        for (text, want) in [
+            ("2026-12-01T15:32:10+01:00", utc),
+            ("2026-12-01T09:02:10-05:30", utc),
+            ("2026-12-01T14:32:10+00:00", utc),
+            (
+                "2026-12-01 15:32:10.25+01:00",
+                utc + Duration::from_millis(250),
+            ),
+            ("2026-12-01T14:32:10.25Z", utc + Duration::from_millis(250)),
+        ] {
+            assert_eq!(parse_seek(text, now), Ok(SeekTo::Time(want)), "{text}");
         }
     }
 
