@@ -67,14 +67,17 @@ impl KeyValue {
         let mut buf = Vec::with_capacity(key.len() + value.len());
         buf.extend_from_slice(key);
         buf.extend_from_slice(value);
-        let all = shareable(buf);
+        // Split rather than sliced twice: one count taken instead of two taken and one
+        // given back.
+        let mut value = shareable(buf);
+        let key = value.split_to(key.len());
         KeyValue {
-            key: all.slice(..key.len()),
+            key,
             create_revision,
             mod_revision,
             version,
             lease,
-            value: all.slice(key.len()..),
+            value,
         }
     }
 }
@@ -802,6 +805,15 @@ mod tests {
             kv.key.as_ptr().wrapping_add(2),
             "one buffer"
         );
+        // Either part empty (a DELETE's value; a key is never empty in etcd, but read
+        // what is there).
+        for (k, v) in [(&b"/k"[..], &b""[..]), (b"", b"value"), (b"", b"")] {
+            let kv = KeyValue::joined(k, 1, 2, 1, 0, v);
+            assert_eq!((&kv.key[..], &kv.value[..]), (k, v));
+            let (key, value) = (kv.key.clone(), kv.value.clone());
+            drop(kv);
+            assert_eq!((&key[..], &value[..]), (k, v), "each part holds the buffer");
+        }
     }
 
     #[test]
