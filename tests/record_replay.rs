@@ -1756,10 +1756,12 @@ fn the_demo_recording_in_the_repository_replays() {
         .unwrap();
     let at_g = p.seek(Target::Position(g.position));
     assert!(at_g.informers.get("", "events").unwrap().gone_410 >= 1);
-    // Every panel draws at every marker.
+    // Every panel draws at every marker, and a seek to a marker lands on it (`N` looks
+    // for the marker before the cursor's position: landing past one, it found it again).
     for m in &markers {
         let s = p.seek(Target::Position(m.position));
         let _ = frame(s);
+        assert_eq!(p.position(), m.position, "{}", m.label);
     }
 }
 

@@ -107,6 +107,15 @@ pub struct Player {
     /// file holds one.
     /// The writers of each one's events when found ahead (see [`FoundWriters`]).
     pending: VecDeque<(Stamped, Option<Arc<ScrapeDigest>>, FoundWriters)>,
+    /// Records that are no observation (digests, records that did not decode, lost
+    /// frames) are counted in the position next to an observation, never on their own:
+    /// a seek to the position just after an observation (a marker's) then stops right
+    /// there, not past the frames read while looking for the next one. `tail_records`:
+    /// those of the frame `pending` came from, counted with its last observation;
+    /// `lead_records`: those of frames without observations read since, counted with the
+    /// next observation taken (or at the end).
+    tail_records: u64,
+    lead_records: u64,
     /// A digest read just before its scrape: (target, body length, digest).
     next_digest: Option<(u8, u64, Arc<ScrapeDigest>)>,
     /// Scrape bodies are decoded even when their digest makes them unneeded.
@@ -289,6 +298,8 @@ impl Player {
             total,
             next_frame: 0,
             pending: VecDeque::new(),
+            tail_records: 0,
+            lead_records: 0,
             next_digest: None,
             bodies: true,
             position: 0,
@@ -402,6 +413,7 @@ impl Player {
         while self.pending.is_empty() {
             let index = self.next_frame;
             let Some(f) = self.frames.get(index).copied() else {
+                self.position += std::mem::take(&mut self.lead_records);
                 return false;
             };
             self.next_frame += 1;
@@ -476,7 +488,17 @@ impl Player {
         }
         // Records that did not decode still count, so positions stay those of the
         // file's index.
-        self.position += f.records.saturating_sub(got);
+        self.count_tail(f.records.saturating_sub(got), got);
+    }
+
+    /// Counts the `skipped` records of the frame just queued (`got` observations): with
+    /// its last observation, or now when it queued none.
+    fn count_tail(&mut self, skipped: u64, got: u64) {
+        if got == 0 {
+            self.lead_records += skipped;
+        } else {
+            self.tail_records = skipped;
+        }
     }
 
     /// What frame `f` read as, or `None` with its loss recorded and its records passed.
@@ -505,7 +527,7 @@ impl Player {
                         ),
                     });
                 }
-                self.position += f.records;
+                self.lead_records += f.records;
                 self.lost = true;
                 None
             }
@@ -570,7 +592,7 @@ impl Player {
                 got += 1;
             }
         }
-        self.position += f.records.saturating_sub(got);
+        self.count_tail(f.records.saturating_sub(got), got);
     }
 
     /// The next observation without taking it.
@@ -594,7 +616,10 @@ impl Player {
             return None;
         }
         let next = self.pending.pop_front()?;
-        self.position += 1;
+        self.position += std::mem::take(&mut self.lead_records) + 1;
+        if self.pending.is_empty() {
+            self.position += std::mem::take(&mut self.tail_records);
+        }
         Some(next)
     }
 
@@ -762,6 +787,8 @@ impl Player {
             Session::new(self.header.info.clone())
         });
         self.pending.clear();
+        self.tail_records = 0;
+        self.lead_records = 0;
         self.next_digest = None;
         self.lost = false;
         self.resync = None;

@@ -990,8 +990,8 @@ mod tests {
             .unwrap();
         let help = at.get_help().unwrap().to_string();
         for form in [
-            "RFC 3339",
-            "HH:MM[:SS]",
+            "RFC 3339 with `Z` or an offset",
+            "HH:MM[:SS[.fff]]",
             "+90s",
             "--at=-5m",
             "r1234",
