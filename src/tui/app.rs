@@ -137,6 +137,9 @@ pub struct App {
     pub(crate) notice: Option<(usize, String)>,
     /// `S` was pressed: the next frame drawn is saved (see [`super::screenshot`]).
     screenshot: bool,
+    /// The last frame drawn was the "terminal too small" screen: keys other than quit do
+    /// nothing (they would act on panels nobody sees).
+    pub(crate) too_small: bool,
     quit: bool,
     dirty: bool,
     clear_requested: bool,
@@ -171,6 +174,7 @@ impl App {
             debug_panic: false,
             notice: None,
             screenshot: false,
+            too_small: false,
             quit: false,
             dirty: true,
             clear_requested: false,
@@ -663,6 +667,43 @@ mod tests {
 
     fn code(app: &mut App, c: KeyCode) {
         app.handle_key(&KeyEvent::new(c, KeyModifiers::NONE));
+    }
+
+    /// On the too-small screen, keys act on nothing unseen; `q` and ctrl-c quit, from a
+    /// prompt too.
+    #[test]
+    fn the_too_small_screen_takes_only_quitting_keys() {
+        let new = || {
+            let mut app = App::new(
+                Session::from_replica(listed(3), "demo"),
+                Settings::default(),
+            );
+            app.too_small = true;
+            app
+        };
+        let mut app = new();
+        press(&mut app, ' ');
+        press(&mut app, '2');
+        press(&mut app, '/');
+        assert!(!app.paused());
+        assert!(app.input.is_none());
+        assert!(!app.should_quit());
+        press(&mut app, 'q');
+        assert!(app.should_quit());
+        let mut app = new();
+        app.too_small = false;
+        press(&mut app, '2');
+        press(&mut app, '/');
+        assert!(app.input.is_some(), "a prompt is open");
+        app.too_small = true;
+        press(&mut app, 'q');
+        assert!(
+            app.should_quit(),
+            "q quits from a prompt too on that screen"
+        );
+        let mut app = new();
+        app.handle_key(&KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+        assert!(app.should_quit());
     }
 
     #[test]

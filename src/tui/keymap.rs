@@ -317,7 +317,10 @@ impl Keymap {
         }
         let chord = KeyChord::from_event(ev);
         self.map.get(&(mode, chord)).copied().or_else(|| {
-            if mode == Mode::Filter || mode == Mode::Global {
+            // What is typed into a prompt is text, but a ctrl- chord never is: ctrl-c
+            // quits from a prompt too, as the help says it does everywhere.
+            let typed = mode == Mode::Filter && !ev.modifiers.contains(KeyModifiers::CONTROL);
+            if typed || mode == Mode::Global {
                 None
             } else {
                 self.map.get(&(Mode::Global, chord)).copied()
@@ -434,7 +437,8 @@ mod tests {
         let g = key(KeyCode::Char('G'), KeyModifiers::SHIFT);
         assert_eq!(km.lookup(Mode::Keys, &g), Some(Action::Bottom));
         let cc = key(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert_eq!(km.lookup(Mode::Filter, &cc), None);
+        // A prompt takes text, but ctrl-c still quits (the help: "everywhere").
+        assert_eq!(km.lookup(Mode::Filter, &cc), Some(Action::Quit));
         assert_eq!(km.lookup(Mode::Detail, &cc), Some(Action::Quit));
         let mut rel = q;
         rel.kind = KeyEventKind::Release;

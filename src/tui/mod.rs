@@ -207,6 +207,7 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
             let shot = app.take_screenshot();
             let frame = guard.terminal().draw(|f| views::draw(&app, f))?;
             drawn_size = Some(frame.area.as_size());
+            app.too_small = views::too_small(frame.area);
             let saved = shot.then(|| {
                 let dir = if opts_screenshot_dir.as_os_str().is_empty() {
                     Path::new(".")

@@ -101,6 +101,15 @@ impl App {
         if key.kind == KeyEventKind::Release {
             return;
         }
+        if self.too_small {
+            // The screen shows none of the panels: only quitting acts (`q` too while a
+            // prompt is open, as the screen says).
+            let quits = |m| self.s.keymap.lookup(m, key) == Some(Action::Quit);
+            if quits(self.mode()) || quits(Mode::Global) {
+                self.perform(Action::Quit);
+            }
+            return;
+        }
         // A notice answers the last key; the next one dismisses it.
         if self.notice.take().is_some() {
             self.dirty = true;

@@ -33,9 +33,15 @@ use super::theme::Role;
 pub const MIN_COLS: u16 = 40;
 pub const MIN_ROWS: u16 = 12;
 
-/// "Terminal too small", centred and wrapped into whatever room there is. Keys still work
-/// (`q` quits), and the next resize redraws the panels.
+/// Whether `area` is below the smallest layout: the too-small screen is drawn instead.
+pub fn too_small(area: Rect) -> bool {
+    area.width < MIN_COLS || area.height < MIN_ROWS
+}
+
+/// "Terminal too small", centred and wrapped into whatever room there is. Only quitting
+/// keys act (`q`, ctrl-c; see `App::too_small`), and the next resize redraws the panels.
 fn draw_too_small(app: &App, f: &mut Frame, area: Rect) {
+    debug_assert!(too_small(area));
     let text = format!(
         "terminal too small: {}x{}; regscope needs at least {MIN_COLS}x{MIN_ROWS} \
          (larger terminals show more of each panel). Enlarge it, or press q to quit.",
@@ -52,7 +58,7 @@ pub fn draw(app: &App, f: &mut Frame) {
         panic!("REGSCOPE_DEBUG_PANIC=1: deliberate panic while drawing (terminal restore test)");
     }
     let area = f.area();
-    if area.width < MIN_COLS || area.height < MIN_ROWS {
+    if too_small(area) {
         draw_too_small(app, f, area);
         return;
     }
