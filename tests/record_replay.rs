@@ -760,6 +760,44 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
     let s = p.seek_first_view();
     assert!(s.replica.listing().is_none(), "the list is done");
     assert_eq!(s.replica.conn(), &regscope::model::ConnState::Watching);
+    // A scrape between the list and "watching" (as `record` writes it): still after
+    // "watching". An event before it: not past the event.
+    let scrape = Stamped {
+        at: at(0),
+        obs: Observation::Scrape {
+            target: regscope::model::ScrapeTarget::Etcd,
+            outcome: regscope::model::ScrapeOutcome::Failed {
+                source: "http://127.0.0.1:1/metrics".into(),
+                error: "connection refused".into(),
+            },
+        },
+    };
+    let mut scraped = watching.clone();
+    scraped.insert(3, scrape);
+    let path = dir.path().join("sw.rgs");
+    record_stream(&path, &scraped, small_policy(), false);
+    let mut p = Player::open(&path).unwrap();
+    let s = p.seek_first_view();
+    assert_eq!(s.replica.conn(), &regscope::model::ConnState::Watching);
+    let listed_rev = s.revision();
+    let mut late = all.clone();
+    let first_event = late
+        .iter()
+        .position(|st| matches!(st.obs, Observation::Events { .. }))
+        .unwrap();
+    late.insert(
+        first_event + 1,
+        Stamped {
+            at: at(0),
+            obs: Observation::Conn(regscope::model::ConnState::Watching),
+        },
+    );
+    let path = dir.path().join("late.rgs");
+    record_stream(&path, &late, small_policy(), false);
+    let mut p = Player::open(&path).unwrap();
+    let s = p.seek_first_view();
+    assert_eq!(s.revision(), listed_rev, "no event of the watch applied");
+    assert_ne!(s.replica.conn(), &regscope::model::ConnState::Watching);
 
     // Started mid-session (keys in the first checkpoint): the start.
     let path = dir.path().join("mid.rgs");

@@ -34,6 +34,10 @@ const SPENT_BATCH: usize = 1024;
 /// thousand pages.
 const FIRST_VIEW_SCAN: u64 = 100_000;
 
+/// Scrapes a replay looks through after that list for the source's "watching" (see
+/// [`Player::seek_first_view`]).
+const FIRST_VIEW_AFTER_LIST: usize = 16;
+
 /// Where to seek.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Target {
@@ -813,13 +817,19 @@ impl Player {
                 .advance(&mut session, Target::End, 1, |_, _, _| {})
                 .max(1);
             if done {
-                // The source says it watches right after its list: that too, so the
-                // header does not open on "listing".
-                if self
-                    .peek()
-                    .is_some_and(|n| matches!(n.obs, Observation::Conn(_)))
-                {
+                // The source says it watches soon after its list (`record` may write a
+                // scrape or two in between): that too, so that the header does not open
+                // on "listing"; nothing else.
+                for _ in 0..FIRST_VIEW_AFTER_LIST {
+                    let Some(next) = self.peek() else { break };
+                    let conn = matches!(next.obs, Observation::Conn(_));
+                    if !conn && !matches!(next.obs, Observation::Scrape { .. }) {
+                        break;
+                    }
                     self.advance(&mut session, Target::End, 1, |_, _, _| {});
+                    if conn {
+                        break;
+                    }
                 }
                 return session;
             }
