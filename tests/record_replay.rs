@@ -746,14 +746,12 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
 
     // A live source says it watches right after its list: the view opens after that too,
     // so the header does not open on "listing".
+    let says_watching = || Stamped {
+        at: at(0),
+        obs: Observation::Conn(regscope::model::ConnState::Watching),
+    };
     let mut watching = all.clone();
-    watching.insert(
-        3,
-        Stamped {
-            at: at(0),
-            obs: Observation::Conn(regscope::model::ConnState::Watching),
-        },
-    );
+    watching.insert(3, says_watching());
     let path = dir.path().join("w.rgs");
     record_stream(&path, &watching, small_policy(), false);
     let mut p = Player::open(&path).unwrap();
@@ -785,13 +783,7 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
         .iter()
         .position(|st| matches!(st.obs, Observation::Events { .. }))
         .unwrap();
-    late.insert(
-        first_event + 1,
-        Stamped {
-            at: at(0),
-            obs: Observation::Conn(regscope::model::ConnState::Watching),
-        },
-    );
+    late.insert(first_event + 1, says_watching());
     let path = dir.path().join("late.rgs");
     record_stream(&path, &late, small_policy(), false);
     let mut p = Player::open(&path).unwrap();
