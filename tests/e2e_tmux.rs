@@ -556,6 +556,17 @@ async fn record_in_the_console_then_replay_it() {
         t.keys(&["Enter"]);
         t.wait_for(said, Duration::from_secs(10), |s| s.contains(said));
     }
+    // A moment on another day is refused with its date (its clock time alone could
+    // read as inside the span).
+    t.keys(&["t"]);
+    t.wait_for("the seek prompt", Duration::from_secs(5), |s| {
+        s.contains("seek to")
+    });
+    t.text("2099-01-01T12:00:00Z");
+    t.keys(&["Enter"]);
+    t.wait_for("the date in the refusal", Duration::from_secs(10), |s| {
+        s.contains("2099-01-01 ") && s.contains("is outside the recording")
+    });
     t.keys(&["q"]);
     wait_dead(&t, "replay did not quit on q");
 }

@@ -78,6 +78,21 @@ fn snapshot_from(file: &Path, at: Option<&str>) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `snapshot --json --from FILE --at AT`, whatever it answers.
+fn snapshot_output(file: &Path, at: &str) -> std::process::Output {
+    Command::new(BIN)
+        .args([
+            "snapshot",
+            "--json",
+            "--from",
+            file.to_str().unwrap(),
+            "--at",
+            at,
+        ])
+        .output()
+        .unwrap()
+}
+
 /// The replica's state in a snapshot: what a fresh list of etcd also reports (the event
 /// counters, gaps and compactions seen are the session's history, not etcd's state).
 fn state(v: &serde_json::Value) -> serde_json::Value {
@@ -1523,17 +1538,7 @@ fn snapshot_from_a_recording_at_a_time_and_a_revision() {
     let from_start = snapshot_from(&file, Some("+10s"));
     let back = snapshot_from(&file, Some("-30s"));
     assert_eq!(from_start, back, "+10s from the start is -30s from the end");
-    let out = Command::new(BIN)
-        .args([
-            "snapshot",
-            "--json",
-            "--from",
-            file.to_str().unwrap(),
-            "--at",
-            "soon",
-        ])
-        .output()
-        .unwrap();
+    let out = snapshot_output(&file, "soon");
     assert_eq!(out.status.code(), Some(2));
     let missing = PathBuf::from("/nonexistent/recording.rgs");
     let out = Command::new(BIN)
@@ -1795,6 +1800,30 @@ fn the_demo_recording_in_the_repository_replays() {
     }
 }
 
+/// `export --show-secrets` of a recording made without it says why the Secret data
+/// stays `<redacted: N bytes>`.
+#[test]
+fn export_show_secrets_over_a_redacted_recording_says_so() {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
+    let out = Command::new(BIN)
+        .args([
+            "export",
+            file.to_str().unwrap(),
+            "--decode",
+            "--show-secrets",
+        ])
+        .args(["--prefix", "/registry/secrets/"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("<redacted: "));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("made without it, its Secret data is redacted"),
+        "{err}"
+    );
+}
+
 /// Times with a fraction of a second or an RFC 3339 offset name the same moment as in
 /// UTC, and a range whose --from lands past its --to (a time against a revision) is
 /// refused, on the repository's recording (it spans 07:43:18.792 .. 07:44:48.808 UTC on
@@ -1810,6 +1839,15 @@ fn moments_with_fractions_offsets_and_mixed_ranges_on_the_repository_recording()
     assert_eq!(snapshot("2026-12-03 02:14:00.500-05:30"), utc);
     // Half a second earlier is another moment of this busy recording.
     assert_ne!(snapshot("07:44:00"), utc);
+    // The span's first and last seconds are inside, whole; the next ones are not, and
+    // the refusal gives the span to the millisecond.
+    assert_eq!(snapshot("07:44:48.9"), snapshot("end"));
+    for at in ["07:44:49", "07:44:49.9", "07:43:17.9"] {
+        let out = snapshot_output(&file, at);
+        assert_eq!(out.status.code(), Some(2), "--at {at}: {out:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(".808Z)"), "{err}");
+    }
     let export = |from: &str, to: &str| {
         Command::new(BIN)
             .args(["export", file.to_str().unwrap(), "--from", from, "--to", to])

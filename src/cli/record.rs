@@ -28,7 +28,7 @@ pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, Strin
     let (start, end) = player.span();
     let t = text.trim();
     let anchor = if t.starts_with('+') { start } else { end };
-    let ts = |t: SystemTime| humantime::format_rfc3339_seconds(t).to_string();
+    let ts = |t: SystemTime| humantime::format_rfc3339_millis(t).to_string();
     let span = || format!("the recording spans {} .. {}", ts(start), ts(end));
     let target = match parse_seek(t, if t.contains(':') { start } else { anchor }, 0) {
         Ok(SeekTo::Relative(s)) => {
@@ -46,12 +46,18 @@ pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, Strin
         Ok(SeekTo::End) => Target::End,
         Err(e) => return Err(format!("{flag}: {}", e.trim_start_matches("seek: "))),
     };
-    // Outside the recording is a mistake to say, not a moment to guess.
+    // Outside the recording is a mistake to say, not a moment to guess. Its first and
+    // last seconds are inside, whole (`--at 07:44:48.9` of a recording that ends at
+    // 07:44:48.808 is its end), the next second is not.
+    let second = |t: SystemTime| {
+        SystemTime::UNIX_EPOCH
+            + Duration::from_secs(
+                t.duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs()),
+            )
+    };
     match target {
-        // The span is printed to the second: its first and last seconds are inside.
-        Target::Time(at)
-            if at + Duration::from_secs(1) <= start || at > end + Duration::from_secs(1) =>
-        {
+        Target::Time(at) if at < second(start) || at >= second(end) + Duration::from_secs(1) => {
             Err(format!(
                 "{flag} {t}: {} is outside the recording ({})",
                 ts(at),
@@ -553,6 +559,11 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
         }
     };
     let show_secrets = ui.show_secrets && !player.header().secrets_redacted;
+    if ui.show_secrets && !show_secrets {
+        eprintln!(
+            "regscope export: --show-secrets: this recording was made without it, its Secret data is redacted; written as <redacted: N bytes>"
+        );
+    }
     let prefix = player.header().info.prefix.clone();
     // Checkpoints after the first are not on an export's way: check them too.
     player.verify(false);

@@ -141,6 +141,13 @@ pub fn clock(t: SystemTime, offset: i64) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
 }
 
+/// `YYYY-MM-DD` of `t` at `offset` seconds east of UTC.
+pub fn local_date(t: SystemTime, offset: i64) -> String {
+    let local = (unix_second(t) as i64 + offset).max(0) as u64;
+    let shifted = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(local);
+    humantime::format_rfc3339_seconds(shifted).to_string()[..10].to_string()
+}
+
 /// The local time zone's offset from UTC in seconds, now (0 if it cannot be found).
 // `tm_gmtoff` is a C long: i64 here, i32 on 32-bit targets, hence the conversion.
 #[allow(clippy::useless_conversion)]
@@ -176,6 +183,11 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_secs(3600 + 62);
         assert_eq!(clock(t, 0), "01:01:02");
         assert_eq!(clock(t, -7200), "23:01:02");
+        assert_eq!(local_date(t, 0), "1970-01-01");
+        let t = UNIX_EPOCH + Duration::from_secs(1_796_139_130); // 2026-12-01T15:32:10Z
+        assert_eq!(local_date(t, 0), "2026-12-01");
+        assert_eq!(local_date(t, 9 * 3600), "2026-12-02");
+        assert_eq!(local_date(t, -16 * 3600), "2026-11-30");
     }
 
     #[test]

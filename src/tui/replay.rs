@@ -231,15 +231,25 @@ impl ReplayDriver {
                 // A moment outside the recording is said, not guessed; a step past either
                 // end stops there and says so.
                 let (start, end) = self.player.span();
-                let clock = |t| super::format::clock(t, app.s.utc_offset);
-                let second = Duration::from_secs(1);
+                let offset = app.s.utc_offset;
+                let clock = |t| super::format::clock(t, offset);
+                // Its first and last seconds are inside, whole (as `--at` takes them).
+                let second = |t: SystemTime| {
+                    SystemTime::UNIX_EPOCH + Duration::from_secs(super::format::unix_second(t))
+                };
                 let outside = match (to, target) {
                     (SeekTo::Time(_), Target::Time(t))
-                        if t + second <= start || t > end + second =>
+                        if t < second(start) || t >= second(end) + Duration::from_secs(1) =>
                     {
+                        // Another day than the recording's is said with its date.
+                        let day = |t| super::format::local_date(t, offset);
+                        let when = if day(t) == day(start) {
+                            clock(t)
+                        } else {
+                            format!("{} {}", day(t), clock(t))
+                        };
                         Some(format!(
-                            "{} is outside the recording ({} .. {})",
-                            clock(t),
+                            "{when} is outside the recording ({} .. {})",
                             clock(start),
                             clock(end)
                         ))

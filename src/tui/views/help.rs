@@ -18,7 +18,7 @@ fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
     if !app.s.warnings.is_empty() {
         out.push(Line::from(sp(
             app,
-            "Configuration warnings",
+            "Warnings (configuration, recording, replay)",
             Role::TableHeader,
         )));
         for w in &app.s.warnings {
