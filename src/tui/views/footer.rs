@@ -125,7 +125,12 @@ fn hints(app: &App, mode: Mode, actions: &[Action], width: usize) -> Vec<Span<'s
             continue;
         };
         let key = format!(" {key} ");
-        let label = format!(" {}  ", a.hint());
+        // The pause key says what it does now.
+        let hint = match a {
+            Action::TogglePause if app.paused() => "play",
+            _ => a.hint(),
+        };
+        let label = format!(" {hint}  ");
         let w = key.chars().count() + label.chars().count();
         if used + w > width {
             break;
