@@ -1800,6 +1800,36 @@ fn the_demo_recording_in_the_repository_replays() {
     }
 }
 
+/// A revision inside a lost segment cannot be shown as of itself: `snapshot --at` says
+/// which revision it shows instead (the last before the loss). One before the loss is
+/// reached as asked.
+#[test]
+fn a_revision_in_a_lost_stretch_is_said_not_silently_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("lost.rgs");
+    let mut bytes =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs")).unwrap();
+    // Inside the segment that holds revisions 1038 .. 1077 of this recording.
+    bytes[200_000..200_100].fill(b'0');
+    std::fs::write(&file, &bytes).unwrap();
+    let out = snapshot_output(&file, "r1050");
+    assert_eq!(out.status.code(), Some(1), "damaged: {out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "revision 1050 lies in a damaged stretch of the file: shown as of revision 1037"
+        ),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["revision"], 1037);
+    let out = snapshot_output(&file, "r1000");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("damaged stretch"), "{err}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["revision"], 1000);
+}
+
 /// `export --show-secrets` of a recording made without it says why the Secret data
 /// stays `<redacted: N bytes>`.
 #[test]

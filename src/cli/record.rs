@@ -478,6 +478,9 @@ pub fn snapshot_from(s: &SnapshotArgs) -> Result<ExitCode> {
     for d in player.damage() {
         eprintln!("regscope: damaged recording: {d}");
     }
+    if let Some(line) = player.short_of(&session, target) {
+        eprintln!("regscope: --at {}: {line}", s.at.as_deref().unwrap_or(""));
+    }
     let mut v: serde_json::Value = serde_json::from_str(&snapshot_of(&session, s.keys)?)?;
     // A damaged file replays what it still holds; the summary says it is incomplete.
     v["recording_damage"] = json!(player.damage());

@@ -934,6 +934,19 @@ impl Player {
         }
     }
 
+    /// When a seek to revision `r` stopped short of it at a lost frame (the revisions in
+    /// between were in it): one line saying so and which revision `session` shows.
+    /// `None` when the seek reached its target or there was no loss on its way.
+    pub fn short_of(&self, session: &Session, target: Target) -> Option<String> {
+        match target {
+            Target::Revision(r) if self.lost && session.revision() < r => Some(format!(
+                "revision {r} lies in a damaged stretch of the file: shown as of revision {}, the last before it",
+                session.revision()
+            )),
+            _ => None,
+        }
+    }
+
     /// Reads the whole recording once into a fresh session (from the first checkpoint)
     /// and collects the markers: compactions, relists and gaps, resets, connection lost
     /// and restored, 410 Gone, failed scrapes, etcd p99 latency over `p99_threshold`

@@ -284,6 +284,10 @@ impl ReplayDriver {
                     _ => None,
                 };
                 self.seek(app, target);
+                if let Some(line) = self.player.short_of(&app.session, target) {
+                    self.status.marker = Some(line);
+                    self.update(app);
+                }
             }
             Request::Step => {
                 let resyncs = self.player.resyncs();
