@@ -78,6 +78,11 @@ fn snapshot_from(file: &Path, at: Option<&str>) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The recording in the repository (scripts/record-demo.sh).
+fn demo_recording() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs")
+}
+
 /// `snapshot --json --from FILE --at AT`, whatever it answers.
 fn snapshot_output(file: &Path, at: &str) -> std::process::Output {
     Command::new(BIN)
@@ -1754,7 +1759,7 @@ fn special_values_in_latency_and_gauges_never_panic_the_panels() {
 /// the incidents it is there to show, and without the demo Secret's plaintext.
 #[test]
 fn the_demo_recording_in_the_repository_replays() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
+    let file = demo_recording();
     let bytes = std::fs::read(&file).unwrap();
     assert!(bytes.len() < 4 << 20, "a few MB at most");
     let demo_password = b"not-a-real-password-regscope-demo";
@@ -1807,8 +1812,7 @@ fn the_demo_recording_in_the_repository_replays() {
 fn a_revision_in_a_lost_stretch_is_said_not_silently_replaced() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("lost.rgs");
-    let mut bytes =
-        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs")).unwrap();
+    let mut bytes = std::fs::read(demo_recording()).unwrap();
     // Inside the segment that holds revisions 1038 .. 1077 of this recording.
     bytes[200_000..200_100].fill(b'0');
     std::fs::write(&file, &bytes).unwrap();
@@ -1834,7 +1838,7 @@ fn a_revision_in_a_lost_stretch_is_said_not_silently_replaced() {
 /// stays `<redacted: N bytes>`.
 #[test]
 fn export_show_secrets_over_a_redacted_recording_says_so() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
+    let file = demo_recording();
     let out = Command::new(BIN)
         .args([
             "export",
@@ -1860,7 +1864,7 @@ fn export_show_secrets_over_a_redacted_recording_says_so() {
 /// 2026-12-03, revisions 44 .. 3383).
 #[test]
 fn moments_with_fractions_offsets_and_mixed_ranges_on_the_repository_recording() {
-    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
+    let file = demo_recording();
     let snapshot = |at: &str| snapshot_from(&file, Some(at))["revision"].clone();
     let utc = snapshot("2026-12-03T07:44:00.5Z");
     assert!(utc.as_i64().unwrap() > 44, "{utc}");

@@ -46,24 +46,13 @@ pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, Strin
         Ok(SeekTo::End) => Target::End,
         Err(e) => return Err(format!("{flag}: {}", e.trim_start_matches("seek: "))),
     };
-    // Outside the recording is a mistake to say, not a moment to guess. Its first and
-    // last seconds are inside, whole (`--at 07:44:48.9` of a recording that ends at
-    // 07:44:48.808 is its end), the next second is not.
-    let second = |t: SystemTime| {
-        SystemTime::UNIX_EPOCH
-            + Duration::from_secs(
-                t.duration_since(SystemTime::UNIX_EPOCH)
-                    .map_or(0, |d| d.as_secs()),
-            )
-    };
+    // Outside the recording is a mistake to say, not a moment to guess.
     match target {
-        Target::Time(at) if at < second(start) || at >= second(end) + Duration::from_secs(1) => {
-            Err(format!(
-                "{flag} {t}: {} is outside the recording ({})",
-                ts(at),
-                span()
-            ))
-        }
+        Target::Time(at) if !player.holds_time(at) => Err(format!(
+            "{flag} {t}: {} is outside the recording ({})",
+            ts(at),
+            span()
+        )),
         Target::Revision(r) if r <= 0 => Err(format!(
             "{flag} {t}: a revision is a positive number (etcd's first is 1)"
         )),

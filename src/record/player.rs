@@ -10,7 +10,7 @@
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::files::recording_files;
 use super::format::{FrameKind, Item, Reader};
@@ -410,6 +410,18 @@ impl Player {
         let first = self.frames.first().map_or(0, |f| f.first_ns);
         let last = self.frames.iter().map(|f| f.last_ns).max().unwrap_or(first);
         (from_ns(first), from_ns(last))
+    }
+
+    /// Whether a seek to time `t` is inside the recording: its first and last seconds
+    /// count whole (spans are shown to the second, so `07:44:48.9` of a recording that
+    /// ends at 07:44:48.808 is its end), the second after the last does not.
+    pub fn holds_time(&self, t: SystemTime) -> bool {
+        let (start, end) = self.span();
+        let second = |t: SystemTime| {
+            let s = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+            UNIX_EPOCH + Duration::from_secs(s)
+        };
+        t >= second(start) && t < second(end) + Duration::from_secs(1)
     }
 
     /// Reads frames until an observation is pending; `false` at the end.

@@ -233,14 +233,8 @@ impl ReplayDriver {
                 let (start, end) = self.player.span();
                 let offset = app.s.utc_offset;
                 let clock = |t| super::format::clock(t, offset);
-                // Its first and last seconds are inside, whole (as `--at` takes them).
-                let second = |t: SystemTime| {
-                    SystemTime::UNIX_EPOCH + Duration::from_secs(super::format::unix_second(t))
-                };
                 let outside = match (to, target) {
-                    (SeekTo::Time(_), Target::Time(t))
-                        if t < second(start) || t >= second(end) + Duration::from_secs(1) =>
-                    {
+                    (SeekTo::Time(_), Target::Time(t)) if !self.player.holds_time(t) => {
                         // Another day than the recording's is said with its date.
                         let day = |t| super::format::local_date(t, offset);
                         let when = if day(t) == day(start) {
