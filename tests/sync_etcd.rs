@@ -6,7 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::{addr_of, assert_verified, fast_sync, head_revision, source, Harness, Proxy};
-use etcd_client::{Client, Compare, CompareOp, DeleteOptions, PutOptions, Txn, TxnOp};
+use etcd_client::{Client, Compare, CompareOp, DeleteOptions, GetOptions, PutOptions, Txn, TxnOp};
 use regscope::demo::PrivateEtcd;
 use regscope::model::ConnState;
 
@@ -207,7 +207,9 @@ async fn br06_stopped_etcd_is_detected_and_recovered() {
 }
 
 /// Resuming a watch after a disconnect once the last seen revision is compacted: relist,
-/// keep the new value, record the gap once, never loop on the compacted revision.
+/// keep the new value, record the gap once, never loop on the compacted revision; and what
+/// changed in the unseen revisions becomes event rows marked unseen, equal to what etcd
+/// changed (read back with a plain get before and after).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn br04_compaction_during_disconnect_relists_with_gap() {
     let (e, mut c) = etcd().await;
@@ -216,6 +218,10 @@ async fn br04_compaction_during_disconnect_relists_with_gap() {
         .await
         .unwrap();
     assert_eq!(r.header().unwrap().revision(), 2);
+    c.put("/registry/pods/ns/fresh", "p1", None).await.unwrap();
+    c.put("/registry/configmaps/default/same", "s1", None)
+        .await
+        .unwrap();
     let mut proxy = Proxy::start(addr_of(&e.endpoint())).await;
     let mut h = Harness::start(source(&proxy.url(), fast_sync()));
     h.catch_up(&mut c, T).await;
@@ -225,26 +231,43 @@ async fn br04_compaction_during_disconnect_relists_with_gap() {
     .await;
     let events_before = h.replica.events().len();
     proxy.cut().await;
+    // While away: a changed twice (version 1 → 3), fresh deleted, new created.
     let r = c
         .put("/registry/configmaps/default/a", "v2", None)
         .await
         .unwrap();
-    assert_eq!(r.header().unwrap().revision(), 3);
+    let first_unseen = r.header().unwrap().revision();
+    c.put("/registry/configmaps/default/a", "v3", None)
+        .await
+        .unwrap();
+    c.delete("/registry/pods/ns/fresh", None).await.unwrap();
+    c.put("/registry/configmaps/default/new", "n1", None)
+        .await
+        .unwrap();
     for i in 1..=100 {
         c.put(format!("/other/k{i}"), "x", None).await.unwrap();
     }
-    c.compact(103, None).await.unwrap();
+    let head = c
+        .get("/other/k1", None)
+        .await
+        .unwrap()
+        .header()
+        .unwrap()
+        .revision();
+    c.compact(head, None).await.unwrap();
     proxy.restore().await;
     h.until("relisted after compaction", T, |r, _| !r.gaps().is_empty())
         .await;
     h.catch_up(&mut c, T).await;
-    assert_eq!(h.seen.watch_compactions, vec![103]);
+    assert_eq!(h.seen.watch_compactions, vec![head]);
     let a = h.replica.get(b"/registry/configmaps/default/a").unwrap();
-    assert_eq!(a.value.as_deref(), Some(&b"v2"[..]));
-    assert_eq!(a.mod_revision, 3);
+    assert_eq!(a.value.as_deref(), Some(&b"v3"[..]));
+    assert_eq!((a.mod_revision, a.version), (first_unseen + 1, 3));
     assert_eq!(h.replica.gaps().len(), 1);
-    assert_eq!(h.replica.gaps()[0].compact_revision, 103);
-    assert_eq!(h.replica.compact_revision(), Some(103));
+    let gap = h.replica.gaps()[0].clone();
+    assert_eq!(gap.compact_revision, head);
+    assert_eq!((gap.from, gap.to), (first_unseen, head));
+    assert_eq!(h.replica.compact_revision(), Some(head));
     let resyncs = h
         .replica
         .notes()
@@ -252,11 +275,64 @@ async fn br04_compaction_during_disconnect_relists_with_gap() {
         .filter(|(_, n)| n.contains("resync after compaction"))
         .count();
     assert_eq!(resyncs, 1);
-    assert_eq!(
-        h.replica.events().len(),
-        events_before,
-        "a relist adds no events for keys that did not change"
-    );
+    // The rows the relist synthesized are exactly etcd's changes under the prefix: etcd's
+    // state now (a get of the prefix) against the replica's before the gap.
+    let now = c
+        .get("/registry/", Some(GetOptions::new().with_prefix()))
+        .await
+        .unwrap();
+    let mut want: Vec<(i64, String, &str, Vec<u8>)> = now
+        .kvs()
+        .iter()
+        .filter(|kv| kv.mod_revision() >= first_unseen)
+        .map(|kv| {
+            let change = if kv.create_revision() >= first_unseen {
+                "created"
+            } else {
+                "changed"
+            };
+            (
+                kv.mod_revision(),
+                kv.key_str().unwrap().to_string(),
+                change,
+                kv.value().to_vec(),
+            )
+        })
+        .collect();
+    want.sort();
+    want.push((
+        head,
+        "/registry/pods/ns/fresh".into(),
+        "deleted",
+        b"p1".to_vec(),
+    ));
+    let got: Vec<(i64, String, &str, Vec<u8>)> = h
+        .replica
+        .events()
+        .iter()
+        .skip(events_before)
+        .map(|ev| {
+            let u = ev.unseen.expect("only unseen rows after the gap");
+            assert_eq!((u.from, u.to), (gap.from, gap.to));
+            (
+                ev.revision,
+                String::from_utf8_lossy(&ev.key).into_owned(),
+                u.change.label(),
+                ev.value.to_vec(),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    let counts = h.replica.gap_summaries()[0].changes.unwrap();
+    assert_eq!((counts.created, counts.changed, counts.deleted), (1, 1, 1));
+    // The key's history goes from version 1 to 3 through the gap, and says so.
+    let hist = h.replica.history(b"/registry/configmaps/default/a");
+    let (old, new) = (&hist[hist.len() - 2], &hist[hist.len() - 1]);
+    assert_eq!((old.version, new.version), (1, 3));
+    assert!(h
+        .replica
+        .gap_between(old.mod_revision, new.mod_revision)
+        .is_some());
     assert_eq!(h.seen.list_begins, 2);
     assert_verified(&h).await;
 }

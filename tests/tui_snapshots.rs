@@ -626,6 +626,133 @@ fn not_responding() -> App {
     a
 }
 
+/// The alert row of `app` at `w` columns (the line that starts with a warning sign).
+fn alert_row(app: &mut App, w: u16) -> String {
+    let text = render(app, w, 24);
+    text.lines()
+        .find(|l| l.starts_with(" ⚠") || l.starts_with(" ✖"))
+        .unwrap_or_else(|| panic!("no alert row:\n{text}"))
+        .to_string()
+}
+
+/// Every alert row at 80 and 160 columns: says what it must (since when and for how long,
+/// which revisions a gap hid and what changed there, which etcd was replaced by which),
+/// and ends at a word, never inside one.
+#[test]
+fn alert_rows_at_80_and_160_columns() {
+    let reconnecting = || {
+        let mut r = fixture();
+        r.apply(&Stamped {
+            at: at(40),
+            obs: Observation::Conn(ConnState::Reconnecting {
+                attempt: 3,
+                error: "connection refused (os error 111)".into(),
+            }),
+        });
+        let mut a = App::new(
+            regscope::store::Session::from_replica(r, "demo"),
+            Settings::default(),
+        );
+        a.tick(at(170));
+        a
+    };
+    let replaced = || {
+        let mut r = fixture();
+        let head = r.revision();
+        for (s, obs) in [
+            (
+                40,
+                Observation::Conn(ConnState::Reconnecting {
+                    attempt: 1,
+                    error: "refused".into(),
+                }),
+            ),
+            (
+                45,
+                Observation::Server {
+                    endpoint: "http://127.0.0.1:2379".into(),
+                    version: "3.4.30".into(),
+                    cluster_id: 0xcdf818194e3a8c32,
+                },
+            ),
+            (
+                45,
+                Observation::Reset {
+                    reason: "etcd's cluster ID changed".into(),
+                },
+            ),
+            (45, Observation::ListBegin { revision: 3 }),
+            (45, Observation::ListPage { kvs: vec![] }),
+            (
+                45,
+                Observation::ListDone {
+                    revision: 3,
+                    compacted: None,
+                },
+            ),
+            (45, Observation::Conn(ConnState::Watching)),
+        ] {
+            r.apply(&Stamped { at: at(s), obs });
+        }
+        assert!(head > 3);
+        let mut a = App::new(
+            regscope::store::Session::from_replica(r, "demo"),
+            Settings::default(),
+        );
+        a.tick(at(50));
+        a
+    };
+    type Case = (&'static str, Box<dyn Fn() -> App>, Vec<&'static str>);
+    let cases: Vec<Case> = vec![
+        (
+            "not responding",
+            Box::new(not_responding),
+            vec!["etcd not responding since 22:13:51, 21s"],
+        ),
+        (
+            "reconnecting",
+            Box::new(reconnecting),
+            vec!["etcd unreachable since 22:14:00, 2m 10s"],
+        ),
+        (
+            "gap",
+            Box::new(app),
+            vec!["gap at 22:13:46: revisions 141–145 unseen, a relist found 1 created"],
+        ),
+        (
+            "replaced",
+            Box::new(replaced),
+            vec!["etcd replaced at 22:14:05: revision 149 → 3, cluster id ? → cdf818194e3a8c32"],
+        ),
+    ];
+    let mut all = String::new();
+    for (name, make, says) in cases {
+        let full = alert_row(&mut make(), 400);
+        assert!(!full.ends_with('…'), "{name} whole: {full}");
+        for w in [80u16, 160] {
+            let row = alert_row(&mut make(), w);
+            assert!(row.chars().count() <= w as usize, "{name} at {w}: {row}");
+            for s in &says {
+                assert!(row.contains(s), "{name} at {w}: {row}");
+            }
+            // Cut only after a whole word: the text before the ellipsis is the start of
+            // the whole alert, followed there by a space or a punctuation mark.
+            if let Some(cut) = row.strip_suffix('…') {
+                assert!(full.starts_with(cut), "{name} at {w}: {row}");
+                let next = full[cut.len()..].chars().next();
+                assert!(
+                    next.is_some_and(|c| !c.is_alphanumeric()),
+                    "{name} at {w} cut inside a word: {row}"
+                );
+            } else {
+                assert_eq!(row, full, "{name} at {w}");
+            }
+            all.push_str(&format!("{name} at {w}:\n{row}\n"));
+        }
+    }
+    insta::assert_snapshot!(all);
+}
+
 #[test]
 fn not_responding_header_80x24() {
     let text = render(&mut not_responding(), 80, 24);
@@ -1493,6 +1620,7 @@ mod apiserver_views {
             initializations: Reading::Value(1.0),
             replica_event_rate: Some(recv),
             history_span_seconds: span,
+            wrapped: Some(true),
         }
     }
 
@@ -1530,6 +1658,7 @@ mod apiserver_views {
             watch_cache_lag_revisions: cache,
             informer_lag_revisions: inf.map(|i| i.0),
             informer_lag_seconds: inf.map(|i| i.1),
+            events_behind: None,
             gone_410: gone,
             relists,
             informer_state: Some(state.into()),
@@ -1560,7 +1689,7 @@ mod apiserver_views {
                     // The watch cache, not etcd compaction, is what the informer is about
                     // to fall out of: the reason says so.
                     risk_reason: Some(
-                        "41.5s behind, the watch cache holds 30.0s of events: a resume gets 410 Gone from the watch cache (etcd still has the revisions)".into(),
+                        "1100 events behind, the watch cache's ring holds the newest 1000: a resume gets 410 Gone from the watch cache (etcd still has the revisions)".into(),
                     ),
                     ..wrow(
                         "events",
@@ -1755,7 +1884,7 @@ fn apiserver_all_sections_120x40() {
             // Window: the verdicts and the 410s.
             "Compaction window vs lag",
             "window 1,000 revs = 5m02s",
-            "✖ events: 41.5s behind, the watch cache holds 30.0s of events: a",
+            "✖ events: 1100 events behind, the watch cache's ring holds the",
             "✖ informer pods lags 1,204 revs of a 1,000-rev window: a reconnect",
             "410 Gone seen 3 (pods 2, events 1)",
             // Watch cache.
@@ -1799,7 +1928,7 @@ fn mouse_clicks_tabs_and_rows() {
     let lines: Vec<&str> = events.lines().collect();
     let header = lines
         .iter()
-        .position(|l| l.contains("rev") && l.contains("key"))
+        .position(|l| l.contains("revision") && l.contains(" op "))
         .expect("list header");
     let target = (header + 3) as u16;
     let key_text: String = lines[header + 3]
@@ -1936,13 +2065,13 @@ fn apiserver_zoomed_sections_120x40() {
             "lz",
             "apiserver_zoomed_window_120x40",
             &[
-                "✖ events: 41.5s behind, the watch cache holds 30.0s of events: a resume gets 410 Gone from the watch cache (etcd still",
+                "✖ events: 1100 events behind, the watch cache's ring holds the newest 1000: a resume gets 410 Gone from the watch",
                 "✖ informer pods lags 1,204 revs of a 1,000-rev window: a reconnect gets 410 Gone and relists",
                 "cache lag",
                 "informer state",
                 "relisting after 410",
                 "regscope's etcd watch lags 2 revs",
-                "warn: lag past half the window",
+                "warn: lag past half the compaction window",
             ][..],
         ),
         (
@@ -2372,16 +2501,17 @@ fn young_session_rates_name_the_seconds_seen() {
     assert_shows(
         &text,
         &[
-            "Top resources by writes (6 s rates; 1 resource)",
-            "Writers by managedFields (6 s rates; 1 writer)",
+            "Top resources by writes (7 s rates; 1 resource)",
+            "Writers by managedFields (7 s rates; 1 writer)",
         ],
     );
-    // One put a second, over the six seconds seen (not over the ten of the window).
+    // Six puts over the seven seconds seen, the list's second 0 included (not over the ten
+    // of the window).
     let row = text
         .lines()
         .find(|l| l.contains("│configmaps"))
         .unwrap_or_else(|| panic!("{text}"));
-    assert!(row.contains(" 1.0 "), "{row:?}");
+    assert!(row.contains(" 0.9 "), "{row:?}");
 }
 
 /// Who writes, on Growth (the writers table, each resource's top writer) and under the

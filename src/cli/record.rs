@@ -138,6 +138,19 @@ impl ConnLog {
                     eprintln!("regscope record: {line}");
                 }
             }
+            // A replaced or restored etcd: the replica is rebuilt from a fresh list.
+            Observation::Reset { reason } => {
+                eprintln!("regscope record: etcd replaced: {reason}");
+            }
+            // A gap: revisions compacted before the watch could resume.
+            Observation::ListDone {
+                revision,
+                compacted: Some(c),
+            } => {
+                eprintln!(
+                    "regscope record: gap: relisted at revision {revision} after etcd compacted at {c}; the changes in between were not seen one by one (rows marked unseen in replay and export)"
+                );
+            }
             // A failover, and a prefix that holds nothing (a typo'd --prefix would
             // otherwise record an empty session without a word).
             Observation::Note(n)
@@ -779,7 +792,68 @@ fn kv_json(
 
 fn export_lines(
     st: &Stamped,
-    _s: &Session,
+    s: &Session,
+    prefix: &str,
+    key_filter: Option<&str>,
+    e: &ExportArgs,
+    keyring: Option<&crate::decrypt::Keyring>,
+    show_secrets: bool,
+) -> Vec<String> {
+    let mut lines = export_observation(st, prefix, key_filter, e, keyring, show_secrets);
+    // After a gap, the rows the replica synthesized from the relist that closed it (what
+    // changed in revisions never seen one by one), as events marked synthesized.
+    if let Observation::ListDone {
+        revision,
+        compacted: Some(_),
+    } = &st.obs
+    {
+        for ev in s.replica.events().iter().filter(|ev| {
+            ev.unseen.is_some_and(|u| u.to == *revision)
+                && key_filter.is_none_or(|p| ev.key.starts_with(p.as_bytes()))
+        }) {
+            let Some(u) = ev.unseen else { continue };
+            // A delete's last copy is the version before the tombstone.
+            let history = s.replica.history(&ev.key);
+            let held = match ev.kind {
+                crate::model::EventKind::Put => {
+                    history.iter().rev().find(|v| v.mod_revision == ev.revision)
+                }
+                crate::model::EventKind::Delete => history
+                    .iter()
+                    .rev()
+                    .find(|v| v.value.is_some() && v.mod_revision < u.from),
+            };
+            let kv = KeyValue {
+                key: ev.key.clone(),
+                create_revision: held.map_or(0, |v| v.create_revision),
+                mod_revision: ev.revision,
+                version: held.map_or(0, |v| v.version),
+                lease: held.map_or(0, |v| v.lease),
+                value: ev.value.clone(),
+            };
+            let op = match ev.kind {
+                crate::model::EventKind::Put => "PUT",
+                crate::model::EventKind::Delete => "DELETE",
+            };
+            let mut line = kv_json("event", Some(op), &kv, prefix, e, keyring, show_secrets);
+            line["synthesized"] = json!(true);
+            line["unseen"] = json!({"from": u.from, "to": u.to, "change": u.change.label()});
+            if ev.kind == crate::model::EventKind::Delete {
+                // Deleted somewhere in the gap: the revision is the relist's, and the
+                // value (its size, its object) is the last copy held before the gap.
+                line["value_is_last_copy"] = json!(true);
+                line["last_mod_revision"] = json!(held.map(|v| v.mod_revision));
+            }
+            line["at"] = json!(time_text(st.at));
+            lines.push(line.to_string());
+        }
+    }
+    lines
+}
+
+/// The lines of one observation as the recording holds it.
+fn export_observation(
+    st: &Stamped,
     prefix: &str,
     key_filter: Option<&str>,
     e: &ExportArgs,

@@ -27,8 +27,9 @@ pub use memory_guard::{MemoryAction, MemoryGuard};
 pub use metrics::MetricStore;
 pub use other_clusters::{OtherCluster, OtherClusterRates, OtherClusters};
 pub use replica::{
-    member_changes, Difference, EventRecord, HistoryError, KeyMeta, Replica, ReplicaConfig,
-    ReplicaMemory, Summary, VersionMeta, VersionView, WatchHealth, DEFAULT_HISTORY_BUDGET,
+    member_changes, Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta,
+    Replica, ReplicaConfig, ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts,
+    VersionMeta, VersionView, WatchHealth, DEFAULT_HISTORY_BUDGET,
 };
 pub use session::{Applied, Discarded, Session};
 pub use shared_bytes::CHECKPOINT_FORMAT;

@@ -20,13 +20,14 @@ use bytes::Bytes;
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
-/// The checkpoint format this regscope writes: 6 adds the session's other etcd clusters
+/// The checkpoint format this regscope writes: 7 adds the event rows synthesized after a
+/// gap and each gap's counts of what changed in it ([`super::replica::GapChanges`]); 6 adds the session's other etcd clusters
 /// ([`super::OtherClusters`]) and kube-apiserver's storage flags; 5 adds the replica's write counters per
 /// writer ([`super::writers`]); 4 adds the replica's etcd members as last
 /// polled (and recordings may hold [`crate::model::Observation::Members`]); 3 adds the replica's watch health (etcd's
 /// announced head and the watch anomalies counted); 2 holds the replica's keys as one image
 /// with packed values ([`super::image`]); 1 held them as a map of raw values. All are read.
-pub const CHECKPOINT_FORMAT: u32 = 6;
+pub const CHECKPOINT_FORMAT: u32 = 7;
 
 thread_local! {
     /// The buffer being restored from on this thread.
@@ -94,6 +95,15 @@ where
     T: Deserialize<'de> + Default,
 {
     since_format(6, d)
+}
+
+/// As [`since_format_3`], for a field added in checkpoint format 7.
+pub(crate) fn since_format_7<'de, D, T>(d: D) -> Result<T, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de> + Default,
+{
+    since_format(7, d)
 }
 
 fn since_format<'de, D, T>(added_in: u32, d: D) -> Result<T, D::Error>

@@ -6,11 +6,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
 mod panels;
+mod risk;
 
 pub use panels::{
     ApfRow, ApiserverView, EtcdHealth, LatencyRow, ObjectsRow, Reading, Risk, WatchCacheRow,
     WindowRow, WindowView,
 };
+pub use risk::{assess as assess_risk, RiskInputs};
 
 use crate::metrics::concepts::{self, Concept, ConceptIdx, Hist, Mapped, SeriesKey, Table, Value};
 use crate::metrics::quantile::{
@@ -283,8 +285,14 @@ fn watch_cache(
             let held = capacity
                 .value()
                 .map(|c| received_total.map_or(*c, |r| c.min(r)));
+            // An empty ring holds no history to speak of, and needs none: nothing can be
+            // missed from it (an idle resource is not "0 s of history").
             let history_span_seconds = match (held, rate) {
-                (Some(c), Some(rate)) if rate > 0.0 => Some(c / rate),
+                (Some(c), Some(rate)) if rate > 0.0 && c > 0.0 => Some(c / rate),
+                _ => None,
+            };
+            let wrapped = match (capacity.value(), received_total) {
+                (Some(c), Some(r)) => Some(r >= *c),
                 _ => None,
             };
             WatchCacheRow {
@@ -302,6 +310,7 @@ fn watch_cache(
                 initializations: total_reading(t, m, &k(Concept::WatchCacheInitializations)),
                 replica_event_rate,
                 history_span_seconds,
+                wrapped,
                 group: g,
                 resource: r,
             }
@@ -550,6 +559,7 @@ fn window(
             watch_cache_lag_revisions: Reading::NotExposed,
             informer_lag_revisions: None,
             informer_lag_seconds: None,
+            events_behind: None,
             gone_410: 0,
             relists: 0,
             informer_state: None,
@@ -581,9 +591,43 @@ fn window(
         w.gone_410 = s.gone_410;
         w.relists = s.relists;
         w.informer_state = Some(s.state.clone());
+        w.events_behind = match (replica, s.resource_version) {
+            (Some(rep), Some(rv)) => {
+                let ids: Vec<u32> = rep
+                    .resources()
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, rs)| {
+                        t.storage_path_resource(&rs.resource) == (g.clone(), r.clone())
+                    })
+                    .map(|(i, _)| i as u32)
+                    .collect();
+                rep.events_after(rv, |id| ids.contains(&id))
+            }
+            _ => None,
+        };
     }
     for w in rows.values_mut() {
-        (w.risk, w.risk_reason) = risk(w, window_revisions, cache);
+        let c = cache
+            .iter()
+            .find(|c| c.group == w.group && c.resource == w.resource);
+        let inputs = RiskInputs {
+            informer: w.informer_state.is_some(),
+            informer_lag_revisions: w.informer_lag_revisions,
+            informer_lag_seconds: w.informer_lag_seconds,
+            informer_error: w
+                .informer_state
+                .as_deref()
+                .and_then(|s| s.strip_prefix("retrying: ")),
+            events_behind: w.events_behind,
+            watch_cache_lag_revisions: w.watch_cache_lag_revisions.value().copied(),
+            window_revisions,
+            cache_capacity: c.and_then(|c| c.capacity.value().copied()),
+            cache_wrapped: c.and_then(|c| c.wrapped),
+            cache_span_seconds: c.and_then(|c| c.history_span_seconds),
+            gone_410: w.gone_410,
+        };
+        (w.risk, w.risk_reason) = risk::assess(&inputs);
     }
     let mut rows: Vec<WindowRow> = rows.into_values().collect();
     rows.sort_by(|a, b| {
@@ -604,83 +648,4 @@ fn window(
         },
         rows,
     }
-}
-
-/// Danger when a lag reaches the compaction window (a resume would be below the compacted
-/// revision: 410 from etcd compaction) or the informer is behind by more than the watch
-/// cache's history span (the cache no longer holds its position: 410 from the cache while
-/// etcd still has the revisions); Warn from half of either, or when 410s were already seen.
-/// With the reason, one line.
-fn risk(w: &WindowRow, window: Option<i64>, cache: &[WatchCacheRow]) -> (Risk, Option<String>) {
-    let lag = w
-        .informer_lag_revisions
-        .into_iter()
-        .chain(w.watch_cache_lag_revisions.value().copied())
-        .max();
-    if let (Some(lag), Some(win)) = (lag, window) {
-        if win > 0 && lag >= win {
-            return (
-                Risk::Danger,
-                Some(format!(
-                    "lags {lag} revisions, the whole {win}-revision compaction window: a resume is below the compacted revision, 410 Gone from etcd compaction"
-                )),
-            );
-        }
-    }
-    let span = cache
-        .iter()
-        .find(|c| c.group == w.group && c.resource == w.resource)
-        .and_then(|c| c.history_span_seconds);
-    if let (Some(lag_s), Some(span)) = (w.informer_lag_seconds, span) {
-        if lag_s >= span {
-            return (
-                Risk::Danger,
-                Some(format!(
-                    "{lag_s:.1}s behind, the watch cache holds {span:.1}s of events: a resume gets 410 Gone from the watch cache (etcd still has the revisions)"
-                )),
-            );
-        }
-    }
-    // A failing informer measures nothing: say so before any "ok" or "past half".
-    if let Some(err) = w
-        .informer_state
-        .as_deref()
-        .and_then(|s| s.strip_prefix("retrying: "))
-    {
-        return (
-            Risk::Warn,
-            Some(format!("informer failing, retrying: {err}")),
-        );
-    }
-    if let (Some(lag_s), Some(span)) = (w.informer_lag_seconds, span) {
-        if lag_s * 2.0 >= span {
-            return (
-                Risk::Warn,
-                Some(format!(
-                    "{lag_s:.1}s behind, past half of the watch cache's {span:.1}s history"
-                )),
-            );
-        }
-    }
-    if let (Some(lag), Some(win)) = (lag, window) {
-        if win > 0 && lag * 2 >= win {
-            return (
-                Risk::Warn,
-                Some(format!(
-                    "lags {lag} revisions, past half of the {win}-revision compaction window"
-                )),
-            );
-        }
-    }
-    if w.gone_410 > 0 {
-        return (
-            Risk::Warn,
-            Some(format!(
-                "410 Gone seen {} time{} (relisted); caught up now",
-                w.gone_410,
-                if w.gone_410 == 1 { "" } else { "s" }
-            )),
-        );
-    }
-    (Risk::Ok, None)
 }

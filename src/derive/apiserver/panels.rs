@@ -92,16 +92,26 @@ pub struct WatchCacheRow {
     /// how many seconds back a reconnecting watcher can resume from the cache. `None` when the rate is 0 or unknown (then the span is unbounded
     /// by traffic and only capacity limits it).
     pub history_span_seconds: Option<f64>,
+    /// The ring has received at least `capacity` events since the cache was initialised,
+    /// so it evicts its oldest (`events_received_total` ≥ capacity); until then it holds
+    /// every event since its list and a resume from after that list always succeeds.
+    /// `None` when the apiserver does not expose what it received.
+    pub wrapped: Option<bool>,
 }
 
 /// How close one resource is to 410 Gone.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Risk {
+    /// Not enough data yet (the informer has reported no resourceVersion): never shown as
+    /// "ok".
+    Measuring,
     Ok,
-    /// Lag above half the window.
+    /// Lag above half the compaction window, or events behind above half the watch
+    /// cache's ring, or 410s already seen.
     Warn,
-    /// Lag at or beyond the window: a resume would get 410 Gone.
+    /// Lag at or beyond the compaction window, or at least as many events behind as the
+    /// watch cache's ring holds: a resume gets 410 Gone (see `risk.rs` for the rule).
     Danger,
 }
 
@@ -117,6 +127,10 @@ pub struct WindowRow {
     /// its resourceVersion. `None` when no informer watches this resource.
     pub informer_lag_revisions: Option<i64>,
     pub informer_lag_seconds: Option<f64>,
+    /// Events of this resource after the informer's resourceVersion, counted in the
+    /// replica's event log (`None` when the log does not reach back, or a gap hides some):
+    /// what the watch cache must still hold for a resume to succeed.
+    pub events_behind: Option<u64>,
     /// 410 Gone answers this informer received.
     pub gone_410: u64,
     /// Relists after the first list.

@@ -27,8 +27,8 @@ mod tests;
 use health::worth_noting;
 pub use health::{member_changes, WatchHealth};
 pub use read::{
-    Difference, EventRecord, HistoryError, KeyMeta, ReplicaMemory, Summary, VersionMeta,
-    VersionView,
+    Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta, Replacement,
+    ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts, VersionMeta, VersionView,
 };
 
 use super::keyspace::Slot;
@@ -112,6 +112,9 @@ pub struct Replica {
     events: VecDeque<EventRecord>,
     growth: Growth,
     gaps: Vec<Gap>,
+    /// What each gap's relist showed had changed in it (checkpoint format 7 and later).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_7")]
+    gap_changes: Vec<GapChanges>,
     compactions: VecDeque<CompactionSeen>,
     notes: VecDeque<(SystemTime, String)>,
     conn: ConnState,
@@ -149,6 +152,17 @@ pub struct Replica {
     /// later; older checkpoints start them empty).
     #[serde(default, deserialize_with = "super::shared_bytes::since_format_5")]
     writers: Writers,
+    /// When the connection was last lost (the first state other than watching or listing
+    /// after watching), while it stays lost (checkpoint format 7 and later).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_7")]
+    outage_since: Option<SystemTime>,
+    /// etcd's cluster id as the newest `Server` observation gave it, and as of the newest
+    /// completed list (0: unknown; checkpoint format 7 and later).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_7")]
+    cluster_ids: (u64, u64),
+    /// Each time etcd was replaced (checkpoint format 7 and later).
+    #[serde(default, deserialize_with = "super::shared_bytes::since_format_7")]
+    replacements: Vec<Replacement>,
     /// Bytes let go of, kept for the caller to free (see [`Replica::defer_frees`]).
     #[serde(skip)]
     discards: super::discards::Discards<Bytes>,
@@ -180,6 +194,7 @@ impl Replica {
             events: VecDeque::new(),
             growth,
             gaps: Vec::new(),
+            gap_changes: Vec::new(),
             compactions: VecDeque::new(),
             notes: VecDeque::new(),
             conn: ConnState::Connecting,
@@ -197,6 +212,9 @@ impl Replica {
             failovers: VecDeque::new(),
             members: None,
             writers: Writers::default(),
+            outage_since: None,
+            cluster_ids: (0, 0),
+            replacements: Vec::new(),
             discards: Default::default(),
         }
     }
@@ -383,10 +401,27 @@ impl Replica {
             Observation::Compacted { revision, source } => {
                 self.set_compacted(*revision, *source, st.at)
             }
-            Observation::Conn(c) => self.conn = c.clone(),
+            Observation::Conn(c) => {
+                match c {
+                    ConnState::Watching | ConnState::Listing { .. } => self.outage_since = None,
+                    ConnState::NotResponding { since } => {
+                        self.outage_since = Some(self.outage_since.unwrap_or(*since))
+                    }
+                    // Connecting is also the very first state: an outage only after a
+                    // connection was had.
+                    ConnState::Connecting if self.server.is_none() => {}
+                    _ => self.outage_since = Some(self.outage_since.unwrap_or(st.at)),
+                }
+                self.conn = c.clone()
+            }
             Observation::Server {
-                endpoint, version, ..
+                endpoint,
+                version,
+                cluster_id,
             } => {
+                if *cluster_id != 0 {
+                    self.cluster_ids.0 = *cluster_id;
+                }
                 if let Some((before, _)) = self.server.as_ref().filter(|(e, _)| e != endpoint) {
                     let before = before.clone();
                     self.note(
@@ -463,6 +498,30 @@ impl Replica {
         let mut fresh = Replica::new(self.cfg.clone());
         fresh.notes = std::mem::take(&mut self.notes);
         fresh.conn = self.conn.clone();
+        fresh.outage_since = self.outage_since;
+        // The Server observation before the reset brought the new cluster id; the old one
+        // is the id as of the last list.
+        let (now_id, before_id) = self.cluster_ids;
+        let mut replacements = std::mem::take(&mut self.replacements);
+        if replacements.len() == 64 {
+            replacements.remove(0);
+        }
+        replacements.push(Replacement {
+            at,
+            endpoint: self
+                .server
+                .as_ref()
+                .map_or(String::new(), |(e, _)| e.clone()),
+            cluster_id_before: before_id,
+            cluster_id_after: now_id,
+            revision_before: self.applied,
+            revision_after: None,
+            reason: reason.to_string(),
+        });
+        fresh.replacements = replacements;
+        fresh.cluster_ids = (now_id, before_id);
+        // The head chart keeps the old cluster's series; the drop is the break.
+        fresh.growth = std::mem::replace(&mut self.growth, Growth::new(0));
         fresh.server = self.server.take();
         fresh.change_seq = self.change_seq;
         fresh.last_observed = self.last_observed;
@@ -570,12 +629,28 @@ impl Replica {
             .map(|(_, k, _)| k.into())
             .collect();
         gone.sort_unstable();
+        // After a gap, what the relist shows had changed in it becomes event rows marked
+        // as unseen: keys the list wrote a newer version for (created or changed), and the
+        // keys it did not return (deleted, with the last copy held). Read before the
+        // tombstones go in.
+        let unseen = match compacted {
+            Some(_) if self.first_list.is_some() => {
+                Some(self.unseen_rows(before, revision, &gone, at))
+            }
+            _ => None,
+        };
         for k in gone {
             self.push_version(&k, Version::tombstone(revision));
         }
         self.list = None;
         if self.first_list.is_none() {
             self.first_list = Some(revision);
+        }
+        if let Some((rows, changes)) = unseen {
+            for row in rows {
+                self.log_event(row);
+            }
+            self.gap_changes.push(changes);
         }
         if let Some(c) = compacted {
             self.gaps.push(Gap {
@@ -593,7 +668,20 @@ impl Replica {
                 ),
             );
         }
+        self.cluster_ids.1 = self.cluster_ids.0;
+        if let Some(r) = self
+            .replacements
+            .last_mut()
+            .filter(|r| r.revision_after.is_none())
+        {
+            r.revision_after = Some(revision);
+            let line = r.describe();
+            self.note(at, line);
+        }
         self.advance(revision, at);
+        // The head chart takes the revision a list lands on (a relist after a gap jumps
+        // it), not only revisions of events.
+        self.growth.record(unix_second(at), self.applied, 0);
         self.enforce_budget();
     }
 
@@ -654,20 +742,109 @@ impl Replica {
                 _ => self.writers.count(resource, written, second, delete),
             }
         }
-        if self.events.len() >= self.cfg.event_log_cap {
-            if let Some(old) = self.events.pop_front() {
-                self.discards.keep(old.key);
-                self.discards.keep(old.value);
-            }
-        }
-        self.events.push_back(EventRecord {
+        self.log_event(EventRecord {
             at,
             revision: kv.mod_revision,
             kind: ev.kind,
             key: kv.key.clone(),
             value: deleted.unwrap_or_else(|| kv.value.clone()),
             resource,
+            unseen: None,
         });
+    }
+
+    /// Appends a row to the event log, dropping the oldest past its cap.
+    fn log_event(&mut self, row: EventRecord) {
+        if self.events.len() >= self.cfg.event_log_cap {
+            if let Some(old) = self.events.pop_front() {
+                self.discards.keep(old.key);
+                self.discards.keep(old.value);
+            }
+        }
+        self.events.push_back(row);
+    }
+
+    /// The rows and counts of what changed in the gap `before + 1 ..= revision`, from the
+    /// relist just applied: every key whose newest version is newer than `before` came from
+    /// the list (created when its create_revision is too, else changed), and `gone` are the
+    /// live keys the list did not return. Rows in revision order (deletes, whose revision
+    /// is unknown, at the relist's), at most the event log's cap of them (the newest); the
+    /// counts cover all.
+    fn unseen_rows(
+        &self,
+        before: Revision,
+        revision: Revision,
+        gone: &[Box<[u8]>],
+        at: SystemTime,
+    ) -> (Vec<EventRecord>, GapChanges) {
+        let gap = |change| Unseen {
+            from: before + 1,
+            to: revision,
+            change,
+        };
+        let mut rows: Vec<EventRecord> = Vec::new();
+        let mut changes = GapChanges {
+            from: before + 1,
+            to: revision,
+            by_resource: Vec::new(),
+        };
+        let mut count = |resource: u32, c: UnseenChange| match changes
+            .by_resource
+            .iter_mut()
+            .find(|(r, _)| *r == resource)
+        {
+            Some((_, n)) => n.add(c),
+            None => {
+                let mut n = UnseenCounts::default();
+                n.add(c);
+                changes.by_resource.push((resource, n));
+            }
+        };
+        for (_, key, e) in self.store.keys.iter_unordered() {
+            let Some(v) = e.live().filter(|v| v.mod_revision > before) else {
+                continue;
+            };
+            let change = if v.create_revision > before {
+                UnseenChange::Created
+            } else {
+                UnseenChange::Changed
+            };
+            count(e.resource, change);
+            rows.push(EventRecord {
+                at,
+                revision: v.mod_revision,
+                kind: EventKind::Put,
+                key: Bytes::copy_from_slice(key),
+                value: v
+                    .value
+                    .raw_bytes()
+                    .cloned()
+                    .unwrap_or_else(|| self.view(e.resource, v).value.unwrap_or_default()),
+                resource: e.resource,
+                unseen: Some(gap(change)),
+            });
+        }
+        for key in gone {
+            let Some(e) = self.store.keys.get(key) else {
+                continue;
+            };
+            count(e.resource, UnseenChange::Deleted);
+            rows.push(EventRecord {
+                at,
+                revision,
+                kind: EventKind::Delete,
+                key: Bytes::copy_from_slice(key),
+                value: self.view(e.resource, &e.newest).value.unwrap_or_default(),
+                resource: e.resource,
+                unseen: Some(gap(UnseenChange::Deleted)),
+            });
+        }
+        rows.sort_by(|a, b| (a.revision, &a.key).cmp(&(b.revision, &b.key)));
+        let keep = self.cfg.event_log_cap;
+        if rows.len() > keep {
+            rows.drain(..rows.len() - keep);
+        }
+        (rows, changes)
     }
 
     /// Appends a version to a key (creating the entry), keeping live counts and history

@@ -81,6 +81,163 @@ pub struct EventRecord {
     #[serde(deserialize_with = "crate::store::shared_bytes::bytes")]
     pub value: Bytes,
     pub resource: u32,
+    /// Set on a row the replica synthesized after a gap, from what the relist that closed
+    /// it showed (checkpoint format 7 and later): the watch never delivered this change.
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_7"
+    )]
+    pub unseen: Option<Unseen>,
+}
+
+/// A change the watch never delivered, seen only by the relist after a gap (etcd compacted
+/// past the revision the watch would have resumed from): the key's state before the gap
+/// against its state in the relist.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unseen {
+    /// The gap: the first revision not seen one by one, and the relist's revision.
+    pub from: Revision,
+    pub to: Revision,
+    pub change: UnseenChange,
+}
+
+/// What a relist showed of one key, against what the replica held before the gap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnseenChange {
+    /// Absent (or deleted) before, live in the relist: the row's revision is the new
+    /// mod_revision.
+    Created,
+    /// Live before and in the relist at a newer mod_revision (the row's revision); any
+    /// versions between were never seen.
+    Changed,
+    /// Live before, absent from the relist: deleted somewhere in the gap (the row's revision
+    /// is the relist's, the deleting one is unknown); the row carries the last copy held.
+    Deleted,
+}
+
+impl UnseenChange {
+    pub fn label(self) -> &'static str {
+        match self {
+            UnseenChange::Created => "created",
+            UnseenChange::Changed => "changed",
+            UnseenChange::Deleted => "deleted",
+        }
+    }
+}
+
+/// Keys created, changed and deleted inside one gap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnseenCounts {
+    pub created: u64,
+    pub changed: u64,
+    pub deleted: u64,
+}
+
+impl UnseenCounts {
+    pub fn add(&mut self, c: UnseenChange) {
+        match c {
+            UnseenChange::Created => self.created += 1,
+            UnseenChange::Changed => self.changed += 1,
+            UnseenChange::Deleted => self.deleted += 1,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
+        self.created + self.changed + self.deleted
+    }
+}
+
+/// What the relist after one gap showed had changed inside it, per resource (checkpoint
+/// format 7 and later; gaps of older checkpoints have none).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GapChanges {
+    /// The gap, as in [`Replica::gaps`].
+    pub from: Revision,
+    pub to: Revision,
+    /// (resource id, counts), in the order first met.
+    pub by_resource: Vec<(u32, UnseenCounts)>,
+}
+
+impl GapChanges {
+    pub fn total(&self) -> UnseenCounts {
+        let mut t = UnseenCounts::default();
+        for (_, c) in &self.by_resource {
+            t.created += c.created;
+            t.changed += c.changed;
+            t.deleted += c.deleted;
+        }
+        t
+    }
+}
+
+/// etcd replaced under regscope: a new cluster id, or a revision that went back (a new data
+/// dir on the same endpoint, or a restore from a snapshot). The replica was rebuilt from a
+/// fresh list; this record outlives that rebuild (checkpoint format 7 and later).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Replacement {
+    /// When regscope found out (the reconnection).
+    #[serde(with = "crate::model::humantime_serde_compat")]
+    pub at: SystemTime,
+    /// The endpoint read when it happened.
+    pub endpoint: String,
+    /// etcd's cluster id before (as of the last list) and after (`ResponseHeader.cluster_id`;
+    /// 0 when unknown).
+    pub cluster_id_before: u64,
+    pub cluster_id_after: u64,
+    /// The replica's revision before, and the fresh list's (`None` until it is done).
+    pub revision_before: Revision,
+    pub revision_after: Option<Revision>,
+    /// The source's reason, one line.
+    pub reason: String,
+}
+
+impl Replacement {
+    /// "etcd at URL replaced: cluster id a → b, revision 50 → 3".
+    pub fn describe(&self) -> String {
+        let ids = if self.cluster_id_before == 0 {
+            format!("cluster id unknown → {:x}", self.cluster_id_after)
+        } else if self.cluster_id_before == self.cluster_id_after {
+            format!("same cluster id {:x}", self.cluster_id_after)
+        } else {
+            format!(
+                "cluster id {:x} → {:x}",
+                self.cluster_id_before, self.cluster_id_after
+            )
+        };
+        let after = self
+            .revision_after
+            .map_or("(listing)".to_string(), |r| r.to_string());
+        format!(
+            "etcd at {} replaced: {ids}, revision {} → {after}",
+            self.endpoint, self.revision_before
+        )
+    }
+}
+
+/// The connection to etcd as `snapshot --json` gives it.
+#[derive(Clone, Debug, Serialize)]
+pub struct ConnectionSummary {
+    /// `connecting`, `listing`, `watching`, `not_responding`, `reconnecting` or `failed`.
+    pub state: &'static str,
+    /// When the connection was lost, while it is (RFC 3339, UTC).
+    #[serde(with = "crate::model::humantime_serde_compat::opt")]
+    pub lost_since: Option<SystemTime>,
+    /// The newest error while reconnecting or failed.
+    pub error: Option<String>,
+}
+
+/// A gap as `snapshot --json` gives it: the revisions not seen one by one, and what the
+/// relist that closed it showed had changed there.
+#[derive(Clone, Debug, Serialize)]
+pub struct GapSummary {
+    #[serde(flatten)]
+    pub gap: Gap,
+    /// Keys created, changed and deleted in the gap; `None` for a gap of a checkpoint
+    /// written before regscope counted them.
+    pub changes: Option<UnseenCounts>,
+    /// The same per resource, by name.
+    pub by_resource: std::collections::BTreeMap<String, UnseenCounts>,
 }
 
 /// Why a query about the past cannot be answered.
@@ -133,7 +290,12 @@ pub struct Summary {
     /// Who wrote what since the replica started: one row per (resource, managedFields
     /// writer), most events first (see [`crate::store::writers`]).
     pub writers: Vec<WriterSummary>,
-    pub gaps: Vec<Gap>,
+    /// Every gap with what changed in it (see [`GapSummary`]).
+    pub gaps: Vec<GapSummary>,
+    /// Each time etcd was replaced under regscope (new data dir, restore), oldest first.
+    pub replacements: Vec<Replacement>,
+    /// The connection to etcd at this moment (in a replay, at the moment sought).
+    pub connection: ConnectionSummary,
     pub compactions: Vec<CompactionSeen>,
     /// etcd's head as its watch announced it, and the watch anomalies counted.
     pub watch: WatchHealth,
@@ -220,6 +382,16 @@ impl Replica {
     /// Counts every applied observation: compare two values to know whether to redraw.
     pub fn change_seq(&self) -> u64 {
         self.change_seq
+    }
+
+    /// Each time etcd was replaced under regscope, oldest first (at most 64).
+    pub fn replacements(&self) -> &[Replacement] {
+        &self.replacements
+    }
+
+    /// When the connection to etcd was lost, while it is (see [`Replica::conn`]).
+    pub fn outage_since(&self) -> Option<SystemTime> {
+        self.outage_since
     }
 
     pub fn conn(&self) -> &ConnState {
@@ -480,6 +652,29 @@ impl Replica {
         &self.events
     }
 
+    /// Events of the resources `of` (ids as [`Replica::resource_name`] takes) applied at
+    /// revisions after `rev`, counted in the event log, newest first until `rev`. `None`
+    /// when the log cannot tell: it no longer reaches back to `rev` (older events were
+    /// dropped for the newest [`ReplicaConfig::event_log_cap`](super::ReplicaConfig)), the
+    /// replica had not listed by then, or a resync after a gap ends after `rev` (the
+    /// events inside a gap were never seen one by one).
+    pub fn events_after(&self, rev: Revision, of: impl Fn(u32) -> bool) -> Option<u64> {
+        let reaches_back = self.events.front().is_some_and(|e| e.revision <= rev)
+            || (self.events.len() < self.cfg.event_log_cap
+                && self.first_list.is_some_and(|f| f <= rev));
+        if !reaches_back || self.gaps.iter().any(|g| g.to > rev) {
+            return None;
+        }
+        Some(
+            self.events
+                .iter()
+                .rev()
+                .take_while(|e| e.revision > rev)
+                .filter(|e| of(e.resource))
+                .count() as u64,
+        )
+    }
+
     /// Per-second revision growth, oldest first.
     pub fn growth(&self) -> impl DoubleEndedIterator<Item = &GrowthSample> + ExactSizeIterator {
         self.growth.samples.iter()
@@ -487,6 +682,47 @@ impl Replica {
 
     pub fn gaps(&self) -> &[Gap] {
         &self.gaps
+    }
+
+    /// The gap a key's version at `newer` came in through, when the key's version before
+    /// it (at `older`) was seen before that gap: the versions between, if any, were never
+    /// seen (the history goes, e.g., from version 7 to 10).
+    pub fn gap_between(&self, older: Revision, newer: Revision) -> Option<&Gap> {
+        self.gaps
+            .iter()
+            .find(|g| older < g.from && g.from <= newer && newer <= g.to)
+    }
+
+    /// What the relist after a gap showed had changed in it; `None` for a gap restored from
+    /// a checkpoint written before these were counted.
+    pub fn gap_changes(&self, gap: &Gap) -> Option<&GapChanges> {
+        self.gap_changes
+            .iter()
+            .find(|c| c.from == gap.from && c.to == gap.to)
+    }
+
+    /// The gaps with their changes, as `snapshot --json` gives them.
+    pub fn gap_summaries(&self) -> Vec<GapSummary> {
+        self.gaps
+            .iter()
+            .map(|g| {
+                let c = self.gap_changes(g);
+                let mut by_resource = std::collections::BTreeMap::new();
+                for (id, n) in c.map(|c| c.by_resource.as_slice()).unwrap_or_default() {
+                    let e: &mut UnseenCounts = by_resource
+                        .entry(self.resource_name(*id).to_string())
+                        .or_default();
+                    e.created += n.created;
+                    e.changed += n.changed;
+                    e.deleted += n.deleted;
+                }
+                GapSummary {
+                    gap: g.clone(),
+                    changes: c.map(|c| c.total()),
+                    by_resource,
+                }
+            })
+            .collect()
     }
 
     pub fn compactions(&self) -> &VecDeque<CompactionSeen> {
@@ -548,7 +784,25 @@ impl Replica {
             history_bytes: self.history_bytes as u64,
             resources,
             writers,
-            gaps: self.gaps.clone(),
+            gaps: self.gap_summaries(),
+            replacements: self.replacements.clone(),
+            connection: ConnectionSummary {
+                state: match &self.conn {
+                    ConnState::Connecting => "connecting",
+                    ConnState::Listing { .. } => "listing",
+                    ConnState::Watching => "watching",
+                    ConnState::NotResponding { .. } => "not_responding",
+                    ConnState::Reconnecting { .. } => "reconnecting",
+                    ConnState::Failed { .. } => "failed",
+                },
+                lost_since: self.outage_since,
+                error: match &self.conn {
+                    ConnState::Reconnecting { error, .. } | ConnState::Failed { error } => {
+                        Some(error.clone())
+                    }
+                    _ => None,
+                },
+            },
             compactions: self.compactions.iter().cloned().collect(),
             watch: self.watch.clone(),
             etcd_status: self.etcd_status.as_ref().map(|(_, s)| s.clone()),

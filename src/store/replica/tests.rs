@@ -478,6 +478,124 @@ fn relist_applies_difference_and_records_gap() {
         .is_empty());
     let d = r.diff(&[kv("/registry/cm/d/a", "v3", 2, 4, 2)]);
     assert_eq!(d.len(), 2);
+    // What changed in the gap is in the event log, marked unseen: a changed at its new
+    // mod_revision, c created, b deleted (with its last copy) at the relist's revision.
+    let rows: Vec<(i64, &str, String, &[u8])> = r
+        .events()
+        .iter()
+        .map(|e| {
+            let u = e.unseen.expect("every row here is unseen");
+            assert_eq!((u.from, u.to), (4, 103));
+            (
+                e.revision,
+                u.change.label(),
+                String::from_utf8_lossy(&e.key).into_owned(),
+                &e.value[..],
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (4, "changed", "/registry/cm/d/a".to_string(), &b"v2"[..]),
+            (6, "created", "/registry/cm/d/c".to_string(), &b"v1"[..]),
+            (103, "deleted", "/registry/cm/d/b".to_string(), &b"v1"[..]),
+        ]
+    );
+    let g = r.gap_summaries();
+    assert_eq!(g.len(), 1);
+    let c = g[0].changes.expect("counted");
+    assert_eq!((c.created, c.changed, c.deleted), (1, 1, 1));
+    assert_eq!(g[0].by_resource["cm"], c);
+    // The key history's jump: version 1 at revision 2, then version 2 at 4 through the gap.
+    assert_eq!(r.gap_between(2, 4).map(|g| (g.from, g.to)), Some((4, 103)));
+    assert_eq!(r.gap_between(4, 104), None);
+    // Unseen rows are no writes: nothing is counted for a writer or a resource's rate.
+    assert!(r.writers().is_empty());
+}
+
+#[test]
+fn the_first_list_and_a_relist_without_changes_synthesize_nothing() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(&mut r, 3, vec![kv("/registry/cm/d/a", "v1", 2, 2, 1)], None);
+    assert!(r.events().is_empty());
+    listed(
+        &mut r,
+        50,
+        vec![kv("/registry/cm/d/a", "v1", 2, 2, 1)],
+        Some(40),
+    );
+    assert!(r.events().is_empty());
+    let c = r.gap_summaries()[0].changes.expect("counted");
+    assert_eq!(c.total(), 0);
+}
+
+#[test]
+fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    let server = |id: u64| Observation::Server {
+        endpoint: "http://127.0.0.1:2379".into(),
+        version: "3.5.1".into(),
+        cluster_id: id,
+    };
+    obs(&mut r, 0, server(0xa));
+    listed(
+        &mut r,
+        50,
+        vec![kv("/registry/cm/d/a", "v1", 2, 50, 1)],
+        None,
+    );
+    obs(&mut r, 1, Observation::Conn(ConnState::Watching));
+    obs(
+        &mut r,
+        2,
+        Observation::Conn(ConnState::Reconnecting {
+            attempt: 1,
+            error: "refused".into(),
+        }),
+    );
+    assert_eq!(r.outage_since(), Some(at(2)));
+    obs(
+        &mut r,
+        3,
+        Observation::Conn(ConnState::Reconnecting {
+            attempt: 2,
+            error: "refused".into(),
+        }),
+    );
+    assert_eq!(r.outage_since(), Some(at(2)), "since the first failure");
+    obs(&mut r, 4, server(0xb));
+    obs(
+        &mut r,
+        4,
+        Observation::Reset {
+            reason: "etcd's cluster ID changed".into(),
+        },
+    );
+    obs(&mut r, 5, Observation::ListBegin { revision: 3 });
+    obs(&mut r, 5, Observation::ListPage { kvs: vec![] });
+    obs(
+        &mut r,
+        5,
+        Observation::ListDone {
+            revision: 3,
+            compacted: None,
+        },
+    );
+    obs(&mut r, 5, Observation::Conn(ConnState::Watching));
+    assert_eq!(r.outage_since(), None);
+    let rep = r.replacements();
+    assert_eq!(rep.len(), 1);
+    assert_eq!(
+        rep[0].describe(),
+        "etcd at http://127.0.0.1:2379 replaced: cluster id a → b, revision 50 → 3"
+    );
+    assert!(r.notes().iter().any(|(_, n)| n == &rep[0].describe()));
+    assert_eq!(r.summary().replacements.len(), 1);
+    // The head chart's samples run on from the old cluster's to the new one's.
+    let heads: Vec<i64> = r.growth().map(|g| g.head).collect();
+    assert_eq!(heads.first(), Some(&50));
+    assert_eq!(heads.last(), Some(&3));
 }
 
 #[test]

@@ -132,12 +132,14 @@ fn newest_rev(replica: &Replica) -> Revision {
     replica.events().back().map_or(0, |e| e.revision)
 }
 
-/// Whether an event matches a lower-case filter: substring of the escaped key, the
-/// resource or the operation.
+/// Whether an event matches a lower-case filter: every word of it (AND) is a substring of
+/// the escaped key, the resource, the operation or the writer; a row synthesized after a
+/// gap also matches `unseen` and its change (`created`, `changed`, `deleted`).
 pub(crate) fn event_matches(replica: &Replica, e: &EventRecord, f: &str) -> bool {
-    if f.is_empty() {
-        return true;
-    }
+    f.split_whitespace().all(|w| word_matches(replica, e, w))
+}
+
+fn word_matches(replica: &Replica, e: &EventRecord, f: &str) -> bool {
     let key = crate::model::escape_bytes(&e.key).to_lowercase();
     if key.contains(f) {
         return true;
@@ -149,6 +151,11 @@ pub(crate) fn event_matches(replica: &Replica, e: &EventRecord, f: &str) -> bool
     };
     if res.contains(f) || op.contains(f) {
         return true;
+    }
+    if let Some(u) = e.unseen {
+        if "unseen".contains(f) || u.change.label().contains(f) {
+            return true;
+        }
     }
     // The writer (a field manager such as `kubelet`; for a DELETE the last writer of what
     // was deleted, as the writers panel counts it): decoded only when nothing cheaper matched.

@@ -362,6 +362,18 @@ impl Decoding<'_> {
         let marked = if d.mark.is_some() { " (marked)" } else { "" };
         let title = format!("{} → {}{marked}", t(old.mod_revision), t(new.mod_revision));
         let mut lines = Vec::new();
+        if let Some(g) = self.replica.gap_between(old.mod_revision, new.mod_revision) {
+            lines.push((
+                LineKind::Header,
+                format!(
+                    "revisions {}–{} not seen (etcd compacted them before regscope's watch resumed; a relist showed the result): version {} → {}",
+                    g.from,
+                    g.to,
+                    old.version,
+                    if new.value.is_some() { format!("version {}", new.version) } else { "deleted".into() }
+                ),
+            ));
+        }
         let compared = format!(
             "revision {} (version {}) → {} (version {}); metadata.resourceVersion not compared",
             t(old.mod_revision),

@@ -9,6 +9,7 @@ use ratatui::Frame;
 use super::{pane, selection, sp};
 use crate::decode;
 use crate::model::{escape_bytes, EventKind};
+use crate::store::UnseenChange;
 use crate::tui::app::App;
 use crate::tui::format::{bytes, clock, thousands, thousands_i};
 use crate::tui::theme::Role;
@@ -94,15 +95,27 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
         .skip(scroll)
         .take(rows_h)
         .map(|ev| {
-            let (op, role) = match ev.kind {
-                EventKind::Put => ("PUT", Role::Put),
-                EventKind::Delete => ("DELETE", Role::Delete),
+            // A row synthesized after a gap says so in every column that could mislead:
+            // its time is the relist's, a delete's revision is somewhere in the gap.
+            let (op, role) = match (ev.unseen, ev.kind) {
+                (Some(u), _) => (
+                    match u.change {
+                        UnseenChange::Created => "CREATE",
+                        UnseenChange::Changed => "CHANGE",
+                        UnseenChange::Deleted => "DELETE",
+                    },
+                    Role::Note,
+                ),
+                (None, EventKind::Put) => ("PUT", Role::Put),
+                (None, EventKind::Delete) => ("DELETE", Role::Delete),
             };
             // A DELETE carries the deleted value (the replica's last copy); `-` when the
             // key was not held.
             // A DELETE shows the last writer of what was deleted, as the writers panel
             // counts it (kube-apiserver records no deleter).
-            let writer = if show_writer && !ev.value.is_empty() {
+            let writer = if ev.unseen.is_some() {
+                "(unseen: seen only by a relist)".to_string()
+            } else if show_writer && !ev.value.is_empty() {
                 decode::last_writer(&ev.value).label()
             } else {
                 "-".to_string()
@@ -129,9 +142,17 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             };
             // Too long: cut from the left, so the namespace and name stay.
             let key = elide_left(key, key_w);
+            let (time, time_role) = match ev.unseen {
+                Some(_) => ("unseen".to_string(), Role::Note),
+                None => (clock(ev.at, off), Role::Muted),
+            };
+            let revision = match ev.unseen {
+                Some(u) if u.change == UnseenChange::Deleted => format!("{}–{}", u.from, u.to),
+                _ => thousands_i(ev.revision),
+            };
             let mut cells = vec![
-                Cell::from(Span::styled(clock(ev.at, off), t.get(Role::Muted))),
-                Cell::from(Line::from(thousands_i(ev.revision)).right_aligned()),
+                Cell::from(Span::styled(time, t.get(time_role))),
+                Cell::from(Line::from(revision).right_aligned()),
                 Cell::from(Span::styled(op, t.get(role))),
             ];
             if wide {

@@ -159,10 +159,24 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect) {
         .filter_map(|(i, h)| h.map(|h| (now - n as f64 + i as f64, h as f64)))
         .collect();
     let head = app.session.replica.revision();
-    let title = vec![
+    let mut title = vec![
         sp(app, "Head revision", Role::PanelTitle),
         sp(app, format!(" {}", thousands_i(head)), Role::Muted),
     ];
+    // etcd replaced under regscope (a new data dir, a restore): the old cluster's series
+    // stays, and the line breaks where the revision went back.
+    if let Some(r) = app.session.replica.replacements().last() {
+        title.push(sp(
+            app,
+            format!(
+                " · etcd replaced at {}: revision {} → {}",
+                clock(r.at, app.s.utc_offset),
+                thousands_i(r.revision_before),
+                r.revision_after.map_or("…".into(), thousands_i)
+            ),
+            Role::Note,
+        ));
+    }
     if pts.is_empty() {
         let p = Paragraph::new(Line::from(sp(
             app,
@@ -182,13 +196,28 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect) {
     };
     let x0 = now - n as f64;
     let secs = |x: f64| std::time::UNIX_EPOCH + std::time::Duration::from_secs(x.max(0.0) as u64);
-    let ds = Dataset::default()
-        .marker(Marker::Braille)
-        .graph_type(GraphType::Line)
-        .style(app.s.theme.get(Role::SeriesHead))
-        .data(&pts);
+    // One line per stretch in which the revision never went back.
+    let mut stretches: Vec<&[(f64, f64)]> = Vec::new();
+    let mut start = 0;
+    for i in 1..pts.len() {
+        if pts[i].1 < pts[i - 1].1 {
+            stretches.push(&pts[start..i]);
+            start = i;
+        }
+    }
+    stretches.push(&pts[start..]);
+    let datasets: Vec<Dataset> = stretches
+        .into_iter()
+        .map(|s| {
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(app.s.theme.get(Role::SeriesHead))
+                .data(s)
+        })
+        .collect();
     let muted = app.s.theme.get(Role::Muted);
-    let chart = Chart::new(vec![ds])
+    let chart = Chart::new(datasets)
         .block(pane(app, title, false))
         .x_axis(Axis::default().bounds([x0, now]).style(muted).labels([
             Line::from(clock(secs(x0), app.s.utc_offset)),

@@ -7,6 +7,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
+use std::time::SystemTime;
 
 use super::sp;
 use crate::model::ConnState;
@@ -137,22 +138,138 @@ fn other_down(app: &App) -> Option<String> {
     ))
 }
 
-/// The alert row, when there is something the user must not miss.
-pub(crate) fn alert(app: &App) -> Option<Line<'static>> {
+/// How long a gap stays in the alert row after its relist, in seconds of session time.
+const RECENT_GAP_SECONDS: u64 = 300;
+
+/// The newest gap, while recent: which revisions were not seen one by one, and what the
+/// relist that closed it showed had changed (the rows marked `unseen` in Events).
+fn recent_gap(app: &App) -> Option<String> {
+    let r = &app.session.replica;
+    let g = r.gaps().last()?;
+    let age = app.session.now().duration_since(g.at).ok()?.as_secs();
+    if age > RECENT_GAP_SECONDS {
+        return None;
+    }
+    let changes = match r.gap_changes(g).map(|c| c.total()) {
+        Some(c) => format!(
+            ", a relist found {} created, {} changed, {} deleted (rows marked unseen in Events;",
+            c.created, c.changed, c.deleted
+        ),
+        None => " (".to_string(),
+    };
+    Some(format!(
+        " ⚠ gap at {}: revisions {}–{} unseen{changes} etcd compacted at {})",
+        clock(g.at, app.s.utc_offset),
+        g.from,
+        g.to,
+        g.compact_revision
+    ))
+}
+
+/// etcd replaced under regscope, for the rest of the session: what is shown since is a
+/// different cluster's (or a restored) history.
+fn replaced(app: &App) -> Option<String> {
+    let r = app.session.replica.replacements().last()?;
+    let id = |id: u64| {
+        if id == 0 {
+            "?".to_string()
+        } else {
+            format!("{id:x}")
+        }
+    };
+    let ids = if r.cluster_id_before == r.cluster_id_after && r.cluster_id_after != 0 {
+        format!("same cluster id {}", id(r.cluster_id_after))
+    } else {
+        format!(
+            "cluster id {} → {}",
+            id(r.cluster_id_before),
+            id(r.cluster_id_after)
+        )
+    };
+    Some(format!(
+        " ⚠ etcd replaced at {}: revision {} → {}, {ids}, at {} — the replica holds only what etcd holds now (see Notes)",
+        clock(r.at, app.s.utc_offset),
+        r.revision_before,
+        r.revision_after.map_or("(listing)".into(), |v| v.to_string()),
+        r.endpoint
+    ))
+}
+
+/// `s` in at most `w` columns, cut at a word's end with `…` when it does not fit: never
+/// between two letters or digits (a word longer than a third of the room is cut inside).
+pub(crate) fn fit_words(s: &str, w: usize) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.len() <= w {
+        return s.to_string();
+    }
+    if w == 0 {
+        return String::new();
+    }
+    let room = w - 1;
+    let inside = |end: usize| chars[end - 1].is_alphanumeric() && chars[end].is_alphanumeric();
+    let mut end = room;
+    while end > room * 2 / 3 && inside(end) {
+        end -= 1;
+    }
+    if inside(end) {
+        end = room;
+    }
+    let mut body: String = chars[..end].iter().collect();
+    if end < room || !inside(end) {
+        let trimmed = body.trim_end_matches([' ', ',', ':', ';', '—', '(']);
+        body = trimmed.to_string();
+    }
+    format!("{body}…")
+}
+
+/// "2m 10s": a duration in whole seconds, minutes and hours.
+fn for_how_long(secs: u64) -> String {
+    match secs {
+        0..=59 => format!("{secs}s"),
+        60..=3599 => format!("{}m {}s", secs / 60, secs % 60),
+        _ => format!("{}h {}m", secs / 3600, secs % 3600 / 60),
+    }
+}
+
+/// The alert row, when there is something the user must not miss, fitted to `width`
+/// columns at a word's end.
+pub(crate) fn alert(app: &App, width: usize) -> Option<Line<'static>> {
     let t = &app.s.theme;
     let alarm = alarm_advice(app, true);
+    let since_for = |since: SystemTime| {
+        let long = app
+            .session
+            .now()
+            .duration_since(since)
+            .map_or(String::new(), |d| {
+                format!(", {}", for_how_long(d.as_secs()))
+            });
+        format!("since {}{long}", clock(since, app.s.utc_offset))
+    };
     let text = match app.session.replica.conn() {
         ConnState::NotResponding { since } => format!(
-            " ⚠ etcd not responding since {} — data shown is stale",
-            clock(*since, app.s.utc_offset)
+            " ⚠ etcd not responding {} — data shown is stale",
+            since_for(*since)
         ),
         ConnState::Reconnecting { attempt, error } => {
-            format!(" ⚠ reconnecting (attempt {attempt}) — data shown is stale: {error}")
+            let since = app
+                .session
+                .replica
+                .outage_since()
+                .map(|s| format!(" {}", since_for(s)))
+                .unwrap_or_default();
+            format!(
+                " ⚠ etcd unreachable{since} (reconnecting, attempt {attempt}) — data shown is stale: {error}"
+            )
         }
         ConnState::Failed { error } => {
             format!(" ✖ source failed — data shown is stale: {error}")
         }
-        _ => match alarm.or_else(|| other_down(app)) {
+        _ => match alarm
+            .or_else(|| other_down(app))
+            .or_else(|| recent_gap(app))
+            .or_else(|| replaced(app))
+        {
             Some(a) => a,
             None if app.source_ended => {
                 return Some(
@@ -163,7 +280,7 @@ pub(crate) fn alert(app: &App) -> Option<Line<'static>> {
             None => return None,
         },
     };
-    Some(Line::from(text).style(t.get(Role::Alert)))
+    Some(Line::from(fit_words(&text, width)).style(t.get(Role::Alert)))
 }
 
 /// Draws the two header rows into `area`.

@@ -62,7 +62,7 @@ pub fn draw(app: &App, f: &mut Frame) {
         draw_too_small(app, f, area);
         return;
     }
-    let alert = header::alert(app);
+    let alert = header::alert(app, usize::from(area.width));
     let timeline = header::timeline(app, area.width);
     let warn = !app.s.warnings.is_empty() || app.current_notice().is_some();
     let [head, timeline_row, alert_row, warn_row, main, foot] = Layout::vertical([

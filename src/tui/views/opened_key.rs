@@ -262,10 +262,31 @@ fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
     let rows: Vec<Row> = d
         .history
         .iter()
+        .enumerate()
         .rev()
         .skip(scroll)
         .take(rows_h)
-        .map(|v| {
+        .map(|(i, v)| {
+            // A version that came in through the relist after a gap: what happened between
+            // it and the version before was never seen.
+            let unseen = i
+                .checked_sub(1)
+                .and_then(|p| d.history.get(p))
+                .and_then(|older| {
+                    let g = app
+                        .session
+                        .replica
+                        .gap_between(older.mod_revision, v.mod_revision)?;
+                    let to = match &v.value {
+                        Some(_) => format!("version {}", v.version),
+                        None => "deleted".into(),
+                    };
+                    Some(format!(
+                        " · revisions {}–{} not seen: version {} → {to}",
+                        g.from, g.to, older.version
+                    ))
+                })
+                .unwrap_or_default();
             // A revision that arrived through a list was written at or before the list.
             let mark = if app.session.replica.seen_live(v.mod_revision) {
                 ""
@@ -285,10 +306,14 @@ fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
             };
             let (what, role) = match &v.value {
                 Some(b) => (
-                    format!("{star}v{} {}", v.version, bytes(b.len() as u64)),
-                    Role::Text,
+                    format!("{star}v{} {}{unseen}", v.version, bytes(b.len() as u64)),
+                    if unseen.is_empty() {
+                        Role::Text
+                    } else {
+                        Role::Note
+                    },
                 ),
-                None => (format!("{star}deleted"), Role::Delete),
+                None => (format!("{star}deleted{unseen}"), Role::Delete),
             };
             Row::new(vec![
                 Cell::from(Line::from(thousands_i(v.mod_revision)).right_aligned()),

@@ -32,6 +32,7 @@ fn worst_lag(r: &WindowRow) -> Option<(&'static str, i64)> {
 
 fn risk_cell(r: Risk) -> Cell {
     match r {
+        Risk::Measuring => ("meas".into(), Role::Muted),
         Risk::Ok => ("ok".into(), Role::StatusOk),
         Risk::Warn => ("warn".into(), Role::StatusWarn),
         Risk::Danger => ("HIGH".into(), Role::StatusError),
@@ -50,7 +51,7 @@ fn verdict(r: &WindowRow, window: Option<i64>) -> Option<String> {
         None => String::new(),
     };
     Some(match r.risk {
-        Risk::Ok => return None,
+        Risk::Ok | Risk::Measuring => return None,
         Risk::Warn => format!(
             "{who} {res} lags {} revs{of}: 410 Gone likely on reconnect",
             thousands_i(lag)
@@ -132,7 +133,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     let at_risk: Vec<(Risk, String)> = win
         .rows
         .iter()
-        .filter(|r| r.risk != Risk::Ok)
+        .filter(|r| r.risk >= Risk::Warn)
         .filter_map(|r| verdict(r, win.window_revisions).map(|t| (r.risk, t)))
         .collect();
     for (risk, t) in at_risk.iter().take(MAX_VERDICTS) {
@@ -150,10 +151,29 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
             Role::StatusWarn,
         )));
     }
-    if at_risk.is_empty() && !win.rows.is_empty() {
+    let measuring = win
+        .rows
+        .iter()
+        .filter(|r| r.risk == Risk::Measuring)
+        .count();
+    if measuring > 0 {
         top.push(Line::from(sp(
             app,
-            "✓ every watcher is well inside the window",
+            format!(
+                "… measuring {measuring} watcher{} (no event, bookmark or list yet)",
+                if measuring == 1 { "" } else { "s" }
+            ),
+            Role::Muted,
+        )));
+    }
+    if at_risk.is_empty() && measuring < win.rows.len() {
+        top.push(Line::from(sp(
+            app,
+            if measuring > 0 {
+                "✓ every other watcher is well inside the window"
+            } else {
+                "✓ every watcher is well inside the window"
+            },
             Role::StatusOk,
         )));
     }
@@ -231,7 +251,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     }
     let notes = wrap(
         app,
-        "warn: lag past half the window; HIGH: at or past it (resuming gets 410 Gone)",
+        "warn: lag past half the compaction window, or events behind past half the watch cache's ring; HIGH: at or past either (resuming gets 410 Gone); meas: not measured yet",
         Role::Muted,
         w,
     );
