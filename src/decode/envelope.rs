@@ -272,6 +272,14 @@ pub fn scan_meta(meta: &[u8], base: usize) -> Result<MetaScan<'_>, DecodeError> 
 /// `Ok(None)` when it has no ObjectMeta or no managedFields. Agrees with
 /// [`scan_meta`]'s `writer` on every value that decodes (see the tests).
 pub(crate) fn newest_writer(value: &[u8]) -> Result<Option<ManagedEntry<'_>>, ()> {
+    newest_writer_marked(value).map(|(e, _)| e)
+}
+
+/// As [`newest_writer`], with a mark of the whole `managedFields` list: a hash of every
+/// entry's bytes in order (0 when there are none). Two versions of an object with the same
+/// mark have byte-identical managedFields, so the write between them changed no manager's
+/// entry (see [`super::last_write_marked`]).
+pub(crate) fn newest_writer_marked(value: &[u8]) -> Result<(Option<ManagedEntry<'_>>, u64), ()> {
     #[inline(always)]
     fn varint(b: &[u8], i: &mut usize) -> Result<u64, ()> {
         let mut v = 0u64;
@@ -338,15 +346,17 @@ pub(crate) fn newest_writer(value: &[u8]) -> Result<Option<ManagedEntry<'_>>, ()
         }
     }
     let Some(meta) = first(raw.ok_or(())?, 1)? else {
-        return Ok(None);
+        return Ok((None, 0));
     };
     let mut newest = NewestManager::default();
+    let mut mark = super::ManagedMark::default();
     let mut i = 0;
     while i < meta.len() {
         let (n, wire, _, v) = field(meta, &mut i)?;
         if n != 17 || wire != 2 {
             continue;
         }
+        mark.add(v);
         let mut e = ManagedEntry::default();
         let mut j = 0;
         while j < v.len() {
@@ -373,7 +383,7 @@ pub(crate) fn newest_writer(value: &[u8]) -> Result<Option<ManagedEntry<'_>>, ()
         }
         newest.offer(e);
     }
-    Ok(newest.entry())
+    Ok((newest.entry(), mark.finish()))
 }
 
 /// A map entry (`map<string,string>` is encoded as repeated {1: key, 2: value}).

@@ -128,6 +128,12 @@ impl<'de: 'a, 'a> Deserialize<'de> for NewestJson<'a> {
 /// The newest `managedFields` entry of a JSON object (see [`super::last_writer`]): `Ok(None)`
 /// when the object has none, `Err` when the value is not a JSON object.
 pub(crate) fn last_writer(value: &[u8]) -> Result<Option<super::Writer<'_>>, ()> {
+    last_writer_marked(value).map(|(w, _)| w)
+}
+
+/// As [`last_writer`], with the mark of the `managedFields` array's text (a hash; 0 when
+/// the object has none, or when its metadata had to be read the slow way: unknown).
+pub(crate) fn last_writer_marked(value: &[u8]) -> Result<(Option<super::Writer<'_>>, u64), ()> {
     // Fast path: kube-apiserver writes map keys sorted, so the first `"managedFields":` is
     // metadata's (apiVersion, kind and metadata come before spec and status, and inside
     // metadata only annotation or label keys could spell it). Parse just that array; on
@@ -137,19 +143,26 @@ pub(crate) fn last_writer(value: &[u8]) -> Result<Option<super::Writer<'_>>, ()>
         let rest = &value[at + FIELD.len()..];
         let skip = rest.iter().take_while(|b| b.is_ascii_whitespace()).count();
         if rest.get(skip) == Some(&b':') {
-            let mut de = serde_json::Deserializer::from_slice(&rest[skip + 1..]);
-            if let Ok(n) = NewestJson::deserialize(&mut de) {
+            let list = &rest[skip + 1..];
+            // A stream, for the offset where the array ends: its text is the mark.
+            let mut it = serde_json::Deserializer::from_slice(list).into_iter::<NewestJson<'_>>();
+            if let Some(Ok(n)) = it.next() {
                 if let Some(e) = n.0 {
-                    return Ok(Some(writer_of(e)));
+                    let mut mark = super::ManagedMark::default();
+                    mark.add(list[..it.byte_offset()].trim_ascii());
+                    return Ok((Some(writer_of(e)), mark.finish()));
                 }
             }
         }
     }
     let h: WriterHead<'_> = serde_json::from_slice(value).map_err(|_| ())?;
-    Ok(h.metadata
-        .and_then(|m| m.managed)
-        .and_then(|n| n.0)
-        .map(writer_of))
+    Ok((
+        h.metadata
+            .and_then(|m| m.managed)
+            .and_then(|n| n.0)
+            .map(writer_of),
+        0,
+    ))
 }
 
 fn writer_of(e: Entry<'_>) -> super::Writer<'_> {

@@ -339,6 +339,75 @@ impl LastWrite<'_> {
     }
 }
 
+/// A hash of a value's whole `metadata.managedFields` list, as [`last_write_marked`] gives
+/// it: equal for two versions exactly when their lists are byte for byte the same (but for
+/// a 64-bit collision). 0 means "no mark": the value has no managedFields, or they could
+/// not be read in place. foldhash with a fixed seed: marks are compared within one process
+/// only, never stored.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct ManagedMark(Option<u64>);
+
+impl ManagedMark {
+    /// Adds one entry's bytes (with their length, so that where one entry ends is part of
+    /// the mark).
+    pub(crate) fn add(&mut self, bytes: &[u8]) {
+        use std::hash::{BuildHasher, Hash, Hasher};
+        let mut h = foldhash::fast::FixedState::with_seed(0x6b38_7300).build_hasher();
+        self.0.unwrap_or(0).hash(&mut h);
+        bytes.hash(&mut h);
+        self.0 = Some(h.finish());
+    }
+
+    pub(crate) fn finish(self) -> u64 {
+        match self.0 {
+            None => 0,
+            Some(0) => 1,
+            Some(h) => h,
+        }
+    }
+}
+
+/// [`last_writer`] with the mark of the value's whole managedFields list (0 when there is
+/// none or it cannot be read in place: CBOR, encrypted, or JSON whose metadata comes after a
+/// field that spells `"managedFields"`).
+///
+/// kube-apiserver's field manager (k8s.io/apimachinery `util/managedfields`,
+/// `managedfieldsupdater.go`) moves a manager's entry (its `time` and `fieldsV1`) when that
+/// manager's request changes fields; a write that changes no owned field — graceful
+/// deletion setting `deletionTimestamp`, the garbage collector removing a finalizer, a
+/// no-op update — leaves every entry as it was. So a version whose mark equals the previous
+/// version's was written by someone managedFields does not name, whatever its newest entry
+/// says.
+pub fn last_write_marked(value: &[u8]) -> (LastWrite<'_>, u64) {
+    if value.starts_with(MAGIC) {
+        let found =
+            envelope::newest_writer_marked(value).or_else(|()| match value.strip_suffix(b"\n") {
+                Some(v) => envelope::newest_writer_marked(v),
+                None => Err(()),
+            });
+        return match found {
+            Ok((Some(e), mark)) => (
+                LastWrite::By(Writer {
+                    manager: Cow::Borrowed(e.manager),
+                    operation: Cow::Borrowed(e.operation),
+                    subresource: Cow::Borrowed(e.subresource),
+                }),
+                mark,
+            ),
+            Ok((None, _)) => (LastWrite::NoManagedFields, 0),
+            Err(()) => (LastWrite::Undecodable, 0),
+        };
+    }
+    if let Format::Json = detect(value) {
+        return match json::last_writer_marked(value) {
+            Ok((Some(w), mark)) => (LastWrite::By(w), mark),
+            Ok((None, _)) => (LastWrite::NoManagedFields, 0),
+            Err(()) => (LastWrite::Undecodable, 0),
+        };
+    }
+    (last_writer(value), 0)
+}
+
 /// The last writer of a stored object, for attributing writes while the stream is applied.
 /// Protobuf is scanned in place without allocating (the envelope, then ObjectMeta up to its
 /// managedFields); JSON reads only `metadata.managedFields`; CBOR is converted first (rare).

@@ -1249,3 +1249,59 @@ fn last_writer_of_json_reads_metadata_even_when_the_name_appears_elsewhere() {
     );
     assert_eq!(last_writer(b""), LastWrite::Undecodable);
 }
+
+/// The managedFields mark moves with managedFields and nothing else, in protobuf and JSON
+/// alike; a value without managedFields, encrypted or CBOR has none (0).
+#[test]
+fn managed_fields_marks_move_with_managed_fields_only() {
+    let swap = |v: &[u8], from: &[u8], to: &[u8]| {
+        assert_eq!(from.len(), to.len());
+        let at = memchr::memmem::find(v, from).expect("present");
+        let mut out = v.to_vec();
+        out[at..at + to.len()].copy_from_slice(to);
+        out
+    };
+    let pod = rich_pod();
+    let (lw, mark) = last_write_marked(&pod);
+    assert_eq!(lw.label(), "kubelet (Update/status)");
+    assert_ne!(mark, 0);
+    let mut nl = pod.clone();
+    nl.push(b'\n');
+    assert_eq!(last_write_marked(&nl).1, mark, "a trailing newline");
+    assert_eq!(
+        last_write_marked(&swap(&pod, b"nginx", b"nginy")).1,
+        mark,
+        "spec only"
+    );
+    assert_eq!(
+        last_write_marked(&swap(&pod, b"web-1", b"web-2")).1,
+        mark,
+        "name only"
+    );
+    assert_ne!(
+        last_write_marked(&swap(&pod, b"old-tool", b"old-toom")).1,
+        mark
+    );
+    assert_ne!(
+        last_write_marked(&swap(&pod, b"{\"f:spec\":{}}", b"{\"f:meta\":{}}")).1,
+        mark
+    );
+    let json = br#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"managedFields":[{"manager":"op","operation":"Update","time":"2024-01-01T00:00:05Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:replicas":{}}}}],"name":"w"},"spec":{"replicas":1}}"#;
+    let (lw, mark) = last_write_marked(json);
+    assert_eq!(lw.label(), "op");
+    assert_ne!(mark, 0);
+    assert_eq!(
+        last_write_marked(&swap(json, b"\"replicas\":1", b"\"replicas\":2")).1,
+        mark
+    );
+    assert_ne!(
+        last_write_marked(&swap(json, b"00:00:05Z", b"00:00:06Z")).1,
+        mark
+    );
+    assert_ne!(
+        last_write_marked(&swap(json, b"f:replicas", b"f:selector")).1,
+        mark
+    );
+    assert_eq!(last_write_marked(br#"{"metadata":{"name":"x"}}"#).1, 0);
+    assert_eq!(last_write_marked(b"k8s:enc:aescbc:v1:key1:xxxx").1, 0);
+}

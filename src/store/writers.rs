@@ -3,12 +3,21 @@
 //! ([`crate::decode::last_writer`]): a field manager, an operation (`Update` or `Apply`)
 //! and a subresource.
 //!
-//! A PUT counts for the writer named in its new value, with that value's bytes. A DELETE
-//! counts for the writer named in the deleted value: kube-apiserver does not record who
-//! deleted, so a delete is attributed to the last writer of what was deleted (for a Pod
-//! usually the kubelet's last status update). Values encrypted at rest, values without
+//! managedFields say who owns each field, not who made a write: kube-apiserver moves a
+//! manager's entry only when that manager's request changes fields, and a write that
+//! changes no owned field (graceful deletion setting `deletionTimestamp`, a finalizer
+//! removed by the garbage collector, a no-op update) leaves every entry as it was (see
+//! [`crate::decode::last_write_marked`]). So a PUT counts for the writer named in its new
+//! value only when its managedFields differ from the key's previous version (or the key is
+//! new); otherwise it counts for [`UNCHANGED_WRITER`]. A DELETE counts for [`DELETER`]:
+//! kube-apiserver records no deleter. Values encrypted at rest, values without
 //! managedFields and values that do not decode count for a writer in parentheses that says
-//! so. List items are not writes and are not counted (as with [`super::ResourceStats`]).
+//! so. These rows in parentheses keep the rates adding up to the resource's. List items are
+//! not writes and are not counted (as with [`super::ResourceStats`]).
+//!
+//! The comparison needs the previous version's managedFields: each key's mark (a hash of
+//! its newest value's list) is kept by slot, 8 bytes a key, and read from the previous value
+//! itself when not known (after a checkpoint's restore, after a list).
 //!
 //! Rates come from per-second buckets keyed by the observation's second, so a replay, and a
 //! replay resumed from a checkpoint (which holds these counters), show the same numbers as
@@ -18,7 +27,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::decode::{last_writer, LastWrite};
+use crate::decode::{last_write_marked, last_writer, LastWrite};
 use crate::model::escape_bytes;
 
 /// Distinct (resource, writer) rows kept; past it, new writers of a resource are counted
@@ -33,6 +42,16 @@ pub const MAX_NUMBERED: usize = 65_536;
 
 /// The writer that collects new writers once [`MAX_WRITERS`] rows exist.
 pub const OTHER_WRITERS: &str = "(other writers)";
+
+/// The writer of a PUT whose managedFields equal the key's previous version's: nobody
+/// managedFields names made it.
+pub const UNCHANGED_WRITER: &str = "(unknown: same managedFields)";
+
+/// The writer of a DELETE: kube-apiserver records no deleter.
+pub const DELETER: &str = "(deleter unknown)";
+
+/// A key's mark not known yet.
+const NO_MARK: u64 = u64::MAX;
 
 /// Seconds of per-second buckets kept per row (rates are asked for over at most 60 s).
 const RATE_WINDOW: usize = 64;
@@ -168,6 +187,11 @@ pub struct Writers {
     numbered: HashMap<u64, u32, foldhash::fast::RandomState>,
     #[serde(skip)]
     numbered_by: u64,
+    /// Each key's managedFields mark by its slot in the replica's keyspace
+    /// ([`crate::decode::last_write_marked`]; [`NO_MARK`] when not known). Not in
+    /// checkpoints: slots are renumbered there, and marks are read again from values.
+    #[serde(skip)]
+    marks: Vec<u64>,
 }
 
 /// The writers found ahead of time, numbered in the order first found: a replay's
@@ -196,9 +220,16 @@ struct NamesInner {
     scratch: Vec<u8>,
 }
 
-/// The number of a writer in a [`WriterNames`] table.
+/// The number of a writer in a [`WriterNames`] table, with the value's managedFields mark.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct FoundWriter(u32);
+pub struct FoundWriter(u32, u64);
+
+impl FoundWriter {
+    /// The value's managedFields mark ([`crate::decode::last_write_marked`]).
+    pub fn mark(&self) -> u64 {
+        self.1
+    }
+}
 
 impl Default for WriterNames {
     fn default() -> Self {
@@ -232,7 +263,7 @@ impl WriterNamesGuard<'_> {
     /// writer once the table holds [`MAX_NUMBERED`] (that value is read again when
     /// counted).
     pub fn of(&mut self, value: &[u8]) -> Option<FoundWriter> {
-        let lw = last_writer(value);
+        let (lw, mark) = last_write_marked(value);
         let parts: [&[u8]; 3] = match &lw {
             LastWrite::By(w) => [&w.manager, &w.operation, &w.subresource],
             other => [unnamed(other, value), b"", b""],
@@ -240,7 +271,7 @@ impl WriterNamesGuard<'_> {
         let t = &mut *self.0;
         index_key(&mut t.scratch, None, parts);
         if let Some(&n) = t.index.get(t.scratch.as_slice()) {
-            return Some(FoundWriter(n));
+            return Some(FoundWriter(n, mark));
         }
         if t.names.len() >= MAX_NUMBERED {
             return None;
@@ -248,7 +279,7 @@ impl WriterNamesGuard<'_> {
         let n = t.names.len() as u32;
         t.names.push(parts.map(Box::from));
         t.index.insert(t.scratch.as_slice().into(), n);
-        Some(FoundWriter(n))
+        Some(FoundWriter(n, mark))
     }
 }
 
@@ -325,11 +356,60 @@ fn unnamed(lw: &LastWrite<'_>, value: &[u8]) -> &'static [u8] {
 }
 
 impl Writers {
+    /// The managedFields mark kept for the key at `slot`, when known.
+    pub(crate) fn mark(&self, slot: u32) -> Option<u64> {
+        self.marks
+            .get(slot as usize)
+            .copied()
+            .filter(|m| *m != NO_MARK)
+    }
+
+    /// Keeps `mark` for the key at `slot`.
+    pub(crate) fn set_mark(&mut self, slot: u32, mark: u64) {
+        let i = slot as usize;
+        if i >= self.marks.len() {
+            self.marks
+                .resize((i + 1).max(self.marks.len() * 2), NO_MARK);
+        }
+        self.marks[i] = mark.min(NO_MARK - 1);
+    }
+
+    /// Forgets the mark of the key at `slot` (a list wrote a version the marks did not see).
+    pub(crate) fn forget_mark(&mut self, slot: u32) {
+        if let Some(m) = self.marks.get_mut(slot as usize) {
+            *m = NO_MARK;
+        }
+    }
+
+    /// Counts a PUT of `resource` whose managedFields equal the key's previous version's,
+    /// or a DELETE, for the writer in parentheses that says nobody is named.
+    pub fn count_unnamed(&mut self, resource: u32, value_len: usize, second: u64, delete: bool) {
+        let who = if delete { DELETER } else { UNCHANGED_WRITER };
+        self.count_as(
+            resource,
+            value_len,
+            [who.as_bytes(), b"", b""],
+            second,
+            delete,
+        );
+    }
+
     /// Counts one event of `resource` at unix second `second`: a PUT of `value`, or a DELETE
     /// whose deleted value is `value` (empty when the replica did not hold it).
     pub fn count(&mut self, resource: u32, value: &[u8], second: u64, delete: bool) {
-        let lw = last_writer(value);
-        let parts: [&[u8]; 3] = match &lw {
+        self.count_parsed(resource, value, &last_writer(value), second, delete)
+    }
+
+    /// As [`Writers::count`], with `value`'s last writer already read.
+    pub fn count_parsed(
+        &mut self,
+        resource: u32,
+        value: &[u8],
+        lw: &LastWrite<'_>,
+        second: u64,
+        delete: bool,
+    ) {
+        let parts: [&[u8]; 3] = match lw {
             LastWrite::By(w) => [&w.manager, &w.operation, &w.subresource],
             other => [unnamed(other, value), b"", b""],
         };
@@ -608,7 +688,7 @@ mod found_tests {
         // A number another table gave is not trusted: the value is read.
         let other = WriterNames::default();
         let mut again = Writers::default();
-        again.count_found(0, &values[0], FoundWriter(7), &other, 1);
+        again.count_found(0, &values[0], FoundWriter(7, 0), &other, 1);
         assert_eq!(again.rows()[0].manager, "kubelet");
     }
 
@@ -623,10 +703,10 @@ mod found_tests {
         let names = WriterNames::default();
         let mut t = names.lock();
         for i in 0..MAX_NUMBERED {
-            assert_eq!(t.of(&value(i)), Some(FoundWriter(i as u32)));
+            assert_eq!(t.of(&value(i)).map(|f| f.0), Some(i as u32));
         }
         assert_eq!(t.of(&value(MAX_NUMBERED)), None);
-        assert_eq!(t.of(&value(7)), Some(FoundWriter(7)));
+        assert_eq!(t.of(&value(7)).map(|f| f.0), Some(7));
         let events = [crate::model::WatchEvent {
             kind: crate::model::EventKind::Put,
             kv: crate::model::KeyValue {

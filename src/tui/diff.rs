@@ -181,25 +181,28 @@ pub fn diff(old: &Value, new: &Value) -> ObjectDiff {
     out
 }
 
-/// Who wrote `new` since `old`: the `managedFields` entries added or whose `time` moved (the
-/// apiserver's field manager stamps an entry's time when its manager writes), so a status
-/// write is not blamed on a client whose entry merely shares the newest second. Falls back to
-/// [`last_writers`] when no entry moved (two writes within one second).
+/// Who wrote `new` since `old`: the `managedFields` entries that are new or differ (the
+/// apiserver's field manager moves a manager's entry, its `time` and `fieldsV1`, when that
+/// manager's request changes fields: `managedfieldsupdater.go` in k8s.io/apimachinery); of
+/// those, the ones whose `time` moved when any did, so a status write is not blamed on a
+/// client whose entry merely shares the newest second. Empty when managedFields are
+/// unchanged: nobody they name made the change (graceful deletion setting
+/// `deletionTimestamp`, a finalizer removed by the garbage collector, a client that changes
+/// no field it owns).
 pub fn changed_writers(old: &Value, new: &Value) -> Vec<Writer> {
     let before = managed_fields(old);
-    let moved: Vec<Writer> = managed_fields(new)
+    let prior = |e: &Value| before.iter().find(|b| entry_id(b) == entry_id(e));
+    let changed: Vec<&Value> = managed_fields(new)
         .iter()
-        .filter(|e| {
-            let prior = before.iter().find(|b| entry_id(b) == entry_id(e));
-            prior.is_none_or(|b| b.get("time") != e.get("time"))
-        })
-        .map(writer)
+        .filter(|e| prior(e).is_none_or(|b| b != *e))
         .collect();
-    if moved.is_empty() {
-        last_writers(new)
-    } else {
-        moved
-    }
+    let moved: Vec<&Value> = changed
+        .iter()
+        .copied()
+        .filter(|e| prior(e).is_none_or(|b| b.get("time") != e.get("time")))
+        .collect();
+    let pick = if moved.is_empty() { changed } else { moved };
+    pick.into_iter().map(writer).collect()
 }
 
 /// The `managedFields` entries of `obj` with the newest `time` (several when they share
@@ -642,8 +645,14 @@ mod writer_tests {
             2,
             "the newest-time rule alone names both"
         );
-        // Nothing moved (two writes in one second): the newest entries.
-        assert_eq!(changed_writers(&new, &new).len(), 2);
+        // Nothing changed: nobody managedFields name wrote it.
+        assert!(changed_writers(&new, &new).is_empty());
+        // An entry whose fields changed within the same second: that one.
+        let mut refined = new.clone();
+        refined["metadata"]["managedFields"][1]["fieldsV1"] = json!({"f:status": {}});
+        let w = changed_writers(&new, &refined);
+        assert_eq!(w.len(), 1);
+        assert_eq!(w[0].manager, "kube-controller-manager");
         // A new manager's first write.
         let added = obj(json!([
             {"manager": "kubectl-client-side-apply", "operation": "Update", "time": "2024-01-02T10:00:00Z"},

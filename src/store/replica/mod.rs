@@ -613,6 +613,8 @@ impl Replica {
         if let Some((_, e)) = self.store.keys.at_mut(slot, key_gen) {
             e.seen_gen = gen;
         }
+        // The writers' mark of this key is of a version before this one.
+        self.writers.forget_mark(slot);
     }
 
     fn finish_list(&mut self, revision: Revision, compacted: Option<Revision>, at: SystemTime) {
@@ -726,20 +728,46 @@ impl Replica {
             },
             EventKind::Delete => Version::tombstone(kv.mod_revision),
         };
-        let (resource, _, _) = self.push_version(&kv.key, version);
+        let (resource, slot, gen, prev_live) = self.push_version_full(&kv.key, version);
         let delete = ev.kind == EventKind::Delete;
         self.resources[resource as usize].count(second, delete);
-        let written = match &deleted {
-            Some(v) if delete => v,
-            _ if delete => &Bytes::new(),
-            _ => &kv.value,
-        };
+        let mut managed_unchanged = false;
         if self.cfg.count_writers {
-            match found {
-                Some((f, names)) if !delete => self
-                    .writers
-                    .count_found(resource, written, f, names, second),
-                _ => self.writers.count(resource, written, second, delete),
+            if delete {
+                // kube-apiserver records no deleter.
+                self.writers.forget_mark(slot);
+                self.writers.count_unnamed(resource, 0, second, true);
+            } else {
+                let (mark, parsed) = match found {
+                    Some((f, _)) => (f.mark(), None),
+                    None => {
+                        let (lw, mark) = crate::decode::last_write_marked(&kv.value);
+                        (mark, Some(lw))
+                    }
+                };
+                // A write that left every managedFields entry as it was is nobody's that
+                // managedFields names (see `store::writers`).
+                if prev_live && mark != 0 {
+                    let before = self
+                        .writers
+                        .mark(slot)
+                        .or_else(|| self.previous_mark(slot, gen));
+                    managed_unchanged = before == Some(mark);
+                }
+                self.writers.set_mark(slot, mark);
+                match (managed_unchanged, found, parsed) {
+                    (true, _, _) => {
+                        self.writers
+                            .count_unnamed(resource, kv.value.len(), second, false)
+                    }
+                    (false, Some((f, names)), _) => self
+                        .writers
+                        .count_found(resource, &kv.value, f, names, second),
+                    (false, None, Some(lw)) => self
+                        .writers
+                        .count_parsed(resource, &kv.value, &lw, second, false),
+                    (false, None, None) => self.writers.count(resource, &kv.value, second, false),
+                }
             }
         }
         self.log_event(EventRecord {
@@ -750,7 +778,20 @@ impl Replica {
             value: deleted.unwrap_or_else(|| kv.value.clone()),
             resource,
             unseen: None,
+            managed_unchanged,
         });
+    }
+
+    /// The managedFields mark of the version before the newest of the key at `slot`
+    /// (generation `gen`), read from its value.
+    fn previous_mark(&self, slot: Slot, gen: u32) -> Option<u64> {
+        let (_, g, e) = self.store.keys.at(slot)?;
+        if g != gen {
+            return None;
+        }
+        let prev = e.older.as_ref()?.back()?;
+        let v = self.view(e.resource, prev).value?;
+        Some(crate::decode::last_write_marked(&v).1)
     }
 
     /// Appends a row to the event log, dropping the oldest past its cap.
@@ -822,6 +863,7 @@ impl Replica {
                     .unwrap_or_else(|| self.view(e.resource, v).value.unwrap_or_default()),
                 resource: e.resource,
                 unseen: Some(gap(change)),
+                managed_unchanged: false,
             });
         }
         for key in gone {
@@ -837,6 +879,7 @@ impl Replica {
                 value: self.view(e.resource, &e.newest).value.unwrap_or_default(),
                 resource: e.resource,
                 unseen: Some(gap(UnseenChange::Deleted)),
+                managed_unchanged: false,
             });
         }
         rows.sort_by(|a, b| (a.revision, &a.key).cmp(&(b.revision, &b.key)));
@@ -851,6 +894,12 @@ impl Replica {
     /// accounting right, and offers its value for packing. Returns the key's resource id,
     /// slot and slot generation.
     fn push_version(&mut self, key: &[u8], v: Version) -> (u32, Slot, u32) {
+        let (resource, slot, gen, _) = self.push_version_full(key, v);
+        (resource, slot, gen)
+    }
+
+    /// As [`Replica::push_version`], also saying whether the key was live before.
+    fn push_version_full(&mut self, key: &[u8], v: Version) -> (u32, Slot, u32, bool) {
         let key_len = key.len();
         let new_live = (!v.value.is_tombstone()).then(|| v.value.len() as u64);
         let rev = v.mod_revision;
@@ -918,7 +967,7 @@ impl Replica {
         if packable {
             self.store.mark_dirty(slot);
         }
-        (resource, slot, gen)
+        (resource, slot, gen, old_live.is_some())
     }
 
     fn set_compacted(&mut self, rev: Revision, source: CompactionSource, at: SystemTime) {

@@ -88,6 +88,33 @@ pub struct EventRecord {
         deserialize_with = "crate::store::shared_bytes::since_format_7"
     )]
     pub unseen: Option<Unseen>,
+    /// A PUT whose managedFields equal the key's previous version's: no manager that
+    /// managedFields names made it (see [`crate::store::writers`]; checkpoint format 7 and
+    /// later).
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_7"
+    )]
+    pub managed_unchanged: bool,
+}
+
+impl EventRecord {
+    /// Who made this write, as far as regscope can tell, in one line: the managedFields
+    /// writer the new value names when the write changed managedFields (as the writers
+    /// panel counts it, [`crate::store::writers`]); else a phrase in parentheses that says
+    /// why nobody is named.
+    pub fn writer(&self) -> String {
+        if self.unseen.is_some() {
+            return "(unseen: only a relist showed it)".into();
+        }
+        match self.kind {
+            EventKind::Delete => crate::store::writers::DELETER.into(),
+            EventKind::Put if self.managed_unchanged => {
+                crate::store::writers::UNCHANGED_WRITER.into()
+            }
+            EventKind::Put => crate::decode::last_writer(&self.value).label(),
+        }
+    }
 }
 
 /// A change the watch never delivered, seen only by the relist after a gap (etcd compacted

@@ -738,3 +738,224 @@ fn ciphertext_is_offered_by_length_and_left_raw_by_the_sweep() {
     let held = r.get(b"/registry/secrets/d/s0").expect("held");
     assert_eq!(held.value.as_deref(), Some(cipher.as_bytes()));
 }
+
+/// Who made each write, over a table of managedFields shapes as kube-apiserver stores them:
+/// a write is attributed to a manager only when it changed managedFields; a write that left
+/// every entry as it was (graceful deletion, a finalizer removed by the garbage collector, a
+/// custom resource written again by a client whose owned fields did not change) and a
+/// delete are attributed to nobody, and say so.
+#[test]
+fn writes_are_attributed_only_when_they_changed_managed_fields() {
+    use serde_json::json;
+    let csa = json!({"manager": "kubectl-client-side-apply", "operation": "Update",
+        "apiVersion": "v1", "time": "2024-01-02T10:00:00Z", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "f:spec": {"f:containers": {}}}});
+    let kubelet = |t: &str| {
+        json!({"manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+        "time": t, "fieldsType": "FieldsV1", "subresource": "status",
+        "fieldsV1": {"f:status": {"f:conditions": {}, "f:phase": {}}}})
+    };
+    let kcm = json!({"manager": "kube-controller-manager", "operation": "Update", "apiVersion": "v1",
+        "time": "2024-01-02T10:00:07Z", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:ownerReferences": {}}}});
+    let ssa = json!({"manager": "kubectl", "operation": "Apply", "apiVersion": "v1",
+        "time": "2024-01-02T10:00:09Z", "fieldsType": "FieldsV1",
+        "fieldsV1": {"f:metadata": {"f:annotations": {"f:team": {}}}}});
+    let pod = |mf: serde_json::Value, extra: serde_json::Value| {
+        let mut meta = json!({"name": "web", "namespace": "shop", "uid": "u-1", "managedFields": mf,
+            "finalizers": ["example.com/protect"]});
+        if let (Some(m), Some(e)) = (meta.as_object_mut(), extra.as_object()) {
+            for (k, v) in e {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        Bytes::from(
+            serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
+            .unwrap(),
+        )
+    };
+    let cr = |mf: serde_json::Value, replicas: u64| {
+        Bytes::from(
+            serde_json::to_vec(&json!({"apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "shop", "managedFields": mf},
+            "spec": {"replicas": replicas}}))
+            .unwrap(),
+        )
+    };
+    let steps: Vec<(&str, &str, Option<Bytes>, &str)> = vec![
+        (
+            "pod",
+            "created by client-side apply",
+            Some(pod(json!([csa]), json!({}))),
+            "kubectl-client-side-apply",
+        ),
+        (
+            "pod",
+            "kubelet status update",
+            Some(pod(
+                json!([csa, kubelet("2024-01-02T10:00:05Z")]),
+                json!({}),
+            )),
+            "kubelet (Update/status)",
+        ),
+        (
+            "pod",
+            "the kubelet again, a new second",
+            Some(pod(
+                json!([csa, kubelet("2024-01-02T10:00:06Z")]),
+                json!({}),
+            )),
+            "kubelet (Update/status)",
+        ),
+        (
+            "pod",
+            "controller update",
+            Some(pod(
+                json!([csa, kubelet("2024-01-02T10:00:06Z"), kcm]),
+                json!({}),
+            )),
+            "kube-controller-manager",
+        ),
+        (
+            "pod",
+            "server-side apply",
+            Some(pod(
+                json!([csa, kubelet("2024-01-02T10:00:06Z"), kcm, ssa]),
+                json!({}),
+            )),
+            "kubectl (Apply)",
+        ),
+        (
+            "pod",
+            "graceful delete: deletionTimestamp, managedFields as they were",
+            Some(pod(
+                json!([csa, kubelet("2024-01-02T10:00:06Z"), kcm, ssa]),
+                json!({"deletionTimestamp": "2024-01-02T10:01:00Z", "deletionGracePeriodSeconds": 30}),
+            )),
+            "(unknown: same managedFields)",
+        ),
+        (
+            "pod",
+            "finalizer removed by the garbage collector",
+            Some(pod(
+                json!([csa, kubelet("2024-01-02T10:00:06Z"), kcm, ssa]),
+                json!({"deletionTimestamp": "2024-01-02T10:01:00Z", "finalizers": []}),
+            )),
+            "(unknown: same managedFields)",
+        ),
+        ("pod", "the DELETE itself", None, "(deleter unknown)"),
+        (
+            "widget",
+            "custom resource created",
+            Some(cr(
+                json!([{"manager": "operator", "operation": "Update", "apiVersion": "example.com/v1", "time": "2024-01-02T10:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]),
+                1,
+            )),
+            "operator",
+        ),
+        (
+            "widget",
+            "written again, managedFields unchanged",
+            Some(cr(
+                json!([{"manager": "operator", "operation": "Update", "apiVersion": "example.com/v1", "time": "2024-01-02T10:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}}]),
+                2,
+            )),
+            "(unknown: same managedFields)",
+        ),
+    ];
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(&mut r, 1, vec![], None);
+    let mut rev = 1;
+    for (i, (key, what, value, want)) in steps.iter().enumerate() {
+        rev += 1;
+        let key = format!("/registry/pods/shop/{key}");
+        let ev = match value {
+            Some(v) => put(KeyValue {
+                key: Bytes::from(key.clone()),
+                create_revision: 2,
+                mod_revision: rev,
+                version: rev - 1,
+                lease: 0,
+                value: v.clone(),
+            }),
+            None => del(&key, rev),
+        };
+        obs(
+            &mut r,
+            1 + i as u64,
+            Observation::Events {
+                revision: rev,
+                events: vec![ev],
+            },
+        );
+        let row = r.events().back().unwrap();
+        assert_eq!(row.writer(), *want, "{what}");
+    }
+    // The writers' rows say the same, and still add up to every write.
+    let count = |m: &str| -> u64 {
+        r.writers()
+            .iter()
+            .filter(|w| w.manager == m)
+            .map(|w| w.puts + w.deletes)
+            .sum()
+    };
+    assert_eq!(count("(unknown: same managedFields)"), 3);
+    assert_eq!(count("(deleter unknown)"), 1);
+    assert_eq!(count("kubelet"), 2);
+    let total: u64 = r.writers().iter().map(|w| w.puts + w.deletes).sum();
+    assert_eq!(total, steps.len() as u64);
+}
+
+/// After a checkpoint (where the marks are not kept), the first write of a key compares
+/// with its previous version read from the value, as a session that never stopped did.
+#[test]
+fn the_managed_fields_comparison_survives_a_checkpoint() {
+    let v = |n: u32| {
+        Bytes::from(format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"a","managedFields":[{{"manager":"m","operation":"Update","time":"2024-01-02T10:00:00Z"}}]}},"data":{{"n":"{n}"}}}}"#
+        ))
+    };
+    let mut r = Replica::new(ReplicaConfig::default());
+    listed(&mut r, 1, vec![], None);
+    obs(
+        &mut r,
+        1,
+        Observation::Events {
+            revision: 2,
+            events: vec![put(kv_bytes("/registry/configmaps/d/a", v(1), 2, 2, 1))],
+        },
+    );
+    let bytes = postcard::to_allocvec(&r).unwrap();
+    let mut back: Replica = crate::store::shared_bytes::restore_from(
+        &Bytes::from(bytes),
+        crate::store::CHECKPOINT_FORMAT,
+        |b| postcard::from_bytes(b).unwrap(),
+    );
+    back.restored().unwrap();
+    for rep in [&mut r, &mut back] {
+        obs(
+            rep,
+            2,
+            Observation::Events {
+                revision: 3,
+                events: vec![put(kv_bytes("/registry/configmaps/d/a", v(2), 2, 3, 2))],
+            },
+        );
+        assert_eq!(
+            rep.events().back().unwrap().writer(),
+            "(unknown: same managedFields)"
+        );
+    }
+}
+
+fn kv_bytes(key: &str, value: Bytes, create: i64, modr: i64, ver: i64) -> KeyValue {
+    KeyValue {
+        key: Bytes::copy_from_slice(key.as_bytes()),
+        create_revision: create,
+        mod_revision: modr,
+        version: ver,
+        lease: 0,
+        value,
+    }
+}

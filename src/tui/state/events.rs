@@ -157,11 +157,7 @@ fn word_matches(replica: &Replica, e: &EventRecord, f: &str) -> bool {
             return true;
         }
     }
-    // The writer (a field manager such as `kubelet`; for a DELETE the last writer of what
-    // was deleted, as the writers panel counts it): decoded only when nothing cheaper matched.
-    !e.value.is_empty()
-        && crate::decode::last_writer(&e.value)
-            .label()
-            .to_lowercase()
-            .contains(f)
+    // The writer (a field manager such as `kubelet`, as the writers panel counts it):
+    // decoded only when nothing cheaper matched.
+    e.writer().to_lowercase().contains(f)
 }

@@ -401,10 +401,12 @@ impl Decoding<'_> {
         };
         let od = diff::diff(&old_obj, &new_obj);
         if od.writers.is_empty() {
-            lines.push((
-                LineKind::Header,
-                "written by: no managedFields in the newer version".into(),
-            ));
+            let why = if diff::last_writers(&new_obj).is_empty() {
+                "written by: no managedFields in the newer version"
+            } else {
+                "written by: unknown — managedFields unchanged (a graceful deletion, a finalizer removed by the garbage collector, a write that changes no owned field leave every entry as it was)"
+            };
+            lines.push((LineKind::Header, why.into()));
         }
         for w in &od.writers {
             lines.push((LineKind::Header, format!("written by {}", w.describe())));

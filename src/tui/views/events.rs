@@ -71,8 +71,7 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             Constraint::Length(9),
         ]);
     }
-    // Who wrote each PUT (the newest managedFields entry); for a DELETE, the last writer
-    // of what was deleted.
+    // Who made each write, when managedFields say (see `EventRecord::writer`).
     let show_writer = area.width >= 170;
     if show_writer {
         header.push("writer");
@@ -109,16 +108,10 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
                 (None, EventKind::Put) => ("PUT", Role::Put),
                 (None, EventKind::Delete) => ("DELETE", Role::Delete),
             };
-            // A DELETE carries the deleted value (the replica's last copy); `-` when the
-            // key was not held.
-            // A DELETE shows the last writer of what was deleted, as the writers panel
-            // counts it (kube-apiserver records no deleter).
-            let writer = if ev.unseen.is_some() {
-                "(unseen: seen only by a relist)".to_string()
-            } else if show_writer && !ev.value.is_empty() {
-                decode::last_writer(&ev.value).label()
+            let writer = if show_writer {
+                ev.writer()
             } else {
-                "-".to_string()
+                String::new()
             };
             let (kind, size) = if ev.kind == EventKind::Delete && ev.value.is_empty() {
                 ("-".to_string(), "-".to_string())
