@@ -643,6 +643,22 @@ async fn etcd_restored_with_new_history_rebuilds_the_replica() {
         "{:?}",
         h.replica.notes()
     );
+    // Kept on record past the rebuild: which etcd, the revision before and after, and the
+    // cluster id (the same flags give the same id: only the revision went back).
+    let rep = h.replica.replacements();
+    assert_eq!(rep.len(), 1, "{rep:?}");
+    assert_eq!(rep[0].revision_before, 31);
+    assert!(rep[0].revision_after.is_some_and(|r| r < 31), "{rep:?}");
+    assert_ne!(rep[0].cluster_id_after, 0);
+    assert_eq!(rep[0].cluster_id_before, rep[0].cluster_id_after);
+    let line = rep[0].describe();
+    assert!(
+        line.starts_with("etcd at ") && line.contains(" replaced: same cluster id "),
+        "{line}"
+    );
+    assert!(h.replica.notes().iter().any(|(_, n)| *n == line), "{line}");
+    let summary = serde_json::to_value(h.replica.summary()).unwrap();
+    assert_eq!(summary["replacements"][0]["revision_before"], 31);
     assert_verified(&h).await;
 }
 
@@ -695,6 +711,10 @@ async fn replaced_history_past_our_revision_is_detected() {
         "{why}"
     );
     eprintln!("reason: {why}");
+    let rep = h.replica.replacements();
+    assert_eq!(rep.len(), 1, "{rep:?}");
+    assert_eq!(rep[0].revision_before, ours);
+    assert!(rep[0].revision_after.is_some_and(|r| r > ours), "{rep:?}");
     assert_verified(&h).await;
 }
 

@@ -799,7 +799,7 @@ fn export_lines(
     keyring: Option<&crate::decrypt::Keyring>,
     show_secrets: bool,
 ) -> Vec<String> {
-    let mut lines = export_observation(st, prefix, key_filter, e, keyring, show_secrets);
+    let mut lines = export_observation(st, s, prefix, key_filter, e, keyring, show_secrets);
     // After a gap, the rows the replica synthesized from the relist that closed it (what
     // changed in revisions never seen one by one), as events marked synthesized.
     if let Observation::ListDone {
@@ -837,6 +837,7 @@ fn export_lines(
             };
             let mut line = kv_json("event", Some(op), &kv, prefix, e, keyring, show_secrets);
             line["synthesized"] = json!(true);
+            line["writer"] = json!(ev.writer());
             line["unseen"] = json!({"from": u.from, "to": u.to, "change": u.change.label()});
             if ev.kind == crate::model::EventKind::Delete {
                 // Deleted somewhere in the gap: the revision is the relist's, and the
@@ -854,6 +855,7 @@ fn export_lines(
 /// The lines of one observation as the recording holds it.
 fn export_observation(
     st: &Stamped,
+    s: &Session,
     prefix: &str,
     key_filter: Option<&str>,
     e: &ExportArgs,
@@ -890,15 +892,15 @@ fn export_observation(
                     crate::model::EventKind::Put => "PUT",
                     crate::model::EventKind::Delete => "DELETE",
                 };
-                with_at(kv_json(
-                    "event",
-                    Some(op),
-                    &ev.kv,
-                    prefix,
-                    e,
-                    keyring,
-                    show_secrets,
-                ))
+                let mut line = kv_json("event", Some(op), &ev.kv, prefix, e, keyring, show_secrets);
+                // Who made it, as the console names it (the event as the replica logged
+                // it, just applied): a manager only when the write changed managedFields.
+                if let Some(logged) = s.replica.events().iter().rev().take(4096).find(|l| {
+                    l.unseen.is_none() && l.revision == ev.kv.mod_revision && l.key == ev.kv.key
+                }) {
+                    line["writer"] = json!(logged.writer());
+                }
+                with_at(line)
             })
             .collect(),
         _ if e.only_keys => Vec::new(),
