@@ -102,7 +102,9 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
             regscope::cli::doctor::run(&d, &d_found, &cli.metrics).await
         }
         Some(Command::Demo(d)) => demo(&cli.conn, &cli.ui, &d, &cli.metrics).await,
-        Some(Command::Snapshot(s)) if s.from.is_some() => regscope::cli::record::snapshot_from(&s),
+        Some(Command::Snapshot(s)) if s.from.is_some() => {
+            regscope::cli::record::snapshot_from(&s, cli.ui.zone())
+        }
         Some(Command::Snapshot(s)) => snapshot(&s.conn, &s, &cli.metrics).await,
         Some(Command::Verify(VerifyArgs { conn })) => verify(&conn).await,
         Some(Command::Record(r)) => {
@@ -114,7 +116,7 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
             regscope::cli::record::record(&r, &scfg, cli.ui.show_secrets).await
         }
         Some(Command::Replay(r)) if r.check => {
-            regscope::cli::record::check(&r.file, r.p99_threshold, r.lag_threshold)
+            regscope::cli::record::check(&r.file, r.p99_threshold, r.lag_threshold, cli.ui.zone())
         }
         Some(Command::Replay(r)) => regscope::cli::record::replay(&r, ui_options(&cli.ui)?).await,
         Some(Command::Export(e)) => regscope::cli::record::export(&e, &cli.ui),
@@ -265,6 +267,7 @@ fn ui_options(ui: &UiArgs) -> Result<UiOptions> {
         memory_limit: None,
         screenshot_dir: ui.screenshot_dir.clone().unwrap_or_default(),
         mouse: ui.mouse,
+        zone: ui.zone(),
     })
 }
 

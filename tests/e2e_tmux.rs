@@ -768,8 +768,16 @@ async fn writers_panel_names_the_managers_the_workload_uses() {
     assert_eq!(alpha[1..3], ["Update", "configmaps"], "{alpha:?}");
     assert_eq!(
         alpha[alpha.len() - 4..alpha.len() - 2],
-        ["12", "3"],
+        ["12", "0"],
         "{alpha:?}"
+    );
+    // The three deletes name nobody: kube-apiserver records no deleter.
+    let deleter = find("(deleter");
+    assert_eq!(deleter[1..3], ["unknown)", "configmaps"], "{deleter:?}");
+    assert_eq!(
+        deleter[deleter.len() - 4..deleter.len() - 2],
+        ["0", "3"],
+        "{deleter:?}"
     );
     let beta = find("beta-applier");
     assert_eq!(beta[1..3], ["Apply", "widgets.example.com"], "{beta:?}");
@@ -960,4 +968,51 @@ fn show_secrets_over_a_redacted_recording_shows_redacted() {
     );
     t.keys(&["Escape", "q"]);
     wait_dead(&t, "replay did not quit on q");
+}
+
+/// The console reads a time in the zone it shows and says that zone in its header: the
+/// time `replay --check` prints for a marker under `TZ`, its clock part typed into the
+/// console's seek under the same `TZ`, lands on that marker (the compaction it marks is in
+/// the header), in New York and in Kolkata alike.
+#[test]
+fn a_time_from_replay_check_typed_into_the_seek_lands_on_its_marker_in_any_zone() {
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
+    for (tz, label) in [
+        ("America/New_York", "UTC-05:00"),
+        ("Asia/Kolkata", "UTC+05:30"),
+    ] {
+        let check = std::process::Command::new(BIN)
+            .env("TZ", tz)
+            .args(["replay", "--check", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let check = String::from_utf8(check.stdout).unwrap();
+        let line = check
+            .lines()
+            .find(|l| l.contains("compaction at revision 1588"))
+            .unwrap_or_else(|| panic!("{check}"));
+        let full = line.split_whitespace().nth(1).unwrap();
+        let clock = &full[11..23];
+        let t = Tmux::start(
+            120,
+            40,
+            &format!("env TZ={tz} {BIN} replay {}", file.display()),
+        );
+        t.wait_for("the timeline and the zone", Duration::from_secs(20), |s| {
+            s.contains("REPLAY") && s.contains(label)
+        });
+        t.keys(&["t"]);
+        t.wait_for("the seek prompt", Duration::from_secs(5), |s| {
+            s.contains("seek to")
+        });
+        t.text(clock);
+        t.keys(&["Enter"]);
+        t.wait_for(
+            &format!("the compaction at {clock} {tz}"),
+            Duration::from_secs(10),
+            |s| s.contains("compacted 1,588"),
+        );
+        t.keys(&["q"]);
+        wait_dead(&t, "replay did not quit on q");
+    }
 }

@@ -1870,9 +1870,15 @@ fn moments_with_fractions_offsets_and_mixed_ranges_on_the_repository_recording()
     assert!(utc.as_i64().unwrap() > 44, "{utc}");
     assert_eq!(snapshot("07:44:00.5"), utc);
     assert_eq!(snapshot("2026-12-03T08:44:00.5+01:00"), utc);
-    assert_eq!(snapshot("2026-12-03 02:14:00.500-05:30"), utc);
+    assert_eq!(snapshot("2026-12-03 02:14:00.5-05:30"), utc);
     // Half a second earlier is another moment of this busy recording.
-    assert_ne!(snapshot("07:44:00"), utc);
+    assert_ne!(snapshot("07:44:00.0"), utc);
+    // A time names all of its last digit: the whole second takes in its half.
+    let whole_second = snapshot("07:44:00").as_i64().unwrap();
+    assert!(
+        whole_second >= utc.as_i64().unwrap(),
+        "{whole_second} {utc}"
+    );
     // The span's first and last seconds are inside, whole; the next ones are not, and
     // the refusal gives the span to the millisecond.
     assert_eq!(snapshot("07:44:48.9"), snapshot("end"));
@@ -2055,7 +2061,8 @@ fn play_through_a_lost_segment_is_exact_again_from_the_next_checkpoint() {
     let total = whole.total();
     // `-0s` is the end, as every `-D` counts from it (and `+0s` the start).
     let (start, end) = whole.span();
-    let at_text = |t: &str| regscope::cli::record::parse_at("--at", t, &whole);
+    let at_text =
+        |t: &str| regscope::cli::record::parse_at("--at", t, &whole, regscope::config::Zone::Utc);
     assert_eq!(at_text("-0s"), Ok(Target::Time(end)));
     assert_eq!(at_text("+0s"), Ok(Target::Time(start)));
     // And by name.
@@ -2494,4 +2501,70 @@ fn a_gap_in_a_recording_replays_and_exports_its_unseen_rows() {
         .filter_map(|e| e.unseen.map(|u| (e.revision, u.change.label())))
         .collect();
     assert_eq!(rows, vec![(7, "changed"), (9, "created"), (12, "deleted")]);
+}
+
+/// One rule for time zones: `replay --check` prints each time in the zone times are shown
+/// in, with its offset; that time, whole or only its clock part, given to `--at` in the
+/// same zone lands on the same moment, in New York, in Kolkata and in UTC (and `--utc`, a
+/// `Z` or an offset override the zone); the marker's own observation is reached from all.
+#[test]
+fn a_time_copied_from_replay_check_means_the_same_moment_in_every_zone() {
+    let file = demo_recording();
+    let run = |tz: &str, args: &[&str]| {
+        let out = Command::new(BIN).env("TZ", tz).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "TZ={tz} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let f = file.to_str().unwrap();
+    let revision_at = |tz: &str, at: &str, extra: &[&str]| -> i64 {
+        let mut args = vec!["snapshot", "--json", "--from", f, "--at", at];
+        args.extend_from_slice(extra);
+        let v: serde_json::Value = serde_json::from_str(&run(tz, &args)).unwrap();
+        v["revision"].as_i64().unwrap()
+    };
+    let mut seen = Vec::new();
+    for (tz, offset) in [
+        ("UTC", "Z"),
+        ("America/New_York", "-05:00"),
+        ("Asia/Kolkata", "+05:30"),
+    ] {
+        let check = run(tz, &["replay", "--check", f]);
+        let line = check
+            .lines()
+            .find(|l| l.contains("compaction at revision 1588"))
+            .unwrap_or_else(|| panic!("{check}"));
+        let full = line.split_whitespace().nth(1).unwrap().to_string();
+        assert!(full.ends_with(offset), "TZ={tz}: {line}");
+        // The clock part alone, as a person copies it: HH:MM:SS.mmm.
+        let clock = &full[11..23];
+        let whole = revision_at(tz, &full, &[]);
+        assert_eq!(revision_at(tz, clock, &[]), whole, "TZ={tz} {clock}");
+        // The UTC form, and --utc with the UTC clock, mean the same moment everywhere.
+        let utc_full = run("UTC", &["replay", "--check", f])
+            .lines()
+            .find(|l| l.contains("compaction at revision 1588"))
+            .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+            .unwrap();
+        assert_eq!(revision_at(tz, &utc_full, &[]), whole, "TZ={tz} {utc_full}");
+        assert_eq!(
+            revision_at(tz, &utc_full[11..23], &["--utc"]),
+            whole,
+            "TZ={tz} --utc"
+        );
+        seen.push(whole);
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
+    assert!(seen[0] >= 1588, "{seen:?}");
+    // A refusal names the span in the zone asked for.
+    let out = Command::new(BIN)
+        .env("TZ", "Asia/Kolkata")
+        .args(["snapshot", "--json", "--from", f, "--at", "23:59:59"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("+05:30"), "{err}");
 }

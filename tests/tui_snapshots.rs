@@ -456,7 +456,7 @@ fn header_shows_list_progress_in_the_room_it_has() {
     );
     let narrow = render(&mut a, 80, 24);
     let row = narrow.lines().next().unwrap_or_default();
-    assert!(row.ends_with("listing 25% · 3 s left"), "{row:?}");
+    assert!(row.ends_with("listing 25% · 3 s left  UTC"), "{row:?}");
 }
 
 #[test]

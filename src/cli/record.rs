@@ -13,24 +13,35 @@ use tokio::sync::mpsc;
 
 use super::args::{ExportArgs, RecordArgs, ReplayArgs, SnapshotArgs, UiArgs};
 use super::out;
+use crate::config::Zone;
 use crate::model::{escape_bytes, Bytes, KeyPath, KeyValue, Observation, ScrapeOutcome, Stamped};
 use crate::record::{Player, RecordOptions, Recorder, Target};
 use crate::source::ScrapeConfig;
 use crate::store::Session;
-use crate::tui::{parse_seek, SeekTo};
+use crate::tui::{parse_seek, parse_seek_from, SeekTo};
 
 /// Parses `--at`/`--from`/`--to` against a recording: `+D` from its start, `-D` from its
 /// end, `rN` (or a number) a revision, `start` or `end`, otherwise a time (RFC 3339, or
-/// `HH:MM[:SS[.fff]]` UTC on the recording's first day; see [`parse_seek`]).
+/// `HH:MM[:SS[.fff]]` on the recording's first day, each in `zone` unless it names its
+/// own; see [`parse_seek`]).
 ///
 /// Errors: one line naming the flag and what it accepts.
-pub fn parse_at(flag: &str, text: &str, player: &Player) -> Result<Target, String> {
+pub fn parse_at(flag: &str, text: &str, player: &Player, zone: Zone) -> Result<Target, String> {
     let (start, end) = player.span();
     let t = text.trim();
     let anchor = if t.starts_with('+') { start } else { end };
-    let ts = |t: SystemTime| humantime::format_rfc3339_millis(t).to_string();
+    let ts = |t: SystemTime| zone.rfc3339_millis(t);
     let span = || format!("the recording spans {} .. {}", ts(start), ts(end));
-    let target = match parse_seek(t, if t.contains(':') { start } else { anchor }, 0) {
+    // A time without a zone is read in the zone times are shown in (at the recording's
+    // start: its daylight saving time, not today's).
+    let offset = zone.offset_at(start);
+    // A range starts at the start of the moment named; `--at` and `--to` take all of it.
+    let parse = if flag == "--from" {
+        parse_seek_from
+    } else {
+        parse_seek
+    };
+    let target = match parse(t, if t.contains(':') { start } else { anchor }, offset) {
         Ok(SeekTo::Relative(s)) => {
             let d = Duration::from_secs(s.unsigned_abs());
             // By the text's sign: `-0s` is the end, as every `-D` counts from it.
@@ -358,7 +369,11 @@ pub async fn replay(r: &ReplayArgs, opts: crate::tui::UiOptions) -> Result<ExitC
         );
         return Ok(ExitCode::from(2));
     }
-    let at = match r.at.as_deref().map(|a| parse_at("--at", a, &player)) {
+    let at = match r
+        .at
+        .as_deref()
+        .map(|a| parse_at("--at", a, &player, opts.zone))
+    {
         Some(Ok(t)) => Some(t),
         Some(Err(e)) => {
             eprintln!("regscope: {e}");
@@ -396,17 +411,15 @@ pub async fn replay(r: &ReplayArgs, opts: crate::tui::UiOptions) -> Result<ExitC
 
 /// `regscope replay --check FILE`: reads every frame, verifies checksums, prints the span,
 /// counts and damage. Exit 0 when whole, 1 when damaged, 2 when not a recording.
-pub fn check(path: &Path, p99_threshold: f64, lag_threshold: f64) -> Result<ExitCode> {
+pub fn check(path: &Path, p99_threshold: f64, lag_threshold: f64, zone: Zone) -> Result<ExitCode> {
     let player = match open(path) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
     let report = crate::record::check(player, p99_threshold, lag_threshold);
-    let ts = |t: Option<SystemTime>| {
-        t.map_or("-".to_string(), |t| {
-            humantime::format_rfc3339_millis(t).to_string()
-        })
-    };
+    // In the zone times are shown in, with its offset: pasted into any input, the same
+    // moment (see `crate::config::zone`).
+    let ts = |t: Option<SystemTime>| t.map_or("-".to_string(), |t| zone.rfc3339_millis(t));
     out(format_args!(
         "{}\n  span       {} .. {}\n  revisions  {} .. {}\n  observations {}\n  secrets    {}\n",
         report.files.join(", "),
@@ -424,8 +437,12 @@ pub fn check(path: &Path, p99_threshold: f64, lag_threshold: f64) -> Result<Exit
     for n in &report.notes {
         out(format_args!("  note       {n}\n"));
     }
-    for (at, label) in &report.markers {
-        out(format_args!("  marker     {at}  {label}\n"));
+    for m in &report.markers {
+        out(format_args!(
+            "  marker     {}  {}\n",
+            ts(Some(m.at)),
+            m.label
+        ));
     }
     if report.damage.is_empty() {
         out(format_args!("  damage     none\n"));
@@ -456,7 +473,7 @@ fn counts(r: &crate::record::ReplayReport) -> String {
 
 /// `regscope snapshot --json --from FILE [--at T]`: the summary `snapshot --json` prints
 /// live, for that moment of the recording.
-pub fn snapshot_from(s: &SnapshotArgs) -> Result<ExitCode> {
+pub fn snapshot_from(s: &SnapshotArgs, zone: Zone) -> Result<ExitCode> {
     let Some(path) = s.from.as_deref() else {
         return Ok(ExitCode::from(2));
     };
@@ -464,7 +481,7 @@ pub fn snapshot_from(s: &SnapshotArgs) -> Result<ExitCode> {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    let target = match s.at.as_deref().map(|a| parse_at("--at", a, &player)) {
+    let target = match s.at.as_deref().map(|a| parse_at("--at", a, &player, zone)) {
         Some(Ok(t)) => t,
         Some(Err(e)) => {
             eprintln!("regscope: {e}");
@@ -530,7 +547,7 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     let parse = |flag: &str, v: &Option<String>, player: &Player| match v.as_deref() {
-        Some(t) => parse_at(flag, t, player).map(Some),
+        Some(t) => parse_at(flag, t, player, ui.zone()).map(Some),
         None => Ok(None),
     };
     let (from, to) = match (

@@ -14,6 +14,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+pub mod zone;
+pub use zone::Zone;
+
 /// The default key bindings (`keymaps/default.toml`).
 pub const DEFAULT_KEYMAP: &str = include_str!("../../keymaps/default.toml");
 

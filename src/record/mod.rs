@@ -60,7 +60,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 pub use markers::{Marker, MarkerScan};
-pub use player::{Player, ReplayReport, Target};
+pub use player::{Player, ReplayReport, ReportMarker, Target};
 pub use recorder::{CheckpointPolicy, RecordOptions, Recorder};
 
 use crate::model::{Observation, SessionInfo, Stamped};
@@ -206,7 +206,10 @@ pub fn check(mut player: Player, p99_threshold: f64, lag_threshold: f64) -> Repl
     r.markers = player
         .with_lost(scan.markers())
         .into_iter()
-        .map(|m| (humantime::format_rfc3339_millis(m.at).to_string(), m.label))
+        .map(|m| player::ReportMarker {
+            at: m.at,
+            label: m.label,
+        })
         .collect();
     r
 }

@@ -74,8 +74,16 @@ pub struct ReplayReport {
     pub notes: Vec<String>,
     /// Each damaged or lost stretch, one line (from which time/revision to which).
     pub damage: Vec<String>,
-    /// What a replay's `n`/`N` jump to: (time, one line), in recorded order.
-    pub markers: Vec<(String, String)>,
+    /// What a replay's `n`/`N` jump to, in recorded order.
+    pub markers: Vec<ReportMarker>,
+}
+
+/// One marker of a [`ReplayReport`]: when, and one line.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ReportMarker {
+    #[serde(with = "crate::model::humantime_serde_compat")]
+    pub at: SystemTime,
+    pub label: String,
 }
 
 /// One frame of the whole set, with the position of its first observation.

@@ -45,6 +45,9 @@ pub struct Settings {
     pub warnings: Vec<String>,
     /// Seconds east of UTC for clock times (0 shows UTC, as the snapshot tests do).
     pub utc_offset: i64,
+    /// The zone's name for the header (`UTC`, `UTC-05:00`); empty: `UTC` when the offset
+    /// is 0.
+    pub zone_label: String,
 }
 
 /// The main panels, switched with Tab or 1–4.
@@ -59,6 +62,19 @@ pub enum Panel {
     /// The apiserver side: request latency, watch cache, compaction window vs lag, etcd
     /// health and object counts, flow control (drawn from an [`ApiserverView`]).
     Apiserver,
+}
+
+impl Settings {
+    /// The zone clock times are shown in, for saying it once: `UTC`, `UTC-05:00`.
+    pub fn zone_label(&self) -> String {
+        if !self.zone_label.is_empty() {
+            return self.zone_label.clone();
+        }
+        match self.utc_offset {
+            0 => "UTC".into(),
+            o => format!("UTC{}", crate::config::zone::offset_text(o)),
+        }
+    }
 }
 
 impl Panel {

@@ -148,22 +148,6 @@ pub fn local_date(t: SystemTime, offset: i64) -> String {
     humantime::format_rfc3339_seconds(shifted).to_string()[..10].to_string()
 }
 
-/// The local time zone's offset from UTC in seconds, now (0 if it cannot be found).
-// `tm_gmtoff` is a C long: i64 here, i32 on 32-bit targets, hence the conversion.
-#[allow(clippy::useless_conversion)]
-pub fn local_utc_offset() -> i64 {
-    let now = unix_second(SystemTime::now()) as libc::time_t;
-    // SAFETY: localtime_r only writes into the zeroed `tm` we pass and reads `now`.
-    unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&now, &mut tm).is_null() {
-            0
-        } else {
-            i64::from(tm.tm_gmtoff)
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -39,8 +39,8 @@ pub use action::Action;
 pub use app::{App, Panel, Settings};
 pub use keymap::{KeyChord, Keymap, Mode};
 pub use state::{
-    parse_seek, Cursor, MemoryStatus, RecordingStatus, ReplayStatus, Request, Section, SeekTo,
-    Speed,
+    parse_seek, parse_seek_from, Cursor, MemoryStatus, RecordingStatus, ReplayStatus, Request,
+    Section, SeekTo, Speed,
 };
 pub use theme::{ColorDepth, Role, Theme};
 
@@ -73,6 +73,8 @@ pub struct UiOptions {
     pub screenshot_dir: PathBuf,
     /// Report mouse events (`--mouse`): click tabs and rows, scroll with the wheel.
     pub mouse: bool,
+    /// The zone times are shown and read in (`--time-zone`, `--utc`).
+    pub zone: crate::config::Zone,
 }
 
 /// Builds the app settings from `opts`: loads keymap and theme (defaults plus overrides),
@@ -89,7 +91,8 @@ pub fn settings(opts: &UiOptions) -> Settings {
         keymap,
         theme,
         warnings: all,
-        utc_offset: format::local_utc_offset(),
+        utc_offset: opts.zone.offset_at(SystemTime::now()),
+        zone_label: opts.zone.label_at(SystemTime::now()),
     }
 }
 
@@ -139,6 +142,11 @@ pub enum Feed {
 /// Errors: terminal I/O failures (e.g. stdout closed) and signal registration failures.
 pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Result<Exit> {
     let mut app = App::new(session, settings(&opts));
+    // The zone's offset at the session's moment (a recording's daylight saving time, not
+    // today's), said once in the header.
+    let at = app.session.now();
+    app.s.utc_offset = opts.zone.offset_at(at);
+    app.s.zone_label = opts.zone.label_at(at);
     let opts_screenshot_dir = opts.screenshot_dir.clone();
     let mut drawn_size: Option<ratatui::layout::Size> = None;
     app.set_debug_panic(std::env::var("REGSCOPE_DEBUG_PANIC").is_ok_and(|v| v == "1"));

@@ -243,9 +243,10 @@ impl ReplayDriver {
                             format!("{} {}", day(t), clock(t))
                         };
                         Some(format!(
-                            "{when} is outside the recording ({} .. {})",
+                            "{when} is outside the recording ({} .. {} {})",
                             clock(start),
-                            clock(end)
+                            clock(end),
+                            app.s.zone_label()
                         ))
                     }
                     (SeekTo::Revision(r), _) if r <= 0 => {

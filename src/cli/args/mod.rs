@@ -220,12 +220,37 @@ pub struct UiArgs {
     /// directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub screenshot_dir: Option<PathBuf>,
+    /// The time zone every time is shown and read in, console and CLI alike: `local` (the
+    /// default: $TZ, else the system's) or `utc`. A time given with a zone or an offset
+    /// (`07:44:03Z`, `07:44:03 UTC`, `2026-12-03T02:44:03-05:00`) means what it says.
+    #[arg(long, global = true, value_enum, value_name = "ZONE")]
+    pub time_zone: Option<TimeZoneArg>,
+    /// Short for `--time-zone utc`.
+    #[arg(long, global = true)]
+    pub utc: bool,
     /// The node's encryption config and the manifest naming it (see [`crate::node`]).
     #[arg(skip)]
     pub discovered_encryption: Option<(PathBuf, String)>,
     /// What in the config file could not be used, for the console's warning row.
     #[arg(skip)]
     pub config_warnings: Vec<String>,
+}
+
+/// `--time-zone`'s values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum TimeZoneArg {
+    Local,
+    Utc,
+}
+
+impl UiArgs {
+    /// The zone times are shown and read in (`--utc` wins over `--time-zone`).
+    pub fn zone(&self) -> crate::config::Zone {
+        match (self.utc, self.time_zone) {
+            (true, _) | (false, Some(TimeZoneArg::Utc)) => crate::config::Zone::Utc,
+            _ => crate::config::Zone::Local,
+        }
+    }
 }
 
 /// Parses `5s`, `500ms`, `1m 30s` (humantime), or a bare number of seconds (`5`, `0.5`).
@@ -491,6 +516,7 @@ pub const CONFIG_KEYS: &[&str] = &[
     "root",
     "screenshot-dir",
     "mouse",
+    "time-zone",
 ];
 
 /// One setting as in effect, for `regscope print-config`.
@@ -546,6 +572,12 @@ pub fn config_file_args(
             .any(|a| a == flag || a.starts_with(&eq))
     };
     for (k, v) in table {
+        // `time_zone` as some write it, for `time-zone`.
+        let k = if k == "time_zone" {
+            "time-zone".to_string()
+        } else {
+            k
+        };
         let Some(key) = CONFIG_KEYS.iter().copied().find(|c| *c == k) else {
             if k == "show-secrets" || k == "password" {
                 warnings.push(format!(

@@ -141,17 +141,50 @@ pub enum Request {
     Notice(String),
 }
 
-/// Parses what the seek prompt takes: `-5m`/`+30s` (from `now`), `r1234` or a plain
-/// number (a revision), `start` or `end`, an RFC 3339 time (`Z`, an offset such as
-/// `+01:00`, or none for UTC; fractions of a second kept), or a clock time
-/// `HH:MM[:SS[.fff]]` on the day of `now` in the time zone `utc_offset` seconds east of
-/// UTC (the console's clock; `0` for UTC).
+/// Parses what the seek prompt (and every `--at`, `--from`, `--to`) takes: `-5m`/`+30s`
+/// (from `now`), `r1234` or a plain number (a revision), `start` or `end`, or a time: an
+/// RFC 3339 date and time (`2026-12-03T07:44:03.792Z`, `T` or a space) or a clock time
+/// `HH:MM[:SS[.fff]]` on the day of `now`, either with an explicit zone at its end (`Z`,
+/// `UTC`, `GMT`, `+05:30`, `-0500`) or read in the zone `utc_offset` seconds east of UTC
+/// (the zone regscope shows times in, [`crate::config::Zone`]): a time copied from any
+/// output pasted here means the same moment. Fractions of a second are kept.
+///
+/// A time names the whole of its last digit: `07:44:20` is the second 07:44:20.000 to
+/// .999…, `07:44:18.808` that millisecond. A seek there shows the state at the end of it
+/// (every observation stamped within it applied): the moment asked for, and the marker a
+/// time copied from `replay --check` names ([`parse_seek_from`] gives the start, for a
+/// range's beginning).
 ///
 /// Errors: one line saying what is accepted.
 pub fn parse_seek(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo, String> {
+    let to = parse_seek_from(text, now, utc_offset)?;
+    Ok(match to {
+        SeekTo::Time(at) => {
+            SeekTo::Time(at + typed_precision(text) - std::time::Duration::from_nanos(1))
+        }
+        other => other,
+    })
+}
+
+/// How much time the last digit of a typed time stands for: 1 s without a fraction, 1 ms
+/// for `.808`, 1 ns at nine digits.
+fn typed_precision(text: &str) -> std::time::Duration {
+    let (body, _) = split_zone(text.trim());
+    let digits = body
+        .rsplit_once('.')
+        .filter(|(head, _)| head.contains(':'))
+        .map_or(0, |(_, f)| {
+            f.bytes().take_while(u8::is_ascii_digit).count().min(9)
+        });
+    std::time::Duration::from_nanos(10u64.pow(9 - digits as u32))
+}
+
+/// As [`parse_seek`], with a time read as the start of what it names (`07:44:20` is
+/// 07:44:20.000): where a range begins (`export --from`).
+pub fn parse_seek_from(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo, String> {
     let t = text.trim();
     let bad = || {
-        format!("seek: '{t}' is not a time (14:32:10, 2026-12-01T14:32:10Z), an offset (-5m, +30s), a revision (r1234), start or end")
+        format!("seek: '{t}' is not a time (14:32:10, 14:32:10Z, 2026-12-01T14:32:10-05:00), an offset (-5m, +30s), a revision (r1234), start or end")
     };
     if t.eq_ignore_ascii_case("start") {
         return Ok(SeekTo::Start);
@@ -174,10 +207,22 @@ pub fn parse_seek(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo
     if let Ok(r) = t.parse::<i64>() {
         return Ok(SeekTo::Revision(r));
     }
-    if let Some(at) = rfc3339_with_offset(t) {
-        return Ok(SeekTo::Time(at));
+    let (body, zone) = split_zone(t);
+    let offset = zone.unwrap_or(utc_offset);
+    let back_to_utc = |at: SystemTime| {
+        let d = std::time::Duration::from_secs(offset.unsigned_abs());
+        if offset >= 0 {
+            at.checked_sub(d)
+        } else {
+            at.checked_add(d)
+        }
+    };
+    // A date and a time: read as if UTC, then moved by the zone's offset.
+    if body.len() > 10 && body.as_bytes()[4] == b'-' {
+        let at = humantime::parse_rfc3339_weak(body).map_err(|_| bad())?;
+        return back_to_utc(at).map(SeekTo::Time).ok_or_else(bad);
     }
-    let parts: Vec<&str> = t.split(':').collect();
+    let parts: Vec<&str> = body.split(':').collect();
     if (2..=3).contains(&parts.len()) {
         let (whole, frac) = match parts.get(2) {
             Some(s) => s.split_once('.').map_or((*s, None), |(w, f)| (w, Some(f))),
@@ -201,9 +246,9 @@ pub fn parse_seek(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo
         };
         if h < 24 && m < 60 && sec < 60 {
             // Midnight of `now`'s day where the clock is read, then back to UTC.
-            let local = crate::tui::format::unix_second(now) as i64 + utc_offset;
+            let local = crate::tui::format::unix_second(now) as i64 + offset;
             let day = local.div_euclid(86_400) * 86_400;
-            let t = day + (h * 3600 + m * 60 + sec) as i64 - utc_offset;
+            let t = day + (h * 3600 + m * 60 + sec) as i64 - offset;
             return Ok(SeekTo::Time(
                 SystemTime::UNIX_EPOCH + std::time::Duration::new(t.max(0) as u64, nanos as u32),
             ));
@@ -212,37 +257,44 @@ pub fn parse_seek(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo
     Err(bad())
 }
 
-/// An RFC 3339 time as humantime reads it (`Z` or no zone: UTC; `T` or a space), or
-/// with a numeric offset `+HH:MM`/`-HH:MM`, which humantime does not take (and, after
-/// a fraction of a second, skips without a word: the offset is looked for first).
-fn rfc3339_with_offset(t: &str) -> Option<SystemTime> {
-    rfc3339_offset(t).or_else(|| humantime::parse_rfc3339_weak(t).ok())
-}
-
-/// `t` when it ends in a numeric offset `+HH:MM`/`-HH:MM` after a date and time.
-fn rfc3339_offset(t: &str) -> Option<SystemTime> {
-    let cut = t.len().checked_sub(6)?;
-    let (local, zone) = (t.get(..cut)?, t.get(cut..)?.as_bytes());
-    let sign = match zone[0] {
-        b'+' => 1i64,
-        b'-' => -1,
-        _ => return None,
-    };
-    let digits = |a: u8, b: u8| {
-        (a.is_ascii_digit() && b.is_ascii_digit()).then(|| i64::from((a - b'0') * 10 + (b - b'0')))
-    };
-    let (h, m) = (digits(zone[1], zone[2])?, digits(zone[4], zone[5])?);
-    if zone[3] != b':' || h > 23 || m > 59 || !local.contains(':') {
-        return None;
+/// `t` without an explicit zone at its end, and that zone's offset in seconds east of
+/// UTC: `Z`, ` UTC`/`UTC`, ` GMT`, or a numeric offset `±HH:MM`/`±HHMM` after a time
+/// (so that a date's own dashes are never taken for one).
+fn split_zone(t: &str) -> (&str, Option<i64>) {
+    for name in ["UTC", "GMT", "Z", "z"] {
+        if let Some(body) = t.strip_suffix(name) {
+            if body.ends_with(|c: char| c.is_ascii_digit() || c == ' ') {
+                return (body.trim_end(), Some(0));
+            }
+        }
     }
-    let at = humantime::parse_rfc3339_weak(local).ok()?;
-    // Local time = UTC + offset, so UTC = local - offset.
-    let offset = std::time::Duration::from_secs((h * 3600 + m * 60) as u64);
-    if sign > 0 {
-        at.checked_sub(offset)
-    } else {
-        at.checked_add(offset)
+    let b = t.as_bytes();
+    for (len, colon) in [(6, true), (5, false)] {
+        let Some(cut) = b.len().checked_sub(len) else {
+            continue;
+        };
+        let z = &b[cut..];
+        let sign = match z[0] {
+            b'+' => 1i64,
+            b'-' => -1,
+            _ => continue,
+        };
+        let digits: Vec<u8> = z[1..].iter().copied().filter(|c| *c != b':').collect();
+        if digits.len() != 4
+            || !digits.iter().all(u8::is_ascii_digit)
+            || (colon && z[3] != b':')
+            || !t[..cut].contains(':')
+        {
+            continue;
+        }
+        let n = |a: u8, b: u8| i64::from((a - b'0') * 10 + (b - b'0'));
+        let (h, m) = (n(digits[0], digits[1]), n(digits[2], digits[3]));
+        if h > 23 || m > 59 {
+            continue;
+        }
+        return (t[..cut].trim_end(), Some(sign * (h * 3600 + m * 60)));
     }
+    (t, None)
 }
 
 #[cfg(test)]
@@ -257,7 +309,8 @@ mod tests {
     #[test]
     fn seek_prompt_parses_times_offsets_and_revisions() {
         let now = at(0);
-        let parse_seek = |t: &str, now| super::parse_seek(t, now, 0);
+        // Where the moment named starts; `parse_seek` takes all of it (below).
+        let parse_seek = |t: &str, now| super::parse_seek_from(t, now, 0);
         assert_eq!(parse_seek("-5m", now), Ok(SeekTo::Relative(-300)));
         assert_eq!(parse_seek("+30s", now), Ok(SeekTo::Relative(30)));
         assert_eq!(parse_seek("r1234", now), Ok(SeekTo::Revision(1234)));
@@ -266,7 +319,7 @@ mod tests {
         assert_eq!(parse_seek("start", now), Ok(SeekTo::Start));
         // A clock time is read in the console's zone: 15:32:10 at UTC+1 is 14:32:10 UTC.
         assert_eq!(
-            super::parse_seek("15:32:10", now, 3600),
+            super::parse_seek_from("15:32:10", now, 3600),
             parse_seek("14:32:10", now)
         );
         assert_eq!(
@@ -275,6 +328,52 @@ mod tests {
                 humantime::parse_rfc3339("2026-12-01T14:32:10Z").unwrap()
             ))
         );
+        // An explicit zone means what it says, whatever zone the console shows; without
+        // one, a time is read in the console's zone (New York, then Kolkata). A clock time
+        // is on the day `now` has where it is read: at noon UTC, the same day in all three.
+        let now = UNIX_EPOCH + Duration::from_secs(1_699_963_200);
+        let parse_seek = |t: &str, now| super::parse_seek_from(t, now, 0);
+        let utc = parse_seek("14:32:10", now);
+        assert_eq!(
+            utc,
+            Ok(SeekTo::Time(
+                humantime::parse_rfc3339("2023-11-14T14:32:10Z").unwrap()
+            ))
+        );
+        for shown in [0, -18_000, 19_800] {
+            let p = |t: &str| super::parse_seek_from(t, now, shown);
+            assert_eq!(p("14:32:10Z"), utc, "{shown}");
+            assert_eq!(p("14:32:10 UTC"), utc, "{shown}");
+            assert_eq!(p("09:32:10-05:00"), utc, "{shown}");
+            assert_eq!(p("20:02:10+0530"), utc, "{shown}");
+            assert_eq!(
+                p("2023-11-14T09:32:10-05:00"),
+                p("2023-11-14T14:32:10Z"),
+                "{shown}"
+            );
+        }
+        assert_eq!(super::parse_seek_from("09:32:10", now, -18_000), utc);
+        assert_eq!(super::parse_seek_from("20:02:10", now, 19_800), utc);
+        assert_eq!(
+            super::parse_seek_from("2023-11-14 20:02:10", now, 19_800),
+            super::parse_seek_from("2023-11-14T14:32:10Z", now, 0)
+        );
+        // A seek takes the whole of the moment typed: its last digit's second, millisecond
+        // or nanosecond.
+        let t0 = humantime::parse_rfc3339("2023-11-14T14:32:10Z").unwrap();
+        for (typed, through) in [
+            ("14:32:10", 999_999_999),
+            ("14:32:10Z", 999_999_999),
+            ("14:32:10.808", 808_999_999),
+            ("09:32:10.8-05:00", 899_999_999),
+            ("2023-11-14T14:32:10.808123456Z", 808_123_456),
+        ] {
+            assert_eq!(
+                super::parse_seek(typed, now, 0),
+                Ok(SeekTo::Time(t0 + Duration::from_nanos(through))),
+                "{typed}"
+            );
+        }
         let day = crate::tui::format::unix_second(now) / 86_400 * 86_400;
         assert_eq!(
             parse_seek("14:32:10", now),

@@ -26,7 +26,8 @@ pub(crate) mod viewport;
 pub(crate) use apiserver::ApiserverState;
 pub use apiserver::Section;
 pub use cursor::{
-    parse_seek, Cursor, MemoryStatus, RecordingStatus, ReplayStatus, Request, SeekTo, Speed,
+    parse_seek, parse_seek_from, Cursor, MemoryStatus, RecordingStatus, ReplayStatus, Request,
+    SeekTo, Speed,
 };
 pub(crate) use encryption::EncryptionState;
 pub(crate) use events::EventsState;

@@ -289,6 +289,8 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     let [row0, row1] = Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(area);
 
     let (mut conn, mut role) = conn_label(app, row0.width / 2);
+    // Every clock time on screen is in this zone: said once, here.
+    conn = format!("{conn}  {}", app.s.zone_label());
     if let Some(r) = &app.recording {
         conn = format!("● REC {}  {conn}", bytes(r.bytes));
         role = Role::StatusError;
