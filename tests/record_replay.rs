@@ -2559,6 +2559,33 @@ fn a_time_copied_from_replay_check_means_the_same_moment_in_every_zone() {
     }
     assert!(seen.windows(2).all(|w| w[0] == w[1]), "{seen:?}");
     assert!(seen[0] >= 1588, "{seen:?}");
+    // Inside the recording's outage, the snapshot says so (the connection was lost at
+    // 07:44:03.792 and restored at 07:44:05.602).
+    let v: serde_json::Value = serde_json::from_str(&run(
+        "UTC",
+        &["snapshot", "--json", "--from", f, "--at", "07:44:04Z"],
+    ))
+    .unwrap();
+    assert!(
+        ["connecting", "reconnecting", "not_responding"]
+            .contains(&v["connection"]["state"].as_str().unwrap_or("")),
+        "{}",
+        v["connection"]
+    );
+    assert!(
+        v["connection"]["lost_since"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("2026-12-03T07:44:03")),
+        "{}",
+        v["connection"]
+    );
+    let v: serde_json::Value = serde_json::from_str(&run(
+        "UTC",
+        &["snapshot", "--json", "--from", f, "--at", "07:44:30Z"],
+    ))
+    .unwrap();
+    assert_eq!(v["connection"]["state"], "watching", "{}", v["connection"]);
+    assert!(v["connection"]["lost_since"].is_null());
     // A refusal names the span in the zone asked for.
     let out = Command::new(BIN)
         .env("TZ", "Asia/Kolkata")

@@ -509,6 +509,33 @@ fn events_filtered_and_paused_80x24() {
     insta::assert_snapshot!(text);
 }
 
+/// Several words filter as AND: `DELETE pods` keeps the pod deletions only; `unseen`
+/// keeps the rows only a relist showed.
+#[test]
+fn events_filter_words_are_and() {
+    let mut a = app();
+    keys(&mut a, "2/DELETE pods\n");
+    let text = render(&mut a, 120, 40);
+    let rows: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("/registry/") && l.starts_with('│'))
+        .collect();
+    assert!(!rows.is_empty(), "{text}");
+    assert!(
+        rows.iter()
+            .all(|l| l.contains("DELETE") && l.contains("pods")),
+        "{text}"
+    );
+    let mut a = app();
+    keys(&mut a, "2/unseen\n");
+    let text = render(&mut a, 120, 40);
+    assert!(text.contains("Events 1 shown"), "{text}");
+    assert!(
+        text.contains("CREATE") && text.contains("web-new"),
+        "{text}"
+    );
+}
+
 #[test]
 fn keys_list_80x24() {
     let mut a = app();

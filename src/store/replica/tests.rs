@@ -502,6 +502,8 @@ fn relist_applies_difference_and_records_gap() {
             (103, "deleted", "/registry/cm/d/b".to_string(), &b"v1"[..]),
         ]
     );
+    // The head chart takes the revision the relist landed on.
+    assert_eq!(r.growth().last().map(|g| g.head), Some(103));
     let g = r.gap_summaries();
     assert_eq!(g.len(), 1);
     let c = g[0].changes.expect("counted");
