@@ -536,6 +536,21 @@ fn events_filter_words_are_and() {
     );
 }
 
+/// Opening a DELETE row shows what was deleted: the last live object, under a title that
+/// says it was deleted and at which revision.
+#[test]
+fn a_delete_row_opens_on_the_last_live_object() {
+    let mut a = app();
+    keys(&mut a, "2/DELETE\n\n");
+    let text = render(&mut a, 120, 40);
+    assert!(
+        text.contains("DELETED at revision 134; the last live object, revision"),
+        "{text}"
+    );
+    assert!(text.contains("payload@"), "{text}");
+    assert!(!text.contains("no value"), "{text}");
+}
+
 #[test]
 fn keys_list_80x24() {
     let mut a = app();

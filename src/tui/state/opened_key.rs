@@ -73,6 +73,16 @@ impl DetailState {
         self.history.get(self.index)
     }
 
+    /// When the version shown is a deletion, the newest live version before it (what was
+    /// deleted), if held.
+    pub fn last_live_before_shown(&self) -> Option<&VersionView> {
+        self.shown().filter(|v| v.value.is_none())?;
+        self.history[..self.index]
+            .iter()
+            .rev()
+            .find(|v| v.value.is_some())
+    }
+
     /// Opens `key` on the version written at `revision` (an event's), or the newest held
     /// at or before it; on the newest version without one, or when history before it was
     /// dropped.
@@ -197,7 +207,13 @@ impl Decoding<'_> {
     }
 
     fn render_version(&self, d: &DetailState) -> Option<Rendered> {
-        let v = d.shown()?;
+        let shown = d.shown()?;
+        // A deletion shows the last live object before it (its deletionTimestamp and
+        // finalizers say how it went); the pane's title says it is deleted.
+        let v = match &shown.value {
+            Some(_) => shown,
+            None => d.last_live_before_shown()?,
+        };
         let value = v.value.as_ref()?;
         let mut r = decode::render(
             value,

@@ -409,6 +409,17 @@ fn draw_body(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
         _ => match &d.rendered {
             Some(r) => {
                 title.push(sp(app, "Value", Role::PanelTitle));
+                if let (Some(del), Some(last)) = (d.shown(), d.last_live_before_shown()) {
+                    title.push(sp(
+                        app,
+                        format!(
+                            " DELETED at revision {}; the last live object, revision {}:",
+                            thousands_i(del.mod_revision),
+                            thousands_i(last.mod_revision)
+                        ),
+                        Role::Delete,
+                    ));
+                }
                 title.push(sp(
                     app,
                     format!(
