@@ -643,14 +643,70 @@ fn help_160x48() {
     insta::assert_snapshot!(render(&mut a, 160, 48));
 }
 
+/// `?` explains every column and mark of the screen it is opened on.
+#[test]
+fn help_explains_the_columns_of_its_screen() {
+    for (screen, terms) in [
+        (
+            "1",
+            &[
+                "Revisions/s",
+                "put/s del/s",
+                "top writer",
+                "(deleter unknown)",
+            ][..],
+        ),
+        (
+            "2",
+            &["unseen CREATE/CHANGE/DELETE", "writer", "filter"][..],
+        ),
+        ("3", &["≤ time", "not seen: version 7 → 10"][..]),
+        (
+            "4",
+            &[
+                "risk",
+                "cache lag",
+                "inf lag / inf s",
+                "%win",
+                "term inits",
+                "capacity cap ±",
+                "history",
+            ][..],
+        ),
+    ] {
+        let mut a = app();
+        keys(&mut a, screen);
+        keys(&mut a, "?");
+        let text = render(&mut a, 160, 100);
+        assert!(
+            text.contains("every clock time on screen is in UTC"),
+            "{text}"
+        );
+        for t in terms {
+            assert!(
+                text.contains(&format!("│  {t}")),
+                "screen {screen}: {t}\n{text}"
+            );
+        }
+    }
+}
+
 /// Too narrow for a column of descriptions: each wraps under its key and action.
 #[test]
 fn help_60x20() {
     let mut a = app();
     keys(&mut a, "?");
     insta::assert_snapshot!(render(&mut a, 60, 20));
-    // No room beside the names at all: under them, whole.
-    let text = render(&mut a, 40, 30);
+    // No room beside the names at all: under them, whole (below the screen's glossary).
+    render(&mut a, 40, 30);
+    let mut text = String::new();
+    for _ in 0..400 {
+        text = render(&mut a, 40, 30);
+        if text.contains("│    open or close this help") {
+            break;
+        }
+        keys(&mut a, "j");
+    }
     assert!(text.contains("│    open or close this help"), "{text}");
 }
 

@@ -28,6 +28,37 @@ fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
         }
         out.push(Line::from(""));
     }
+    // What the screen the help was opened on shows: every column, mark and abbreviation.
+    let (screen, terms) = glossary(app);
+    out.push(Line::from(sp(
+        app,
+        format!("[{screen}] what its columns and marks mean"),
+        Role::TableHeader,
+    )));
+    let zone = format!(
+        "every clock time on screen is in {} (header, right); --utc or --time-zone change it",
+        app.s.zone_label()
+    );
+    for (term, text) in std::iter::once(("times", zone.as_str())).chain(terms.iter().copied()) {
+        // A long term, or no room beside it: the explanation goes under it, indented.
+        let beside = term.chars().count() <= 16 && width >= 19 + 12;
+        let indent = if beside { 19 } else { 4 };
+        if !beside {
+            for l in wrap_text(term, width.saturating_sub(2)) {
+                out.push(Line::from(sp(app, format!("  {l}"), Role::HintLabel)));
+            }
+        }
+        let room = width.saturating_sub(indent).max(8);
+        for (i, l) in wrap_text(text, room).into_iter().enumerate() {
+            let first = if i == 0 && beside {
+                sp(app, format!("  {term:<16} "), Role::HintLabel)
+            } else {
+                Span::raw(" ".repeat(indent))
+            };
+            out.push(Line::from(vec![first, sp(app, l, Role::Text)]));
+        }
+    }
+    out.push(Line::from(""));
     let name_w = Mode::ALL
         .iter()
         .flat_map(|m| app.s.keymap.bindings(*m))
@@ -78,6 +109,52 @@ fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
     out
 }
 
+/// The screen's name and its terms: (column or mark, what it means).
+fn glossary(app: &App) -> (&'static str, &'static [(&'static str, &'static str)]) {
+    use crate::tui::app::Panel;
+    match app.panel {
+        Panel::Growth => ("growth", &[
+            ("Revisions/s", "revisions etcd added per second; `last N` is the number of seconds drawn, `avg10` the mean of the last 10 s, `peak` the most in one second"),
+            ("Head revision", "etcd's head revision over the same seconds; a break in the line is a replaced etcd (its revision went back)"),
+            ("put/s del/s", "writes and deletes per second of the resource over the window named in the table's title (10 s, or the seconds seen when younger)"),
+            ("top writer", "the resource's busiest writer by managedFields over the window"),
+            ("writer / how", "the managedFields entry that a write changed: field manager, and Update or Apply with its subresource (/status)"),
+            ("w/s", "writes (puts and deletes) per second of that writer"),
+            ("(unknown: same managedFields)", "a write that left every managedFields entry as it was (graceful deletion, a finalizer removed, a write changing no owned field): nobody managedFields names made it"),
+            ("(deleter unknown)", "deletes: kube-apiserver records no deleter"),
+            ("Compactions & gaps", "compactions seen (through compact_rev_key or etcd) and gaps: revisions the watch never delivered, closed by a relist"),
+        ]),
+        Panel::Events => ("events", &[
+            ("time revision op", "when regscope saw the write, its mod_revision, PUT or DELETE"),
+            ("unseen CREATE/CHANGE/DELETE", "rows a relist showed after a gap (etcd compacted past the watch's resume point): the key's state before the gap against after; a DELETE's revision column gives the gap (12–16), its row carries the last copy held"),
+            ("kind size", "the stored object's kind and its value's size in bytes"),
+            ("writer", "the managedFields entry the write changed; (unknown: same managedFields) when it changed none; (deleter unknown) for deletes"),
+            ("filter", "every word must match (AND): key, resource, op, writer, `unseen`"),
+            ("Notes", "resyncs, reconnections, replaced etcds, watch anomalies, newest first"),
+        ]),
+        Panel::Keys => ("keys", &[
+            ("keys bytes", "live keys of the resource and their values' bytes"),
+            ("v7 1.2 KiB", "a version of the key (etcd's version counter) and its value's size"),
+            ("≤ time", "a version that came in through a list: written at or before that time"),
+            ("not seen: version 7 → 10", "the versions between came and went inside a gap; only the relist's result is held"),
+            ("DELETED at revision", "a deletion: the value shown is the last live object before it"),
+        ]),
+        Panel::Apiserver => ("apiserver", &[
+            ("risk", "ok; warn: lag past half the compaction window, events behind past half the watch cache's ring, or 410s seen; HIGH: at or past either (a resume gets 410 Gone); meas: no measurement yet"),
+            ("cache lag", "etcd's head minus the watch cache's resource version, in revisions"),
+            ("inf lag / inf s", "how far regscope's own informer is behind etcd's head, in revisions and seconds"),
+            ("%win", "the larger lag as a share of the compaction window (head − compacted revision)"),
+            ("410s relists", "410 Gone answers the informer received, and the relists after its first list"),
+            ("capacity cap ±", "events the watch cache's ring holds, and how often it grew / shrank"),
+            ("history", "capacity ÷ event rate: about how many seconds back the ring reaches (an estimate; `all` before the ring first fills)"),
+            ("recv/s sent/s", "events per second the watch cache received from etcd and dispatched to watchers"),
+            ("term inits", "watchers terminated as too slow; the cache's re-initialisations (relists from etcd)"),
+            ("p50 p90 p99", "latency quantiles over the last scrape interval (≥ means above the histogram's top bucket)"),
+            ("db size", "etcd's database file against its quota; in use is what a defragmentation keeps"),
+        ]),
+    }
+}
+
 fn mode_note(mode: Mode) -> &'static str {
     match mode {
         Mode::Global => " everywhere unless a mode binds the key",
@@ -111,7 +188,10 @@ pub(crate) fn draw(app: &App, scroll: usize, f: &mut Frame, area: Rect) {
         sp(app, "Help", Role::PanelTitle),
         sp(
             app,
-            format!(" — keys from the keymap ({} lines)", all.len()),
+            format!(
+                " — this screen's columns, then keys from the keymap ({} lines)",
+                all.len()
+            ),
             Role::Muted,
         ),
     ];

@@ -21,6 +21,11 @@ use crate::tui::views::sp;
 const SHORT_SPAN: f64 = 75.0;
 
 fn span_cell(r: &WatchCacheRow) -> Cell {
+    // Not yet full since it was initialised: it still holds every event since its list,
+    // and a resume from after that list always succeeds.
+    if r.wrapped == Some(false) {
+        return ("all".into(), Role::Muted);
+    }
     match r.history_span_seconds {
         Some(s) => {
             let role = if s < 10.0 {
