@@ -11,7 +11,8 @@
 //! keys:         count, then the number of chunks, then per chunk (about 1 MiB each, so
 //!               that a restore decodes them on all cores): its key count, then its keys
 //!               as bytes. Per key, in ascending key order over all chunks:
-//!                 key bytes, resource id, list generation, version count (>= 1), then per
+//!                 key bytes, resource id, list generation, (format 7 and later: the
+//!                 managedFields mark, 8 bytes little-endian), version count (>= 1), then per
 //!                 version, oldest first: create_revision, mod_revision, version, lease
 //!                 (signed), form (one byte: 0 tombstone, 1 raw, 2 packed with the
 //!                 resource's dictionary, 3 packed without one), and for raw the value
@@ -29,7 +30,7 @@ use serde::de::{self, Deserializer, Visitor};
 use serde::Serializer;
 
 use super::keyspace::Keyspace;
-use super::keystore::{KeyEntry, KeyStore, PackedStats, Queued, Version};
+use super::keystore::{KeyEntry, KeyStore, PackedStats, Queued, Version, NO_MARK};
 use super::packing::{Codebook, Form, Val};
 use super::shared_bytes;
 
@@ -70,6 +71,7 @@ fn encode_key(w: &mut Vec<u8>, key: &[u8], e: &KeyEntry) {
     put_bytes(w, key);
     put_uv(w, u64::from(e.resource));
     put_uv(w, u64::from(e.seen_gen));
+    w.extend_from_slice(&e.mark.to_le_bytes());
     put_uv(w, e.versions().count() as u64);
     for v in e.versions() {
         put_iv(w, v.create_revision);
@@ -183,6 +185,15 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
+    fn fixed8(&mut self) -> Result<[u8; 8], String> {
+        let b = self
+            .buf
+            .get(self.pos..self.pos + 8)
+            .ok_or_else(|| format!("image ends inside a mark at byte {}", self.pos))?;
+        self.pos += 8;
+        Ok(b.try_into().expect("8 bytes"))
+    }
+
     fn byte(&mut self) -> Result<u8, String> {
         let b = *self
             .buf
@@ -211,7 +222,13 @@ fn share(src: Option<&Bytes>, s: &[u8]) -> Bytes {
 }
 
 /// The `count` keys of one chunk (`buf`, at byte `at` of the image).
-fn decode_chunk(buf: &[u8], count: u64, at: usize, src: Option<&Bytes>) -> Result<Chunk, String> {
+fn decode_chunk(
+    buf: &[u8],
+    count: u64,
+    at: usize,
+    src: Option<&Bytes>,
+    marks: bool,
+) -> Result<Chunk, String> {
     let mut r = Reader { buf, pos: 0 };
     let place = |pos: usize| at + pos;
     // Every key takes at least 8 bytes: a count from the file cannot make us reserve more.
@@ -222,6 +239,12 @@ fn decode_chunk(buf: &[u8], count: u64, at: usize, src: Option<&Bytes>) -> Resul
         let key: Box<[u8]> = r.bytes()?.into();
         let resource = r.u32()?;
         let seen_gen = r.u32()?;
+        let mark = if marks {
+            let b = r.fixed8()?;
+            u64::from_le_bytes(b)
+        } else {
+            NO_MARK
+        };
         let n = r.uv()?;
         if n == 0 {
             return Err(format!("key at byte {} holds no version", place(r.pos)));
@@ -277,6 +300,7 @@ fn decode_chunk(buf: &[u8], count: u64, at: usize, src: Option<&Bytes>) -> Resul
                 older: (!versions.is_empty()).then(|| Box::new(versions)),
                 resource,
                 seen_gen,
+                mark,
             },
         ));
     }
@@ -295,6 +319,8 @@ fn decode_chunk(buf: &[u8], count: u64, at: usize, src: Option<&Bytes>) -> Resul
 
 /// The store an image describes. Errors say what is wrong and where.
 pub(super) fn decode(buf: &[u8]) -> Result<KeyStore, String> {
+    // Read here: the chunks decode on other threads, which do not know the format.
+    let marks = shared_bytes::format() >= 7;
     let source = shared_bytes::source_of(buf);
     let src = source.as_ref();
     let mut r = Reader { buf, pos: 0 };
@@ -330,7 +356,7 @@ pub(super) fn decode(buf: &[u8]) -> Result<KeyStore, String> {
                         .step_by(threads)
                         .map(|i| {
                             let (count, at, bytes) = chunks[i];
-                            (i, decode_chunk(bytes, count, at, src))
+                            (i, decode_chunk(bytes, count, at, src, marks))
                         })
                         .collect::<Vec<_>>()
                 })
@@ -475,6 +501,7 @@ pub(super) mod legacy {
                     older: (!versions.is_empty()).then(|| Box::new(versions)),
                     resource: e.resource,
                     seen_gen: e.seen_gen,
+                    mark: NO_MARK,
                 },
             ));
         }
@@ -523,6 +550,7 @@ mod tests {
         put_bytes(&mut key, b"/registry/pods/a/p");
         put_uv(&mut key, 0);
         put_uv(&mut key, 1);
+        key.extend_from_slice(&42u64.to_le_bytes()); // the managedFields mark
         put_uv(&mut key, 1);
         for x in [2i64, 2, 1, 0] {
             put_iv(&mut key, x);
@@ -540,6 +568,10 @@ mod tests {
         put_uv(&mut w, 1);
         let whole = decode(&w).expect("decodes");
         assert_eq!(whole.keys.len(), 1);
+        assert_eq!(
+            whole.keys.get(b"/registry/pods/a/p").map(|e| e.mark),
+            Some(42)
+        );
         for cut in 0..w.len() {
             assert!(decode(&w[..cut]).is_err(), "cut at {cut}");
         }

@@ -62,7 +62,15 @@ pub(super) struct KeyEntry {
     pub(super) resource: u32,
     /// List generation that last saw this key (relist difference).
     pub(super) seen_gen: u32,
+    /// The newest version's managedFields mark ([`crate::decode::last_write_marked`]), or
+    /// [`NO_MARK`] when not known (written by a list, or restored from a checkpoint before
+    /// format 7): what the next write's managedFields are compared with
+    /// ([`crate::store::writers`]).
+    pub(super) mark: u64,
 }
+
+/// A key's managedFields mark not known yet.
+pub(crate) const NO_MARK: u64 = u64::MAX;
 
 impl KeyEntry {
     #[inline]

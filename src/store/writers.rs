@@ -15,9 +15,10 @@
 //! so. These rows in parentheses keep the rates adding up to the resource's. List items are
 //! not writes and are not counted (as with [`super::ResourceStats`]).
 //!
-//! The comparison needs the previous version's managedFields: each key's mark (a hash of
-//! its newest value's list) is kept by slot, 8 bytes a key, and read from the previous value
-//! itself when not known (after a checkpoint's restore, after a list).
+//! The comparison needs the previous version's managedFields: each key's entry in the
+//! replica keeps its newest value's mark (a hash of the list, 8 bytes a key, in
+//! checkpoints from format 7), read from the previous value itself when not known (after
+//! a list, or a checkpoint of an older format).
 //!
 //! Rates come from per-second buckets keyed by the observation's second, so a replay, and a
 //! replay resumed from a checkpoint (which holds these counters), show the same numbers as
@@ -49,9 +50,6 @@ pub const UNCHANGED_WRITER: &str = "(unknown: same managedFields)";
 
 /// The writer of a DELETE: kube-apiserver records no deleter.
 pub const DELETER: &str = "(deleter unknown)";
-
-/// A key's mark not known yet.
-const NO_MARK: u64 = u64::MAX;
 
 /// Seconds of per-second buckets kept per row (rates are asked for over at most 60 s).
 const RATE_WINDOW: usize = 64;
@@ -187,11 +185,6 @@ pub struct Writers {
     numbered: HashMap<u64, u32, foldhash::fast::RandomState>,
     #[serde(skip)]
     numbered_by: u64,
-    /// Each key's managedFields mark by its slot in the replica's keyspace
-    /// ([`crate::decode::last_write_marked`]; [`NO_MARK`] when not known). Not in
-    /// checkpoints: slots are renumbered there, and marks are read again from values.
-    #[serde(skip)]
-    marks: Vec<u64>,
 }
 
 /// The writers found ahead of time, numbered in the order first found: a replay's
@@ -356,31 +349,6 @@ fn unnamed(lw: &LastWrite<'_>, value: &[u8]) -> &'static [u8] {
 }
 
 impl Writers {
-    /// The managedFields mark kept for the key at `slot`, when known.
-    pub(crate) fn mark(&self, slot: u32) -> Option<u64> {
-        self.marks
-            .get(slot as usize)
-            .copied()
-            .filter(|m| *m != NO_MARK)
-    }
-
-    /// Keeps `mark` for the key at `slot`.
-    pub(crate) fn set_mark(&mut self, slot: u32, mark: u64) {
-        let i = slot as usize;
-        if i >= self.marks.len() {
-            self.marks
-                .resize((i + 1).max(self.marks.len() * 2), NO_MARK);
-        }
-        self.marks[i] = mark.min(NO_MARK - 1);
-    }
-
-    /// Forgets the mark of the key at `slot` (a list wrote a version the marks did not see).
-    pub(crate) fn forget_mark(&mut self, slot: u32) {
-        if let Some(m) = self.marks.get_mut(slot as usize) {
-            *m = NO_MARK;
-        }
-    }
-
     /// Counts a PUT of `resource` whose managedFields equal the key's previous version's,
     /// or a DELETE, for the writer in parentheses that says nobody is named.
     pub fn count_unnamed(&mut self, resource: u32, value_len: usize, second: u64, delete: bool) {

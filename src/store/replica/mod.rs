@@ -32,7 +32,7 @@ pub use read::{
 };
 
 use super::keyspace::Slot;
-use super::keystore::{KeyEntry, KeyStore, Queued, Version, VERSION_OVERHEAD};
+use super::keystore::{KeyEntry, KeyStore, Queued, Version, NO_MARK, VERSION_OVERHEAD};
 use super::list_progress::ListProgress;
 use super::packing::{self, Codebook, Val};
 use super::stats::{Growth, ResourceStats};
@@ -612,9 +612,9 @@ impl Replica {
         );
         if let Some((_, e)) = self.store.keys.at_mut(slot, key_gen) {
             e.seen_gen = gen;
+            // Its managedFields mark was of a version before this one.
+            e.mark = NO_MARK;
         }
-        // The writers' mark of this key is of a version before this one.
-        self.writers.forget_mark(slot);
     }
 
     fn finish_list(&mut self, revision: Revision, compacted: Option<Revision>, at: SystemTime) {
@@ -735,7 +735,9 @@ impl Replica {
         if self.cfg.count_writers {
             if delete {
                 // kube-apiserver records no deleter.
-                self.writers.forget_mark(slot);
+                if let Some((_, e)) = self.store.keys.at_mut(slot, gen) {
+                    e.mark = NO_MARK;
+                }
                 self.writers.count_unnamed(resource, 0, second, true);
             } else {
                 let (mark, parsed) = match found {
@@ -746,15 +748,20 @@ impl Replica {
                     }
                 };
                 // A write that left every managedFields entry as it was is nobody's that
-                // managedFields names (see `store::writers`).
+                // managedFields names (see `store::writers`). The key's entry holds the
+                // previous version's mark (read from its value when not known).
+                let kept = self
+                    .store
+                    .keys
+                    .at_mut(slot, gen)
+                    .map(|(_, e)| std::mem::replace(&mut e.mark, mark));
                 if prev_live && mark != 0 {
-                    let before = self
-                        .writers
-                        .mark(slot)
-                        .or_else(|| self.previous_mark(slot, gen));
+                    let before = match kept {
+                        Some(m) if m != NO_MARK => Some(m),
+                        _ => self.previous_mark(slot, gen),
+                    };
                     managed_unchanged = before == Some(mark);
                 }
-                self.writers.set_mark(slot, mark);
                 match (managed_unchanged, found, parsed) {
                     (true, _, _) => {
                         self.writers
@@ -929,6 +936,7 @@ impl Replica {
                             older: None,
                             resource,
                             seen_gen: 0,
+                            mark: NO_MARK,
                         },
                     );
                     (resource, slot, gen, None, None)
