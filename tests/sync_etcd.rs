@@ -659,6 +659,11 @@ async fn etcd_restored_with_new_history_rebuilds_the_replica() {
     assert!(h.replica.notes().iter().any(|(_, n)| *n == line), "{line}");
     let summary = serde_json::to_value(h.replica.summary()).unwrap();
     assert_eq!(summary["replacements"][0]["revision_before"], 31);
+    // A 64-bit cluster id as hex text: a JSON number would lose its low digits.
+    assert_eq!(
+        summary["replacements"][0]["cluster_id_after"].as_str(),
+        Some(format!("{:x}", rep[0].cluster_id_after).as_str())
+    );
     assert_verified(&h).await;
 }
 

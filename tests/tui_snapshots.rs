@@ -551,6 +551,56 @@ fn a_delete_row_opens_on_the_last_live_object() {
     assert!(!text.contains("no value"), "{text}");
 }
 
+/// A key deleted inside a gap: etcd's deleting revision was never seen, and the console
+/// says within which revisions instead of naming the relist's as the deletion's.
+#[test]
+fn a_delete_inside_a_gap_says_within_which_revisions() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    let list = |r: &mut Replica, rev: i64, kvs: Vec<KeyValue>, compacted: Option<i64>, s: u64| {
+        for obs in [
+            Observation::ListBegin { revision: rev },
+            Observation::ListPage { kvs },
+            Observation::ListDone {
+                revision: rev,
+                compacted,
+            },
+            Observation::Conn(ConnState::Watching),
+        ] {
+            r.apply(&Stamped { at: at(s), obs });
+        }
+    };
+    list(
+        &mut r,
+        5,
+        vec![
+            kv(b"/registry/configmaps/default/a", 2, 2, 1, 0, 2),
+            kv(b"/registry/configmaps/default/b", 3, 3, 1, 0, 2),
+        ],
+        None,
+        0,
+    );
+    list(
+        &mut r,
+        13,
+        vec![kv(b"/registry/configmaps/default/a", 2, 2, 1, 0, 2)],
+        Some(13),
+        10,
+    );
+    let mut a = App::new(
+        regscope::store::Session::from_replica(r, "gap"),
+        Settings::default(),
+    );
+    a.tick(at(11));
+    keys(&mut a, "2/unseen\n\n");
+    let text = render(&mut a, 160, 40);
+    assert!(
+        text.contains("DELETED within revisions 6–13 (not seen one by one"),
+        "{text}"
+    );
+    assert!(text.contains("deleted within revisions 6–13"), "{text}");
+    assert!(!text.contains("deleted at revision 13"), "{text}");
+}
+
 #[test]
 fn keys_list_80x24() {
     let mut a = app();
@@ -660,7 +710,7 @@ fn help_explains_the_columns_of_its_screen() {
             "2",
             &["unseen CREATE/CHANGE/DELETE", "writer", "filter"][..],
         ),
-        ("3", &["≤ time", "not seen: version 7 → 10"][..]),
+        ("3", &["≤ time", "gap 12–16: v7 → v10"][..]),
         (
             "4",
             &[
@@ -1330,7 +1380,7 @@ fn pod_detail_120x48() {
         "format protobuf",
         "schema Kubernetes 1.",
         "(api.core.v1.Pod)",
-        "last write kubelet Update (subresource status) at 2023-11-14T22:13:25Z",
+        "newest entry kubelet Update (subresource status) at 2023-11-14T22:13:25Z",
         "apiVersion: v1",
         "kind: Pod",
         "resourceVersion: '2'",

@@ -459,10 +459,11 @@ pub fn check(path: &Path, p99_threshold: f64, lag_threshold: f64, zone: Zone) ->
 fn counts(r: &crate::record::ReplayReport) -> String {
     let s = |n: u64| if n == 1 { "" } else { "s" };
     format!(
-        "{} ({} scrape{}) in {} segment{}, {} checkpoint{}, {} bytes",
+        "{} ({} scrape{}; {} records with the scrape digests, as the timeline counts) in {} segment{}, {} checkpoint{}, {} bytes",
         r.observations,
         r.scrapes,
         s(r.scrapes),
+        r.records,
         r.segments,
         s(r.segments),
         r.checkpoints,
@@ -857,8 +858,10 @@ fn export_lines(
             line["writer"] = json!(ev.writer());
             line["unseen"] = json!({"from": u.from, "to": u.to, "change": u.change.label()});
             if ev.kind == crate::model::EventKind::Delete {
-                // Deleted somewhere in the gap: the revision is the relist's, and the
-                // value (its size, its object) is the last copy held before the gap.
+                // Deleted somewhere in the gap: etcd's deleting revision is unknown (null;
+                // `unseen` gives the gap), and the value (its size, its object) is the last
+                // copy held before the gap.
+                line["mod_revision"] = Value::Null;
                 line["value_is_last_copy"] = json!(true);
                 line["last_mod_revision"] = json!(held.map(|v| v.mod_revision));
             }
@@ -1004,6 +1007,7 @@ mod tests {
     fn check_counts_say_one_in_the_singular() {
         let mut r = crate::record::ReplayReport {
             observations: 120,
+            records: 121,
             scrapes: 1,
             segments: 1,
             checkpoints: 1,
@@ -1012,12 +1016,12 @@ mod tests {
         };
         assert_eq!(
             counts(&r),
-            "120 (1 scrape) in 1 segment, 1 checkpoint, 4096 bytes"
+            "120 (1 scrape; 121 records with the scrape digests, as the timeline counts) in 1 segment, 1 checkpoint, 4096 bytes"
         );
         (r.scrapes, r.segments, r.checkpoints) = (0, 3, 2);
         assert_eq!(
             counts(&r),
-            "120 (0 scrapes) in 3 segments, 2 checkpoints, 4096 bytes"
+            "120 (0 scrapes; 121 records with the scrape digests, as the timeline counts) in 3 segments, 2 checkpoints, 4096 bytes"
         );
     }
 }

@@ -195,6 +195,7 @@ pub fn check(mut player: Player, p99_threshold: f64, lag_threshold: f64) -> Repl
         }
     });
     r.observations = n;
+    r.records = player.total();
     r.start = start;
     r.end = end;
     // The revision seeks start from (`Player::first_revision`), so that the span printed

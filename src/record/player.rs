@@ -64,6 +64,9 @@ pub struct ReplayReport {
     pub first_revision: Option<Revision>,
     pub last_revision: Option<Revision>,
     pub observations: u64,
+    /// The positions a replay's timeline counts: observations and the records beside them
+    /// (scrape digests), [`Player::total`].
+    pub records: u64,
     pub scrapes: u64,
     pub checkpoints: u64,
     pub segments: u64,
@@ -355,7 +358,8 @@ impl Player {
         &self.paths
     }
 
-    /// Observations in the recording (after the first checkpoint).
+    /// Positions in the recording after the first checkpoint: observations and the
+    /// records beside them (scrape digests), as the timeline counts them.
     pub fn total(&self) -> u64 {
         self.total
     }

@@ -209,14 +209,40 @@ pub struct Replacement {
     /// The endpoint read when it happened.
     pub endpoint: String,
     /// etcd's cluster id before (as of the last list) and after (`ResponseHeader.cluster_id`;
-    /// 0 when unknown).
+    /// 0 when unknown); in JSON as hex text, as etcdctl and the console write it (a JSON
+    /// number loses the low digits of a 64-bit id).
+    #[serde(with = "hex_id")]
     pub cluster_id_before: u64,
+    #[serde(with = "hex_id")]
     pub cluster_id_after: u64,
     /// The replica's revision before, and the fresh list's (`None` until it is done).
     pub revision_before: Revision,
     pub revision_after: Option<Revision>,
     /// The source's reason, one line.
     pub reason: String,
+}
+
+/// A 64-bit id as hex text for human-readable formats (JSON), as a number for binary ones
+/// (checkpoints).
+mod hex_id {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(id: &u64, s: S) -> Result<S::Ok, S::Error> {
+        if s.is_human_readable() {
+            s.serialize_str(&format!("{id:x}"))
+        } else {
+            s.serialize_u64(*id)
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        if d.is_human_readable() {
+            let t = String::deserialize(d)?;
+            u64::from_str_radix(&t, 16).map_err(serde::de::Error::custom)
+        } else {
+            u64::deserialize(d)
+        }
+    }
 }
 
 impl Replacement {

@@ -26,8 +26,12 @@ pub(crate) struct DetailState {
     pub rendered: Option<Rendered>,
     /// Syntax spans for each line of `rendered`.
     pub styled: Vec<Styled>,
-    /// Who wrote the shown version (newest `managedFields` entries).
+    /// Who wrote the shown version (see `writers_compared`).
     pub writers: Vec<Writer>,
+    /// `writers` come from comparing the shown version's managedFields with the version
+    /// before it (held and decodable): then an empty list means nobody managedFields name
+    /// made the change. Otherwise they are the newest entries only.
+    pub writers_compared: bool,
     /// First body line shown.
     pub scroll: usize,
     /// Diff mode: the body is the diff instead of the value.
@@ -73,6 +77,26 @@ impl DetailState {
         self.history.get(self.index)
     }
 
+    /// "at revision 3,371", or, for a deletion that came in through the relist after a gap,
+    /// "within revisions 7–13 (not seen one by one)": etcd's own deleting revision is then
+    /// unknown, and the tombstone's revision is only the relist's.
+    pub fn deleted_when(&self, replica: &crate::store::Replica) -> Option<String> {
+        let v = self.shown().filter(|v| v.value.is_none())?;
+        let before = self.history[..self.index]
+            .last()
+            .map_or(0, |p| p.mod_revision);
+        Some(match replica.gap_between(before, v.mod_revision) {
+            Some(g) => format!(
+                "within revisions {}–{} (not seen one by one: the exact revision is unknown)",
+                g.from, g.to
+            ),
+            None => format!(
+                "at revision {}",
+                crate::tui::format::thousands_i(v.mod_revision)
+            ),
+        })
+    }
+
     /// When the version shown is a deletion, the newest live version before it (what was
     /// deleted), if held.
     pub fn last_live_before_shown(&self) -> Option<&VersionView> {
@@ -99,6 +123,7 @@ impl DetailState {
             rendered: None,
             styled: Vec::new(),
             writers: Vec::new(),
+            writers_compared: false,
             scroll: 0,
             diff_on: false,
             mark: None,
@@ -119,13 +144,25 @@ impl DetailState {
             Some(r) => syntax::plain(&r.lines),
             None => Vec::new(),
         };
-        d.writers = d
+        // Who wrote the shown version: the entries its write changed, against the version
+        // before it when that one is held (a write that changed none names nobody).
+        let current = d
             .rendered
             .as_ref()
             .and_then(|r| r.decoded.as_ref())
-            .and_then(|x| x.value())
-            .map(|v| diff::last_writers(&v))
-            .unwrap_or_default();
+            .and_then(|x| x.value());
+        let before = match d.shown() {
+            Some(v) if v.value.is_some() => d.index.checked_sub(1).and_then(|i| d.history.get(i)),
+            _ => None,
+        }
+        .filter(|p| p.value.is_some())
+        .and_then(|p| cx.object_of(&d.key, p).ok());
+        d.writers_compared = current.is_some() && before.is_some();
+        d.writers = match (&current, &before) {
+            (Some(c), Some(b)) => diff::changed_writers(b, c),
+            (Some(c), None) => diff::last_writers(c),
+            _ => Vec::new(),
+        };
         d.diff = if d.diff_on {
             Some(cx.diff_view(d))
         } else {
@@ -400,7 +437,11 @@ impl Decoding<'_> {
         if new.value.is_none() {
             lines.push((
                 LineKind::Header,
-                format!("deleted at revision {}", t(new.mod_revision)),
+                format!(
+                    "deleted {}",
+                    d.deleted_when(self.replica)
+                        .unwrap_or_else(|| format!("at revision {}", t(new.mod_revision)))
+                ),
             ));
             lines.push((LineKind::Header, compared));
             return DiffView { title, lines };

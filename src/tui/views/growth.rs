@@ -28,14 +28,14 @@ pub(crate) fn per_second(app: &App, n: usize) -> (Vec<u64>, Vec<Option<i64>>) {
     let start = now.saturating_sub(n as u64);
     let mut revs = vec![0u64; n];
     let mut heads = vec![None; n];
-    let mut prev: Option<i64> = None;
+    let mut prev: Option<(u64, i64)> = None;
     let mut last_head: Option<i64> = None;
     for g in app.session.replica.growth() {
-        let grew = match prev {
-            Some(p) => (g.head - p).max(0) as u64,
-            None => g.events as u64,
+        let (grew, since) = match prev {
+            Some((s, p)) => ((g.head - p).max(0) as u64, s),
+            None => (g.events as u64, g.second.saturating_sub(1)),
         };
-        prev = Some(g.head);
+        prev = Some((g.second, g.head));
         if g.second < start {
             last_head = Some(g.head);
             continue;
@@ -43,9 +43,14 @@ pub(crate) fn per_second(app: &App, n: usize) -> (Vec<u64>, Vec<Option<i64>>) {
         if g.second >= now {
             break;
         }
-        let i = (g.second - start) as usize;
-        revs[i] = grew;
-        heads[i] = Some(g.head);
+        // Revisions that came in after seconds without a sample (a relist after an outage
+        // lands them all at once) are spread over those seconds, not drawn as one spike.
+        let span = g.second.saturating_sub(since).max(1);
+        for s in (g.second + 1 - span).max(start)..=g.second {
+            let share = grew / span + u64::from(s == g.second) * (grew % span);
+            revs[(s - start) as usize] = share;
+        }
+        heads[(g.second - start) as usize] = Some(g.head);
     }
     for h in heads.iter_mut() {
         match h {
@@ -131,8 +136,9 @@ fn draw_rate(app: &App, f: &mut Frame, area: Rect) {
         sp(app, "Revisions/s", Role::PanelTitle),
         sp(
             app,
+            // Each figure with its window; the bars' full height is the peak.
             format!(
-                " last {}  avg10 {}  peak {}",
+                " {} in the last second · {} a second over {win} s · full bar {}",
                 thousands(last),
                 rate(avg),
                 thousands(peak)

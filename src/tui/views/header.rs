@@ -411,7 +411,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         v(bytes(r.live_bytes())),
         l(")  "),
         v(rate(events_per_second(app, 10))),
-        l(" ev/s"),
+        l(" ev/s (10 s)"),
     ]);
     if let Some(m) = app.memory {
         // What regscope holds and what of it the history budget keeps: the longest form
@@ -513,7 +513,7 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
     let left = format!("{state}{} ", r.speed.label());
     let times = format!(" {} ", clock(now, off));
     let tail = format!(
-        " {} · {}/{}",
+        " {} · {}/{} records",
         clock(r.end, off),
         thousands(r.position),
         thousands(r.total)

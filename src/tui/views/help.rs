@@ -114,7 +114,7 @@ fn glossary(app: &App) -> (&'static str, &'static [(&'static str, &'static str)]
     use crate::tui::app::Panel;
     match app.panel {
         Panel::Growth => ("growth", &[
-            ("Revisions/s", "revisions etcd added per second; `last N` is the number of seconds drawn, `avg10` the mean of the last 10 s, `peak` the most in one second"),
+            ("Revisions/s", "revisions etcd added per second, one bar a second: in the last second, the mean over the last 10 s, and the most in one second (a full bar); the header's ev/s counts watch events (PUT and DELETE under the prefix) over 10 s, which is not the same as revisions"),
             ("Head revision", "etcd's head revision over the same seconds; a break in the line is a replaced etcd (its revision went back)"),
             ("put/s del/s", "writes and deletes per second of the resource over the window named in the table's title (10 s, or the seconds seen when younger)"),
             ("top writer", "the resource's busiest writer by managedFields over the window"),
@@ -136,8 +136,9 @@ fn glossary(app: &App) -> (&'static str, &'static [(&'static str, &'static str)]
             ("keys bytes", "live keys of the resource and their values' bytes"),
             ("v7 1.2 KiB", "a version of the key (etcd's version counter) and its value's size"),
             ("≤ time", "a version that came in through a list: written at or before that time"),
-            ("not seen: version 7 → 10", "the versions between came and went inside a gap; only the relist's result is held"),
-            ("DELETED at revision", "a deletion: the value shown is the last live object before it"),
+            ("gap 12–16: v7 → v10", "the versions between came and went inside a gap (revisions the watch never delivered); only the relist's result is held"),
+            ("DELETED", "a deletion: the value shown is the last live object before it; one that came through a gap says only within which revisions"),
+            ("written by", "the managedFields entries the shown version's write changed, against the version before; unknown when it changed none; `newest entry` (the newest managedFields entries, which may be older than this write) when the version before is not held"),
         ]),
         Panel::Apiserver => ("apiserver", &[
             ("risk", "ok; warn: lag past half the compaction window, events behind past half the watch cache's ring, or 410s seen; HIGH: at or past either (a resume gets 410 Gone); meas: no measurement yet"),

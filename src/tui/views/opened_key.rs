@@ -178,7 +178,11 @@ fn meta_lines<'a>(app: &App, d: &'a DetailState) -> Vec<Line<'a>> {
     if v.value.is_none() {
         lines.push(Line::from(sp(
             app,
-            format!("deleted at revision {}", thousands_i(v.mod_revision)),
+            format!(
+                "deleted {}",
+                d.deleted_when(&app.session.replica)
+                    .unwrap_or_else(|| format!("at revision {}", thousands_i(v.mod_revision)))
+            ),
             Role::Delete,
         )));
         return lines;
@@ -237,9 +241,22 @@ fn meta_lines<'a>(app: &App, d: &'a DetailState) -> Vec<Line<'a>> {
         }
         if !d.writers.is_empty() {
             let who: Vec<String> = d.writers.iter().map(|w| w.describe()).collect();
-            let mut l = vec![sp(app, "last write ", Role::Muted)];
+            // Compared with the version before, the entries this write changed; else only
+            // the newest entries, which may be older than this write.
+            let label = if d.writers_compared {
+                "written by "
+            } else {
+                "newest entry "
+            };
+            let mut l = vec![sp(app, label, Role::Muted)];
             l.push(sp(app, who.join("; "), Role::Text));
             lines.push(Line::from(l));
+        } else if d.writers_compared && r.summary.manager.is_some() {
+            lines.push(Line::from(sp(
+                app,
+                "written by: unknown — managedFields unchanged since the version before",
+                Role::Note,
+            )));
         } else if let Some(m) = &r.summary.manager {
             lines.push(Line::from(kv(app, "manager ", m.clone())));
         }
@@ -278,11 +295,11 @@ fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
                         .replica
                         .gap_between(older.mod_revision, v.mod_revision)?;
                     let to = match &v.value {
-                        Some(_) => format!("version {}", v.version),
+                        Some(_) => format!("v{}", v.version),
                         None => "deleted".into(),
                     };
                     Some(format!(
-                        " · revisions {}–{} not seen: version {} → {to}",
+                        " · gap {}–{}: v{} → {to}",
                         g.from, g.to, older.version
                     ))
                 })
@@ -413,8 +430,12 @@ fn draw_body(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
                     title.push(sp(
                         app,
                         format!(
-                            " DELETED at revision {}; the last live object, revision {}:",
-                            thousands_i(del.mod_revision),
+                            " DELETED {}; the last live object, revision {}:",
+                            d.deleted_when(&app.session.replica)
+                                .unwrap_or_else(|| format!(
+                                    "at revision {}",
+                                    thousands_i(del.mod_revision)
+                                )),
                             thousands_i(last.mod_revision)
                         ),
                         Role::Delete,

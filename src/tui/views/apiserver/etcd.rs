@@ -233,6 +233,34 @@ fn member_lines(app: &App, w: usize) -> Vec<Line<'static>> {
 pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
     let mut alarms = alarm_lines(app, w);
     alarms.extend(member_lines(app, w));
+    // Where each figure comes from, and how old it is: etcd's /metrics as last scraped
+    // (db size, quota, rev, compacted), the members' Status answers as last polled, and
+    // the header's live replica beside them.
+    let now = app.session.now();
+    let age = |t: std::time::SystemTime| {
+        let secs = now.duration_since(t).map_or(0, |d| d.as_secs());
+        format!(
+            "{} ({secs} s old)",
+            crate::tui::format::clock(t, app.s.utc_offset)
+        )
+    };
+    let mut sources = Vec::new();
+    if let Some(t) = v.etcd.last_good {
+        sources.push(format!(
+            "figures below: etcd's /metrics as scraped at {}",
+            age(t)
+        ));
+    }
+    if let Some((t, _)) = app.session.replica.members() {
+        sources.push(format!(
+            "members: their Status answers as polled at {}",
+            age(*t)
+        ));
+    }
+    if !sources.is_empty() {
+        sources.push("the header's rev and keys: the replica, live".into());
+        alarms.extend(wrap(app, &sources.join("; "), Role::Muted, w));
+    }
     let mut top = match &v.etcd_health {
         Some(h) => health_lines(app, h, v.apiserver.configured, w),
         None => vec![Line::from(sp(
