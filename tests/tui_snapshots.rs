@@ -873,6 +873,18 @@ fn alert_rows_at_80_and_160_columns() {
             vec!["etcd replaced at 22:14:05: revision 149 → 3, cluster id ? → cdf818194e3a8c32"],
         ),
     ];
+    // The replaced etcd's row in Events, above the old etcd's rows.
+    let mut a = replaced();
+    keys(&mut a, "2");
+    let text = render(&mut a, 160, 40);
+    assert!(
+        text.contains("RESET")
+            && text.contains(
+                "── etcd replaced: cluster id unknown → cdf818194e3a8c32, revision 149 → 3"
+            ),
+        "{text}"
+    );
+    assert!(text.contains("unseen"), "the old rows stay: {text}");
     let mut all = String::new();
     for (name, make, says) in cases {
         let full = alert_row(&mut make(), 400);

@@ -196,8 +196,11 @@ pub fn check(mut player: Player, p99_threshold: f64, lag_threshold: f64) -> Repl
     });
     r.observations = n;
     r.records = player.total();
-    r.start = start;
-    r.end = end;
+    // The span the seeks accept and their refusals name (the frames', which starts with
+    // the first checkpoint), so that every command says the same span.
+    let (first, last) = player.span();
+    r.start = start.map(|t| t.min(first));
+    r.end = end.map(|t| t.max(last));
     // The revision seeks start from (`Player::first_revision`), so that the span printed
     // is the span a seek accepts; what the pass saw first when the index cannot say.
     r.first_revision = player.first_revision().or(first_rev);

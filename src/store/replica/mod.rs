@@ -518,10 +518,34 @@ impl Replica {
             revision_after: None,
             reason: reason.to_string(),
         });
+        let line = replacements.last().map(|r| r.short()).unwrap_or_default();
         fresh.replacements = replacements;
         fresh.cluster_ids = (now_id, before_id);
-        // The head chart keeps the old cluster's series; the drop is the break.
+        // What the screen showed stays, up to a visible break: the head chart's series (the
+        // revision drops), the event log with a row that says what happened, the
+        // compactions seen, and the resources' names (so the old rows keep theirs; their
+        // counts start again with the new etcd's list).
         fresh.growth = std::mem::replace(&mut self.growth, Growth::new(0));
+        fresh.compactions = std::mem::take(&mut self.compactions);
+        fresh.resource_ids = std::mem::take(&mut self.resource_ids);
+        fresh.resources = self
+            .resources
+            .iter()
+            .map(|r| ResourceStats::new(r.resource.clone()))
+            .collect();
+        fresh.events = std::mem::take(&mut self.events);
+        let applied = self.applied;
+        fresh.log_event(EventRecord {
+            at,
+            revision: applied,
+            kind: EventKind::Put,
+            key: Bytes::new(),
+            value: Bytes::new(),
+            resource: 0,
+            unseen: None,
+            managed_unchanged: false,
+            note: Some(line),
+        });
         fresh.server = self.server.take();
         fresh.change_seq = self.change_seq;
         fresh.last_observed = self.last_observed;
@@ -678,6 +702,10 @@ impl Replica {
         {
             r.revision_after = Some(revision);
             let line = r.describe();
+            // The event log's row says it too, now that the new revision is known.
+            if let Some(row) = self.events.iter_mut().rev().find(|e| e.note.is_some()) {
+                row.note = Some(r.short());
+            }
             self.note(at, line);
         }
         self.advance(revision, at);
@@ -786,6 +814,7 @@ impl Replica {
             resource,
             unseen: None,
             managed_unchanged,
+            note: None,
         });
     }
 
@@ -871,6 +900,7 @@ impl Replica {
                 resource: e.resource,
                 unseen: Some(gap(change)),
                 managed_unchanged: false,
+                note: None,
             });
         }
         for key in gone {
@@ -887,6 +917,7 @@ impl Replica {
                 resource: e.resource,
                 unseen: Some(gap(UnseenChange::Deleted)),
                 managed_unchanged: false,
+                note: None,
             });
         }
         rows.sort_by(|a, b| (a.revision, &a.key).cmp(&(b.revision, &b.key)));

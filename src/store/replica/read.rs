@@ -96,6 +96,13 @@ pub struct EventRecord {
         deserialize_with = "crate::store::shared_bytes::since_format_7"
     )]
     pub managed_unchanged: bool,
+    /// Set on the row that marks etcd replaced under regscope (no key, no value): the rows
+    /// before it are the old etcd's (checkpoint format 7 and later).
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_7"
+    )]
+    pub note: Option<String>,
 }
 
 impl EventRecord {
@@ -104,6 +111,9 @@ impl EventRecord {
     /// panel counts it, [`crate::store::writers`]); else a phrase in parentheses that says
     /// why nobody is named.
     pub fn writer(&self) -> String {
+        if self.note.is_some() {
+            return "-".into();
+        }
         if self.unseen.is_some() {
             return "(unseen: only a relist showed it)".into();
         }
@@ -246,6 +256,15 @@ mod hex_id {
 }
 
 impl Replacement {
+    /// "etcd replaced: cluster id a → b, revision 50 → 3" (without the endpoint).
+    pub fn short(&self) -> String {
+        self.describe().replacen(
+            &format!("etcd at {} replaced", self.endpoint),
+            "etcd replaced",
+            1,
+        )
+    }
+
     /// "etcd at URL replaced: cluster id a → b, revision 50 → 3".
     pub fn describe(&self) -> String {
         let ids = if self.cluster_id_before == 0 {
@@ -712,20 +731,27 @@ impl Replica {
     /// replica had not listed by then, or a resync after a gap ends after `rev` (the
     /// events inside a gap were never seen one by one).
     pub fn events_after(&self, rev: Revision, of: impl Fn(u32) -> bool) -> Option<u64> {
-        let reaches_back = self.events.front().is_some_and(|e| e.revision <= rev)
-            || (self.events.len() < self.cfg.event_log_cap
-                && self.first_list.is_some_and(|f| f <= rev));
-        if !reaches_back || self.gaps.iter().any(|g| g.to > rev) {
+        if self.gaps.iter().any(|g| g.to > rev) {
             return None;
         }
-        Some(
-            self.events
-                .iter()
-                .rev()
-                .take_while(|e| e.revision > rev)
-                .filter(|e| of(e.resource))
-                .count() as u64,
-        )
+        let mut n = 0u64;
+        for e in self.events.iter().rev() {
+            if e.note.is_some() {
+                // etcd was replaced here: what came before is another revision space. The
+                // rows after it are every event since the new etcd's first list.
+                return self.first_list.filter(|f| *f <= rev).map(|_| n);
+            }
+            if e.revision <= rev {
+                return Some(n);
+            }
+            if of(e.resource) {
+                n += 1;
+            }
+        }
+        // The whole log is after `rev`: complete only when nothing was dropped from it and
+        // the replica had listed by then.
+        (self.events.len() < self.cfg.event_log_cap && self.first_list.is_some_and(|f| f <= rev))
+            .then_some(n)
     }
 
     /// Per-second revision growth, oldest first.

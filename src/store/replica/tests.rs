@@ -550,6 +550,14 @@ fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
     obs(&mut r, 1, Observation::Conn(ConnState::Watching));
     obs(
         &mut r,
+        1,
+        Observation::Events {
+            revision: 51,
+            events: vec![put(kv("/registry/cm/d/b", "v1", 51, 51, 1))],
+        },
+    );
+    obs(
+        &mut r,
         2,
         Observation::Conn(ConnState::Reconnecting {
             attempt: 1,
@@ -590,14 +598,31 @@ fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
     assert_eq!(rep.len(), 1);
     assert_eq!(
         rep[0].describe(),
-        "etcd at http://127.0.0.1:2379 replaced: cluster id a → b, revision 50 → 3"
+        "etcd at http://127.0.0.1:2379 replaced: cluster id a → b, revision 51 → 3"
     );
     assert!(r.notes().iter().any(|(_, n)| n == &rep[0].describe()));
+    // The event log keeps the old etcd's rows, then a row that says what happened; the
+    // old rows keep their resource's name.
+    let log: Vec<(i64, Option<&str>)> = r
+        .events()
+        .iter()
+        .map(|e| (e.revision, e.note.as_deref()))
+        .collect();
+    assert_eq!(log, vec![(51, None), (51, Some(rep[0].short().as_str()))]);
+    assert_eq!(
+        rep[0].short(),
+        "etcd replaced: cluster id a → b, revision 51 → 3"
+    );
+    assert_eq!(r.resource_name(r.events()[0].resource), "cm");
+    assert_eq!(r.live_keys(), 0);
     assert_eq!(r.summary().replacements.len(), 1);
     // The head chart's samples run on from the old cluster's to the new one's.
     let heads: Vec<i64> = r.growth().map(|g| g.head).collect();
     assert_eq!(heads.first(), Some(&50));
     assert_eq!(heads.last(), Some(&3));
+    // The old revisions are no watch-cache count for the new etcd's informers.
+    assert_eq!(r.events_after(3, |_| true), Some(0));
+    assert_eq!(r.events_after(1, |_| true), None);
 }
 
 #[test]

@@ -521,7 +521,11 @@ impl App {
     fn open(&mut self, mode: Mode) {
         match mode {
             Mode::Events => {
-                let Some(ev) = self.events_row(self.events.selected) else {
+                // A row that marks etcd replaced has no key to open.
+                let Some(ev) = self
+                    .events_row(self.events.selected)
+                    .filter(|e| e.note.is_none())
+                else {
                     return;
                 };
                 let (key, revision) = (ev.key.clone(), ev.revision);

@@ -140,6 +140,9 @@ pub(crate) fn event_matches(replica: &Replica, e: &EventRecord, f: &str) -> bool
 }
 
 fn word_matches(replica: &Replica, e: &EventRecord, f: &str) -> bool {
+    if let Some(n) = &e.note {
+        return n.to_lowercase().contains(f) || "replaced".contains(f);
+    }
     let key = crate::model::escape_bytes(&e.key).to_lowercase();
     if key.contains(f) {
         return true;

@@ -96,6 +96,22 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
         .map(|ev| {
             // A row synthesized after a gap says so in every column that could mislead:
             // its time is the relist's, a delete's revision is somewhere in the gap.
+            if let Some(note) = &ev.note {
+                // etcd replaced here: the rows below are the old etcd's.
+                let mut cells = vec![
+                    Cell::from(Span::styled(clock(ev.at, off), t.get(Role::Muted))),
+                    Cell::from(Line::from(thousands_i(ev.revision)).right_aligned()),
+                    Cell::from(Span::styled("RESET", t.get(Role::Alert))),
+                ];
+                let blank =
+                    usize::from(wide) + if narrow { 0 } else { 2 } + usize::from(show_writer);
+                cells.extend((0..blank).map(|_| Cell::from("")));
+                cells.push(Cell::from(Span::styled(
+                    format!("── {note} (rows below: the old etcd)"),
+                    t.get(Role::Note),
+                )));
+                return Row::new(cells);
+            }
             let (op, role) = match (ev.unseen, ev.kind) {
                 (Some(u), _) => (
                     match u.change {

@@ -130,6 +130,7 @@ fn glossary(app: &App) -> (&'static str, &'static [(&'static str, &'static str)]
             ("kind size", "the stored object's kind and its value's size in bytes"),
             ("writer", "the managedFields entry the write changed; (unknown: same managedFields) when it changed none; (deleter unknown) for deletes"),
             ("filter", "every word must match (AND): key, resource, op, writer, `unseen`"),
+            ("RESET", "etcd was replaced under regscope (a new data dir, a restore): the rows below it are the old etcd's, above it the new one's"),
             ("Notes", "resyncs, reconnections, replaced etcds, watch anomalies, newest first"),
         ]),
         Panel::Keys => ("keys", &[
