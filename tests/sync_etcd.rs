@@ -667,6 +667,89 @@ async fn etcd_restored_with_new_history_rebuilds_the_replica() {
     assert_verified(&h).await;
 }
 
+/// etcd restored from an `etcdctl snapshot save` taken earlier, under a running replica:
+/// the revision goes back (the same flags give the same cluster id). It is said (kept on
+/// record with both revisions), the replica is rebuilt from the restored data, and equals
+/// etcd.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn etcd_restored_from_a_snapshot_is_said_and_rebuilt() {
+    let (mut e, mut c) = etcd().await;
+    for i in 0..5 {
+        c.put(format!("/registry/configmaps/dr/early{i}"), "x", None)
+            .await
+            .unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let snap = dir.path().join("snap.db");
+    let etcdctl = |args: &[&str]| {
+        let out = std::process::Command::new("etcdctl")
+            .env("ETCDCTL_API", "3")
+            .args(args)
+            .output()
+            .expect("etcdctl (scripts/setup.sh installs it)");
+        assert!(
+            out.status.success(),
+            "etcdctl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    etcdctl(&[
+        "--endpoints",
+        &e.endpoint(),
+        "snapshot",
+        "save",
+        snap.to_str().unwrap(),
+    ]);
+    for i in 0..20 {
+        c.put(format!("/registry/configmaps/dr/late{i}"), "y", None)
+            .await
+            .unwrap();
+    }
+    let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
+    h.catch_up(&mut c, T).await;
+    assert_eq!(h.replica.live_keys(), 25);
+    let before = h.replica.revision();
+    e.kill().unwrap();
+    std::fs::remove_dir_all(e.data_dir()).unwrap();
+    let peer = format!("http://127.0.0.1:{}", e.peer_port());
+    etcdctl(&[
+        "snapshot",
+        "restore",
+        snap.to_str().unwrap(),
+        "--data-dir",
+        e.data_dir().to_str().unwrap(),
+        "--name",
+        regscope::demo::etcd_server::MEMBER_NAME,
+        "--initial-cluster",
+        &format!("{}={peer}", regscope::demo::etcd_server::MEMBER_NAME),
+        "--initial-advertise-peer-urls",
+        &peer,
+    ]);
+    e.restart().await.unwrap();
+    let mut c = e.client().await.unwrap();
+    h.until("replica rebuilt from the restore", T, |r, _| {
+        r.replacements()
+            .first()
+            .is_some_and(|x| x.revision_after.is_some())
+            && r.live_keys() == 5
+    })
+    .await;
+    h.catch_up(&mut c, T).await;
+    assert!(h.replica.get(b"/registry/configmaps/dr/late0").is_none());
+    let rep = &h.replica.replacements()[0];
+    assert_eq!(rep.revision_before, before);
+    assert!(rep.revision_after.is_some_and(|r| r < before), "{rep:?}");
+    assert!(
+        h.replica
+            .notes()
+            .iter()
+            .any(|(_, n)| n.contains(" replaced: ") && n.contains(&format!("revision {before} → "))),
+        "{:?}",
+        h.replica.notes()
+    );
+    assert_verified(&h).await;
+}
+
 /// etcd's history was replaced while we were cut off and has since grown past our revision
 /// (same cluster ID, higher revision): a known key's mod_revision gives it away.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

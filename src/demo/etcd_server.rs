@@ -27,7 +27,7 @@ const PORT_ATTEMPTS: usize = 5;
 const LOG_TAIL_BYTES: u64 = 4096;
 
 /// The member name; also the `--initial-cluster` entry of the one-member cluster.
-const MEMBER_NAME: &str = "regscope-demo";
+pub const MEMBER_NAME: &str = "regscope-demo";
 
 /// Errors of the demo: starting etcd, talking to it, and the simulation.
 #[derive(Debug, thiserror::Error)]
