@@ -601,6 +601,40 @@ fn a_delete_inside_a_gap_says_within_which_revisions() {
     assert!(!text.contains("deleted at revision 13"), "{text}");
 }
 
+/// The key `/registry/` itself (and `/registry//x`): a named entry in Keys that lists
+/// them, not a blank resource with "no live keys".
+#[test]
+fn keys_without_a_resource_segment_are_listed_under_a_name() {
+    let mut r = Replica::new(ReplicaConfig::default());
+    let mut kvs = vec![
+        kv(b"/registry/", 2, 2, 1, 0, 1),
+        kv(b"/registry//stray", 3, 3, 1, 0, 1),
+        kv(b"/registry/pods/default/p", 4, 4, 1, 0, 1),
+    ];
+    kvs.sort_by(|a, b| a.key.cmp(&b.key));
+    for obs in [
+        Observation::ListBegin { revision: 4 },
+        Observation::ListPage { kvs },
+        Observation::ListDone {
+            revision: 4,
+            compacted: None,
+        },
+        Observation::Conn(ConnState::Watching),
+    ] {
+        r.apply(&Stamped { at: at(0), obs });
+    }
+    let mut a = App::new(
+        regscope::store::Session::from_replica(r, "rootless"),
+        Settings::default(),
+    );
+    a.tick(at(1));
+    keys(&mut a, "3");
+    let text = render(&mut a, 120, 30);
+    assert!(text.contains("(no resource)"), "{text}");
+    assert!(!text.contains("no live keys in this resource"), "{text}");
+    assert!(text.contains("/stray"), "{text}");
+}
+
 #[test]
 fn keys_list_80x24() {
     let mut a = app();

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use crate::model::kubernetes::resource_segments;
+use crate::model::NO_RESOURCE;
 use crate::model::{escape_bytes, KeyPath};
 use crate::store::Replica;
 
@@ -79,7 +80,12 @@ pub fn discover_prefixes(replica: &Replica) -> HashMap<String, Bytes> {
             break;
         };
         let Some(rp) = resource_prefix(replica.prefix(), &k) else {
-            // A stray key without a resource segment: step over it.
+            // A stray key without a resource segment: listed under NO_RESOURCE (the prefix
+            // itself stands for them, see `after`), and stepped over here.
+            if k.starts_with(&scan) {
+                out.entry(NO_RESOURCE.to_string())
+                    .or_insert_with(|| Bytes::copy_from_slice(&scan));
+            }
             cursor = Some(k);
             continue;
         };
@@ -123,6 +129,59 @@ fn contains_ignore_ascii_case(hay: &[u8], needle_lower: &[u8]) -> bool {
             .any(|w| w.eq_ignore_ascii_case(needle_lower))
 }
 
+/// Whether `key` has no resource segment under `root` (the prefix with its slash): `root`
+/// itself, or `root` then `/`.
+fn rootless(root: &[u8], key: &[u8]) -> bool {
+    key.strip_prefix(root)
+        .is_some_and(|t| t.is_empty() || t[0] == b'/')
+}
+
+/// The keys without a resource segment ([`NO_RESOURCE`]), whose "resource prefix" is the
+/// prefix itself (`/registry/`): they all sort before `/registry/0` (`/` is 0x2f), so they
+/// are found at the start of the prefix's range, where only keys of resources named from
+/// `-` or `.` can stand between them.
+fn rootless_keys(
+    replica: &Replica,
+    root: &[u8],
+    from: Option<&[u8]>,
+    n: usize,
+    forward: bool,
+    filter_lower: &str,
+) -> Scan {
+    let mut end = root.to_vec();
+    end.push(b'0');
+    let mut out = Scan::default();
+    let mut cursor: Option<Bytes> = from.map(Bytes::copy_from_slice);
+    // Upwards from `from`, or down from the end of their range.
+    if !forward && cursor.is_none() {
+        cursor = Some(Bytes::from(end.clone()));
+    }
+    for _ in 0..64 {
+        let chunk = if forward {
+            replica.live_keys_after(root, cursor.as_deref(), CHUNK)
+        } else {
+            replica.live_keys_before(root, cursor.as_deref(), CHUNK)
+        };
+        let done = chunk.len() < CHUNK;
+        cursor = chunk.last().cloned();
+        for k in chunk {
+            if forward && k.as_ref() >= end.as_slice() {
+                return out;
+            }
+            if rootless(root, &k) && matches(root, &k, filter_lower) {
+                out.keys.push(k);
+                if out.keys.len() >= n {
+                    return out;
+                }
+            }
+        }
+        if done {
+            break;
+        }
+    }
+    out
+}
+
 /// Up to `n` matching keys strictly after `after` (from the start when `None`).
 pub fn after(
     replica: &Replica,
@@ -131,6 +190,9 @@ pub fn after(
     n: usize,
     filter_lower: &str,
 ) -> Scan {
+    if rprefix == scan_prefix(replica).as_slice() {
+        return rootless_keys(replica, rprefix, after, n, true, filter_lower);
+    }
     if filter_lower.is_empty() {
         return Scan {
             keys: replica.live_keys_after(rprefix, after, n),
@@ -151,6 +213,9 @@ pub fn before(
     n: usize,
     filter_lower: &str,
 ) -> Scan {
+    if rprefix == scan_prefix(replica).as_slice() {
+        return rootless_keys(replica, rprefix, before, n, false, filter_lower);
+    }
     if filter_lower.is_empty() {
         return Scan {
             keys: replica.live_keys_before(rprefix, before, n),
@@ -287,7 +352,12 @@ mod tests {
         let m = discover_prefixes(&r);
         assert_eq!(&m["configmaps"][..], b"/registry/configmaps/");
         assert_eq!(&m["secrets"][..], b"/registry/secrets/");
-        assert!(!m.values().any(|p| &p[..] == b"/registry/"), "{m:?}");
+        // The stray key has its own named entry, whose listing takes only such keys.
+        assert!(
+            m.iter()
+                .all(|(name, p)| (&p[..] == b"/registry/") == (name == NO_RESOURCE)),
+            "{m:?}"
+        );
     }
 
     #[test]
@@ -345,5 +415,82 @@ mod tests {
             let shown = escape_bytes(&tail).to_lowercase().contains(&lower);
             proptest::prop_assert_eq!(matches(rp, &key, &lower), shown);
         }
+    }
+}
+
+#[cfg(test)]
+mod rootless_tests {
+    use super::*;
+    use crate::model::{KeyValue, Observation, Stamped};
+    use crate::store::ReplicaConfig;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    /// Keys with no resource segment (`/registry/` itself, `/registry//x`) are listed under
+    /// their own named entry, in both directions, and nothing else is.
+    #[test]
+    fn keys_without_a_resource_segment_have_a_named_entry_that_lists_them() {
+        let mut r = Replica::new(ReplicaConfig::default());
+        let mut keys = [
+            "/registry/",
+            "/registry//odd",
+            "/registry//odd/deeper",
+            "/registry/-dash/x",
+            "/registry/pods/a/p",
+            "/registry/zz/y",
+        ];
+        keys.sort();
+        let kvs = keys
+            .iter()
+            .map(|k| KeyValue {
+                key: Bytes::copy_from_slice(k.as_bytes()),
+                create_revision: 2,
+                mod_revision: 2,
+                version: 1,
+                lease: 0,
+                value: Bytes::from_static(b"{}"),
+            })
+            .collect();
+        let at = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+        for obs in [
+            Observation::ListBegin { revision: 2 },
+            Observation::ListPage { kvs },
+            Observation::ListDone {
+                revision: 2,
+                compacted: None,
+            },
+        ] {
+            r.apply(&Stamped { at, obs });
+        }
+        r.settle();
+        let prefixes = discover_prefixes(&r);
+        let root = prefixes.get(NO_RESOURCE).expect("a named entry").clone();
+        assert_eq!(&root[..], b"/registry/");
+        assert_eq!(&prefixes["pods"][..], b"/registry/pods/");
+        let text = |s: Scan| {
+            s.keys
+                .iter()
+                .map(|k| String::from_utf8_lossy(k).into_owned())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            text(after(&r, &root, None, 10, "")),
+            ["/registry/", "/registry//odd", "/registry//odd/deeper"]
+        );
+        assert_eq!(
+            text(after(&r, &root, Some(b"/registry/"), 1, "")),
+            ["/registry//odd"]
+        );
+        assert_eq!(
+            text(before(&r, &root, None, 10, "")),
+            ["/registry//odd/deeper", "/registry//odd", "/registry/"]
+        );
+        assert_eq!(
+            text(after(&r, &root, None, 10, "deeper")),
+            ["/registry//odd/deeper"]
+        );
+        assert_eq!(
+            KeyPath::parse(r.prefix(), b"/registry/").resource,
+            NO_RESOURCE
+        );
     }
 }

@@ -24,6 +24,11 @@ pub struct KeyPath<'a> {
 /// Resource shown for keys that do not start with the prefix.
 pub const OUTSIDE_PREFIX: &str = "(outside prefix)";
 
+/// Resource shown for keys under the prefix with no resource segment: the prefix itself
+/// with its slash (`/registry/`) and keys such as `/registry//x`. Nothing Kubernetes writes
+/// looks like this; a tool or a mistake does, and it must be findable.
+pub const NO_RESOURCE: &str = "(no resource)";
+
 impl<'a> KeyPath<'a> {
     /// Parses `key` under `prefix` (e.g. `/registry`, with or without trailing slash).
     /// Never fails: non-UTF-8 segments are shown escaped (`cm\xff`).
@@ -53,8 +58,9 @@ impl<'a> KeyPath<'a> {
             [b"services", b"specs"] => Cow::Borrowed("services"),
             [b"services", b"endpoints"] => Cow::Borrowed("endpoints"),
             [b"minions"] => Cow::Borrowed("nodes"),
+            [b"", ..] => Cow::Borrowed(NO_RESOURCE),
             [first, ..] => escape_bytes(first),
-            [] => Cow::Borrowed(""),
+            [] => Cow::Borrowed(NO_RESOURCE),
         };
         match tail {
             [] => KeyPath {
@@ -176,6 +182,8 @@ mod tests {
         assert_eq!(p("/registry/ranges/serviceips").0, "ranges/serviceips");
         assert_eq!(p("/registry/masterleases/10.0.0.1").0, "masterleases");
         assert_eq!(p("compact_rev_key").0, OUTSIDE_PREFIX);
+        assert_eq!(p("/registry/").0, NO_RESOURCE);
+        assert_eq!(p("/registry//x").0, NO_RESOURCE);
         assert_eq!(p("/other/k1").0, OUTSIDE_PREFIX);
     }
 

@@ -135,6 +135,7 @@ fn glossary(app: &App) -> (&'static str, &'static [(&'static str, &'static str)]
         ]),
         Panel::Keys => ("keys", &[
             ("keys bytes", "live keys of the resource and their values' bytes"),
+            ("(no resource)", "keys under the prefix with no resource segment: the prefix itself with its slash (/registry/), /registry//x"),
             ("v7 1.2 KiB", "a version of the key (etcd's version counter) and its value's size"),
             ("≤ time", "a version that came in through a list: written at or before that time"),
             ("gap 12–16: v7 → v10", "the versions between came and went inside a gap (revisions the watch never delivered); only the relist's result is held"),
