@@ -513,7 +513,7 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
     let left = format!("{state}{} ", r.speed.label());
     let times = format!(" {} ", clock(now, off));
     let tail = format!(
-        " {} · {}/{} records",
+        " {} · {}/{}",
         clock(r.end, off),
         thousands(r.position),
         thousands(r.total)
