@@ -884,8 +884,36 @@ fn alert_rows_at_80_and_160_columns() {
         a.tick(at(50));
         a
     };
+    let with = |obs: Observation| {
+        let obs = obs.clone();
+        move || {
+            let mut r = fixture();
+            r.apply(&Stamped {
+                at: at(50),
+                obs: obs.clone(),
+            });
+            let mut a = App::new(
+                regscope::store::Session::from_replica(r, "demo"),
+                Settings::default(),
+            );
+            a.tick(at(52));
+            a
+        }
+    };
+    let nospace = with(Observation::EtcdStatus(regscope::model::EtcdStatus {
+        endpoint: "http://127.0.0.1:2379".into(),
+        errors: vec!["memberID:10276657743932975437 alarm:NOSPACE ".into()],
+        ..Default::default()
+    }));
+    let failed = with(Observation::Conn(ConnState::Failed {
+        error:
+            "authentication failed: invalid user ID or password (etcdserver: authentication failed)"
+                .into(),
+    }));
     type Case = (&'static str, Box<dyn Fn() -> App>, Vec<&'static str>);
     let cases: Vec<Case> = vec![
+        ("nospace", Box::new(nospace), vec!["etcd alarm NOSPACE"]),
+        ("failed", Box::new(failed), vec!["source failed"]),
         (
             "not responding",
             Box::new(not_responding),

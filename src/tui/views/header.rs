@@ -195,8 +195,8 @@ fn replaced(app: &App) -> Option<String> {
     ))
 }
 
-/// `s` in at most `w` columns, cut at a word's end with `…` when it does not fit: never
-/// between two letters or digits (a word longer than a third of the room is cut inside).
+/// `s` in at most `w` columns, cut at a word's end with `…` when it does not fit: only at
+/// white space (a word longer than a third of the room is cut inside).
 pub(crate) fn fit_words(s: &str, w: usize) -> String {
     let chars: Vec<char> = s.chars().collect();
     if chars.len() <= w {
@@ -206,7 +206,11 @@ pub(crate) fn fit_words(s: &str, w: usize) -> String {
         return String::new();
     }
     let room = w - 1;
-    let inside = |end: usize| chars[end - 1].is_alphanumeric() && chars[end].is_alphanumeric();
+    // A word is a run of anything but white space (`etcdctl`, `15:04:05,` and `(4:` alike).
+    let ws = |i: usize| chars.get(i).is_none_or(|c| c.is_whitespace());
+    // Before a word's trailing comma, colon or semicolon is a word's end too.
+    let closing = |i: usize| matches!(chars.get(i), Some(',' | ':' | ';')) && ws(i + 1);
+    let inside = |end: usize| !ws(end - 1) && !ws(end) && !closing(end);
     let mut end = room;
     while end > room * 2 / 3 && inside(end) {
         end -= 1;
