@@ -599,6 +599,15 @@ fn a_delete_inside_a_gap_says_within_which_revisions() {
     );
     assert!(text.contains("deleted within revisions 6–13"), "{text}");
     assert!(!text.contains("deleted at revision 13"), "{text}");
+    // The history row gives the gap, not the relist's revision; the diff says deleted.
+    assert!(
+        text.contains("6–13 deleted · gap 6–13: v1 → deleted"),
+        "{text}"
+    );
+    keys(&mut a, "d");
+    let diff = render(&mut a, 160, 40);
+    assert!(diff.contains("→ deleted in 6–13"), "{diff}");
+    assert!(!diff.contains("0 changes"), "{diff}");
 }
 
 /// The key `/registry/` itself (and `/registry//x`): a named entry in Keys that lists
@@ -927,7 +936,7 @@ fn alert_rows_at_80_and_160_columns() {
         (
             "gap",
             Box::new(app),
-            vec!["gap at 22:13:46: revisions 141–145 unseen, a relist found 1 created"],
+            vec!["gap 141–145 at 22:13:46: 1 created, 0 changed, 0 deleted unseen"],
         ),
         (
             "replaced",
@@ -1454,7 +1463,7 @@ fn pod_detail_120x48() {
         "format protobuf",
         "schema Kubernetes 1.",
         "(api.core.v1.Pod)",
-        "newest entry kubelet Update (subresource status) at 2023-11-14T22:13:25Z",
+        "written by kube-controller-manager Update at 2023-11-14T22:13:20Z; kubelet",
         "apiVersion: v1",
         "kind: Pod",
         "resourceVersion: '2'",

@@ -523,10 +523,14 @@ impl Replica {
         fresh.cluster_ids = (now_id, before_id);
         // What the screen showed stays, up to a visible break: the head chart's series (the
         // revision drops), the event log with a row that says what happened, the
-        // compactions seen, and the resources' names (so the old rows keep theirs; their
-        // counts start again with the new etcd's list).
+        // compactions and gaps seen (revisions use only the new etcd's gaps:
+        // `current_gaps`), the write counters, and the resources' names (so the old rows
+        // keep theirs; their key counts start again with the new etcd's list).
         fresh.growth = std::mem::replace(&mut self.growth, Growth::new(0));
         fresh.compactions = std::mem::take(&mut self.compactions);
+        fresh.gaps = std::mem::take(&mut self.gaps);
+        fresh.gap_changes = std::mem::take(&mut self.gap_changes);
+        fresh.writers = std::mem::take(&mut self.writers);
         fresh.resource_ids = std::mem::take(&mut self.resource_ids);
         fresh.resources = self
             .resources

@@ -731,7 +731,7 @@ impl Replica {
     /// replica had not listed by then, or a resync after a gap ends after `rev` (the
     /// events inside a gap were never seen one by one).
     pub fn events_after(&self, rev: Revision, of: impl Fn(u32) -> bool) -> Option<u64> {
-        if self.gaps.iter().any(|g| g.to > rev) {
+        if self.current_gaps().any(|g| g.to > rev) {
             return None;
         }
         let mut n = 0u64;
@@ -767,9 +767,17 @@ impl Replica {
     /// it (at `older`) was seen before that gap: the versions between, if any, were never
     /// seen (the history goes, e.g., from version 7 to 10).
     pub fn gap_between(&self, older: Revision, newer: Revision) -> Option<&Gap> {
+        self.current_gaps()
+            .find(|g| older < g.from && g.from <= newer && newer <= g.to)
+    }
+
+    /// The gaps of the etcd read now: those since the newest replacement (the ones before
+    /// it are of another revision space, kept only to be shown).
+    pub fn current_gaps(&self) -> impl Iterator<Item = &Gap> + '_ {
+        let since = self.replacements.last().map(|r| r.at);
         self.gaps
             .iter()
-            .find(|g| older < g.from && g.from <= newer && newer <= g.to)
+            .filter(move |g| since.is_none_or(|s| g.at >= s))
     }
 
     /// What the relist after a gap showed had changed in it; `None` for a gap restored from

@@ -32,6 +32,9 @@ pub(crate) struct DetailState {
     /// before it (held and decodable): then an empty list means nobody managedFields name
     /// made the change. Otherwise they are the newest entries only.
     pub writers_compared: bool,
+    /// The version before the shown one is on the other side of a gap: `writers` moved
+    /// their entries somewhere in writes not seen one by one.
+    pub writers_across_gap: bool,
     /// First body line shown.
     pub scroll: usize,
     /// Diff mode: the body is the diff instead of the value.
@@ -124,6 +127,7 @@ impl DetailState {
             styled: Vec::new(),
             writers: Vec::new(),
             writers_compared: false,
+            writers_across_gap: false,
             scroll: 0,
             diff_on: false,
             mark: None,
@@ -151,12 +155,29 @@ impl DetailState {
             .as_ref()
             .and_then(|r| r.decoded.as_ref())
             .and_then(|x| x.value());
-        let before = match d.shown() {
-            Some(v) if v.value.is_some() => d.index.checked_sub(1).and_then(|i| d.history.get(i)),
+        let shown = d.shown();
+        let before = match shown {
+            // Created at this revision (version 1): every entry is this write's.
+            Some(v) if v.value.is_some() && v.version == 1 => {
+                Some(serde_json::Value::Object(Default::default()))
+            }
+            Some(v) if v.value.is_some() => d
+                .index
+                .checked_sub(1)
+                .and_then(|i| d.history.get(i))
+                .filter(|p| p.value.is_some())
+                .and_then(|p| cx.object_of(&d.key, p).ok()),
             _ => None,
-        }
-        .filter(|p| p.value.is_some())
-        .and_then(|p| cx.object_of(&d.key, p).ok());
+        };
+        // Across a gap, the version before is several unseen writes back.
+        d.writers_across_gap = match (shown, d.index.checked_sub(1).and_then(|i| d.history.get(i)))
+        {
+            (Some(v), Some(p)) => cx
+                .replica
+                .gap_between(p.mod_revision, v.mod_revision)
+                .is_some(),
+            _ => false,
+        };
         d.writers_compared = current.is_some() && before.is_some();
         d.writers = match (&current, &before) {
             (Some(c), Some(b)) => diff::changed_writers(b, c),
@@ -413,9 +434,27 @@ impl Decoding<'_> {
             (shown, other)
         };
         let marked = if d.mark.is_some() { " (marked)" } else { "" };
-        let title = format!("{} → {}{marked}", t(old.mod_revision), t(new.mod_revision));
+        let gap = self
+            .replica
+            .gap_between(old.mod_revision, new.mod_revision)
+            .cloned();
+        // A deletion inside a gap has no revision of its own: the title names the gap.
+        let title = match (&gap, &new.value) {
+            (Some(g), None) => format!(
+                "{} → deleted in {}–{}{marked}",
+                t(old.mod_revision),
+                g.from,
+                g.to
+            ),
+            (None, None) => format!(
+                "{} → deleted at {}{marked}",
+                t(old.mod_revision),
+                t(new.mod_revision)
+            ),
+            _ => format!("{} → {}{marked}", t(old.mod_revision), t(new.mod_revision)),
+        };
         let mut lines = Vec::new();
-        if let Some(g) = self.replica.gap_between(old.mod_revision, new.mod_revision) {
+        if let Some(g) = &gap {
             lines.push((
                 LineKind::Header,
                 format!(
@@ -465,8 +504,15 @@ impl Decoding<'_> {
             };
             lines.push((LineKind::Header, why.into()));
         }
+        // Across a gap the versions between were never seen: the entries that moved were
+        // moved by any of those writes, the last of them included.
+        let by = if gap.is_some() {
+            "written (in writes not seen one by one) by"
+        } else {
+            "written by"
+        };
         for w in &od.writers {
-            lines.push((LineKind::Header, format!("written by {}", w.describe())));
+            lines.push((LineKind::Header, format!("{by} {}", w.describe())));
         }
         lines.push((LineKind::Header, compared));
         if od.is_empty() {

@@ -145,23 +145,23 @@ const RECENT_GAP_SECONDS: u64 = 300;
 /// relist that closed it showed had changed (the rows marked `unseen` in Events).
 fn recent_gap(app: &App) -> Option<String> {
     let r = &app.session.replica;
-    let g = r.gaps().last()?;
+    let g = r.current_gaps().last()?;
     let age = app.session.now().duration_since(g.at).ok()?.as_secs();
     if age > RECENT_GAP_SECONDS {
         return None;
     }
     let changes = match r.gap_changes(g).map(|c| c.total()) {
         Some(c) => format!(
-            ", a relist found {} created, {} changed, {} deleted (rows marked unseen in Events;",
+            ": {} created, {} changed, {} deleted unseen (rows marked unseen in Events;",
             c.created, c.changed, c.deleted
         ),
-        None => " (".to_string(),
+        None => " unseen (".to_string(),
     };
     Some(format!(
-        " ⚠ gap at {}: revisions {}–{} unseen{changes} etcd compacted at {})",
-        clock(g.at, app.s.utc_offset),
+        " ⚠ gap {}–{} at {}{changes} etcd compacted at {})",
         g.from,
         g.to,
+        clock(g.at, app.s.utc_offset),
         g.compact_revision
     ))
 }
@@ -187,10 +187,11 @@ fn replaced(app: &App) -> Option<String> {
         )
     };
     Some(format!(
-        " ⚠ etcd replaced at {}: revision {} → {}, {ids}, at {} — the replica holds only what etcd holds now (see Notes)",
+        " ⚠ etcd replaced at {}: revision {} → {}, {ids}, at {} (the RESET row in Events)",
         clock(r.at, app.s.utc_offset),
         r.revision_before,
-        r.revision_after.map_or("(listing)".into(), |v| v.to_string()),
+        r.revision_after
+            .map_or("(listing)".into(), |v| v.to_string()),
         r.endpoint
     ))
 }

@@ -243,10 +243,10 @@ fn meta_lines<'a>(app: &App, d: &'a DetailState) -> Vec<Line<'a>> {
             let who: Vec<String> = d.writers.iter().map(|w| w.describe()).collect();
             // Compared with the version before, the entries this write changed; else only
             // the newest entries, which may be older than this write.
-            let label = if d.writers_compared {
-                "written by "
-            } else {
-                "newest entry "
+            let label = match (d.writers_compared, d.writers_across_gap) {
+                (true, true) => "written (in unseen writes) by ",
+                (true, false) => "written by ",
+                (false, _) => "newest entry ",
             };
             let mut l = vec![sp(app, label, Role::Muted)];
             l.push(sp(app, who.join("; "), Role::Text));
@@ -286,7 +286,7 @@ fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
         .map(|(i, v)| {
             // A version that came in through the relist after a gap: what happened between
             // it and the version before was never seen.
-            let unseen = i
+            let gap = i
                 .checked_sub(1)
                 .and_then(|p| d.history.get(p))
                 .and_then(|older| {
@@ -294,16 +294,22 @@ fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
                         .session
                         .replica
                         .gap_between(older.mod_revision, v.mod_revision)?;
-                    let to = match &v.value {
+                    Some((g.from, g.to, older.version))
+                });
+            let unseen = gap
+                .map(|(from, to, was)| {
+                    let now = match &v.value {
                         Some(_) => format!("v{}", v.version),
                         None => "deleted".into(),
                     };
-                    Some(format!(
-                        " · gap {}–{}: v{} → {to}",
-                        g.from, g.to, older.version
-                    ))
+                    format!(" · gap {from}–{to}: v{was} → {now}")
                 })
                 .unwrap_or_default();
+            // A deletion inside a gap has no revision of its own that etcd told: its gap.
+            let revision = match gap {
+                Some((from, to, _)) if v.value.is_none() => format!("{from}–{to}"),
+                _ => thousands_i(v.mod_revision),
+            };
             // A revision that arrived through a list was written at or before the list.
             let mark = if app.session.replica.seen_live(v.mod_revision) {
                 ""
@@ -333,7 +339,7 @@ fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
                 None => (format!("{star}deleted{unseen}"), Role::Delete),
             };
             Row::new(vec![
-                Cell::from(Line::from(thousands_i(v.mod_revision)).right_aligned()),
+                Cell::from(Line::from(revision).right_aligned()),
                 Cell::from(Span::styled(what, t.get(role))),
                 Cell::from(Span::styled(when, t.get(Role::Muted))),
             ])
@@ -400,11 +406,14 @@ fn draw_body(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
                 .iter()
                 .filter(|(k, _)| *k != LineKind::Header)
                 .count();
-            title.push(sp(
-                app,
-                format!(" · {changes} change{}", if changes == 1 { "" } else { "s" }),
-                Role::Muted,
-            ));
+            // A deletion is not "0 changes".
+            if !diff.title.contains("deleted") {
+                title.push(sp(
+                    app,
+                    format!(" · {changes} change{}", if changes == 1 { "" } else { "s" }),
+                    Role::Muted,
+                ));
+            }
             let scroll = scroll_from(rows_h);
             if scroll > 0 {
                 title.push(sp(app, format!(" from line {}", scroll + 1), Role::Muted));
