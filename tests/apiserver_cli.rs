@@ -171,9 +171,7 @@ fn num(v: &Value) -> f64 {
 /// filled from the files, and the facts of the README hold.
 #[test]
 fn snapshot_json_on_each_capture_pair() {
-    let Some(td) = fixtures::testdata() else {
-        return;
-    };
+    let td = fixtures::testdata();
     for p in &PAIRS {
         let started = Instant::now();
         let api = p.apiserver_file(&td);
@@ -402,9 +400,7 @@ fn snapshot_json_on_each_capture_pair() {
 /// Successive files are successive scrapes: the same capture twice gives rates, all 0.
 #[test]
 fn snapshot_json_same_file_twice_gives_zero_rates() {
-    let Some(td) = fixtures::testdata() else {
-        return;
-    };
+    let td = fixtures::testdata();
     for p in [&PAIRS[0], &PAIRS[3]] {
         let api = p.apiserver_file(&td);
         let v = snapshot(&[
@@ -432,9 +428,7 @@ fn snapshot_json_same_file_twice_gives_zero_rates() {
 /// compact 200): the window is head − compacted, no apiserver configured.
 #[test]
 fn snapshot_json_etcd_capture_with_compaction() {
-    let Some(td) = fixtures::testdata() else {
-        return;
-    };
+    let td = fixtures::testdata();
     let f = td.join("etcd-metrics/etcd-3.4.23-local.txt");
     let v = snapshot(&["snapshot", "--json", "--etcd-metrics-file", s(&f)]);
     let e = &v["etcd"];
@@ -457,9 +451,7 @@ fn snapshot_json_etcd_capture_with_compaction() {
 /// exposition written here.
 #[test]
 fn snapshot_json_sentinels_and_open_ended_quantiles() {
-    let Some(td) = fixtures::testdata() else {
-        return;
-    };
+    let td = fixtures::testdata();
     let dir = tempfile::tempdir().unwrap();
     let real = std::fs::read_to_string(PAIRS[2].apiserver_file(&td)).unwrap();
     let line = real
@@ -556,9 +548,7 @@ fn html_metrics_file_is_stale_not_fatal() {
     assert!(v["latency"].as_array().unwrap().is_empty(), "{v}");
 
     // A good capture then the HTML page: stale, with the last good data kept.
-    let Some(td) = fixtures::testdata() else {
-        return;
-    };
+    let td = fixtures::testdata();
     let api = PAIRS[3].apiserver_file(&td);
     let v = snapshot(&[
         "snapshot",
@@ -603,10 +593,10 @@ fn live_snapshot_with_demo_apiserver() {
     use regscope::demo::{
         DemoApiserver, DemoApiserverConfig, PrivateEtcd, SimConfig, Simulation, StorageLatencies,
     };
-    if regscope::demo::etcd_server::find_on_path("etcd").is_none() {
-        eprintln!("etcd not installed; skipped");
-        return;
-    }
+    assert!(
+        regscope::demo::etcd_server::find_on_path("etcd").is_some(),
+        "etcd is not installed: scripts/setup.sh installs it"
+    );
     let started = Instant::now();
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -853,10 +843,10 @@ async fn seeded_etcd() -> regscope::demo::PrivateEtcd {
 /// connections is a stale target (exit 0, the replica and etcd's metrics still there).
 #[test]
 fn explicit_kubeconfig_problems_with_live_etcd() {
-    if regscope::demo::etcd_server::find_on_path("etcd").is_none() {
-        eprintln!("etcd not installed; skipped");
-        return;
-    }
+    assert!(
+        regscope::demo::etcd_server::find_on_path("etcd").is_some(),
+        "etcd is not installed: scripts/setup.sh installs it"
+    );
     let started = Instant::now();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let etcd = rt.block_on(seeded_etcd());
@@ -925,10 +915,10 @@ fn explicit_kubeconfig_problems_with_live_etcd() {
 /// README: errors are one line).
 #[test]
 fn malformed_kubeconfig_is_a_one_line_error() {
-    if regscope::demo::etcd_server::find_on_path("etcd").is_none() {
-        eprintln!("etcd not installed; skipped");
-        return;
-    }
+    assert!(
+        regscope::demo::etcd_server::find_on_path("etcd").is_some(),
+        "etcd is not installed: scripts/setup.sh installs it"
+    );
     let rt = tokio::runtime::Runtime::new().unwrap();
     let etcd = rt.block_on(seeded_etcd());
     let dir = tempfile::tempdir().unwrap();
@@ -954,9 +944,7 @@ fn malformed_kubeconfig_is_a_one_line_error() {
 /// panic.
 #[test]
 fn snapshot_json_into_closed_pipe_does_not_panic() {
-    let Some(td) = fixtures::testdata() else {
-        return;
-    };
+    let td = fixtures::testdata();
     let api = PAIRS[3].apiserver_file(&td);
     let mut child = Command::new(BIN)
         .args(["snapshot", "--json", "--apiserver-metrics-file", s(&api)])

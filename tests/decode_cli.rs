@@ -502,16 +502,9 @@ fn etcdctl_json_several_kvs_some_failing() {
     assert!(err.contains("-o raw writes one value"), "{err}");
 }
 
-fn golden_pod() -> Option<Vec<u8>> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/testdata/k8s-api/v1.30.3/core.v1.Pod.pb");
-    match std::fs::read(&p) {
-        Ok(b) => Some(b),
-        Err(e) => {
-            println!("skipped: {} is absent ({e})", p.display());
-            None
-        }
-    }
+fn golden_pod() -> Vec<u8> {
+    std::fs::read(fixtures::testdata().join("k8s-api/v1.30.3/core.v1.Pod.pb"))
+        .expect("the golden Pod in ../shared/testdata")
 }
 
 /// `etcdctl get <args> -w json | regscope decode -o json`, through a real pipe.
@@ -536,11 +529,11 @@ fn etcdctl_pipe_decode(endpoint: &str, get: &[&str]) -> (i32, Vec<u8>, String) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn real_etcd_etcdctl_json_piped_into_decode() {
-    let Some(pod) = golden_pod() else { return };
-    if regscope::demo::etcd_server::find_on_path("etcdctl").is_none() {
-        println!("skipped: etcdctl is not on PATH");
-        return;
-    }
+    let pod = golden_pod();
+    assert!(
+        regscope::demo::etcd_server::find_on_path("etcdctl").is_some(),
+        "etcdctl is not installed: scripts/setup.sh installs it"
+    );
     let etcd = regscope::demo::PrivateEtcd::start()
         .await
         .expect("start etcd");
@@ -607,9 +600,7 @@ async fn real_etcd_etcdctl_json_piped_into_decode() {
 /// array still closed) and says where it broke.
 #[test]
 fn etcdctl_json_export_streams_in_every_output_form() {
-    let Some(td) = fixtures::testdata() else {
-        return;
-    };
+    let td = fixtures::testdata();
     let pod = std::fs::read(td.join("k8s-api/head/core.v1.Pod.pb")).unwrap();
     // 13.5 KB each: every field of a Pod filled in.
     let n = 400;

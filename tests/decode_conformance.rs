@@ -15,9 +15,9 @@ use serde_json::Value;
 
 mod fixtures;
 
-/// `../shared/testdata/k8s-api`, when the shared data is there.
-fn testdata() -> Option<PathBuf> {
-    fixtures::testdata().map(|p| p.join("k8s-api"))
+/// `../shared/testdata/k8s-api`.
+fn testdata() -> PathBuf {
+    fixtures::testdata().join("k8s-api")
 }
 
 /// `(group, version, kind)` from `<group>.<version>.<Kind>.pb`; group `core` is `""`.
@@ -209,7 +209,7 @@ fn report(label: &str, t: &Tally) {
 
 #[test]
 fn v1_30_3_every_kind_exact() {
-    let Some(td) = testdata() else { return };
+    let td = testdata();
     for sub in ["v1.30.3", "extra/apiextensions-apiserver/v1.30.3"] {
         let t = run_folder(&td.join(sub));
         report(sub, &t);
@@ -221,7 +221,7 @@ fn v1_30_3_every_kind_exact() {
 
 #[test]
 fn head_known_kinds_match_and_the_rest_dump() {
-    let Some(td) = testdata() else { return };
+    let td = testdata();
     for sub in ["head", "extra/apiextensions-apiserver/head"] {
         let t = run_folder(&td.join(sub));
         report(sub, &t);

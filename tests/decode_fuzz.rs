@@ -36,7 +36,7 @@ fn corpus() -> Vec<Vec<u8>> {
         b"k8s:enc:kms:v2:plugin:\x0a\x03abc\x12\x02id".to_vec(),
         b"k8s:enc:secretbox:v1:k:0123456789abcdef01234567".to_vec(),
     ];
-    let dir = fixtures::testdata().unwrap_or_default().join("k8s-api");
+    let dir = fixtures::testdata().join("k8s-api");
     for sub in ["v1.30.3", "head"] {
         if let Ok(rd) = std::fs::read_dir(dir.join(sub)) {
             let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();

@@ -12,8 +12,15 @@ use regscope::demo::PrivateEtcd;
 
 const BIN: &str = env!("CARGO_BIN_EXE_regscope");
 
-fn have(cmd: &str) -> bool {
-    regscope::demo::etcd_server::find_on_path(cmd).is_some()
+/// Fails the test when a tool it drives is not installed (scripts/setup.sh installs them):
+/// a missing tool is a failure, never a skip.
+fn require(cmds: &[&str]) {
+    for cmd in cmds {
+        assert!(
+            regscope::demo::etcd_server::find_on_path(cmd).is_some(),
+            "{cmd} is not installed: scripts/setup.sh installs it"
+        );
+    }
 }
 
 async fn seeded_etcd() -> PrivateEtcd {
@@ -36,10 +43,7 @@ async fn seeded_etcd() -> PrivateEtcd {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_shows_live_etcd_and_quits_cleanly() {
-    if !have("tmux") {
-        eprintln!("tmux not installed; scripts/setup.sh installs it");
-        return;
-    }
+    require(&["tmux"]);
     let e = seeded_etcd().await;
     let mut c = e.client().await.unwrap();
     let cmd = format!("{BIN} --endpoints {}", e.endpoint());
@@ -83,10 +87,7 @@ async fn console_shows_live_etcd_and_quits_cleanly() {
 /// stays on the last row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn br13_huge_terminal_layout() {
-    if !have("tmux") {
-        eprintln!("tmux not installed; skipped");
-        return;
-    }
+    require(&["tmux"]);
     let e = seeded_etcd().await;
     for (cols, rows) in [(544u16, 125u16), (509, 143), (80, 24)] {
         let cmd = format!("{BIN} --endpoints {}", e.endpoint());
@@ -109,10 +110,7 @@ async fn br13_huge_terminal_layout() {
 /// exactly once, prints the panic on the main screen after the restore, and exits non-zero.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn br12_panic_restores_terminal_once() {
-    if !have("script") {
-        eprintln!("script (util-linux) not installed; skipped");
-        return;
-    }
+    require(&["script"]);
     let e = seeded_etcd().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("out.bin");
@@ -226,10 +224,7 @@ fn print_config_output_loads_back() {
 /// SIGTERM restores the terminal and exits with 128 + 15, as shells expect.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_exits_143() {
-    if !have("tmux") {
-        eprintln!("tmux not installed; skipped");
-        return;
-    }
+    require(&["tmux"]);
     let e = seeded_etcd().await;
     let cmd = format!(
         "{BIN} --endpoints {} --prefix /registry-sigterm-test; echo \"rc=$?\"; sleep 30",
@@ -258,10 +253,7 @@ async fn sigterm_exits_143() {
 /// writer; quitting leaves the alternate screen.
 #[test]
 fn demo_key_view_decodes_yaml_and_diffs_revisions() {
-    if !have("tmux") || !have("etcd") {
-        eprintln!("tmux or etcd not installed; skipped");
-        return;
-    }
+    require(&["tmux", "etcd"]);
     let t = Tmux::start(140, 45, &format!("{BIN} demo"));
     // One send-keys per key: an Escape and the next key in one write read as Alt+key.
     let press = |keys: &[&str]| {
@@ -347,10 +339,7 @@ fn demo_key_view_decodes_yaml_and_diffs_revisions() {
 /// the terminal is restored and the private etcd is gone.
 #[test]
 fn demo_apiserver_screen_shows_latency_and_410() {
-    if !have("tmux") || !have("etcd") {
-        eprintln!("tmux or etcd not installed; skipped");
-        return;
-    }
+    require(&["tmux", "etcd"]);
     let started = Instant::now();
     let t = Tmux::start(
         160,
@@ -473,10 +462,7 @@ fn wait_dead(t: &Tmux, what: &str) {
 /// to a revision and quits cleanly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn record_in_the_console_then_replay_it() {
-    if !have("tmux") {
-        eprintln!("tmux not installed; scripts/setup.sh installs it");
-        return;
-    }
+    require(&["tmux"]);
     let e = seeded_etcd().await;
     let mut c = e.client().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -588,10 +574,7 @@ fn thousands(n: i64) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn screenshot_in_the_config_files_theme() {
     use std::os::unix::fs::PermissionsExt;
-    if !have("tmux") {
-        eprintln!("tmux not installed; scripts/setup.sh installs it");
-        return;
-    }
+    require(&["tmux"]);
     let e = seeded_etcd().await;
     let dir = tempfile::tempdir().unwrap();
     let shots = dir.path().join("shots");
@@ -685,10 +668,7 @@ fn written_by(key: &str, manager: &str, operation: &str, subresource: &str, i: u
 /// table and each resource's top writer), under the resource in Keys, and per event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_panel_names_the_managers_the_workload_uses() {
-    if !have("tmux") {
-        eprintln!("tmux not installed; scripts/setup.sh installs it");
-        return;
-    }
+    require(&["tmux"]);
     let e = seeded_etcd().await;
     let mut c = e.client().await.unwrap();
     let t = Tmux::start(200, 60, &format!("{BIN} --endpoints {}", e.endpoint()));
@@ -845,10 +825,7 @@ async fn writers_panel_names_the_managers_the_workload_uses() {
 /// a revision in the event log and one that is not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn command_palette_runs_actions_and_goes_to_resources_keys_and_revisions() {
-    if !have("tmux") {
-        eprintln!("tmux not installed; scripts/setup.sh installs it");
-        return;
-    }
+    require(&["tmux"]);
     let e = seeded_etcd().await;
     let mut c = e.client().await.unwrap();
     let t = Tmux::start(160, 40, &format!("{BIN} --endpoints {}", e.endpoint()));
@@ -932,10 +909,7 @@ async fn command_palette_runs_actions_and_goes_to_resources_keys_and_revisions()
 /// would pass for real values).
 #[test]
 fn show_secrets_over_a_redacted_recording_shows_redacted() {
-    if !have("tmux") {
-        eprintln!("tmux not installed; scripts/setup.sh installs it");
-        return;
-    }
+    require(&["tmux"]);
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
     let t = Tmux::start(
         160,

@@ -27,8 +27,8 @@ const APISERVER: [(&str, &str); 4] = [
     ("v1.34.0", "etcd-3.6.4-k8s-v1.34.0.prom"),
 ];
 
-fn read(rel: &str) -> Option<Vec<u8>> {
-    Some(std::fs::read(testdata()?.join(rel)).unwrap())
+fn read(rel: &str) -> Vec<u8> {
+    std::fs::read(testdata().join(rel)).unwrap()
 }
 
 fn at(s: u64) -> SystemTime {
@@ -94,9 +94,7 @@ fn reference_quantile(body: &str, series: &str, q: f64) -> Option<f64> {
 fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
     let t = table();
     for (version, etcd_file) in APISERVER {
-        let Some(body) = read(&format!("apiserver-metrics/kube-apiserver-{version}.prom")) else {
-            return;
-        };
+        let body = read(&format!("apiserver-metrics/kube-apiserver-{version}.prom"));
         let expo = parse(&body);
         assert!(expo.skipped.is_empty(), "{version}");
         let m = map(t, &expo);
@@ -179,7 +177,7 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
             m.names[t.idx(Concept::StorageSize) as usize].as_deref(),
             Some("apiserver_storage_size_bytes")
         );
-        let etcd_body = read(&format!("etcd-metrics/{etcd_file}")).unwrap();
+        let etcd_body = read(&format!("etcd-metrics/{etcd_file}"));
         let em = map(t, &parse(&etcd_body));
         let get = |m: &regscope::metrics::concepts::Mapped, id: Concept| {
             m.series
@@ -206,12 +204,10 @@ fn paired_captures_give_the_readme_cache_lags_and_an_honest_window() {
         ("v1.32.0", "etcd-3.5.16-k8s-v1.32.0.prom", 6),
         ("v1.34.0", "etcd-3.6.4-k8s-v1.34.0.prom", 20),
     ] {
-        let (Some(a), Some(e)) = (
+        let (a, e) = (
             read(&format!("apiserver-metrics/kube-apiserver-{version}.prom")),
             read(&format!("etcd-metrics/{etcd_file}")),
-        ) else {
-            return;
-        };
+        );
         let mut store = MetricStore::default();
         store.apply(&scrape(ScrapeTarget::Apiserver, 0, a));
         store.apply(&scrape(ScrapeTarget::Etcd, 1, e));
@@ -238,9 +234,7 @@ fn paired_captures_give_the_readme_cache_lags_and_an_honest_window() {
         );
     }
     // Before 1.31 the cache's revision is not exposed: every row says so, none says 0.
-    let Some(a) = read("apiserver-metrics/kube-apiserver-v1.28.3.prom") else {
-        return;
-    };
+    let a = read("apiserver-metrics/kube-apiserver-v1.28.3.prom");
     let mut store = MetricStore::default();
     store.apply(&scrape(ScrapeTarget::Apiserver, 0, a));
     let v = view_of(&store, None);
@@ -256,9 +250,7 @@ fn paired_captures_give_the_readme_cache_lags_and_an_honest_window() {
 
 #[test]
 fn quantiles_from_one_capture_match_an_independent_computation() {
-    let Some(body) = read("apiserver-metrics/kube-apiserver-v1.34.0.prom") else {
-        return;
-    };
+    let body = read("apiserver-metrics/kube-apiserver-v1.34.0.prom");
     let text = String::from_utf8(body.clone()).unwrap();
     let mut store = MetricStore::default();
     store.apply(&scrape(ScrapeTarget::Apiserver, 0, body));

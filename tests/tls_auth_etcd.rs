@@ -37,21 +37,23 @@ impl Drop for TlsEtcd {
     }
 }
 
-async fn tls_etcd() -> Option<TlsEtcd> {
+async fn tls_etcd() -> TlsEtcd {
     // A port found free can be taken by a test running beside this one before etcd binds
     // it; etcd then exits at once, and a new pair of ports is tried.
     for _ in 0..3 {
-        if let Some(e) = tls_etcd_once().await? {
-            return Some(e);
+        if let Some(e) = tls_etcd_once().await {
+            return e;
         }
     }
     panic!("TLS etcd did not come up on three pairs of ports");
 }
 
-/// `None`: etcd or openssl missing; `Some(None)`: etcd exited before serving.
-async fn tls_etcd_once() -> Option<Option<TlsEtcd>> {
-    let etcd = regscope::demo::etcd_server::find_on_path("etcd")?;
-    regscope::demo::etcd_server::find_on_path("openssl")?;
+/// `None`: etcd exited before serving. Panics when etcd or openssl is not installed.
+async fn tls_etcd_once() -> Option<TlsEtcd> {
+    let etcd = regscope::demo::etcd_server::find_on_path("etcd")
+        .expect("etcd is not installed: scripts/setup.sh installs it");
+    regscope::demo::etcd_server::find_on_path("openssl")
+        .expect("openssl is not installed: scripts/setup.sh installs it");
     let dir = tempfile::tempdir().unwrap();
     let pki = dir.path().join("pki");
     std::fs::create_dir(&pki).unwrap();
@@ -97,12 +99,12 @@ async fn tls_etcd_once() -> Option<Option<TlsEtcd>> {
     let deadline = Instant::now() + Duration::from_secs(30);
     while good.connect(Duration::from_secs(2)).await.is_err() {
         if e.child.try_wait().ok().flatten().is_some() {
-            return Some(None);
+            return None;
         }
         assert!(Instant::now() < deadline, "TLS etcd did not come up");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    Some(Some(e))
+    Some(e)
 }
 
 impl TlsEtcd {
@@ -132,10 +134,7 @@ async fn refused(opts: &EtcdOptions, t: Duration, why: &str) -> (ConnectError, S
 }
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_right_and_wrong_certificates() {
-    let Some(e) = tls_etcd().await else {
-        eprintln!("etcd or openssl missing; skipped");
-        return;
-    };
+    let e = tls_etcd().await;
     let t = Duration::from_secs(5);
     // A TLS port does not answer an HTTP/2 preface in the clear.
     assert!(!speaks_plain_http2(&e.url, Duration::from_secs(2)).await);

@@ -52,14 +52,15 @@ fn time(seconds: u64) -> Vec<u8> {
     [vi(1, seconds), vi(2, 0)].concat()
 }
 
-fn testdata() -> Option<PathBuf> {
+/// `../shared/testdata`; a missing fixture fails the test, it never skips it.
+fn testdata() -> PathBuf {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata");
-    if p.is_dir() {
-        Some(p)
-    } else {
-        println!("skipped: {} is absent", p.display());
-        None
-    }
+    assert!(
+        p.is_dir(),
+        "{} is absent: it must sit beside the repository",
+        p.display()
+    );
+    p
 }
 
 const BR01_VALID: &str = "6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200";
@@ -464,7 +465,7 @@ fn secret_redaction_json() {
 
 #[test]
 fn secret_fixture_is_redacted() {
-    let Some(td) = testdata() else { return };
+    let td = testdata();
     let v = std::fs::read(td.join("k8s-api/v1.30.3/core.v1.Secret.pb")).unwrap();
     let r = render(&v, &RenderOptions::default());
     assert_eq!(r.error, None);
@@ -489,7 +490,7 @@ fn split_name(file: &str) -> (String, String, String) {
 
 #[test]
 fn k8s_api_fixtures_envelopes_and_render() {
-    let Some(td) = testdata() else { return };
+    let td = testdata();
     let dirs = [
         "k8s-api/v1.30.3",
         "k8s-api/head",
@@ -603,7 +604,7 @@ fn mvcc_kv(b: &[u8]) -> (Vec<u8>, u64, u64, u64, Vec<u8>, u64) {
 
 #[test]
 fn auger_etcd_values() {
-    let Some(td) = testdata() else { return };
+    let td = testdata();
     let a = td.join("etcd-registry/auger");
     let read = |p: &str| std::fs::read(a.join(p)).unwrap();
 
@@ -909,7 +910,7 @@ fn strip_unknown(
 /// in every metadata, which the 1.30+ schemas list as an unknown field.
 #[test]
 fn auger_2017_values_decode_exactly() {
-    let Some(td) = testdata() else { return };
+    let td = testdata();
     let dir = td.join("etcd-registry/auger");
     for obj in ["pod", "job"] {
         let stored = std::fs::read(dir.join(format!("storage/{obj}.bin"))).unwrap();
