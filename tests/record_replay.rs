@@ -83,6 +83,18 @@ fn demo_recording() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs")
 }
 
+/// The binary's stdout for `args` under the time zone `tz`; fails the test, with its
+/// stderr, when it does not exit 0.
+fn run_ok(tz: &str, args: &[&str]) -> String {
+    let out = Command::new(BIN).env("TZ", tz).args(args).output().unwrap();
+    assert!(
+        out.status.success(),
+        "TZ={tz} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// `snapshot --json --from FILE --at AT`, whatever it answers.
 fn snapshot_output(file: &Path, at: &str) -> std::process::Output {
     Command::new(BIN)
@@ -2431,17 +2443,7 @@ fn a_gap_in_a_recording_replays_and_exports_its_unseen_rows() {
     assert_eq!(gap["changes"]["changed"], 1);
     assert_eq!(gap["changes"]["deleted"], 1);
     assert_eq!(gap["by_resource"]["pods"]["deleted"], 1);
-    let out = Command::new(BIN)
-        .args(["export", file.to_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let synthesized: Vec<serde_json::Value> = String::from_utf8(out.stdout)
-        .unwrap()
+    let synthesized: Vec<serde_json::Value> = run_ok("UTC", &["export", file.to_str().unwrap()])
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .filter(|l| l["synthesized"] == true)
@@ -2509,20 +2511,11 @@ fn a_gap_in_a_recording_replays_and_exports_its_unseen_rows() {
 #[test]
 fn a_time_copied_from_replay_check_means_the_same_moment_in_every_zone() {
     let file = demo_recording();
-    let run = |tz: &str, args: &[&str]| {
-        let out = Command::new(BIN).env("TZ", tz).args(args).output().unwrap();
-        assert!(
-            out.status.success(),
-            "TZ={tz} {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    };
     let f = file.to_str().unwrap();
     let revision_at = |tz: &str, at: &str, extra: &[&str]| -> i64 {
         let mut args = vec!["snapshot", "--json", "--from", f, "--at", at];
         args.extend_from_slice(extra);
-        let v: serde_json::Value = serde_json::from_str(&run(tz, &args)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&run_ok(tz, &args)).unwrap();
         v["revision"].as_i64().unwrap()
     };
     let mut seen = Vec::new();
@@ -2531,7 +2524,7 @@ fn a_time_copied_from_replay_check_means_the_same_moment_in_every_zone() {
         ("America/New_York", "-05:00"),
         ("Asia/Kolkata", "+05:30"),
     ] {
-        let check = run(tz, &["replay", "--check", f]);
+        let check = run_ok(tz, &["replay", "--check", f]);
         let line = check
             .lines()
             .find(|l| l.contains("compaction at revision 1588"))
@@ -2543,7 +2536,7 @@ fn a_time_copied_from_replay_check_means_the_same_moment_in_every_zone() {
         let whole = revision_at(tz, &full, &[]);
         assert_eq!(revision_at(tz, clock, &[]), whole, "TZ={tz} {clock}");
         // The UTC form, and --utc with the UTC clock, mean the same moment everywhere.
-        let utc_full = run("UTC", &["replay", "--check", f])
+        let utc_full = run_ok("UTC", &["replay", "--check", f])
             .lines()
             .find(|l| l.contains("compaction at revision 1588"))
             .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
@@ -2560,7 +2553,7 @@ fn a_time_copied_from_replay_check_means_the_same_moment_in_every_zone() {
     assert!(seen[0] >= 1588, "{seen:?}");
     // Inside the recording's outage, the snapshot says so (the connection was lost at
     // 07:44:03.792 and restored at 07:44:05.602).
-    let v: serde_json::Value = serde_json::from_str(&run(
+    let v: serde_json::Value = serde_json::from_str(&run_ok(
         "UTC",
         &["snapshot", "--json", "--from", f, "--at", "07:44:04Z"],
     ))
@@ -2578,7 +2571,7 @@ fn a_time_copied_from_replay_check_means_the_same_moment_in_every_zone() {
         "{}",
         v["connection"]
     );
-    let v: serde_json::Value = serde_json::from_str(&run(
+    let v: serde_json::Value = serde_json::from_str(&run_ok(
         "UTC",
         &["snapshot", "--json", "--from", f, "--at", "07:44:30Z"],
     ))

@@ -849,10 +849,7 @@ fn export_lines(
                 lease: held.map_or(0, |v| v.lease),
                 value: ev.value.clone(),
             };
-            let op = match ev.kind {
-                crate::model::EventKind::Put => "PUT",
-                crate::model::EventKind::Delete => "DELETE",
-            };
+            let op = ev.kind.name();
             let mut line = kv_json("event", Some(op), &kv, prefix, e, keyring, show_secrets);
             line["synthesized"] = json!(true);
             line["writer"] = json!(ev.writer());
@@ -908,10 +905,7 @@ fn export_observation(
             .iter()
             .filter(|ev| keep(&ev.kv))
             .map(|ev| {
-                let op = match ev.kind {
-                    crate::model::EventKind::Put => "PUT",
-                    crate::model::EventKind::Delete => "DELETE",
-                };
+                let op = ev.kind.name();
                 let mut line = kv_json("event", Some(op), &ev.kv, prefix, e, keyring, show_secrets);
                 // Who made it, as the console names it (the event as the replica logged
                 // it, just applied): a manager only when the write changed managedFields.

@@ -416,51 +416,19 @@ mod tests {
             proptest::prop_assert_eq!(matches(rp, &key, &lower), shown);
         }
     }
-}
-
-#[cfg(test)]
-mod rootless_tests {
-    use super::*;
-    use crate::model::{KeyValue, Observation, Stamped};
-    use crate::store::ReplicaConfig;
-    use std::time::{Duration, UNIX_EPOCH};
 
     /// Keys with no resource segment (`/registry/` itself, `/registry//x`) are listed under
     /// their own named entry, in both directions, and nothing else is.
     #[test]
     fn keys_without_a_resource_segment_have_a_named_entry_that_lists_them() {
-        let mut r = Replica::new(ReplicaConfig::default());
-        let mut keys = [
+        let mut r = replica(&[
             "/registry/",
             "/registry//odd",
             "/registry//odd/deeper",
             "/registry/-dash/x",
             "/registry/pods/a/p",
             "/registry/zz/y",
-        ];
-        keys.sort();
-        let kvs = keys
-            .iter()
-            .map(|k| KeyValue {
-                key: Bytes::copy_from_slice(k.as_bytes()),
-                create_revision: 2,
-                mod_revision: 2,
-                version: 1,
-                lease: 0,
-                value: Bytes::from_static(b"{}"),
-            })
-            .collect();
-        let at = UNIX_EPOCH + Duration::from_secs(1_700_000_000);
-        for obs in [
-            Observation::ListBegin { revision: 2 },
-            Observation::ListPage { kvs },
-            Observation::ListDone {
-                revision: 2,
-                compacted: None,
-            },
-        ] {
-            r.apply(&Stamped { at, obs });
-        }
+        ]);
         r.settle();
         let prefixes = discover_prefixes(&r);
         let root = prefixes.get(NO_RESOURCE).expect("a named entry").clone();

@@ -162,6 +162,16 @@ pub enum EventKind {
     Delete,
 }
 
+impl EventKind {
+    /// `PUT` or `DELETE`, as etcd names them (and as export writes them).
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Put => "PUT",
+            EventKind::Delete => "DELETE",
+        }
+    }
+}
+
 /// One watch event. For a DELETE, `kv` carries the key and the deleting revision in
 /// `mod_revision` (etcd sends an empty value and zero create_revision/version).
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -258,32 +258,46 @@ mod hex_id {
 impl Replacement {
     /// "etcd replaced: cluster id a → b, revision 50 → 3" (without the endpoint).
     pub fn short(&self) -> String {
-        self.describe().replacen(
-            &format!("etcd at {} replaced", self.endpoint),
-            "etcd replaced",
-            1,
+        format!(
+            "etcd replaced: {}, {}",
+            self.ids("unknown"),
+            self.revisions()
         )
     }
 
     /// "etcd at URL replaced: cluster id a → b, revision 50 → 3".
     pub fn describe(&self) -> String {
-        let ids = if self.cluster_id_before == 0 {
-            format!("cluster id unknown → {:x}", self.cluster_id_after)
-        } else if self.cluster_id_before == self.cluster_id_after {
-            format!("same cluster id {:x}", self.cluster_id_after)
+        format!(
+            "etcd at {} replaced: {}, {}",
+            self.endpoint,
+            self.ids("unknown"),
+            self.revisions()
+        )
+    }
+
+    /// "cluster id a → b", "same cluster id b", with `unknown` for an id not known.
+    pub fn ids(&self, unknown: &str) -> String {
+        let id = |id: u64| match id {
+            0 => unknown.to_string(),
+            id => format!("{id:x}"),
+        };
+        if self.cluster_id_before == self.cluster_id_after && self.cluster_id_after != 0 {
+            format!("same cluster id {}", id(self.cluster_id_after))
         } else {
             format!(
-                "cluster id {:x} → {:x}",
-                self.cluster_id_before, self.cluster_id_after
+                "cluster id {} → {}",
+                id(self.cluster_id_before),
+                id(self.cluster_id_after)
             )
-        };
+        }
+    }
+
+    /// "revision 50 → 3" ("→ (listing)" until the new etcd's list is done).
+    pub fn revisions(&self) -> String {
         let after = self
             .revision_after
             .map_or("(listing)".to_string(), |r| r.to_string());
-        format!(
-            "etcd at {} replaced: {ids}, revision {} → {after}",
-            self.endpoint, self.revision_before
-        )
+        format!("revision {} → {after}", self.revision_before)
     }
 }
 

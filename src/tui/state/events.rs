@@ -148,10 +148,7 @@ fn word_matches(replica: &Replica, e: &EventRecord, f: &str) -> bool {
         return true;
     }
     let res = replica.resource_name(e.resource).to_lowercase();
-    let op = match e.kind {
-        crate::model::EventKind::Put => "put",
-        crate::model::EventKind::Delete => "delete",
-    };
+    let op = e.kind.name().to_lowercase();
     if res.contains(f) || op.contains(f) {
         return true;
     }

@@ -170,28 +170,11 @@ fn recent_gap(app: &App) -> Option<String> {
 /// different cluster's (or a restored) history.
 fn replaced(app: &App) -> Option<String> {
     let r = app.session.replica.replacements().last()?;
-    let id = |id: u64| {
-        if id == 0 {
-            "?".to_string()
-        } else {
-            format!("{id:x}")
-        }
-    };
-    let ids = if r.cluster_id_before == r.cluster_id_after && r.cluster_id_after != 0 {
-        format!("same cluster id {}", id(r.cluster_id_after))
-    } else {
-        format!(
-            "cluster id {} → {}",
-            id(r.cluster_id_before),
-            id(r.cluster_id_after)
-        )
-    };
     Some(format!(
-        " ⚠ etcd replaced at {}: revision {} → {}, {ids}, at {} (the RESET row in Events)",
+        " ⚠ etcd replaced at {}: {}, {}, at {} (the RESET row in Events)",
         clock(r.at, app.s.utc_offset),
-        r.revision_before,
-        r.revision_after
-            .map_or("(listing)".into(), |v| v.to_string()),
+        r.revisions(),
+        r.ids("?"),
         r.endpoint
     ))
 }
