@@ -624,6 +624,13 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
             "regscope export: --prefix {p} matches no key: keys start with '/' (e.g. {meant})"
         );
     }
+    let form = ExportLines {
+        prefix: &prefix,
+        key_filter: key_filter.as_deref(),
+        e,
+        keyring: keyring.as_ref(),
+        show_secrets,
+    };
     // Key lines written (listed keys and events) that the prefix kept.
     let mut key_lines = 0u64;
     // For the closing summary: lines are not observations (one line per event and per
@@ -656,15 +663,7 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
                     lease: v.lease,
                     value: v.value.unwrap_or_default(),
                 };
-                let mut line = kv_json(
-                    "list_item",
-                    None,
-                    &kv,
-                    &prefix,
-                    e,
-                    keyring.as_ref(),
-                    show_secrets,
-                );
+                let mut line = kv_json("list_item", None, &kv, &form);
                 line["from"] = json!("start");
                 line["at"] = json!(at);
                 if let Err(e) = writeln!(stdout, "{line}") {
@@ -704,15 +703,7 @@ pub fn export(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
             };
             key_lines += kvs.filter(|kv| kv.key.starts_with(p.as_bytes())).count() as u64;
         }
-        let lines = export_lines(
-            st,
-            s,
-            &prefix,
-            key_filter.as_deref(),
-            e,
-            keyring.as_ref(),
-            show_secrets,
-        );
+        let lines = export_lines(st, s, &form);
         use std::io::Write;
         for l in lines {
             if let Err(e) = writeln!(stdout, "{l}") {
@@ -762,15 +753,24 @@ fn export_summary(lines: u64, observations: u64, ticks: u64) -> String {
     )
 }
 
-fn kv_json(
-    kind: &str,
-    op: Option<&str>,
-    kv: &KeyValue,
-    prefix: &str,
-    e: &ExportArgs,
-    keyring: Option<&crate::decrypt::Keyring>,
+/// What every export line depends on besides the observation: the recording's prefix,
+/// `--prefix`, the flags, the keys to decrypt with and whether Secrets show.
+struct ExportLines<'a> {
+    prefix: &'a str,
+    key_filter: Option<&'a str>,
+    e: &'a ExportArgs,
+    keyring: Option<&'a crate::decrypt::Keyring>,
     show_secrets: bool,
-) -> Value {
+}
+
+fn kv_json(kind: &str, op: Option<&str>, kv: &KeyValue, x: &ExportLines<'_>) -> Value {
+    let ExportLines {
+        prefix,
+        e,
+        keyring,
+        show_secrets,
+        ..
+    } = *x;
     let path = KeyPath::parse(prefix.as_bytes(), &kv.key);
     let mut v = json!({
         "type": kind,
@@ -808,16 +808,9 @@ fn kv_json(
     v
 }
 
-fn export_lines(
-    st: &Stamped,
-    s: &Session,
-    prefix: &str,
-    key_filter: Option<&str>,
-    e: &ExportArgs,
-    keyring: Option<&crate::decrypt::Keyring>,
-    show_secrets: bool,
-) -> Vec<String> {
-    let mut lines = export_observation(st, s, prefix, key_filter, e, keyring, show_secrets);
+fn export_lines(st: &Stamped, s: &Session, x: &ExportLines<'_>) -> Vec<String> {
+    let key_filter = x.key_filter;
+    let mut lines = export_observation(st, s, x);
     // After a gap, the rows the replica synthesized from the relist that closed it (what
     // changed in revisions never seen one by one), as events marked synthesized.
     if let Observation::ListDone {
@@ -850,7 +843,7 @@ fn export_lines(
                 value: ev.value.clone(),
             };
             let op = ev.kind.name();
-            let mut line = kv_json("event", Some(op), &kv, prefix, e, keyring, show_secrets);
+            let mut line = kv_json("event", Some(op), &kv, x);
             line["synthesized"] = json!(true);
             line["writer"] = json!(ev.writer());
             line["unseen"] = json!({"from": u.from, "to": u.to, "change": u.change.label()});
@@ -870,15 +863,8 @@ fn export_lines(
 }
 
 /// The lines of one observation as the recording holds it.
-fn export_observation(
-    st: &Stamped,
-    s: &Session,
-    prefix: &str,
-    key_filter: Option<&str>,
-    e: &ExportArgs,
-    keyring: Option<&crate::decrypt::Keyring>,
-    show_secrets: bool,
-) -> Vec<String> {
+fn export_observation(st: &Stamped, s: &Session, x: &ExportLines<'_>) -> Vec<String> {
+    let (key_filter, e) = (x.key_filter, x.e);
     let at = time_text(st.at);
     let keep = |kv: &KeyValue| key_filter.is_none_or(|p| kv.key.starts_with(p.as_bytes()));
     let with_at = |mut v: Value| {
@@ -889,24 +875,14 @@ fn export_observation(
         Observation::ListPage { kvs } => kvs
             .iter()
             .filter(|kv| keep(kv))
-            .map(|kv| {
-                with_at(kv_json(
-                    "list_item",
-                    None,
-                    kv,
-                    prefix,
-                    e,
-                    keyring,
-                    show_secrets,
-                ))
-            })
+            .map(|kv| with_at(kv_json("list_item", None, kv, x)))
             .collect(),
         Observation::Events { events, .. } => events
             .iter()
             .filter(|ev| keep(&ev.kv))
             .map(|ev| {
                 let op = ev.kind.name();
-                let mut line = kv_json("event", Some(op), &ev.kv, prefix, e, keyring, show_secrets);
+                let mut line = kv_json("event", Some(op), &ev.kv, x);
                 // Who made it, as the console names it (the event as the replica logged
                 // it, just applied): a manager only when the write changed managedFields.
                 if let Some(logged) = s.replica.events().iter().rev().take(4096).find(|l| {
