@@ -6,26 +6,25 @@
 //! code. Views and the CLI read through `&Session`; nothing here knows about drawing or I/O.
 
 mod discards;
-mod image;
 mod informer;
-mod keyspace;
-mod keystore;
-mod list_progress;
 mod memory_guard;
 pub mod metrics;
 pub mod other_clusters;
-mod packing;
 mod replica;
+pub use replica::writers;
 mod session;
 mod shared_bytes;
-mod stats;
-pub mod writers;
 
 pub use informer::{InformerLag, InformerState};
-pub use list_progress::ListProgress;
 pub use memory_guard::{MemoryAction, MemoryGuard};
 pub use metrics::MetricStore;
 pub use other_clusters::{OtherCluster, OtherClusterRates, OtherClusters};
+pub use replica::list_progress::ListProgress;
+pub use replica::stats::{GrowthSample, ResourceStats, ResourceSummary};
+pub use replica::writers::{
+    Found, FoundWriter, FoundWriters, WriteRates, WriterNames, WriterNamesGuard, WriterStats,
+    WriterSummary,
+};
 pub use replica::{
     member_changes, Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta,
     Replica, ReplicaConfig, ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts,
@@ -33,8 +32,3 @@ pub use replica::{
 };
 pub use session::{Applied, Discarded, Session};
 pub use shared_bytes::CHECKPOINT_FORMAT;
-pub use stats::{GrowthSample, ResourceStats, ResourceSummary};
-pub use writers::{
-    Found, FoundWriter, FoundWriters, WriteRates, WriterNames, WriterNamesGuard, WriterStats,
-    WriterSummary,
-};

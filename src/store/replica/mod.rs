@@ -8,7 +8,7 @@
 //!
 //! Memory: keys live in a [`Keyspace`] (a slab with a hash table and a lazily settled key
 //! order); each version holds its value as received until a worker thread packs it with
-//! zstd ([`super::packing`]), and views get values back whole. History (superseded
+//! zstd ([`self::packing`]), and views get values back whole. History (superseded
 //! versions and tombstones) is charged against `history_budget` at its raw size, so what
 //! the budget keeps does not depend on how far packing got; the newest version of every
 //! live key is never dropped.
@@ -20,9 +20,16 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 mod health;
+mod image;
+pub(crate) mod keyspace;
+pub(crate) mod keystore;
+pub mod list_progress;
+pub(crate) mod packing;
 mod read;
+pub mod stats;
 #[cfg(test)]
 mod tests;
+pub mod writers;
 
 use health::worth_noting;
 pub use health::{member_changes, WatchHealth};
@@ -31,12 +38,12 @@ pub use read::{
     ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts, VersionMeta, VersionView,
 };
 
-use super::keyspace::Slot;
-use super::keystore::{KeyEntry, KeyStore, Queued, Version, NO_MARK, VERSION_OVERHEAD};
-use super::list_progress::ListProgress;
-use super::packing::{self, Codebook, Val};
-use super::stats::{Growth, ResourceStats};
-use super::writers::{Found, FoundWriter, WriterNames, Writers};
+use self::keyspace::Slot;
+use self::keystore::{KeyEntry, KeyStore, Queued, Version, NO_MARK, VERSION_OVERHEAD};
+use self::list_progress::ListProgress;
+use self::packing::{Codebook, Val};
+use self::stats::{Growth, ResourceStats};
+use self::writers::{Found, FoundWriter, WriterNames, Writers};
 use crate::model::{
     escape_bytes, CompactionSeen, CompactionSource, ConnState, EtcdStatus, EventKind, Gap, KeyPath,
     KeyValue, MemberStatus, Observation, Revision, Stamped, WatchEvent,
@@ -88,7 +95,7 @@ impl Default for ReplicaConfig {
 pub struct Replica {
     cfg: ReplicaConfig,
     /// Keys, versions, the history queue and the packing dictionaries, as one image.
-    #[serde(with = "super::image")]
+    #[serde(with = "self::image")]
     store: KeyStore,
     resources: Vec<ResourceStats>,
     resource_ids: HashMap<String, u32>,
@@ -105,7 +112,7 @@ pub struct Replica {
     history_versions: usize,
     /// The history queue by key, as checkpoints of format 1 held it; resolved into
     /// `store.history_queue` by [`Replica::restored`]. Empty otherwise (and when written).
-    #[serde(deserialize_with = "super::shared_bytes::rev_keys")]
+    #[serde(deserialize_with = "crate::store::shared_bytes::rev_keys")]
     legacy_history_queue: VecDeque<(Revision, Bytes)>,
     /// First wall-clock time each revision range was observed: (revision, time), ascending.
     rev_times: VecDeque<(Revision, SystemTime)>,
@@ -113,7 +120,10 @@ pub struct Replica {
     growth: Growth,
     gaps: Vec<Gap>,
     /// What each gap's relist showed had changed in it (checkpoint format 7 and later).
-    #[serde(default, deserialize_with = "super::shared_bytes::since_format_7")]
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_7"
+    )]
     gap_changes: Vec<GapChanges>,
     compactions: VecDeque<CompactionSeen>,
     notes: VecDeque<(SystemTime, String)>,
@@ -135,37 +145,61 @@ pub struct Replica {
     clock: ClockCache,
     /// What etcd's watch stream said about its head and where it broke the rules clients
     /// rely on (checkpoint format 3 and later; older checkpoints start it empty).
-    #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_3"
+    )]
     watch: WatchHealth,
     /// etcd's latest Status answer and when it came (checkpoint format 3 and later).
-    #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_3"
+    )]
     etcd_status: Option<(SystemTime, EtcdStatus)>,
     /// Each time the source went on reading from another member: when, from which endpoint,
     /// to which (the newest 64; checkpoint format 3 and later).
-    #[serde(default, deserialize_with = "super::shared_bytes::since_format_3")]
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_3"
+    )]
     failovers: VecDeque<(SystemTime, String, String)>,
     /// The cluster's members and their Status answers, as last polled, and when
     /// (checkpoint format 4 and later).
-    #[serde(default, deserialize_with = "super::shared_bytes::since_format_4")]
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_4"
+    )]
     members: Option<(SystemTime, Vec<MemberStatus>)>,
     /// Who writes: counters per (resource, managedFields writer) (checkpoint format 5 and
     /// later; older checkpoints start them empty).
-    #[serde(default, deserialize_with = "super::shared_bytes::since_format_5")]
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_5"
+    )]
     writers: Writers,
     /// When the connection was last lost (the first state other than watching or listing
     /// after watching), while it stays lost (checkpoint format 7 and later).
-    #[serde(default, deserialize_with = "super::shared_bytes::since_format_7")]
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_7"
+    )]
     outage_since: Option<SystemTime>,
     /// etcd's cluster id as the newest `Server` observation gave it, and as of the newest
     /// completed list (0: unknown; checkpoint format 7 and later).
-    #[serde(default, deserialize_with = "super::shared_bytes::since_format_7")]
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_7"
+    )]
     cluster_ids: (u64, u64),
     /// Each time etcd was replaced (checkpoint format 7 and later).
-    #[serde(default, deserialize_with = "super::shared_bytes::since_format_7")]
+    #[serde(
+        default,
+        deserialize_with = "crate::store::shared_bytes::since_format_7"
+    )]
     replacements: Vec<Replacement>,
     /// Bytes let go of, kept for the caller to free (see [`Replica::defer_frees`]).
     #[serde(skip)]
-    discards: super::discards::Discards<Bytes>,
+    discards: crate::store::discards::Discards<Bytes>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

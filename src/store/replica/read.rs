@@ -9,15 +9,15 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use super::keystore::{KeyEntry, Version};
+use super::list_progress::ListProgress;
+use super::stats::{GrowthSample, ResourceStats, ResourceSummary};
+use super::writers::{WriterStats, WriterSummary};
 use super::{Replica, WatchHealth};
 use crate::model::{
     escape_bytes, CompactionSeen, ConnState, EtcdStatus, EventKind, Gap, KeyValue, MemberStatus,
     Revision,
 };
-use crate::store::keystore::{KeyEntry, Version};
-use crate::store::list_progress::ListProgress;
-use crate::store::stats::{GrowthSample, ResourceStats, ResourceSummary};
-use crate::store::writers::{WriterStats, WriterSummary};
 
 /// A version of a key as views and the CLI see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,7 +89,7 @@ pub struct EventRecord {
     )]
     pub unseen: Option<Unseen>,
     /// A PUT whose managedFields equal the key's previous version's: no manager that
-    /// managedFields names made it (see [`crate::store::writers`]; checkpoint format 7 and
+    /// managedFields names made it (see [`super::writers`]; checkpoint format 7 and
     /// later).
     #[serde(
         default,
@@ -108,7 +108,7 @@ pub struct EventRecord {
 impl EventRecord {
     /// Who made this write, as far as regscope can tell, in one line: the managedFields
     /// writer the new value names when the write changed managedFields (as the writers
-    /// panel counts it, [`crate::store::writers`]); else a phrase in parentheses that says
+    /// panel counts it, [`super::writers`]); else a phrase in parentheses that says
     /// why nobody is named.
     pub fn writer(&self) -> String {
         if self.note.is_some() {
@@ -118,10 +118,8 @@ impl EventRecord {
             return "(unseen: only a relist showed it)".into();
         }
         match self.kind {
-            EventKind::Delete => crate::store::writers::DELETER.into(),
-            EventKind::Put if self.managed_unchanged => {
-                crate::store::writers::UNCHANGED_WRITER.into()
-            }
+            EventKind::Delete => super::writers::DELETER.into(),
+            EventKind::Put if self.managed_unchanged => super::writers::UNCHANGED_WRITER.into(),
             EventKind::Put => crate::decode::last_writer(&self.value).label(),
         }
     }
@@ -374,7 +372,7 @@ pub struct Summary {
     pub history_bytes: u64,
     pub resources: Vec<ResourceSummary>,
     /// Who wrote what since the replica started: one row per (resource, managedFields
-    /// writer), most events first (see [`crate::store::writers`]).
+    /// writer), most events first (see [`super::writers`]).
     pub writers: Vec<WriterSummary>,
     /// Every gap with what changed in it (see [`GapSummary`]).
     pub gaps: Vec<GapSummary>,
@@ -721,7 +719,7 @@ impl Replica {
     }
 
     /// Who writes: one row per (resource, writer) seen in the watch events, in first-seen
-    /// order (see [`crate::store::writers`]).
+    /// order (see [`super::writers`]).
     pub fn writers(&self) -> &[WriterStats] {
         self.writers.rows()
     }

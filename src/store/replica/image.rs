@@ -1,7 +1,7 @@
 //! How a checkpoint holds the replica's keys: one byte string (the *image*) inside the
 //! session's `postcard`, so that a restore reads it with a cursor instead of a serde call
 //! per field, builds the key table in key order without a comparison, and keeps keys'
-//! values as slices of the checkpoint buffer ([`super::shared_bytes`]).
+//! values as slices of the checkpoint buffer ([`crate::store::shared_bytes`]).
 //!
 //! Image layout (checkpoint format 2). Integers are LEB128 varints, signed ones zigzag
 //! encoded first; `bytes` is a varint length and the bytes.
@@ -32,7 +32,7 @@ use serde::Serializer;
 use super::keyspace::Keyspace;
 use super::keystore::{KeyEntry, KeyStore, PackedStats, Queued, Version, NO_MARK};
 use super::packing::{Codebook, Form, Val};
-use super::shared_bytes;
+use crate::store::shared_bytes;
 
 /// `#[serde(with)]` for the replica's [`KeyStore`].
 pub(super) fn serialize<S: Serializer>(store: &KeyStore, s: S) -> Result<S::Ok, S::Error> {
@@ -450,8 +450,8 @@ pub(super) mod legacy {
     use bytes::Bytes;
     use serde::{Deserialize, Deserializer};
 
-    use super::super::shared_bytes::Shared;
     use super::*;
+    use crate::store::shared_bytes::Shared;
 
     #[derive(Deserialize)]
     struct LegacyVersion {
@@ -459,7 +459,7 @@ pub(super) mod legacy {
         mod_revision: i64,
         version: i64,
         lease: i64,
-        #[serde(deserialize_with = "super::super::shared_bytes::opt")]
+        #[serde(deserialize_with = "crate::store::shared_bytes::opt")]
         value: Option<Bytes>,
     }
 

@@ -9,10 +9,10 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use super::discards::Discards;
 use super::keyspace::{Keyspace, Slot};
 use super::packing::{Codebook, Form, Job, Plan, Val};
 use crate::model::{Bytes, Revision};
+use crate::store::discards::Discards;
 
 /// Fixed cost charged per history entry besides its value bytes (version metadata, queue
 /// slot), so a flood of tiny values still hits the budget.
@@ -65,7 +65,7 @@ pub(super) struct KeyEntry {
     /// The newest version's managedFields mark ([`crate::decode::last_write_marked`]), or
     /// [`NO_MARK`] when not known (written by a list, or restored from a checkpoint before
     /// format 7): what the next write's managedFields are compared with
-    /// ([`crate::store::writers`]).
+    /// ([`super::writers`]).
     pub(super) mark: u64,
 }
 
