@@ -560,7 +560,7 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
     session.apply(&Stamped::now(regscope::model::Observation::Tick));
     let view = regscope::derive::apiserver::view(
         &session.metrics,
-        (!files_only).then_some(&session.replica),
+        (!files_only).then_some(&session),
         &session.informers,
         session.now(),
     );
@@ -574,7 +574,7 @@ async fn snapshot(conn: &ConnArgs, s: &SnapshotArgs, m: &MetricsArgs) -> Result<
     out(format_args!(
         "{}\n",
         snapshot_json(
-            (!files_only).then_some(&session.replica),
+            (!files_only).then_some(&session),
             s.keys,
             Some(&view),
             Some(&session),

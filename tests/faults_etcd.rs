@@ -72,18 +72,18 @@ async fn nospace_alarm_is_seen_and_said_with_what_to_do() {
 
     let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
     h.until("the alarm", T, |r, _| {
-        r.etcd_status()
+        r.etcd
+            .etcd_status()
             .is_some_and(|(_, s)| s.alarms() == vec!["NOSPACE".to_string()])
     })
     .await;
     h.catch_up(&mut c, T).await;
     assert!(
-        h.replica
-            .notes()
+        h.notes()
             .iter()
             .any(|(_, n)| n.contains("etcd raised alarm NOSPACE")),
         "{:?}",
-        h.replica.notes()
+        h.notes()
     );
     // Reads still work: the replica is exact.
     assert_verified(&h).await;
@@ -187,7 +187,7 @@ async fn a_compaction_every_second_during_list_and_watch() {
     let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
     let started = Instant::now();
     h.until("listed", T, |r, s| {
-        s.list_begins > 0 && r.listing().is_none() && r.live_keys() == 3_000
+        s.list_begins > 0 && r.replica.listing().is_none() && r.replica.live_keys() == 3_000
     })
     .await;
     // Keep watching through a few more compactions.
@@ -249,8 +249,8 @@ async fn a_stalled_then_throttled_connection_loses_nothing() {
     proxy.stall();
     put_noise(&mut c, "/registry/pods/ns/p", 0..50, 1_000, 5_000).await;
     h.until("not responding", T, |r, _| {
-        matches!(r.conn(), ConnState::NotResponding { .. })
-            || matches!(r.conn(), ConnState::Reconnecting { .. })
+        matches!(r.etcd.conn(), ConnState::NotResponding { .. })
+            || matches!(r.etcd.conn(), ConnState::Reconnecting { .. })
     })
     .await;
     proxy.unstall();

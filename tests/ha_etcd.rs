@@ -227,7 +227,7 @@ async fn healthy(endpoint: &str, cluster: &Cluster) -> etcd_client::Client {
 async fn flowing_again(h: &mut Harness, from: &str, rev: i64, t0: Instant) -> Duration {
     let from = from.to_string();
     h.until("events from another member", T, |r, _| {
-        r.revision() > rev && r.server().is_some_and(|(e, _)| e != from)
+        r.revision() > rev && r.etcd.server().is_some_and(|(e, _)| e != from)
     })
     .await;
     t0.elapsed()
@@ -266,14 +266,15 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
 
     let mut h = reading_all(&eps);
     h.catch_up(&mut c2, T).await;
-    assert_eq!(h.replica.server().unwrap().0, eps[0]);
+    assert_eq!(h.etcd.server().unwrap().0, eps[0]);
     // Every member with its own Status answer, all naming the same leader: m0.
     h.until("three members polled", T, |r, _| {
-        r.members()
+        r.etcd
+            .members()
             .is_some_and(|(_, ms)| ms.len() == 3 && ms.iter().all(|m| m.status.is_some()))
     })
     .await;
-    let (_, ms) = h.replica.members().unwrap();
+    let (_, ms) = h.etcd.members().unwrap();
     let mut names: Vec<&str> = ms.iter().map(|m| m.name.as_str()).collect();
     names.sort();
     assert_eq!(names, ["m0", "m1", "m2"]);
@@ -318,11 +319,11 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
     let t0 = Instant::now();
     cluster.kill(0);
     let killed = flowing_again(&mut h, &eps[0], rev, t0).await;
-    let now_read = h.replica.server().unwrap().0.to_string();
-    assert_eq!(h.replica.failovers().len(), 1);
+    let now_read = h.etcd.server().unwrap().0.to_string();
+    assert_eq!(h.etcd.failovers().len(), 1);
     // The members panel shows the killed member without an answer, and another leader.
     h.until("the killed member polled without an answer", T, |r, _| {
-        r.members().is_some_and(|(_, ms)| {
+        r.etcd.members().is_some_and(|(_, ms)| {
             ms.iter()
                 .any(|m| m.id == m0_id && m.status.is_none() && m.error.is_some())
                 && ms
@@ -333,12 +334,11 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
     })
     .await;
     assert!(
-        h.replica
-            .notes()
+        h.notes()
             .iter()
             .any(|(_, n)| n.starts_with("etcd member m0") && n.contains("stopped answering")),
         "{:?}",
-        h.replica.notes()
+        h.notes()
     );
 
     // 2. Bring it back, then stop (SIGSTOP) the member read now: a silent member, not a
@@ -352,7 +352,7 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
     let t0 = Instant::now();
     cluster.signal(stopped, libc::SIGSTOP);
     let silent = flowing_again(&mut h, &now_read, rev, t0).await;
-    assert_eq!(h.replica.failovers().len(), 2);
+    assert_eq!(h.etcd.failovers().len(), 2);
     cluster.signal(stopped, libc::SIGCONT);
 
     // 3. Move the leader (`etcdctl move-leader`) while the writer runs: the member read
@@ -389,8 +389,8 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
     // No event lost or doubled: the replica equals etcd at its revision, and every write
     // came through the watch exactly once.
     assert_verified(&h).await;
-    assert_eq!(h.replica.watch_health().repeated_events, 0);
-    let notes: Vec<&str> = h.replica.notes().iter().map(|(_, n)| n.as_str()).collect();
+    assert_eq!(h.etcd.watch_health().repeated_events, 0);
+    let notes: Vec<&str> = h.notes().iter().map(|(_, n)| n.as_str()).collect();
     assert_eq!(
         notes.iter().filter(|n| n.starts_with("failover: ")).count(),
         2,
@@ -423,7 +423,7 @@ async fn a_member_removed_and_added_again_while_read() {
     let m0_id = c0.status().await.unwrap().header().unwrap().member_id();
     let mut h = reading_all(&eps);
     h.catch_up(&mut c2, T).await;
-    assert_eq!(h.replica.server().unwrap().0, eps[0]);
+    assert_eq!(h.etcd.server().unwrap().0, eps[0]);
 
     // Removed: m0 leaves the cluster and stops; events come from another member.
     let rev = h.replica.revision();
@@ -448,7 +448,8 @@ async fn a_member_removed_and_added_again_while_read() {
     }
     let took = flowing_again(&mut h, &eps[0], rev, t0).await;
     h.until("two members polled", T, |r, _| {
-        r.members()
+        r.etcd
+            .members()
             .is_some_and(|(_, ms)| ms.len() == 2 && ms.iter().all(|m| m.id != m0_id))
     })
     .await;
@@ -468,7 +469,7 @@ async fn a_member_removed_and_added_again_while_read() {
             .unwrap();
     }
     h.until("three members polled, all answering", T, |r, _| {
-        r.members().is_some_and(|(_, ms)| {
+        r.etcd.members().is_some_and(|(_, ms)| {
             ms.len() == 3
                 && ms.iter().all(|m| m.status.is_some())
                 && ms.iter().any(|m| m.endpoint == eps[0] && m.name == "m0")
@@ -478,7 +479,7 @@ async fn a_member_removed_and_added_again_while_read() {
     h.catch_up(&mut c2, T).await;
     assert!(h.replica.get(b"/registry/pods/ns/after-remove").is_some());
     assert_verified(&h).await;
-    assert_eq!(h.replica.watch_health().repeated_events, 0);
+    assert_eq!(h.etcd.watch_health().repeated_events, 0);
     // The removed member goes on serving the watch (silent: it gets no new entries) until
     // it learns of its removal and stops; etcd 3.4 took 4.7 to 11.8 s here. regscope fails
     // over within a fraction of a second of the stop.
@@ -505,13 +506,13 @@ async fn a_member_without_a_leader_is_not_watched_as_if_live() {
     }
     let mut h = reading_all(&eps);
     h.catch_up(&mut c1, T).await;
-    assert_eq!(h.replica.server().unwrap().0, eps[0]);
+    assert_eq!(h.etcd.server().unwrap().0, eps[0]);
 
     let t0 = Instant::now();
     cluster.kill(1);
     cluster.kill(2);
     h.until("the leaderless member no longer watched", T, |r, _| {
-        matches!(r.conn(), regscope::model::ConnState::Reconnecting { error, .. } if error.contains("no leader"))
+        matches!(r.etcd.conn(), regscope::model::ConnState::Reconnecting { error, .. } if error.contains("no leader"))
     })
     .await;
     let noticed = t0.elapsed();
@@ -523,7 +524,7 @@ async fn a_member_without_a_leader_is_not_watched_as_if_live() {
     h.catch_up(&mut c1, T).await;
     assert!(h.replica.get(b"/registry/pods/ns/after").is_some());
     assert_verified(&h).await;
-    assert_eq!(h.replica.watch_health().repeated_events, 0);
+    assert_eq!(h.etcd.watch_health().repeated_events, 0);
     eprintln!(
         "failover figures: member read left without a leader -> watch ended after {} ms",
         noticed.as_millis()
@@ -551,7 +552,7 @@ async fn given_one_member_the_others_are_found_through_the_member_list() {
     let t0 = Instant::now();
     cluster.kill(0);
     h.until("reading from another member", T, |r, _| {
-        r.server().is_some_and(|(e, _)| e != eps[0])
+        r.etcd.server().is_some_and(|(e, _)| e != eps[0])
     })
     .await;
     let switched = t0.elapsed();
@@ -566,11 +567,11 @@ async fn given_one_member_the_others_are_found_through_the_member_list() {
     }
     let write = write.elapsed();
     let took = flowing_again(&mut h, &eps[0], rev, t0).await;
-    assert!(eps[1..].contains(&h.replica.server().unwrap().0.to_string()));
+    assert!(eps[1..].contains(&h.etcd.server().unwrap().0.to_string()));
     h.catch_up(&mut c2, T).await;
     assert!(h.replica.get(b"/registry/pods/ns/after").is_some());
     // Compared through a member that is up (the one given is dead).
-    let up = common::source(h.replica.server().unwrap().0, fast_sync());
+    let up = common::source(h.etcd.server().unwrap().0, fast_sync());
     let diffs = regscope::cli::verify_replica(&up, &h.replica)
         .await
         .unwrap();

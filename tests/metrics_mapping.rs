@@ -14,7 +14,7 @@ use regscope::metrics::quantile::Quantile;
 use regscope::model::{
     Bytes, InformerObs, InformerWhat, KeyValue, Observation, ScrapeOutcome, ScrapeTarget, Stamped,
 };
-use regscope::store::{InformerLag, MetricStore, Replica, ReplicaConfig};
+use regscope::store::{InformerLag, MetricStore, Replica, ReplicaConfig, Session};
 
 mod fixtures;
 
@@ -48,8 +48,9 @@ fn scrape(target: ScrapeTarget, t: u64, body: impl Into<Bytes>) -> Stamped {
     }
 }
 
-fn view_of(store: &MetricStore, replica: Option<&Replica>) -> ApiserverView {
-    regscope::derive::apiserver::view(store, replica, &InformerLag::default(), at(1000))
+fn view_of(store: &MetricStore, replica: Option<Replica>) -> ApiserverView {
+    let session = replica.map(|r| Session::from_replica(r, "test"));
+    regscope::derive::apiserver::view(store, session.as_ref(), &InformerLag::default(), at(1000))
 }
 
 /// A reference `histogram_quantile`, written from Prometheus' documentation separately from
@@ -439,7 +440,7 @@ apiserver_storage_objects{resource=\"configmaps\"} -1\n\
 apiserver_storage_objects{resource=\"pods\"} 82\n\
 apiserver_storage_objects{resource=\"secrets\"} 82\n",
     ));
-    let v = view_of(&store, Some(&replica));
+    let v = view_of(&store, Some(replica));
     let row = |r: &str| v.objects.iter().find(|o| o.resource == r).unwrap();
     assert_eq!(row("configmaps").apiserver, Reading::Unavailable);
     assert_eq!(row("configmaps").replica, Some(40));
@@ -596,8 +597,10 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
     // Revision 72 was seen at t=72; the event arrived at t=101.
     assert_eq!(s.lag_seconds, Some(29.0));
     assert_eq!(s.gone_410, 1);
+    let session = Session::from_replica(replica, "test");
+    let replica = &session.replica;
     let v =
-        regscope::derive::apiserver::view(&MetricStore::default(), Some(&replica), &inf, at(102));
+        regscope::derive::apiserver::view(&MetricStore::default(), Some(&session), &inf, at(102));
     assert_eq!(v.window.head, Some(101));
     assert_eq!(v.window.compact_revision, Some(61));
     assert_eq!(v.window.window_revisions, Some(40));
@@ -617,10 +620,10 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
         &ev(InformerWhat::Error {
             message: "list: HTTP 404: the server could not find the requested resource".into(),
         }),
-        &replica,
+        replica,
     );
     let v =
-        regscope::derive::apiserver::view(&MetricStore::default(), Some(&replica), &inf, at(102));
+        regscope::derive::apiserver::view(&MetricStore::default(), Some(&session), &inf, at(102));
     let row = &v.window.rows[0];
     assert_eq!(row.risk, Risk::Warn);
     assert!(

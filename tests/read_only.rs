@@ -97,9 +97,9 @@ async fn a_user_that_may_only_read_the_prefix_is_enough() {
     // One list, one watch that stayed up: no part of the sync was refused.
     assert_eq!(h.seen.list_begins, 1, "{:?}", h.seen);
     assert!(
-        matches!(h.replica.conn(), regscope::model::ConnState::Watching),
+        matches!(h.etcd.conn(), regscope::model::ConnState::Watching),
         "{:?}",
-        h.replica.conn()
+        h.etcd.conn()
     );
     let diffs = regscope::cli::verify_replica(&h.source, &h.replica)
         .await
@@ -167,7 +167,7 @@ async fn etcd_counts_no_write_rpc_from_regscope() {
     // The live source (what the console runs), a while.
     let mut h = Harness::start(common::source(&ep, fast_sync()));
     h.until("listed", Duration::from_secs(20), |r, _| {
-        r.live_keys() == 20 && r.listing().is_none()
+        r.replica.live_keys() == 20 && r.replica.listing().is_none()
     })
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;

@@ -789,7 +789,7 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
     let mut p = Player::open(&path).unwrap();
     let s = p.seek_first_view();
     assert!(s.replica.listing().is_none(), "the list is done");
-    assert_eq!(s.replica.conn(), &regscope::model::ConnState::Watching);
+    assert_eq!(s.etcd.conn(), &regscope::model::ConnState::Watching);
     // A scrape between the list and "watching" (as `record` writes it): still after
     // "watching". An event before it: not past the event.
     let scrape = Stamped {
@@ -808,7 +808,7 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
     record_stream(&path, &scraped, small_policy(), false);
     let mut p = Player::open(&path).unwrap();
     let s = p.seek_first_view();
-    assert_eq!(s.replica.conn(), &regscope::model::ConnState::Watching);
+    assert_eq!(s.etcd.conn(), &regscope::model::ConnState::Watching);
     let listed_rev = s.revision();
     let mut late = all.clone();
     let first_event = late
@@ -821,7 +821,7 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
     let mut p = Player::open(&path).unwrap();
     let s = p.seek_first_view();
     assert_eq!(s.revision(), listed_rev, "no event of the watch applied");
-    assert_ne!(s.replica.conn(), &regscope::model::ConnState::Watching);
+    assert_ne!(s.etcd.conn(), &regscope::model::ConnState::Watching);
 
     // Started mid-session (keys in the first checkpoint): the start.
     let path = dir.path().join("mid.rgs");
@@ -2371,13 +2371,13 @@ fn alarms_and_watch_anomalies_are_markers_and_replay_exactly() {
         live.apply(st);
     }
     let end = p.seek(Target::End);
-    assert_eq!(end.replica.watch_health(), live.replica.watch_health());
+    assert_eq!(end.etcd.watch_health(), live.etcd.watch_health());
     // Both events at or below the announced head (60 and 61) came after it.
-    assert_eq!(end.replica.watch_health().progress_ahead_of_events, 2);
+    assert_eq!(end.etcd.watch_health().progress_ahead_of_events, 2);
     assert_eq!(end.replica.revision(), 99);
     assert_eq!(
-        end.replica.etcd_status().map(|(_, s)| s.clone()),
-        live.replica.etcd_status().map(|(_, s)| s.clone())
+        end.etcd.etcd_status().map(|(_, s)| s.clone()),
+        live.etcd.etcd_status().map(|(_, s)| s.clone())
     );
 }
 

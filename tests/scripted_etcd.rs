@@ -57,7 +57,7 @@ async fn an_affected_etcd_progress_ahead_of_its_event_is_never_applied() {
     let t = Duration::from_secs(20);
 
     h.until("etcd announces head 101", t, |r, _| {
-        r.watch_health().head_at_least >= 101
+        r.etcd.watch_health().head_at_least >= 101
     })
     .await;
     // The replica must not pass the event it has not applied...
@@ -72,7 +72,7 @@ async fn an_affected_etcd_progress_ahead_of_its_event_is_never_applied() {
     h.until("the event at 101", t, |r, _| r.revision() >= 101)
         .await;
     assert_eq!(h.replica.get(KEY.as_bytes()).unwrap().mod_revision, 101);
-    assert_eq!(h.replica.watch_health().progress_ahead_of_events, 1);
+    assert_eq!(h.etcd.watch_health().progress_ahead_of_events, 1);
 
     h.until("the delete at 102", t, |r, _| r.revision() >= 102)
         .await;
@@ -84,7 +84,7 @@ async fn an_affected_etcd_progress_ahead_of_its_event_is_never_applied() {
     assert_eq!(s.kind.as_deref(), Some("ConfigMap"));
 
     h.until("etcd announces head 110", t, |r, _| {
-        r.watch_health().head_at_least >= 110
+        r.etcd.watch_health().head_at_least >= 110
     })
     .await;
     assert!(etcd.finished());
@@ -92,7 +92,7 @@ async fn an_affected_etcd_progress_ahead_of_its_event_is_never_applied() {
     // the prefix, so the replica counts as synced there for lag, still exact at 102.
     h.until("head 110 confirmed", t, |r, _| r.synced_revision() >= 110)
         .await;
-    let w = h.replica.watch_health().clone();
+    let w = h.etcd.watch_health().clone();
     assert_eq!(h.replica.revision(), 102, "{w:?}");
     assert_eq!(
         (
@@ -106,7 +106,7 @@ async fn an_affected_etcd_progress_ahead_of_its_event_is_never_applied() {
         // anomalies.
         (1, 0, 0, 0)
     );
-    let notes: Vec<String> = h.replica.notes().iter().map(|(_, n)| n.clone()).collect();
+    let notes: Vec<String> = h.notes().iter().map(|(_, n)| n.clone()).collect();
     assert!(
         notes.iter().any(|n| n.contains("etcd-io/etcd#15220")),
         "{notes:?}"
@@ -163,7 +163,7 @@ async fn a_fixed_etcd_progress_is_applied() {
         r.revision() >= 105
     })
     .await;
-    assert_eq!(h.replica.watch_health().anomalies(), 0);
+    assert_eq!(h.etcd.watch_health().anomalies(), 0);
     assert_eq!(h.replica.get(KEY.as_bytes()).unwrap().mod_revision, 101);
     let diffs = regscope::cli::verify_replica(&src, &h.replica)
         .await

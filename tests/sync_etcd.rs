@@ -135,7 +135,7 @@ async fn watch_resumes_after_etcd_restart_without_loss_or_duplicates() {
     }
     e.kill().unwrap();
     h.until("reconnecting after kill", T, |r, _| {
-        matches!(r.conn(), ConnState::Reconnecting { .. })
+        matches!(r.etcd.conn(), ConnState::Reconnecting { .. })
     })
     .await;
     e.restart().await.unwrap();
@@ -174,7 +174,7 @@ async fn br06_stopped_etcd_is_detected_and_recovered() {
     e.pause().unwrap();
     let t0 = std::time::Instant::now();
     h.until("not responding", Duration::from_secs(15), |r, _| {
-        matches!(r.conn(), ConnState::NotResponding { .. })
+        matches!(r.etcd.conn(), ConnState::NotResponding { .. })
     })
     .await;
     let detected = t0.elapsed();
@@ -190,7 +190,7 @@ async fn br06_stopped_etcd_is_detected_and_recovered() {
     h.until(
         "z applied after SIGCONT",
         Duration::from_secs(15),
-        |r, _| r.get(b"/registry/configmaps/default/z").is_some(),
+        |r, _| r.replica.get(b"/registry/configmaps/default/z").is_some(),
     )
     .await;
     assert!(
@@ -226,7 +226,7 @@ async fn br04_compaction_during_disconnect_relists_with_gap() {
     let mut h = Harness::start(source(&proxy.url(), fast_sync()));
     h.catch_up(&mut c, T).await;
     h.until("watching", T, |r, _| {
-        matches!(r.conn(), ConnState::Watching)
+        matches!(r.etcd.conn(), ConnState::Watching)
     })
     .await;
     let events_before = h.replica.events().len();
@@ -256,8 +256,10 @@ async fn br04_compaction_during_disconnect_relists_with_gap() {
         .revision();
     c.compact(head, None).await.unwrap();
     proxy.restore().await;
-    h.until("relisted after compaction", T, |r, _| !r.gaps().is_empty())
-        .await;
+    h.until("relisted after compaction", T, |r, _| {
+        !r.replica.gaps().is_empty()
+    })
+    .await;
     h.catch_up(&mut c, T).await;
     assert_eq!(h.seen.watch_compactions, vec![head]);
     let a = h.replica.get(b"/registry/configmaps/default/a").unwrap();
@@ -269,7 +271,6 @@ async fn br04_compaction_during_disconnect_relists_with_gap() {
     assert_eq!((gap.from, gap.to), (first_unseen, head));
     assert_eq!(h.replica.compact_revision(), Some(head));
     let resyncs = h
-        .replica
         .notes()
         .iter()
         .filter(|(_, n)| n.contains("resync after compaction"))
@@ -503,7 +504,7 @@ async fn br01_non_utf8_key_round_trips() {
         .replica
         .live_keys_after(b"/registry/configmaps/", None, 10);
     assert_eq!(keys, vec![bytes::Bytes::from(key.clone())]);
-    let json = regscope::cli::snapshot_json(Some(&h.replica), true, None, None).unwrap();
+    let json = regscope::cli::snapshot_json(Some(&h.session), true, None, None).unwrap();
     assert!(
         json.contains("/registry/configmaps/default/cm\\\\xff"),
         "{json}"
@@ -572,13 +573,15 @@ async fn compact_rev_key_updates_are_seen() {
     let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
     h.catch_up(&mut c, T).await;
     h.until("watching", T, |r, _| {
-        matches!(r.conn(), ConnState::Watching)
+        matches!(r.etcd.conn(), ConnState::Watching)
     })
     .await;
     c.put("compact_rev_key", "5", None).await.unwrap();
     c.compact(5, None).await.unwrap();
-    h.until("compaction seen", T, |r, _| r.compact_revision() == Some(5))
-        .await;
+    h.until("compaction seen", T, |r, _| {
+        r.replica.compact_revision() == Some(5)
+    })
+    .await;
     assert_eq!(
         h.replica.compactions().back().unwrap().source,
         regscope::model::CompactionSource::CompactRevKey
@@ -630,22 +633,19 @@ async fn etcd_restored_with_new_history_rebuilds_the_replica() {
             .unwrap();
     }
     h.until("replica rebuilt", T, |r, _| {
-        r.live_keys() == 3 && r.get(b"/registry/pods/dr/new2").is_some()
+        r.replica.live_keys() == 3 && r.replica.get(b"/registry/pods/dr/new2").is_some()
     })
     .await;
     h.catch_up(&mut c, T).await;
     assert!(h.replica.get(b"/registry/secrets/dr/old0").is_none());
     assert!(
-        h.replica
-            .notes()
-            .iter()
-            .any(|(_, n)| n.contains("replica rebuilt")),
+        h.notes().iter().any(|(_, n)| n.contains("replica rebuilt")),
         "{:?}",
-        h.replica.notes()
+        h.notes()
     );
     // Kept on record past the rebuild: which etcd, the revision before and after, and the
     // cluster id (the same flags give the same id: only the revision went back).
-    let rep = h.replica.replacements();
+    let rep = h.etcd.replacements();
     assert_eq!(rep.len(), 1, "{rep:?}");
     assert_eq!(rep[0].revision_before, 31);
     assert!(rep[0].revision_after.is_some_and(|r| r < 31), "{rep:?}");
@@ -656,8 +656,8 @@ async fn etcd_restored_with_new_history_rebuilds_the_replica() {
         line.starts_with("etcd at ") && line.contains(" replaced: same cluster id "),
         "{line}"
     );
-    assert!(h.replica.notes().iter().any(|(_, n)| *n == line), "{line}");
-    let summary = serde_json::to_value(h.replica.summary()).unwrap();
+    assert!(h.notes().iter().any(|(_, n)| *n == line), "{line}");
+    let summary = serde_json::to_value(h.summary()).unwrap();
     assert_eq!(summary["replacements"][0]["revision_before"], 31);
     // A 64-bit cluster id as hex text: a JSON number would lose its low digits.
     assert_eq!(
@@ -728,24 +728,25 @@ async fn etcd_restored_from_a_snapshot_is_said_and_rebuilt() {
     e.restart().await.unwrap();
     let mut c = e.client().await.unwrap();
     h.until("replica rebuilt from the restore", T, |r, _| {
-        r.replacements()
+        r.etcd
+            .replacements()
             .first()
             .is_some_and(|x| x.revision_after.is_some())
-            && r.live_keys() == 5
+            && r.replica.live_keys() == 5
     })
     .await;
     h.catch_up(&mut c, T).await;
     assert!(h.replica.get(b"/registry/configmaps/dr/late0").is_none());
-    let rep = &h.replica.replacements()[0];
+    let rep = &h.etcd.replacements()[0];
     assert_eq!(rep.revision_before, before);
     assert!(rep.revision_after.is_some_and(|r| r < before), "{rep:?}");
     assert!(
-        h.replica
+        h
             .notes()
             .iter()
             .any(|(_, n)| n.contains(" replaced: ") && n.contains(&format!("revision {before} → "))),
         "{:?}",
-        h.replica.notes()
+        h.notes()
     );
     assert_verified(&h).await;
 }
@@ -764,7 +765,7 @@ async fn replaced_history_past_our_revision_is_detected() {
     let mut h = Harness::start(source(&proxy.url(), fast_sync()));
     h.catch_up(&mut c, T).await;
     h.until("watching", T, |r, _| {
-        matches!(r.conn(), ConnState::Watching)
+        matches!(r.etcd.conn(), ConnState::Watching)
     })
     .await;
     let ours = h.replica.revision();
@@ -788,7 +789,6 @@ async fn replaced_history_past_our_revision_is_detected() {
     assert!(h.replica.get(b"/registry/configmaps/old/k0").is_none());
     assert_eq!(h.replica.live_keys() as i64, ours + 5);
     let why = h
-        .replica
         .notes()
         .iter()
         .find(|(_, n)| n.contains("replica rebuilt"))
@@ -799,7 +799,7 @@ async fn replaced_history_past_our_revision_is_detected() {
         "{why}"
     );
     eprintln!("reason: {why}");
-    let rep = h.replica.replacements();
+    let rep = h.etcd.replacements();
     assert_eq!(rep.len(), 1, "{rep:?}");
     assert_eq!(rep[0].revision_before, ours);
     assert!(rep[0].revision_after.is_some_and(|r| r > ours), "{rep:?}");
@@ -1002,7 +1002,7 @@ async fn the_etcd_under_test_is_the_version_asked_for() {
     let status = c.status().await.expect("status");
     let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
     h.catch_up(&mut c, T).await;
-    let (_, version) = h.replica.server().expect("the source reports the server");
+    let (_, version) = h.etcd.server().expect("the source reports the server");
     assert_eq!(version, status.version());
     match std::env::var("REGSCOPE_TEST_ETCD_VERSION") {
         Ok(want) => assert_eq!(

@@ -286,10 +286,10 @@ async fn authentication_refused_and_permission_denied() {
     nobody.connect(t).await.expect("nobody authenticates");
     let mut h = Harness::start(EtcdSource::new(nobody, fast_sync()));
     h.until("failed state", Duration::from_secs(20), |r, _| {
-        matches!(r.conn(), ConnState::Failed { .. })
+        matches!(r.etcd.conn(), ConnState::Failed { .. })
     })
     .await;
-    let ConnState::Failed { error } = h.replica.conn().clone() else {
+    let ConnState::Failed { error } = h.etcd.conn().clone() else {
         unreachable!()
     };
     assert!(error.contains("denied"), "{error}");

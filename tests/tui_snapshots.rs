@@ -19,7 +19,7 @@ use ratatui::Terminal;
 
 use regscope::decode::{self, RenderOptions};
 use regscope::model::{ConnState, EventKind, KeyValue, Observation, Stamped, WatchEvent};
-use regscope::store::{Replica, ReplicaConfig};
+use regscope::store::{Replica, ReplicaConfig, Session};
 use regscope::tui::{views, App, Settings};
 
 const T0: u64 = 1_700_000_000; // 2023-11-14 22:13:20 UTC
@@ -42,9 +42,25 @@ fn kv(key: &[u8], create: i64, rev: i64, version: i64, lease: i64, size: usize) 
 
 /// A small cluster: a list at revision 100, 29 seconds of writes (lease renewals,
 /// configmap updates, pod churn), a compaction, and a resync after compaction (gap).
-fn fixture() -> Replica {
-    let mut r = Replica::new(ReplicaConfig::default());
-    let apply = |r: &mut Replica, s: u64, obs: Observation| r.apply(&Stamped { at: at(s), obs });
+fn fixture() -> Session {
+    fixture_titled("demo")
+}
+
+/// `s` with `title` in the header.
+fn titled(s: Session, title: &str) -> Session {
+    let info = regscope::model::SessionInfo {
+        title: title.into(),
+        ..s.info().clone()
+    };
+    s.with_info(info)
+}
+
+/// The fixture's session, with `title` in the header.
+fn fixture_titled(title: &str) -> Session {
+    let mut r = Session::from_replica(Replica::new(ReplicaConfig::default()), title);
+    let apply = |r: &mut Session, s: u64, obs: Observation| {
+        r.apply(&Stamped { at: at(s), obs });
+    };
     apply(
         &mut r,
         0,
@@ -119,6 +135,7 @@ fn fixture() -> Replica {
     });
     let head = r.revision();
     let mut relisted: Vec<KeyValue> = r
+        .replica
         .range_at(b"/registry", head)
         .expect("range")
         .map(|(k, v)| KeyValue {
@@ -159,7 +176,7 @@ fn fixture() -> Replica {
 
 /// One second of writes: a lease renewal; every 3 s a configmap update; every 5 s an event
 /// object (with a lease) and a pod deletion.
-fn step(r: &mut Replica, s: u64, rev: &mut i64, cm_versions: &mut [i64; 5]) {
+fn step(r: &mut Session, s: u64, rev: &mut i64, cm_versions: &mut [i64; 5]) {
     let mut events = Vec::new();
     let mut put =
         |rev: &mut i64, key: String, create: i64, version: i64, lease: i64, size: usize| {
@@ -224,10 +241,7 @@ fn step(r: &mut Replica, s: u64, rev: &mut i64, cm_versions: &mut [i64; 5]) {
 }
 
 fn app() -> App {
-    let mut app = App::new(
-        regscope::store::Session::from_replica(fixture(), "demo"),
-        Settings::default(),
-    );
+    let mut app = App::new(fixture(), Settings::default());
     app.tick(at(30));
     app
 }
@@ -316,7 +330,7 @@ fn every_shipped_theme_on_the_growth_screen() {
         let theme = Theme::from_spec(&spec, ColorDepth::TrueColor, &mut w);
         assert!(w.is_empty(), "{name}: {w:?}");
         let mut a = App::new(
-            regscope::store::Session::from_replica(fixture(), "demo"),
+            fixture(),
             Settings {
                 theme,
                 ..Settings::default()
@@ -419,7 +433,7 @@ fn header_shows_memory_and_history_budget() {
 /// done and the time left on a narrow terminal (not a line cut in the middle).
 #[test]
 fn header_shows_list_progress_in_the_room_it_has() {
-    let mut r = Replica::new(ReplicaConfig::default());
+    let mut r = Session::from_replica(Replica::new(ReplicaConfig::default()), "demo");
     let page = |from: usize| Observation::ListPage {
         kvs: (from..from + 250)
             .map(|i| {
@@ -442,10 +456,7 @@ fn header_shows_list_progress_in_the_room_it_has() {
     ] {
         r.apply(&Stamped { at: at(s), obs });
     }
-    let mut a = App::new(
-        regscope::store::Session::from_replica(r, "demo"),
-        Settings::default(),
-    );
+    let mut a = App::new(r, Settings::default());
     a.tick(at(1));
     let wide = render(&mut a, 240, 24);
     let row = wide.lines().next().unwrap_or_default();
@@ -555,8 +566,8 @@ fn a_delete_row_opens_on_the_last_live_object() {
 /// says within which revisions instead of naming the relist's as the deletion's.
 #[test]
 fn a_delete_inside_a_gap_says_within_which_revisions() {
-    let mut r = Replica::new(ReplicaConfig::default());
-    let list = |r: &mut Replica, rev: i64, kvs: Vec<KeyValue>, compacted: Option<i64>, s: u64| {
+    let mut r = Session::from_replica(Replica::new(ReplicaConfig::default()), "demo");
+    let list = |r: &mut Session, rev: i64, kvs: Vec<KeyValue>, compacted: Option<i64>, s: u64| {
         for obs in [
             Observation::ListBegin { revision: rev },
             Observation::ListPage { kvs },
@@ -586,10 +597,7 @@ fn a_delete_inside_a_gap_says_within_which_revisions() {
         Some(13),
         10,
     );
-    let mut a = App::new(
-        regscope::store::Session::from_replica(r, "gap"),
-        Settings::default(),
-    );
+    let mut a = App::new(titled(r, "gap"), Settings::default());
     a.tick(at(11));
     keys(&mut a, "2/unseen\n\n");
     let text = render(&mut a, 160, 40);
@@ -614,7 +622,7 @@ fn a_delete_inside_a_gap_says_within_which_revisions() {
 /// them, not a blank resource with "no live keys".
 #[test]
 fn keys_without_a_resource_segment_are_listed_under_a_name() {
-    let mut r = Replica::new(ReplicaConfig::default());
+    let mut r = Session::from_replica(Replica::new(ReplicaConfig::default()), "demo");
     let mut kvs = vec![
         kv(b"/registry/", 2, 2, 1, 0, 1),
         kv(b"/registry//stray", 3, 3, 1, 0, 1),
@@ -632,10 +640,7 @@ fn keys_without_a_resource_segment_are_listed_under_a_name() {
     ] {
         r.apply(&Stamped { at: at(0), obs });
     }
-    let mut a = App::new(
-        regscope::store::Session::from_replica(r, "rootless"),
-        Settings::default(),
-    );
+    let mut a = App::new(titled(r, "rootless"), Settings::default());
     a.tick(at(1));
     keys(&mut a, "3");
     let text = render(&mut a, 120, 30);
@@ -809,10 +814,7 @@ fn not_responding() -> App {
         at: at(40),
         obs: Observation::Conn(ConnState::NotResponding { since: at(31) }),
     });
-    let mut a = App::new(
-        regscope::store::Session::from_replica(r, "demo"),
-        Settings::default(),
-    );
+    let mut a = App::new(r, Settings::default());
     a.tick(at(52));
     a
 }
@@ -840,10 +842,7 @@ fn alert_rows_at_80_and_160_columns() {
                 error: "connection refused (os error 111)".into(),
             }),
         });
-        let mut a = App::new(
-            regscope::store::Session::from_replica(r, "demo"),
-            Settings::default(),
-        );
+        let mut a = App::new(r, Settings::default());
         a.tick(at(170));
         a
     };
@@ -886,10 +885,7 @@ fn alert_rows_at_80_and_160_columns() {
             r.apply(&Stamped { at: at(s), obs });
         }
         assert!(head > 3);
-        let mut a = App::new(
-            regscope::store::Session::from_replica(r, "demo"),
-            Settings::default(),
-        );
+        let mut a = App::new(r, Settings::default());
         a.tick(at(50));
         a
     };
@@ -901,10 +897,7 @@ fn alert_rows_at_80_and_160_columns() {
                 at: at(50),
                 obs: obs.clone(),
             });
-            let mut a = App::new(
-                regscope::store::Session::from_replica(r, "demo"),
-                Settings::default(),
-            );
+            let mut a = App::new(r, Settings::default());
             a.tick(at(52));
             a
         }
@@ -1018,10 +1011,7 @@ fn head_announced_and_watch_anomaly_160x48() {
         obs: Observation::Progress { revision: rev - 3 },
     });
     assert_eq!(r.revision(), rev);
-    let mut a = App::new(
-        regscope::store::Session::from_replica(r, "demo"),
-        Settings::default(),
-    );
+    let mut a = App::new(r, Settings::default());
     a.tick(at(52));
     let text = render(&mut a, 160, 48);
     assert!(
@@ -1044,7 +1034,7 @@ fn the_title_follows_a_failover() {
             cluster_id: 0,
         },
     });
-    let mut session = regscope::store::Session::new(regscope::model::SessionInfo {
+    let session = r.with_info(regscope::model::SessionInfo {
         title: "http://127.0.0.1:2379 (+1) /registry/".into(),
         endpoints: vec![
             "http://127.0.0.1:2379".into(),
@@ -1053,7 +1043,6 @@ fn the_title_follows_a_failover() {
         started_at: at(0),
         ..Default::default()
     });
-    session.replica = r;
     let mut a = App::new(session, Settings::default());
     a.tick(at(52));
     let text = render(&mut a, 120, 40);
@@ -1063,18 +1052,17 @@ fn the_title_follows_a_failover() {
         "{text}"
     );
     // The demo's own title is not made from the endpoint: it stays.
-    let mut demo = regscope::store::Session::new(regscope::model::SessionInfo {
+    let demo = fixture().with_info(regscope::model::SessionInfo {
         title: "demo · etcd 127.0.0.1:22379".into(),
         endpoints: vec!["http://127.0.0.1:22379".into()],
         started_at: at(0),
         ..Default::default()
     });
-    demo.replica = fixture();
     let mut d = App::new(demo, Settings::default());
     d.tick(at(52));
     let text = render(&mut d, 120, 40);
     assert!(!text.contains("failed over"), "{text}");
-    let notes = a.session().replica.notes();
+    let notes = a.session().notes();
     assert!(
         notes
             .back()
@@ -1102,10 +1090,7 @@ fn nospace_alarm_120x40() {
             ..Default::default()
         }),
     });
-    let mut a = App::new(
-        regscope::store::Session::from_replica(r, "demo"),
-        Settings::default(),
-    );
+    let mut a = App::new(r, Settings::default());
     a.tick(at(52));
     let text = render(&mut a, 120, 40);
     assert!(text.contains("etcd alarm NOSPACE"), "{text}");
@@ -1159,10 +1144,7 @@ fn etcd_members_120x40() {
         "{:?}",
         r.notes()
     );
-    let mut a = App::new(
-        regscope::store::Session::from_replica(r, "demo"),
-        Settings::default(),
-    );
+    let mut a = App::new(r, Settings::default());
     a.tick(at(52));
     keys(&mut a, "4");
     let panel = render(&mut a, 120, 40);
@@ -1187,10 +1169,7 @@ fn source_ended_and_config_warning_80x24() {
         ],
         ..Settings::default()
     };
-    let mut a = App::new(
-        regscope::store::Session::from_replica(fixture(), "demo"),
-        settings,
-    );
+    let mut a = App::new(fixture(), settings);
     a.tick(at(30));
     a.set_source_ended();
     let text = render(&mut a, 80, 24);
@@ -1360,8 +1339,8 @@ mod storage_fixtures {
 
     /// A replica from a list of `(key, value)` at revision 2.. and then watch events
     /// `(second, key, value)`; each event is one revision.
-    pub fn replica(list: &[(&[u8], Vec<u8>)], events: &[(u64, &[u8], Vec<u8>)]) -> Replica {
-        let mut r = Replica::new(ReplicaConfig::default());
+    pub fn replica(list: &[(&[u8], Vec<u8>)], events: &[(u64, &[u8], Vec<u8>)]) -> Session {
+        let mut r = Session::from_replica(Replica::new(ReplicaConfig::default()), "demo");
         let mut kvs: Vec<KeyValue> = list
             .iter()
             .enumerate()
@@ -1422,8 +1401,8 @@ mod storage_fixtures {
         r
     }
 
-    pub fn app(r: Replica, settings: Settings) -> App {
-        let mut a = App::new(regscope::store::Session::from_replica(r, "demo"), settings);
+    pub fn app(r: Session, settings: Settings) -> App {
+        let mut a = App::new(r, settings);
         a.tick(at(30));
         a
     }
@@ -1566,7 +1545,7 @@ fn deployment_diff_with_managers_120x36() {
     assert!(text.contains("Value YAML"), "{text}");
 }
 
-fn br11_replica(with_copy: bool) -> Replica {
+fn br11_replica(with_copy: bool) -> Session {
     let mut list: Vec<(&[u8], Vec<u8>)> = vec![
         (b"/registry/secrets/default/s1", sf::hex(sf::S1)),
         (b"/registry/secrets/default/s2", sf::hex(sf::S2)),
@@ -2678,8 +2657,8 @@ fn managed_value(name: &str, manager: &str, operation: &str, subresource: &str, 
 }
 
 /// A replica that listed an empty prefix at revision 1 (second 0) and watches.
-fn watching_empty_replica() -> Replica {
-    let mut r = Replica::new(ReplicaConfig::default());
+fn watching_empty_replica() -> Session {
+    let mut r = Session::from_replica(Replica::new(ReplicaConfig::default()), "demo");
     for obs in [
         Observation::ListBegin { revision: 1 },
         Observation::ListPage { kvs: vec![] },
@@ -2699,7 +2678,9 @@ fn watching_empty_replica() -> Replica {
 #[test]
 fn young_session_rates_name_the_seconds_seen() {
     let mut r = watching_empty_replica();
-    let apply = |r: &mut Replica, s: u64, obs: Observation| r.apply(&Stamped { at: at(s), obs });
+    let apply = |r: &mut Session, s: u64, obs: Observation| {
+        r.apply(&Stamped { at: at(s), obs });
+    };
     for s in 1..=6u64 {
         let rev = s as i64 + 1;
         let events = vec![WatchEvent {
@@ -2723,10 +2704,7 @@ fn young_session_rates_name_the_seconds_seen() {
             },
         );
     }
-    let mut a = App::new(
-        regscope::store::Session::from_replica(r, "young"),
-        Settings::default(),
-    );
+    let mut a = App::new(titled(r, "young"), Settings::default());
     a.tick(at(7));
     let text = render(&mut a, 160, 48);
     assert_shows(
@@ -2750,7 +2728,9 @@ fn young_session_rates_name_the_seconds_seen() {
 #[test]
 fn writers_on_growth_keys_and_events() {
     let mut r = watching_empty_replica();
-    let apply = |r: &mut Replica, s: u64, obs: Observation| r.apply(&Stamped { at: at(s), obs });
+    let apply = |r: &mut Session, s: u64, obs: Observation| {
+        r.apply(&Stamped { at: at(s), obs });
+    };
     let mut rev = 1;
     let writers = [
         ("pods", "kubelet", "Update", "status", 3),
@@ -2792,10 +2772,7 @@ fn writers_on_growth_keys_and_events() {
             }
         }
     }
-    let mut a = App::new(
-        regscope::store::Session::from_replica(r, "writers"),
-        Settings::default(),
-    );
+    let mut a = App::new(titled(r, "writers"), Settings::default());
     a.tick(at(41));
     insta::assert_snapshot!("writers_growth_160x48", render(&mut a, 160, 48));
     keys(&mut a, "3");

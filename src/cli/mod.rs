@@ -244,18 +244,19 @@ pub fn load_keyring(
 /// `regscope snapshot --json`: the replica's summary (revision, compact_revision, keys,
 /// bytes, resources, gaps, compactions; with `with_keys` every key) and, when `view` is
 /// given, the apiserver side ([`metrics_json`]); with `session`, kube-apiserver's other
-/// etcd clusters and storage flags when the node told them ([`node_json`]). Without a
-/// replica (metric files only) the replica's fields are present and `null`.
+/// etcd clusters and storage flags when the node told them ([`node_json`]). `etcd_side`:
+/// the session whose replica and etcd cluster to summarise; without one (metric files
+/// only) their fields are present and `null`.
 pub fn snapshot_json(
-    replica: Option<&Replica>,
+    etcd_side: Option<&Session>,
     with_keys: bool,
     view: Option<&ApiserverView>,
     session: Option<&Session>,
 ) -> Result<String> {
-    let mut out = match replica {
-        Some(replica) => serde_json::to_value(SnapshotJson {
-            summary: replica.summary(),
-            key_list: with_keys.then(|| key_rows(replica)),
+    let mut out = match etcd_side {
+        Some(s) => serde_json::to_value(SnapshotJson {
+            summary: s.summary(),
+            key_list: with_keys.then(|| key_rows(&s.replica)),
         })?,
         None => {
             // The same keys as with a replica, every one null.
@@ -462,7 +463,7 @@ pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
 /// Says on stderr when etcd has an alarm raised (NOSPACE: it accepts only reads and
 /// deletes), for `snapshot` and `verify`, whose output is otherwise about the data only.
 pub fn warn_etcd_alarms(session: &Session) {
-    if let Some((_, s)) = session.replica.etcd_status() {
+    if let Some((_, s)) = session.etcd.etcd_status() {
         let alarms = s.alarms();
         if !alarms.is_empty() {
             let advice = if alarms.iter().any(|a| a == "NOSPACE") {
@@ -524,7 +525,7 @@ pub async fn sync_until_caught_up(
                 session.revision()
             ));
         }
-        if session.replica.watch_health().head_at_least >= head
+        if session.etcd.watch_health().head_at_least >= head
             && session.replica.listing().is_none()
             && session.revision() > 0
             && last_event.elapsed() >= QUIET
@@ -544,7 +545,7 @@ pub async fn sync_until_caught_up(
                 if let Some(msg) = memory.over(session) {
                     break Err(anyhow::anyhow!("{msg}"));
                 }
-                if let ConnState::Failed { error } = session.replica.conn() {
+                if let ConnState::Failed { error } = session.etcd.conn() {
                     break Err(anyhow::anyhow!("{error}"));
                 }
                 if session.revision() >= head && session.replica.listing().is_none() {

@@ -517,11 +517,11 @@ pub fn snapshot_from(s: &SnapshotArgs, zone: Zone) -> Result<ExitCode> {
 pub fn snapshot_of(session: &Session, keys: bool) -> Result<String> {
     let view = crate::derive::apiserver::view(
         &session.metrics,
-        Some(&session.replica),
+        Some(session),
         &session.informers,
         session.now(),
     );
-    super::snapshot_json(Some(&session.replica), keys, Some(&view), Some(session))
+    super::snapshot_json(Some(session), keys, Some(&view), Some(session))
 }
 
 fn time_text(t: SystemTime) -> String {

@@ -61,14 +61,14 @@ impl MarkerScan {
             p99_high: false,
             lag_high: false,
             alarms: session
-                .replica
+                .etcd
                 .etcd_status()
                 .map(|(_, s)| s.alarms())
                 .unwrap_or_default(),
-            anomalies: session.replica.watch_health().anomalies(),
-            last_note: session.replica.notes().back().cloned(),
+            anomalies: session.etcd.watch_health().anomalies(),
+            last_note: session.notes().back().cloned(),
             members: session
-                .replica
+                .etcd
                 .members()
                 .map(|(_, m)| m.clone())
                 .unwrap_or_default(),
@@ -121,8 +121,8 @@ impl MarkerScan {
         // The replica notes the 1st, 10th, 100th, … of a kind (the count in between only
         // grows): a marker for each anomaly noted by this observation, not one per anomaly
         // repeating an older note. A checkpoint restored after damage may count fewer.
-        let anomalies = s.replica.watch_health().anomalies();
-        let note = s.replica.notes().back();
+        let anomalies = s.etcd.watch_health().anomalies();
+        let note = s.notes().back();
         if anomalies > self.anomalies && note.is_some() && note != self.last_note.as_ref() {
             let why = note.map_or("", |(_, n)| n.as_str());
             mark(format!("watch anomaly: {why}"));
@@ -177,7 +177,7 @@ impl MarkerScan {
             )),
             Observation::Reset { reason } => mark(format!("history reset: {reason}")),
             Observation::Server { endpoint, .. }
-                if s.replica
+                if s.etcd
                     .failovers()
                     .back()
                     .is_some_and(|(at, _, to)| *at == st.at && to == endpoint) =>
@@ -261,7 +261,7 @@ impl MarkerScan {
 /// The worst `etcd_request_duration_seconds` p99 over the last scrape interval, with its
 /// operation and resource.
 fn worst_etcd_p99(s: &Session) -> Option<(String, f64)> {
-    let view = crate::derive::apiserver::view(&s.metrics, Some(&s.replica), &s.informers, s.now());
+    let view = crate::derive::apiserver::view(&s.metrics, Some(s), &s.informers, s.now());
     view.latency
         .iter()
         .filter(|r| r.metric.starts_with("etcd_request"))
@@ -351,7 +351,7 @@ mod tests {
         // The same event 15 times: anomalies 1 to 15, noted at the 1st and the 10th.
         obs.extend((0..15).map(|_| event(6)));
         play(&mut s, &mut scan, obs);
-        assert_eq!(s.replica.watch_health().anomalies(), 15);
+        assert_eq!(s.etcd.watch_health().anomalies(), 15);
         let labels: Vec<_> = scan.markers().into_iter().map(|m| m.label).collect();
         assert_eq!(labels.len(), 2, "{labels:?}");
         assert!(labels[0].contains("(1 so far)"), "{labels:?}");

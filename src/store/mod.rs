@@ -6,18 +6,22 @@
 //! code. Views and the CLI read through `&Session`; nothing here knows about drawing or I/O.
 
 mod discards;
+pub mod etcd_cluster;
 mod informer;
 mod memory_guard;
 pub mod metrics;
+mod notes;
 pub mod other_clusters;
 mod replica;
 pub use replica::writers;
 mod session;
 mod shared_bytes;
 
+pub use etcd_cluster::{member_changes, EtcdCluster, WatchHealth};
 pub use informer::{InformerLag, InformerState};
 pub use memory_guard::{MemoryAction, MemoryGuard};
 pub use metrics::MetricStore;
+pub use notes::Notes;
 pub use other_clusters::{OtherCluster, OtherClusterRates, OtherClusters};
 pub use replica::list_progress::ListProgress;
 pub use replica::stats::{GrowthSample, ResourceStats, ResourceSummary};
@@ -26,9 +30,9 @@ pub use replica::writers::{
     WriterSummary,
 };
 pub use replica::{
-    member_changes, Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta,
-    Replica, ReplicaConfig, ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts,
-    VersionMeta, VersionView, WatchHealth, DEFAULT_HISTORY_BUDGET,
+    ConnectionSummary, Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta,
+    Replacement, Replica, ReplicaConfig, ReplicaMemory, Summary, Unseen, UnseenChange,
+    UnseenCounts, VersionMeta, VersionView, DEFAULT_HISTORY_BUDGET,
 };
 pub use session::{Applied, Discarded, Session};
 pub use shared_bytes::CHECKPOINT_FORMAT;

@@ -14,8 +14,12 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use super::etcd_cluster::EtcdCluster;
 use super::metrics::ScrapeDigest;
-use super::{Found, InformerLag, MetricStore, OtherClusters, Replica, ReplicaConfig};
+use super::notes::Notes;
+use super::replica::checkpoint::{Image as ReplicaImage, Owned as ReplicaOwned};
+use super::shared_bytes::since_format;
+use super::{Found, InformerLag, MetricStore, OtherClusters, Replica, ReplicaConfig, Summary};
 use crate::model::{
     ApiserverFlags, Bytes, CompactionSource, Observation, Revision, ScrapeOutcome, ScrapeTarget,
     SessionInfo, Stamped,
@@ -30,10 +34,14 @@ pub struct Applied {
 }
 
 /// See the module docs.
-#[derive(Serialize, Deserialize)]
 pub struct Session {
     info: SessionInfo,
+    /// The MVCC replica of the keyspace.
     pub replica: Replica,
+    /// The etcd cluster the replica reads: connection, members, status, watch health.
+    pub etcd: EtcdCluster,
+    /// What happened to the stream that no key shows, oldest first.
+    notes: Notes,
     pub metrics: MetricStore,
     pub informers: InformerLag,
     /// Newest stamp applied (`None` before the first observation).
@@ -42,11 +50,38 @@ pub struct Session {
     /// stream (a replay's cursor is this count).
     applied: u64,
     /// kube-apiserver's other etcd clusters (`--etcd-servers-overrides`), as watched.
-    #[serde(default, deserialize_with = "super::shared_bytes::since_format_6")]
     pub other_clusters: OtherClusters,
     /// kube-apiserver's storage flags as found on the node, when they were.
-    #[serde(default, deserialize_with = "super::shared_bytes::since_format_6")]
     pub apiserver_flags: Option<ApiserverFlags>,
+}
+
+/// A session as a checkpoint holds it (written borrowed, read owned): the replica, the etcd
+/// cluster's state and the notes as one record ([`super::replica::checkpoint`]), in the
+/// order checkpoints have always had.
+#[derive(Serialize)]
+struct Image<'a> {
+    info: &'a SessionInfo,
+    replica: ReplicaImage<'a>,
+    metrics: &'a MetricStore,
+    informers: &'a InformerLag,
+    now: Option<SystemTime>,
+    applied: u64,
+    other_clusters: &'a OtherClusters,
+    apiserver_flags: &'a Option<ApiserverFlags>,
+}
+
+#[derive(Deserialize)]
+struct Owned {
+    info: SessionInfo,
+    replica: ReplicaOwned,
+    metrics: MetricStore,
+    informers: InformerLag,
+    now: Option<SystemTime>,
+    applied: u64,
+    #[serde(default, deserialize_with = "since_format::<6, _, _>")]
+    other_clusters: OtherClusters,
+    #[serde(default, deserialize_with = "since_format::<6, _, _>")]
+    apiserver_flags: Option<ApiserverFlags>,
 }
 
 impl Session {
@@ -66,6 +101,8 @@ impl Session {
         Session {
             info,
             replica,
+            etcd: EtcdCluster::default(),
+            notes: Notes::default(),
             metrics,
             informers: InformerLag::default(),
             now: None,
@@ -89,6 +126,13 @@ impl Session {
         s.replica = replica;
         s.now = now;
         s
+    }
+
+    /// The same session under another header (`info`; tests and benchmarks build sessions
+    /// from literal observations, then name them as a live one would be).
+    pub fn with_info(mut self, info: SessionInfo) -> Session {
+        self.info = info;
+        self
     }
 
     /// What the session is about (its recorded header).
@@ -144,7 +188,37 @@ impl Session {
             }
             _ => {}
         }
-        self.replica.apply_found(st, found);
+        // The etcd cluster's own observations, then the replica (which counts every
+        // observation as applied), then what joins the two: a reset when etcd was replaced,
+        // a replacement's new revision when the fresh list is done.
+        match &st.obs {
+            Observation::Conn(_)
+            | Observation::Server { .. }
+            | Observation::EtcdStatus(_)
+            | Observation::Members(_) => self.etcd.apply(st, &mut self.notes),
+            Observation::Note(n) => self.notes.push(st.at, n.clone()),
+            _ => {}
+        }
+        self.replica
+            .apply_observed(st, found, &mut self.etcd.watch, &mut self.notes);
+        match &st.obs {
+            Observation::Reset { reason } => {
+                let line = self
+                    .etcd
+                    .replaced(st.at, reason, self.replica.revision())
+                    .short();
+                self.replica.reset(st.at, line);
+                self.notes.push(st.at, reason.clone());
+            }
+            Observation::ListDone { revision, .. } => {
+                if let Some(r) = self.etcd.listed(*revision) {
+                    let (short, line) = (r.short(), r.describe());
+                    self.replica.relabel_reset(short);
+                    self.notes.push(st.at, line);
+                }
+            }
+            _ => {}
+        }
         let mut out = Applied::default();
         if self.metrics.apply_digested(st, digest) {
             out.apiserver = true;
@@ -155,13 +229,18 @@ impl Session {
             {
                 if let Some(c) = self.metrics.etcd_compact_revision() {
                     if self.replica.compact_revision().is_none_or(|r| r < c) {
-                        self.replica.apply(&Stamped {
-                            at: st.at,
-                            obs: Observation::Compacted {
-                                revision: c,
-                                source: CompactionSource::Metrics,
+                        self.replica.apply_observed(
+                            &Stamped {
+                                at: st.at,
+                                obs: Observation::Compacted {
+                                    revision: c,
+                                    source: CompactionSource::Metrics,
+                                },
                             },
-                        });
+                            None,
+                            &mut self.etcd.watch,
+                            &mut self.notes,
+                        );
                     }
                 }
             }
@@ -209,7 +288,16 @@ impl Session {
     ///
     /// Errors: only if serde fails, which the types here cannot make it do.
     pub fn to_checkpoint(&self) -> Result<Vec<u8>, postcard::Error> {
-        postcard::to_stdvec(self)
+        postcard::to_stdvec(&Image {
+            info: &self.info,
+            replica: ReplicaImage::of(&self.replica, &self.etcd, &self.notes),
+            metrics: &self.metrics,
+            informers: &self.informers,
+            now: self.now,
+            applied: self.applied,
+            other_clusters: &self.other_clusters,
+            apiserver_flags: &self.apiserver_flags,
+        })
     }
 
     /// A session restored from [`Session::to_checkpoint`]'s bytes, written in checkpoint
@@ -219,11 +307,54 @@ impl Session {
     ///
     /// Errors: bytes that are not a checkpoint of that format, or whose parts disagree.
     pub fn from_checkpoint(state: &Bytes, format: u32) -> Result<Session, String> {
-        let mut s: Session =
+        let o: Owned =
             super::shared_bytes::restore_from(state, format, |b| postcard::from_bytes(b))
                 .map_err(|e| e.to_string())?;
-        s.replica.restored()?;
-        Ok(s)
+        let (mut replica, etcd, notes) = o.replica.into_parts();
+        replica.restored()?;
+        Ok(Session {
+            info: o.info,
+            replica,
+            etcd,
+            notes,
+            metrics: o.metrics,
+            informers: o.informers,
+            now: o.now,
+            applied: o.applied,
+            other_clusters: o.other_clusters,
+            apiserver_flags: o.apiserver_flags,
+        })
+    }
+
+    /// Notes for the event log and the replay markers (resyncs, failovers, alarms, etcd
+    /// replaced), oldest first (the newest 200).
+    pub fn notes(&self) -> &std::collections::VecDeque<(SystemTime, String)> {
+        self.notes.lines()
+    }
+
+    /// The revision the replica is known to be as new as, for lag: its applied revision,
+    /// or a head etcd announced and then confirmed by a second progress notification with
+    /// no event between them (nothing of the prefix was pending: the revisions between were
+    /// written elsewhere in etcd). On etcds whose progress may run ahead of events
+    /// (etcd-io/etcd#15220) those events arrive right after it, before the next progress.
+    /// Never applied: the replica's state stays the one at [`Replica::revision`].
+    pub fn synced_revision(&self) -> Revision {
+        self.replica
+            .revision()
+            .max(self.etcd.watch_health().quiet_through)
+    }
+
+    /// The summary printed by `snapshot --json`: the replica's, with the etcd cluster's
+    /// replacements, connection, watch health, Status answer and members.
+    pub fn summary(&self) -> Summary {
+        let mut s = self.replica.summary();
+        let e = &self.etcd;
+        s.replacements = e.replacements().to_vec();
+        s.connection = e.connection_summary();
+        s.watch = e.watch_health().clone();
+        s.etcd_status = e.etcd_status().map(|(_, s)| s.clone());
+        s.members = e.members().map(|(_, m)| m.clone()).unwrap_or_default();
+        s
     }
 
     /// Brings derived orders up to date (see [`Replica::settle`]): call before ranges over
@@ -369,7 +500,7 @@ mod tests {
         assert_eq!(resumed.revision(), 39);
         assert_eq!(resumed.now(), whole.now());
         // The members polled before the checkpoint came through it (format 4).
-        let (_, members) = resumed.replica.members().expect("members restored");
+        let (_, members) = resumed.etcd.members().expect("members restored");
         assert_eq!(members[0].name, "m0");
     }
 }

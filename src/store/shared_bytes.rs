@@ -59,59 +59,15 @@ pub(crate) fn format() -> u32 {
     FORMAT.with(|f| f.get())
 }
 
-/// `deserialize_with` for a field added in checkpoint format 3: read from format 3 on,
-/// the default (nothing read) before. Only for formats that read fields in order
-/// (`postcard`), as checkpoints are.
-pub(crate) fn since_format_3<'de, D, T>(d: D) -> Result<T, D::Error>
+/// `deserialize_with` for a field added in checkpoint format `ADDED_IN`: read from that
+/// format on, the default (nothing read) before. Only for formats that read fields in order
+/// (`postcard`), as checkpoints are. Written `since_format::<7, _, _>` in a serde attribute.
+pub(crate) fn since_format<'de, const ADDED_IN: u32, D, T>(d: D) -> Result<T, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de> + Default,
 {
-    since_format(3, d)
-}
-
-/// As [`since_format_3`], for a field added in checkpoint format 4.
-pub(crate) fn since_format_4<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    since_format(4, d)
-}
-
-/// As [`since_format_3`], for a field added in checkpoint format 5.
-pub(crate) fn since_format_5<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    since_format(5, d)
-}
-
-/// As [`since_format_3`], for a field added in checkpoint format 6.
-pub(crate) fn since_format_6<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    since_format(6, d)
-}
-
-/// As [`since_format_3`], for a field added in checkpoint format 7.
-pub(crate) fn since_format_7<'de, D, T>(d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    since_format(7, d)
-}
-
-fn since_format<'de, D, T>(added_in: u32, d: D) -> Result<T, D::Error>
-where
-    D: Deserializer<'de>,
-    T: Deserialize<'de> + Default,
-{
-    if format() >= added_in {
+    if format() >= ADDED_IN {
         T::deserialize(d)
     } else {
         Ok(T::default())
@@ -266,7 +222,7 @@ mod tests {
         #[derive(Serialize, Deserialize, PartialEq, Debug)]
         struct New {
             x: u32,
-            #[serde(default, deserialize_with = "since_format_3")]
+            #[serde(default, deserialize_with = "since_format::<3, _, _>")]
             y: (u64, i64),
             z: String,
         }

@@ -582,7 +582,7 @@ impl App {
     pub(crate) fn stale(&self) -> bool {
         use crate::model::ConnState;
         matches!(
-            self.session.replica.conn(),
+            self.session.etcd.conn(),
             ConnState::NotResponding { .. }
                 | ConnState::Reconnecting { .. }
                 | ConnState::Failed { .. }

@@ -315,7 +315,7 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
         l.stop_recording(&mut app);
     }
     if exit == Exit::Quit {
-        if let crate::model::ConnState::Failed { error } = app.session.replica.conn() {
+        if let crate::model::ConnState::Failed { error } = app.session.etcd.conn() {
             exit = Exit::SourceFailed(error.clone());
         }
     }

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use regscope::model::{ConnState, Observation, Stamped};
 use regscope::source::{EtcdOptions, EtcdSource, SyncOptions};
-use regscope::store::{Replica, ReplicaConfig};
+use regscope::store::{Replica, ReplicaConfig, Session};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
@@ -52,9 +52,10 @@ pub struct Seen {
     pub events_with_prev_kv: usize,
 }
 
-/// Runs an [`EtcdSource`] and applies what it sends to a replica owned by the test.
+/// Runs an [`EtcdSource`] and applies what it sends to a session owned by the test (its
+/// replica and the etcd cluster's state: `h.replica`, `h.etcd`, through `Deref`).
 pub struct Harness {
-    pub replica: Replica,
+    pub session: Session,
     pub seen: Seen,
     pub source: EtcdSource,
     rx: mpsc::Receiver<Stamped>,
@@ -70,7 +71,7 @@ impl Harness {
         let (tx, rx) = mpsc::channel(1024);
         let task = source.clone().spawn(tx);
         Self {
-            replica: Replica::new(cfg),
+            session: Session::from_replica(Replica::new(cfg), "test"),
             seen: Seen::default(),
             source,
             rx,
@@ -107,7 +108,7 @@ impl Harness {
             }
             _ => {}
         }
-        self.replica.apply(&st);
+        self.session.apply(&st);
     }
 
     /// Applies observations until `cond` holds; panics with `what` after `timeout`.
@@ -115,16 +116,16 @@ impl Harness {
         &mut self,
         what: &str,
         timeout: Duration,
-        mut cond: impl FnMut(&Replica, &Seen) -> bool,
+        mut cond: impl FnMut(&Session, &Seen) -> bool,
     ) {
         let deadline = Instant::now() + timeout;
-        while !cond(&self.replica, &self.seen) {
+        while !cond(&self.session, &self.seen) {
             let left = deadline.saturating_duration_since(Instant::now());
             assert!(
                 !left.is_zero(),
                 "timed out after {timeout:?} waiting for: {what}; replica at {} conn {:?}; seen {:?}",
                 self.replica.revision(),
-                self.replica.conn(),
+                self.etcd.conn(),
                 self.seen
             );
             match tokio::time::timeout(left.min(Duration::from_millis(200)), self.rx.recv()).await {
@@ -139,7 +140,7 @@ impl Harness {
     pub async fn catch_up(&mut self, client: &mut etcd_client::Client, timeout: Duration) {
         let head = head_revision(client).await;
         self.until(&format!("catch up to {head}"), timeout, |r, _| {
-            r.revision() >= head && r.listing().is_none()
+            r.replica.revision() >= head && r.replica.listing().is_none()
         })
         .await;
     }
@@ -149,6 +150,13 @@ impl Harness {
         while let Ok(st) = self.rx.try_recv() {
             self.apply(st);
         }
+    }
+}
+
+impl std::ops::Deref for Harness {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.session
     }
 }
 

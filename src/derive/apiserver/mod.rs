@@ -20,16 +20,17 @@ use crate::metrics::quantile::{
 };
 use crate::model::{Revision, ScrapeTarget};
 use crate::store::metrics::{MetricStore, TargetSeries};
-use crate::store::{InformerLag, Replica};
+use crate::store::{InformerLag, Replica, Session};
 
 /// Points of p99 history kept per latency row (the sparkline's width at most).
 const HISTORY_POINTS: usize = 60;
 
-/// Derives every panel. `replica` is `None` when there is no etcd connection (metric files
-/// only); the etcd-derived parts are then empty or `None`.
+/// Derives every panel. `etcd_side` is the session whose replica and etcd cluster to use,
+/// `None` when there is no etcd connection (metric files only); the etcd-derived parts are
+/// then empty or `None`.
 pub fn view(
     store: &MetricStore,
-    replica: Option<&Replica>,
+    etcd_side: Option<&Session>,
     informers: &InformerLag,
     now: SystemTime,
 ) -> ApiserverView {
@@ -41,6 +42,7 @@ pub fn view(
         etcd: etcd.status.clone(),
         ..ApiserverView::default()
     };
+    let replica = etcd_side.map(|s| &s.replica);
     let replica_rates = replica
         .map(|r| replica_rates(t, r, now))
         .unwrap_or_default();
@@ -69,7 +71,7 @@ pub fn view(
         t,
         api.latest(),
         etcd.latest(),
-        replica,
+        etcd_side,
         informers,
         &view.watch_cache,
     );
@@ -517,7 +519,7 @@ fn window(
     t: &Table,
     api: Option<&Mapped>,
     etcd: Option<&Mapped>,
-    replica: Option<&Replica>,
+    etcd_side: Option<&Session>,
     informers: &InformerLag,
     cache: &[WatchCacheRow],
 ) -> WindowView {
@@ -527,7 +529,8 @@ fn window(
     };
     let etcd_head = etcd_get(Concept::EtcdCurrentRevision).map(|v| v as Revision);
     // Known-synced rather than applied: revisions written outside the prefix are not lag.
-    let replica_head = replica.map(|r| r.synced_revision()).filter(|r| *r > 0);
+    let replica_head = etcd_side.map(|s| s.synced_revision()).filter(|r| *r > 0);
+    let replica = etcd_side.map(|s| &s.replica);
     let head = replica_head.or(etcd_head);
     let compact_revision = replica.and_then(|r| r.compact_revision()).or_else(|| {
         etcd_get(Concept::EtcdCompactRevision)

@@ -19,7 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-mod health;
+pub(in crate::store) mod checkpoint;
 mod image;
 pub(crate) mod keyspace;
 pub(crate) mod keystore;
@@ -31,11 +31,12 @@ pub mod stats;
 mod tests;
 pub mod writers;
 
-use health::worth_noting;
-pub use health::{member_changes, WatchHealth};
+use super::etcd_cluster::{worth_noting, WatchHealth};
+use super::notes::Notes;
 pub use read::{
-    Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta, Replacement,
-    ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts, VersionMeta, VersionView,
+    ConnectionSummary, Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta,
+    Replacement, ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts, VersionMeta,
+    VersionView,
 };
 
 use self::keyspace::Slot;
@@ -45,8 +46,8 @@ use self::packing::{Codebook, Val};
 use self::stats::{Growth, ResourceStats};
 use self::writers::{Found, FoundWriter, WriterNames, Writers};
 use crate::model::{
-    escape_bytes, CompactionSeen, CompactionSource, ConnState, EtcdStatus, EventKind, Gap, KeyPath,
-    KeyValue, MemberStatus, Observation, Revision, Stamped, WatchEvent,
+    escape_bytes, CompactionSeen, CompactionSource, EventKind, Gap, KeyPath, KeyValue, Observation,
+    Revision, Stamped, WatchEvent,
 };
 
 /// Default history budget: 256 MiB of superseded values and tombstones.
@@ -89,13 +90,12 @@ impl Default for ReplicaConfig {
     }
 }
 
-/// The replica. See the module docs. Serialisable whole: a recording's checkpoint is the
-/// replica as it was, so that a replay resumed from it equals one played from the start.
-#[derive(Serialize, Deserialize)]
+/// The replica. See the module docs. Saved whole in a recording's checkpoint (with the
+/// etcd cluster's state and the notes, see [`checkpoint`]), so that a replay resumed from it
+/// equals one played from the start.
 pub struct Replica {
     cfg: ReplicaConfig,
     /// Keys, versions, the history queue and the packing dictionaries, as one image.
-    #[serde(with = "self::image")]
     store: KeyStore,
     resources: Vec<ResourceStats>,
     resource_ids: HashMap<String, u32>,
@@ -112,7 +112,6 @@ pub struct Replica {
     history_versions: usize,
     /// The history queue by key, as checkpoints of format 1 held it; resolved into
     /// `store.history_queue` by [`Replica::restored`]. Empty otherwise (and when written).
-    #[serde(deserialize_with = "crate::store::shared_bytes::rev_keys")]
     legacy_history_queue: VecDeque<(Revision, Bytes)>,
     /// First wall-clock time each revision range was observed: (revision, time), ascending.
     rev_times: VecDeque<(Revision, SystemTime)>,
@@ -120,90 +119,32 @@ pub struct Replica {
     growth: Growth,
     gaps: Vec<Gap>,
     /// What each gap's relist showed had changed in it (checkpoint format 7 and later).
-    #[serde(
-        default,
-        deserialize_with = "crate::store::shared_bytes::since_format_7"
-    )]
     gap_changes: Vec<GapChanges>,
     compactions: VecDeque<CompactionSeen>,
-    notes: VecDeque<(SystemTime, String)>,
-    conn: ConnState,
-    server: Option<(String, String)>,
     live_keys: u64,
     live_bytes: u64,
     list: Option<ListState>,
     /// The newest list's progress (kept after it is done, for the header and notes). Not
     /// in checkpoints: a replay resumed mid-list shows no estimate for that list.
-    #[serde(skip)]
     list_progress: Option<ListProgress>,
     gen: u32,
     /// Counts every change, so views can tell whether to redraw.
     change_seq: u64,
     last_observed: Option<SystemTime>,
     /// Time arithmetic of the newest observation, kept (not in checkpoints).
-    #[serde(skip)]
     clock: ClockCache,
-    /// What etcd's watch stream said about its head and where it broke the rules clients
-    /// rely on (checkpoint format 3 and later; older checkpoints start it empty).
-    #[serde(
-        default,
-        deserialize_with = "crate::store::shared_bytes::since_format_3"
-    )]
-    watch: WatchHealth,
-    /// etcd's latest Status answer and when it came (checkpoint format 3 and later).
-    #[serde(
-        default,
-        deserialize_with = "crate::store::shared_bytes::since_format_3"
-    )]
-    etcd_status: Option<(SystemTime, EtcdStatus)>,
-    /// Each time the source went on reading from another member: when, from which endpoint,
-    /// to which (the newest 64; checkpoint format 3 and later).
-    #[serde(
-        default,
-        deserialize_with = "crate::store::shared_bytes::since_format_3"
-    )]
-    failovers: VecDeque<(SystemTime, String, String)>,
-    /// The cluster's members and their Status answers, as last polled, and when
-    /// (checkpoint format 4 and later).
-    #[serde(
-        default,
-        deserialize_with = "crate::store::shared_bytes::since_format_4"
-    )]
-    members: Option<(SystemTime, Vec<MemberStatus>)>,
     /// Who writes: counters per (resource, managedFields writer) (checkpoint format 5 and
     /// later; older checkpoints start them empty).
-    #[serde(
-        default,
-        deserialize_with = "crate::store::shared_bytes::since_format_5"
-    )]
     writers: Writers,
-    /// When the connection was last lost (the first state other than watching or listing
-    /// after watching), while it stays lost (checkpoint format 7 and later).
-    #[serde(
-        default,
-        deserialize_with = "crate::store::shared_bytes::since_format_7"
-    )]
-    outage_since: Option<SystemTime>,
-    /// etcd's cluster id as the newest `Server` observation gave it, and as of the newest
-    /// completed list (0: unknown; checkpoint format 7 and later).
-    #[serde(
-        default,
-        deserialize_with = "crate::store::shared_bytes::since_format_7"
-    )]
-    cluster_ids: (u64, u64),
-    /// Each time etcd was replaced (checkpoint format 7 and later).
-    #[serde(
-        default,
-        deserialize_with = "crate::store::shared_bytes::since_format_7"
-    )]
-    replacements: Vec<Replacement>,
+    /// When the newest reset (etcd replaced) happened: gaps before it are of another
+    /// etcd's revisions. Saved as the etcd cluster's newest replacement.
+    reset_at: Option<SystemTime>,
     /// Bytes let go of, kept for the caller to free (see [`Replica::defer_frees`]).
-    #[serde(skip)]
     discards: crate::store::discards::Discards<Bytes>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
-struct ListState {
+pub(in crate::store) struct ListState {
     revision: Revision,
     keys: u64,
 }
@@ -230,9 +171,6 @@ impl Replica {
             gaps: Vec::new(),
             gap_changes: Vec::new(),
             compactions: VecDeque::new(),
-            notes: VecDeque::new(),
-            conn: ConnState::Connecting,
-            server: None,
             live_keys: 0,
             live_bytes: 0,
             list: None,
@@ -241,14 +179,8 @@ impl Replica {
             change_seq: 0,
             last_observed: None,
             clock: ClockCache::default(),
-            watch: WatchHealth::default(),
-            etcd_status: None,
-            failovers: VecDeque::new(),
-            members: None,
             writers: Writers::default(),
-            outage_since: None,
-            cluster_ids: (0, 0),
-            replacements: Vec::new(),
+            reset_at: None,
             discards: Default::default(),
         }
     }
@@ -317,15 +249,41 @@ impl Replica {
         self.store.codebook.disable();
     }
 
-    /// Applies one observation. Events at or below the applied revision are ignored (a
-    /// resumed watch never applies an event twice), progress never moves the revision back.
+    /// Applies one observation on its own, for a replica outside a session (tests and
+    /// benchmarks build replicas from literal observations): the etcd cluster's part (watch
+    /// health, notes, connection, a reset) is not kept, and applying one here is a mistake
+    /// that debug builds stop at. A session applies through [`Replica::apply_observed`].
     pub fn apply(&mut self, st: &Stamped) {
-        self.apply_found(st, None)
+        debug_assert!(
+            !matches!(
+                st.obs,
+                Observation::Conn(_)
+                    | Observation::Server { .. }
+                    | Observation::EtcdStatus(_)
+                    | Observation::Members(_)
+                    | Observation::Note(_)
+                    | Observation::Reset { .. }
+            ),
+            "an observation of the etcd cluster applied to a replica alone is lost: apply it to a Session"
+        );
+        let mut watch = WatchHealth::default();
+        self.apply_observed(st, None, &mut watch, &mut Notes::default())
     }
 
-    /// As [`Replica::apply`], with the writers of the observation's events found ahead of
-    /// time (see [`WriterNames`]): the same state as without them.
-    pub fn apply_found(&mut self, st: &Stamped, found: Option<Found<'_>>) {
+    /// Applies one observation to the MVCC store: lists, events, progress notifications
+    /// and compactions. Events at or below the applied revision are ignored (a resumed watch
+    /// never applies an event twice), progress never moves the revision back. `found`: the
+    /// writers of its events found ahead of time (see [`WriterNames`]; the same state as
+    /// without them). How the watch stream kept its contract is counted in `watch` (the
+    /// etcd cluster's, [`crate::store::EtcdCluster`]), what is worth a line goes to `notes`.
+    /// Every other observation only counts as applied (see [`Replica::change_seq`]).
+    pub(crate) fn apply_observed(
+        &mut self,
+        st: &Stamped,
+        found: Option<Found<'_>>,
+        watch: &mut WatchHealth,
+        notes: &mut Notes,
+    ) {
         self.change_seq += 1;
         self.last_observed = Some(st.at);
         ListProgress::observe(&mut self.list_progress, st);
@@ -349,7 +307,7 @@ impl Replica {
             Observation::ListDone {
                 revision,
                 compacted,
-            } => self.finish_list(*revision, *compacted, st.at),
+            } => self.finish_list(*revision, *compacted, st.at, notes),
             Observation::Events { revision, events } => {
                 let second = self.clock.second(st.at);
                 let mut applied = 0u32;
@@ -358,32 +316,32 @@ impl Replica {
                     // 3.4.25/3.5.8 can send a progress notification ahead of events still
                     // queued for the watcher (etcd-io/etcd#15220), and those must apply.
                     if ev.kv.mod_revision <= self.events_through {
-                        self.watch.repeated_events += 1;
-                        if worth_noting(self.watch.repeated_events) {
-                            self.note(st.at, format!(
+                        watch.repeated_events += 1;
+                        if worth_noting(watch.repeated_events) {
+                            notes.push(st.at, format!(
                                 "etcd sent an event at revision {} again (already applied through {}); ignored ({} so far)",
-                                ev.kv.mod_revision, self.events_through, self.watch.repeated_events
+                                ev.kv.mod_revision, self.events_through, watch.repeated_events
                             ));
                         }
                         continue;
                     }
-                    if ev.kv.mod_revision <= self.watch.progress_through {
-                        self.watch.progress_ahead_of_events += 1;
-                        if worth_noting(self.watch.progress_ahead_of_events) {
-                            self.note(st.at, format!(
+                    if ev.kv.mod_revision <= watch.progress_through {
+                        watch.progress_ahead_of_events += 1;
+                        if worth_noting(watch.progress_ahead_of_events) {
+                            notes.push(st.at, format!(
                                 "etcd announced revision {} in a progress notification before the event at {} (etcd-io/etcd#15220: etcd 3.4 < 3.4.25, 3.5 < 3.5.8); {} so far",
-                                self.watch.progress_through, ev.kv.mod_revision, self.watch.progress_ahead_of_events
+                                watch.progress_through, ev.kv.mod_revision, watch.progress_ahead_of_events
                             ));
                         }
                     }
                     let f = found.and_then(|f| Some((f.writers.get(i)?, f.names)));
-                    self.apply_event(ev, st.at, second, f);
+                    self.apply_event(ev, st.at, second, f, watch, notes);
                     applied += 1;
                 }
                 if applied > 0 {
-                    self.watch.events_since_progress = true;
+                    watch.events_since_progress = true;
                 }
-                self.watch.head_at_least = self.watch.head_at_least.max(*revision);
+                watch.head_at_least = watch.head_at_least.max(*revision);
                 if let Some(last) = events.last() {
                     self.events_through = self.events_through.max(last.kv.mod_revision);
                 }
@@ -396,83 +354,27 @@ impl Replica {
                 self.enforce_budget();
             }
             Observation::Progress { revision } => {
-                self.progress_seen(*revision, st.at, true);
+                self.progress_seen(*revision, st.at, true, watch, notes);
                 self.advance(*revision, st.at);
                 self.growth.record(unix_second(st.at), self.applied, 0);
             }
-            Observation::EtcdStatus(s) => {
-                let before = self
-                    .etcd_status
-                    .as_ref()
-                    .map(|(_, s)| s.alarms())
-                    .unwrap_or_default();
-                let now = s.alarms();
-                if now != before {
-                    let n = if now.is_empty() {
-                        format!("etcd's alarms cleared (were {})", before.join(", "))
-                    } else {
-                        format!(
-                            "etcd raised alarm {} ({})",
-                            now.join(", "),
-                            s.errors.join("; ").trim()
-                        )
-                    };
-                    self.note(st.at, n);
-                }
-                self.etcd_status = Some((st.at, s.clone()));
-            }
-            Observation::Members(now) => {
-                let before = self.members.take().map(|(_, m)| m).unwrap_or_default();
-                for n in member_changes(&before, now) {
-                    self.note(st.at, n);
-                }
-                self.members = Some((st.at, now.clone()));
-            }
             Observation::HeadAtLeast { revision } => {
-                self.progress_seen(*revision, st.at, false);
+                self.progress_seen(*revision, st.at, false, watch, notes);
                 self.growth.record(unix_second(st.at), self.applied, 0);
             }
             Observation::Compacted { revision, source } => {
                 self.set_compacted(*revision, *source, st.at)
             }
-            Observation::Conn(c) => {
-                match c {
-                    ConnState::Watching | ConnState::Listing { .. } => self.outage_since = None,
-                    ConnState::NotResponding { since } => {
-                        self.outage_since = Some(self.outage_since.unwrap_or(*since))
-                    }
-                    // Connecting is also the very first state: an outage only after a
-                    // connection was had.
-                    ConnState::Connecting if self.server.is_none() => {}
-                    _ => self.outage_since = Some(self.outage_since.unwrap_or(st.at)),
-                }
-                self.conn = c.clone()
-            }
-            Observation::Server {
-                endpoint,
-                version,
-                cluster_id,
-            } => {
-                if *cluster_id != 0 {
-                    self.cluster_ids.0 = *cluster_id;
-                }
-                if let Some((before, _)) = self.server.as_ref().filter(|(e, _)| e != endpoint) {
-                    let before = before.clone();
-                    self.note(
-                        st.at,
-                        format!("failover: reading from {endpoint} (was {before})"),
-                    );
-                    if self.failovers.len() == 64 {
-                        self.failovers.pop_front();
-                    }
-                    self.failovers.push_back((st.at, before, endpoint.clone()));
-                }
-                self.server = Some((endpoint.clone(), version.clone()));
-            }
-            Observation::Note(n) => self.note(st.at, n.clone()),
-            Observation::Reset { reason } => self.reset(st.at, reason),
-            // The apiserver side lives in `store::metrics` and `store::informer`.
-            Observation::Scrape { .. }
+            // etcd itself is the etcd cluster's (`store::etcd_cluster`), notes and the reset
+            // are the session's; the apiserver side lives in `store::metrics` and
+            // `store::informer`.
+            Observation::EtcdStatus(_)
+            | Observation::Members(_)
+            | Observation::Conn(_)
+            | Observation::Server { .. }
+            | Observation::Note(_)
+            | Observation::Reset { .. }
+            | Observation::Scrape { .. }
             | Observation::Informer(_)
             | Observation::Tick
             | Observation::ApiserverFlags(_)
@@ -526,40 +428,15 @@ impl Replica {
         self.store.keys.settle();
     }
 
-    /// Forgets every key, version, event and statistic (the notes, connection state and
-    /// server facts stay), so a following list starts from scratch.
-    fn reset(&mut self, at: SystemTime, reason: &str) {
+    /// Forgets every key, version, event and statistic, so a following list starts from
+    /// scratch: etcd was replaced (`line` says how, for the event log's row). What the screen
+    /// showed stays, up to a visible break: the head chart's series (the revision drops),
+    /// the event log with a row that says what happened, the compactions and gaps seen
+    /// (revisions use only the new etcd's gaps: `current_gaps`), the write counters, and the
+    /// resources' names (so the old rows keep theirs; their key counts start again with the
+    /// new etcd's list).
+    pub(crate) fn reset(&mut self, at: SystemTime, line: String) {
         let mut fresh = Replica::new(self.cfg.clone());
-        fresh.notes = std::mem::take(&mut self.notes);
-        fresh.conn = self.conn.clone();
-        fresh.outage_since = self.outage_since;
-        // The Server observation before the reset brought the new cluster id; the old one
-        // is the id as of the last list.
-        let (now_id, before_id) = self.cluster_ids;
-        let mut replacements = std::mem::take(&mut self.replacements);
-        if replacements.len() == 64 {
-            replacements.remove(0);
-        }
-        replacements.push(Replacement {
-            at,
-            endpoint: self
-                .server
-                .as_ref()
-                .map_or(String::new(), |(e, _)| e.clone()),
-            cluster_id_before: before_id,
-            cluster_id_after: now_id,
-            revision_before: self.applied,
-            revision_after: None,
-            reason: reason.to_string(),
-        });
-        let line = replacements.last().map(|r| r.short()).unwrap_or_default();
-        fresh.replacements = replacements;
-        fresh.cluster_ids = (now_id, before_id);
-        // What the screen showed stays, up to a visible break: the head chart's series (the
-        // revision drops), the event log with a row that says what happened, the
-        // compactions and gaps seen (revisions use only the new etcd's gaps:
-        // `current_gaps`), the write counters, and the resources' names (so the old rows
-        // keep theirs; their key counts start again with the new etcd's list).
         fresh.growth = std::mem::replace(&mut self.growth, Growth::new(0));
         fresh.compactions = std::mem::take(&mut self.compactions);
         fresh.gaps = std::mem::take(&mut self.gaps);
@@ -584,18 +461,18 @@ impl Replica {
             managed_unchanged: false,
             note: Some(line),
         });
-        fresh.server = self.server.take();
         fresh.change_seq = self.change_seq;
         fresh.last_observed = self.last_observed;
+        fresh.reset_at = Some(at);
         *self = fresh;
-        self.note(at, reason.to_string());
     }
 
-    fn note(&mut self, at: SystemTime, n: String) {
-        if self.notes.len() == 200 {
-            self.notes.pop_front();
+    /// Rewrites the event log's newest reset row (see [`Replica::reset`]) with `line`, once
+    /// the new etcd's revision is known.
+    pub(crate) fn relabel_reset(&mut self, line: String) {
+        if let Some(row) = self.events.iter_mut().rev().find(|e| e.note.is_some()) {
+            row.note = Some(line);
         }
-        self.notes.push_back((at, n));
     }
 
     /// Books a progress notification at `rev` (applied or not): etcd's head, and, for one
@@ -604,8 +481,14 @@ impl Replica {
     /// lower bound on etcd's head: below what is applied it is still true, and etcd
     /// versions that send it (etcd-io/etcd#15220) do stamp a notification with the
     /// revision at which it was asked for, then send it after later events.
-    fn progress_seen(&mut self, rev: Revision, at: SystemTime, ordered: bool) {
-        let w = &mut self.watch;
+    fn progress_seen(
+        &mut self,
+        rev: Revision,
+        at: SystemTime,
+        ordered: bool,
+        w: &mut WatchHealth,
+        notes: &mut Notes,
+    ) {
         if !w.events_since_progress && w.progress_through > 0 {
             w.quiet_through = w.quiet_through.max(w.progress_through.min(rev));
         }
@@ -617,7 +500,7 @@ impl Replica {
             let n = w.progress_behind;
             if worth_noting(n) {
                 let applied = self.applied;
-                self.note(at, format!(
+                notes.push(at, format!(
                     "etcd sent a progress notification at revision {rev}, below revision {applied} already applied (a lagging member, or a server bug); {n} so far"
                 ));
             }
@@ -679,7 +562,13 @@ impl Replica {
         }
     }
 
-    fn finish_list(&mut self, revision: Revision, compacted: Option<Revision>, at: SystemTime) {
+    fn finish_list(
+        &mut self,
+        revision: Revision,
+        compacted: Option<Revision>,
+        at: SystemTime,
+        notes: &mut Notes,
+    ) {
         let gen = self.gen;
         let before = self.events_through;
         self.events_through = self.events_through.max(revision);
@@ -723,7 +612,7 @@ impl Replica {
                 compact_revision: c,
                 at,
             });
-            self.note(
+            notes.push(
                 at,
                 format!(
                     "resync after compaction: revisions {}..{} not seen one by one (etcd compacted at {c})",
@@ -731,20 +620,6 @@ impl Replica {
                     revision
                 ),
             );
-        }
-        self.cluster_ids.1 = self.cluster_ids.0;
-        if let Some(r) = self
-            .replacements
-            .last_mut()
-            .filter(|r| r.revision_after.is_none())
-        {
-            r.revision_after = Some(revision);
-            let line = r.describe();
-            // The event log's row says it too, now that the new revision is known.
-            if let Some(row) = self.events.iter_mut().rev().find(|e| e.note.is_some()) {
-                row.note = Some(r.short());
-            }
-            self.note(at, line);
         }
         self.advance(revision, at);
         // The head chart takes the revision a list lands on (a relist after a gap jumps
@@ -759,6 +634,8 @@ impl Replica {
         at: SystemTime,
         second: u64,
         found: Option<(FoundWriter, &WriterNames)>,
+        watch: &mut WatchHealth,
+        notes: &mut Notes,
     ) {
         let kv = &ev.kv;
         // A DELETE row shows what was deleted: etcd's prev_kv when the watch asked for it,
@@ -772,10 +649,10 @@ impl Replica {
                     .map(|p| p.value.clone())
                     .or_else(|| self.get(&kv.key).and_then(|v| v.value));
                 if last.is_none() && self.get_meta(&kv.key).is_none() {
-                    self.watch.unknown_deletes += 1;
-                    let n = self.watch.unknown_deletes;
+                    watch.unknown_deletes += 1;
+                    let n = watch.unknown_deletes;
                     if worth_noting(n) {
-                        self.note(at, format!(
+                        notes.push(at, format!(
                             "etcd deleted {} at revision {}, a key the replica did not hold; {n} so far",
                             escape_bytes(&kv.key), kv.mod_revision
                         ));

@@ -13,11 +13,11 @@ use super::keystore::{KeyEntry, Version};
 use super::list_progress::ListProgress;
 use super::stats::{GrowthSample, ResourceStats, ResourceSummary};
 use super::writers::{WriterStats, WriterSummary};
-use super::{Replica, WatchHealth};
+use super::Replica;
 use crate::model::{
-    escape_bytes, CompactionSeen, ConnState, EtcdStatus, EventKind, Gap, KeyValue, MemberStatus,
-    Revision,
+    escape_bytes, CompactionSeen, EtcdStatus, EventKind, Gap, KeyValue, MemberStatus, Revision,
 };
+use crate::store::etcd_cluster::WatchHealth;
 
 /// A version of a key as views and the CLI see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -85,7 +85,7 @@ pub struct EventRecord {
     /// it showed (checkpoint format 7 and later): the watch never delivered this change.
     #[serde(
         default,
-        deserialize_with = "crate::store::shared_bytes::since_format_7"
+        deserialize_with = "crate::store::shared_bytes::since_format::<7, _, _>"
     )]
     pub unseen: Option<Unseen>,
     /// A PUT whose managedFields equal the key's previous version's: no manager that
@@ -93,14 +93,14 @@ pub struct EventRecord {
     /// later).
     #[serde(
         default,
-        deserialize_with = "crate::store::shared_bytes::since_format_7"
+        deserialize_with = "crate::store::shared_bytes::since_format::<7, _, _>"
     )]
     pub managed_unchanged: bool,
     /// Set on the row that marks etcd replaced under regscope (no key, no value): the rows
     /// before it are the old etcd's (checkpoint format 7 and later).
     #[serde(
         default,
-        deserialize_with = "crate::store::shared_bytes::since_format_7"
+        deserialize_with = "crate::store::shared_bytes::since_format::<7, _, _>"
     )]
     pub note: Option<String>,
 }
@@ -300,7 +300,7 @@ impl Replacement {
 }
 
 /// The connection to etcd as `snapshot --json` gives it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct ConnectionSummary {
     /// `connecting`, `listing`, `watching`, `not_responding`, `reconnecting` or `failed`.
     pub state: &'static str,
@@ -416,40 +416,6 @@ impl Replica {
         self.applied
     }
 
-    /// Each change of the member read from: (when, from endpoint, to endpoint), oldest
-    /// first (the newest 64).
-    pub fn failovers(&self) -> &VecDeque<(SystemTime, String, String)> {
-        &self.failovers
-    }
-
-    /// Every member of the cluster with its own Status answer (or why none), as last
-    /// polled, and when; `None` before the first poll.
-    pub fn members(&self) -> Option<&(SystemTime, Vec<MemberStatus>)> {
-        self.members.as_ref()
-    }
-
-    /// etcd's latest `Maintenance.Status` answer (sizes, raft position, alarms) and when
-    /// it came; `None` before the first.
-    pub fn etcd_status(&self) -> Option<&(SystemTime, EtcdStatus)> {
-        self.etcd_status.as_ref()
-    }
-
-    /// The revision the replica is known to be as new as, for lag: its applied revision,
-    /// or a head etcd announced and then confirmed by a second progress notification with
-    /// no event between them (nothing of the prefix was pending: the revisions between were
-    /// written elsewhere in etcd). On etcds whose progress may run ahead of events
-    /// (etcd-io/etcd#15220) those events arrive right after it, before the next progress.
-    /// Never applied: the replica's state stays the one at [`Replica::revision`].
-    pub fn synced_revision(&self) -> Revision {
-        self.applied.max(self.watch.quiet_through)
-    }
-
-    /// etcd's head revision as far as its watch stream told, and the departures from the
-    /// watch contract seen (see [`WatchHealth`]).
-    pub fn watch_health(&self) -> &WatchHealth {
-        &self.watch
-    }
-
     /// etcd's compacted revision, when known.
     pub fn compact_revision(&self) -> Option<Revision> {
         self.compacted
@@ -466,25 +432,6 @@ impl Replica {
     /// Counts every applied observation: compare two values to know whether to redraw.
     pub fn change_seq(&self) -> u64 {
         self.change_seq
-    }
-
-    /// Each time etcd was replaced under regscope, oldest first (at most 64).
-    pub fn replacements(&self) -> &[Replacement] {
-        &self.replacements
-    }
-
-    /// When the connection to etcd was lost, while it is (see [`Replica::conn`]).
-    pub fn outage_since(&self) -> Option<SystemTime> {
-        self.outage_since
-    }
-
-    pub fn conn(&self) -> &ConnState {
-        &self.conn
-    }
-
-    /// (endpoint, etcd server version) of the current connection.
-    pub fn server(&self) -> Option<(&str, &str)> {
-        self.server.as_ref().map(|(a, b)| (a.as_str(), b.as_str()))
     }
 
     /// Keys listed so far when a list is in progress.
@@ -786,7 +733,7 @@ impl Replica {
     /// The gaps of the etcd read now: those since the newest replacement (the ones before
     /// it are of another revision space, kept only to be shown).
     pub fn current_gaps(&self) -> impl Iterator<Item = &Gap> + '_ {
-        let since = self.replacements.last().map(|r| r.at);
+        let since = self.reset_at;
         self.gaps
             .iter()
             .filter(move |g| since.is_none_or(|s| g.at >= s))
@@ -828,12 +775,9 @@ impl Replica {
         &self.compactions
     }
 
-    /// Notes for the event log (resyncs, reconnects), oldest first.
-    pub fn notes(&self) -> &VecDeque<(SystemTime, String)> {
-        &self.notes
-    }
-
-    /// The summary for `snapshot --json`. Resources are sorted by name.
+    /// The replica's part of the summary for `snapshot --json` (resources sorted by name);
+    /// the etcd cluster's part (replacements, connection, watch, status, members) is left
+    /// empty for [`crate::store::Session::summary`] to fill in.
     pub fn summary(&self) -> Summary {
         let mut resources: Vec<ResourceSummary> = self
             .resources
@@ -884,32 +828,12 @@ impl Replica {
             resources,
             writers,
             gaps: self.gap_summaries(),
-            replacements: self.replacements.clone(),
-            connection: ConnectionSummary {
-                state: match &self.conn {
-                    ConnState::Connecting => "connecting",
-                    ConnState::Listing { .. } => "listing",
-                    ConnState::Watching => "watching",
-                    ConnState::NotResponding { .. } => "not_responding",
-                    ConnState::Reconnecting { .. } => "reconnecting",
-                    ConnState::Failed { .. } => "failed",
-                },
-                lost_since: self.outage_since,
-                error: match &self.conn {
-                    ConnState::Reconnecting { error, .. } | ConnState::Failed { error } => {
-                        Some(error.clone())
-                    }
-                    _ => None,
-                },
-            },
+            replacements: Vec::new(),
+            connection: ConnectionSummary::default(),
             compactions: self.compactions.iter().cloned().collect(),
-            watch: self.watch.clone(),
-            etcd_status: self.etcd_status.as_ref().map(|(_, s)| s.clone()),
-            members: self
-                .members
-                .as_ref()
-                .map(|(_, m)| m.clone())
-                .unwrap_or_default(),
+            watch: WatchHealth::default(),
+            etcd_status: None,
+            members: Vec::new(),
         }
     }
 

@@ -35,6 +35,10 @@ fn member_changes_name_who_stopped_answering_and_where_the_leader_went() {
 }
 use std::time::Duration;
 
+use crate::model::{ConnState, EtcdStatus, MemberStatus};
+use crate::store::notes::Notes;
+use crate::store::{member_changes, EtcdCluster, Session};
+
 fn kv(key: &str, val: &str, create: i64, modr: i64, ver: i64) -> KeyValue {
     KeyValue {
         key: Bytes::copy_from_slice(key.as_bytes()),
@@ -66,11 +70,48 @@ fn del(key: &str, rev: i64) -> WatchEvent {
     }
 }
 
-fn obs(r: &mut Replica, s: u64, o: Observation) {
-    r.apply(&Stamped { at: at(s), obs: o });
+/// What the tests apply observations to: a replica alone, or [`S`].
+trait Apply {
+    fn apply_one(&mut self, st: &Stamped);
 }
 
-fn listed(r: &mut Replica, rev: i64, kvs: Vec<KeyValue>, compacted: Option<i64>) {
+impl Apply for Replica {
+    fn apply_one(&mut self, st: &Stamped) {
+        self.apply(st)
+    }
+}
+
+/// A session, for the tests of what the replica and the etcd cluster's state do together
+/// (watch health, notes, connection, a replaced etcd). Reads its replica through `Deref`.
+struct S(Session);
+
+impl S {
+    fn new() -> S {
+        S(Session::from_replica(
+            Replica::new(ReplicaConfig::default()),
+            "test",
+        ))
+    }
+}
+
+impl std::ops::Deref for S {
+    type Target = Session;
+    fn deref(&self) -> &Session {
+        &self.0
+    }
+}
+
+impl Apply for S {
+    fn apply_one(&mut self, st: &Stamped) {
+        self.0.apply(st);
+    }
+}
+
+fn obs(r: &mut impl Apply, s: u64, o: Observation) {
+    r.apply_one(&Stamped { at: at(s), obs: o });
+}
+
+fn listed(r: &mut impl Apply, rev: i64, kvs: Vec<KeyValue>, compacted: Option<i64>) {
     obs(r, 0, Observation::ListBegin { revision: rev });
     obs(r, 0, Observation::ListPage { kvs });
     obs(
@@ -169,7 +210,7 @@ fn events_behind_a_progress_notification_still_apply() {
 fn a_head_announced_ahead_of_its_events_is_never_applied() {
     // What etcd 3.4.23 was seen to send (etcd-io/etcd#15220): the progress at 101
     // before the event at 101 that it covers.
-    let mut r = Replica::new(ReplicaConfig::default());
+    let mut r = S::new();
     listed(
         &mut r,
         100,
@@ -182,7 +223,7 @@ fn a_head_announced_ahead_of_its_events_is_never_applied() {
         100,
         "the replica must not pass an event it lacks"
     );
-    assert_eq!(r.watch_health().head_at_least, 101);
+    assert_eq!(r.etcd.watch_health().head_at_least, 101);
     obs(
         &mut r,
         1,
@@ -192,8 +233,11 @@ fn a_head_announced_ahead_of_its_events_is_never_applied() {
         },
     );
     assert_eq!(r.revision(), 101);
-    assert_eq!(r.get(b"/registry/pods/a/p").unwrap().mod_revision, 101);
-    let w = r.watch_health();
+    assert_eq!(
+        r.replica.get(b"/registry/pods/a/p").unwrap().mod_revision,
+        101
+    );
+    let w = r.etcd.watch_health();
     assert_eq!(w.progress_ahead_of_events, 1);
     assert_eq!(w.anomalies(), 1);
     assert!(
@@ -205,29 +249,29 @@ fn a_head_announced_ahead_of_its_events_is_never_applied() {
     // not applied, and not an anomaly.
     obs(&mut r, 2, Observation::HeadAtLeast { revision: 150 });
     assert_eq!(r.revision(), 101);
-    assert_eq!(r.watch_health().anomalies(), 1);
+    assert_eq!(r.etcd.watch_health().anomalies(), 1);
     assert_eq!(r.summary().watch.head_at_least, 150);
 }
 
 #[test]
 fn progress_below_the_applied_revision_and_repeated_events_are_counted() {
-    let mut r = Replica::new(ReplicaConfig::default());
+    let mut r = S::new();
     listed(&mut r, 10, vec![], None);
     // Lower than the watch's own start revision (11). A head "at least 9" is still
     // true at 10 (and what etcd before 3.4.25/3.5.8 sends): not an anomaly.
     obs(&mut r, 1, Observation::Progress { revision: 8 });
     obs(&mut r, 1, Observation::HeadAtLeast { revision: 9 });
     assert_eq!(r.revision(), 10);
-    assert_eq!(r.watch_health().progress_behind, 1);
+    assert_eq!(r.etcd.watch_health().progress_behind, 1);
     let e = Observation::Events {
         revision: 11,
         events: vec![put(kv("/registry/pods/a/p", "v1", 11, 11, 1))],
     };
     obs(&mut r, 2, e.clone());
     obs(&mut r, 2, e);
-    assert_eq!(r.watch_health().repeated_events, 1);
-    assert_eq!(r.watch_health().anomalies(), 2);
-    assert_eq!(r.history(b"/registry/pods/a/p").len(), 1);
+    assert_eq!(r.etcd.watch_health().repeated_events, 1);
+    assert_eq!(r.etcd.watch_health().anomalies(), 2);
+    assert_eq!(r.replica.history(b"/registry/pods/a/p").len(), 1);
     // Noted at the 1st time only, not at the 2nd.
     let notes: Vec<_> = r.notes().iter().map(|(_, n)| n.as_str()).collect();
     assert_eq!(
@@ -243,7 +287,7 @@ fn progress_below_the_applied_revision_and_repeated_events_are_counted() {
 
 #[test]
 fn a_delete_row_carries_the_deleted_value() {
-    let mut r = Replica::new(ReplicaConfig::default());
+    let mut r = S::new();
     listed(
         &mut r,
         5,
@@ -260,7 +304,7 @@ fn a_delete_row_carries_the_deleted_value() {
         },
     );
     assert_eq!(
-        r.events().back().unwrap().value,
+        r.replica.events().back().unwrap().value,
         Bytes::from_static(b"pod bytes")
     );
     // With prev_kv, that one.
@@ -275,10 +319,10 @@ fn a_delete_row_carries_the_deleted_value() {
         },
     );
     assert_eq!(
-        r.events().back().unwrap().value,
+        r.replica.events().back().unwrap().value,
         Bytes::from_static(b"as etcd had it")
     );
-    assert_eq!(r.watch_health().unknown_deletes, 0);
+    assert_eq!(r.etcd.watch_health().unknown_deletes, 0);
     // A key never held: nothing to show, counted.
     obs(
         &mut r,
@@ -288,13 +332,13 @@ fn a_delete_row_carries_the_deleted_value() {
             events: vec![del("/registry/pods/a/never", 8)],
         },
     );
-    assert!(r.events().back().unwrap().value.is_empty());
-    assert_eq!(r.watch_health().unknown_deletes, 1);
+    assert!(r.replica.events().back().unwrap().value.is_empty());
+    assert_eq!(r.etcd.watch_health().unknown_deletes, 1);
 }
 
 #[test]
 fn etcd_alarms_raised_and_cleared_are_noted_once_each() {
-    let mut r = Replica::new(ReplicaConfig::default());
+    let mut r = S::new();
     let status = |errors: Vec<&str>| {
         Observation::EtcdStatus(EtcdStatus {
             errors: errors.into_iter().map(String::from).collect(),
@@ -311,7 +355,7 @@ fn etcd_alarms_raised_and_cleared_are_noted_once_each() {
         ]),
     );
     obs(&mut r, 3, status(vec!["memberID:1 alarm:NOSPACE "]));
-    assert_eq!(r.etcd_status().unwrap().1.alarms(), vec!["NOSPACE"]);
+    assert_eq!(r.etcd.etcd_status().unwrap().1.alarms(), vec!["NOSPACE"]);
     obs(&mut r, 4, status(vec![]));
     let notes: Vec<&str> = r.notes().iter().map(|(_, n)| n.as_str()).collect();
     assert_eq!(notes.len(), 2, "{notes:?}");
@@ -325,7 +369,7 @@ fn etcd_alarms_raised_and_cleared_are_noted_once_each() {
 
 #[test]
 fn a_change_of_member_is_a_failover() {
-    let mut r = Replica::new(ReplicaConfig::default());
+    let mut r = S::new();
     let server = |e: &str| Observation::Server {
         endpoint: e.into(),
         version: "3.5.1".into(),
@@ -333,10 +377,10 @@ fn a_change_of_member_is_a_failover() {
     };
     obs(&mut r, 1, server("http://127.0.0.1:1"));
     obs(&mut r, 2, server("http://127.0.0.1:1"));
-    assert!(r.failovers().is_empty());
+    assert!(r.etcd.failovers().is_empty());
     obs(&mut r, 3, server("http://127.0.0.1:2"));
-    assert_eq!(r.failovers().len(), 1);
-    assert_eq!(r.failovers()[0].2, "http://127.0.0.1:2");
+    assert_eq!(r.etcd.failovers().len(), 1);
+    assert_eq!(r.etcd.failovers()[0].2, "http://127.0.0.1:2");
     assert_eq!(
         r.notes().back().unwrap().1,
         "failover: reading from http://127.0.0.1:2 (was http://127.0.0.1:1)"
@@ -345,7 +389,7 @@ fn a_change_of_member_is_a_failover() {
 
 #[test]
 fn a_head_confirmed_by_two_quiet_progress_notifications_counts_as_synced() {
-    let mut r = Replica::new(ReplicaConfig::default());
+    let mut r = S::new();
     listed(&mut r, 10, vec![], None);
     obs(&mut r, 1, Observation::HeadAtLeast { revision: 15 });
     assert_eq!(r.synced_revision(), 10, "one announcement is not enough");
@@ -534,7 +578,7 @@ fn the_first_list_and_a_relist_without_changes_synthesize_nothing() {
 
 #[test]
 fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
-    let mut r = Replica::new(ReplicaConfig::default());
+    let mut r = S::new();
     let server = |id: u64| Observation::Server {
         endpoint: "http://127.0.0.1:2379".into(),
         version: "3.5.1".into(),
@@ -564,7 +608,7 @@ fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
             error: "refused".into(),
         }),
     );
-    assert_eq!(r.outage_since(), Some(at(2)));
+    assert_eq!(r.etcd.outage_since(), Some(at(2)));
     obs(
         &mut r,
         3,
@@ -573,7 +617,11 @@ fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
             error: "refused".into(),
         }),
     );
-    assert_eq!(r.outage_since(), Some(at(2)), "since the first failure");
+    assert_eq!(
+        r.etcd.outage_since(),
+        Some(at(2)),
+        "since the first failure"
+    );
     obs(&mut r, 4, server(0xb));
     obs(
         &mut r,
@@ -593,8 +641,8 @@ fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
         },
     );
     obs(&mut r, 5, Observation::Conn(ConnState::Watching));
-    assert_eq!(r.outage_since(), None);
-    let rep = r.replacements();
+    assert_eq!(r.etcd.outage_since(), None);
+    let rep = r.etcd.replacements();
     assert_eq!(rep.len(), 1);
     assert_eq!(
         rep[0].describe(),
@@ -604,6 +652,7 @@ fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
     // The event log keeps the old etcd's rows, then a row that says what happened; the
     // old rows keep their resource's name.
     let log: Vec<(i64, Option<&str>)> = r
+        .replica
         .events()
         .iter()
         .map(|e| (e.revision, e.note.as_deref()))
@@ -613,16 +662,19 @@ fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
         rep[0].short(),
         "etcd replaced: cluster id a → b, revision 51 → 3"
     );
-    assert_eq!(r.resource_name(r.events()[0].resource), "cm");
-    assert_eq!(r.live_keys(), 0);
+    assert_eq!(
+        r.replica.resource_name(r.replica.events()[0].resource),
+        "cm"
+    );
+    assert_eq!(r.replica.live_keys(), 0);
     assert_eq!(r.summary().replacements.len(), 1);
     // The head chart's samples run on from the old cluster's to the new one's.
-    let heads: Vec<i64> = r.growth().map(|g| g.head).collect();
+    let heads: Vec<i64> = r.replica.growth().map(|g| g.head).collect();
     assert_eq!(heads.first(), Some(&50));
     assert_eq!(heads.last(), Some(&3));
     // The old revisions are no watch-cache count for the new etcd's informers.
-    assert_eq!(r.events_after(3, |_| true), Some(0));
-    assert_eq!(r.events_after(1, |_| true), None);
+    assert_eq!(r.replica.events_after(3, |_| true), Some(0));
+    assert_eq!(r.replica.events_after(1, |_| true), None);
 }
 
 #[test]
@@ -681,7 +733,7 @@ fn virtual_paging() {
 fn deferred_packing_hands_nothing_over_until_turned_off() {
     let mut r = Replica::new(ReplicaConfig::default());
     r.defer_packing(true);
-    let value = "x".repeat(crate::store::packing::MIN_PACK_LEN + 10);
+    let value = "x".repeat(super::packing::MIN_PACK_LEN + 10);
     let n = 600u64;
     for i in 0..n {
         let rev = 2 + i as i64;
@@ -720,16 +772,13 @@ fn ciphertext_is_offered_by_length_and_left_raw_by_the_sweep() {
     let mut r = Replica::new(ReplicaConfig::default());
     let cipher = format!(
         "k8s:enc:aescbc:v1:key1:{}",
-        "\u{1}".repeat(crate::store::packing::MIN_PACK_LEN * 4)
+        "\u{1}".repeat(super::packing::MIN_PACK_LEN * 4)
     );
     // Enough plaintext values for their resource's dictionary to be trained.
     let n = 2_400u64;
     for i in 0..n {
         let rev = 2 + i as i64;
-        let plain = format!(
-            "{i:08} {}",
-            "x".repeat(crate::store::packing::MIN_PACK_LEN * 4)
-        );
+        let plain = format!("{i:08} {}", "x".repeat(super::packing::MIN_PACK_LEN * 4));
         let (key, value) = if i % 2 == 0 {
             (format!("/registry/secrets/d/s{i}"), &cipher)
         } else {
@@ -953,12 +1002,14 @@ fn the_managed_fields_comparison_survives_a_checkpoint() {
             events: vec![put(kv_bytes("/registry/configmaps/d/a", v(1), 2, 2, 1))],
         },
     );
-    let bytes = postcard::to_allocvec(&r).unwrap();
-    let mut back: Replica = crate::store::shared_bytes::restore_from(
+    let (etcd, notes) = (EtcdCluster::default(), Notes::default());
+    let bytes = postcard::to_allocvec(&super::checkpoint::Image::of(&r, &etcd, &notes)).unwrap();
+    let back: super::checkpoint::Owned = crate::store::shared_bytes::restore_from(
         &Bytes::from(bytes),
         crate::store::CHECKPOINT_FORMAT,
         |b| postcard::from_bytes(b).unwrap(),
     );
+    let (mut back, _, _) = back.into_parts();
     back.restored().unwrap();
     for rep in [&mut r, &mut back] {
         obs(

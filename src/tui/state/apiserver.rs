@@ -90,7 +90,7 @@ impl ApiserverState {
         self.derived_second = sec;
         let v = crate::derive::apiserver::view(
             &session.metrics,
-            Some(&session.replica),
+            Some(session),
             &session.informers,
             session.now(),
         );

@@ -16,7 +16,7 @@ use crate::tui::theme::Role;
 
 /// Draws the panel into `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
-    let notes = app.session.replica.notes();
+    let notes = app.session.notes();
     let notes_h = if notes.is_empty() {
         0
     } else {
@@ -250,7 +250,6 @@ fn draw_notes(app: &App, f: &mut Frame, area: Rect) {
     let off = app.s.utc_offset;
     let lines: Vec<Line> = app
         .session
-        .replica
         .notes()
         .iter()
         .rev()
@@ -267,7 +266,7 @@ fn draw_notes(app: &App, f: &mut Frame, area: Rect) {
         sp(app, "Notes", Role::PanelTitle),
         sp(
             app,
-            format!(" {} (newest first)", app.session.replica.notes().len()),
+            format!(" {} (newest first)", app.session.notes().len()),
             Role::Muted,
         ),
     ];

@@ -171,7 +171,7 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect) {
     ];
     // etcd replaced under regscope (a new data dir, a restore): the old cluster's series
     // stays, and the line breaks where the revision went back.
-    if let Some(r) = app.session.replica.replacements().last() {
+    if let Some(r) = app.session.etcd.replacements().last() {
         title.push(sp(
             app,
             format!(

@@ -37,7 +37,7 @@ fn conn_label(app: &App, room: u16) -> (String, Role) {
     if app.source_ended {
         return ("source ended".into(), Role::StatusWarn);
     }
-    match app.session.replica.conn() {
+    match app.session.etcd.conn() {
         ConnState::Connecting => ("connecting…".into(), Role::StatusWarn),
         ConnState::Listing { keys } => {
             let rev = app
@@ -90,7 +90,7 @@ fn conn_label(app: &App, room: u16) -> (String, Role) {
 /// makes etcd accept only reads and deletes until disarmed; CORRUPT, raised by the corruption check when
 /// members' data disagree.
 pub(crate) fn alarm_advice(app: &App, short: bool) -> Option<String> {
-    let (_, s) = app.session.replica.etcd_status()?;
+    let (_, s) = app.session.etcd.etcd_status()?;
     let alarm = s.alarms().into_iter().next()?;
     Some(match (alarm.as_str(), short) {
         ("NOSPACE", true) => " ✖ etcd alarm NOSPACE: creates and updates fail — delete, compact, defrag, `etcdctl alarm disarm` (4: more)".to_string(),
@@ -105,7 +105,7 @@ pub(crate) fn alarm_advice(app: &App, short: bool) -> Option<String> {
 /// member (the title is made from the first endpoint given at the start).
 pub(crate) fn title(app: &App) -> String {
     let info = app.session.info();
-    match app.session.replica.server() {
+    match app.session.etcd.server() {
         // A title made from the endpoints given (not the demo's), naming another member.
         Some((now, _))
             if info
@@ -169,7 +169,7 @@ fn recent_gap(app: &App) -> Option<String> {
 /// etcd replaced under regscope, for the rest of the session: what is shown since is a
 /// different cluster's (or a restored) history.
 fn replaced(app: &App) -> Option<String> {
-    let r = app.session.replica.replacements().last()?;
+    let r = app.session.etcd.replacements().last()?;
     Some(format!(
         " ⚠ etcd replaced at {}: {}, {}, at {} (the RESET row in Events)",
         clock(r.at, app.s.utc_offset),
@@ -234,7 +234,7 @@ pub(crate) fn alert(app: &App, width: usize) -> Option<Line<'static>> {
             });
         format!("since {}{long}", clock(since, app.s.utc_offset))
     };
-    let text = match app.session.replica.conn() {
+    let text = match app.session.etcd.conn() {
         ConnState::NotResponding { since } => format!(
             " ⚠ etcd not responding {} — data shown is stale",
             since_for(*since)
@@ -242,7 +242,7 @@ pub(crate) fn alert(app: &App, width: usize) -> Option<Line<'static>> {
         ConnState::Reconnecting { attempt, error } => {
             let since = app
                 .session
-                .replica
+                .etcd
                 .outage_since()
                 .map(|s| format!(" {}", since_for(s)))
                 .unwrap_or_default();
@@ -356,7 +356,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     );
 
     let r = &app.session.replica;
-    let (version, endpoint) = match r.server() {
+    let (version, endpoint) = match app.session.etcd.server() {
         Some((ep, v)) => (v.to_string(), ep.to_string()),
         None => ("?".into(), String::new()),
     };
@@ -368,12 +368,12 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         l("  rev "),
         v(thousands_i(r.revision())),
     ];
-    let w = r.watch_health();
+    let w = app.session.etcd.watch_health();
     if w.head_at_least > r.revision() {
         // etcd's watch named a newer head: writes outside the prefix (confirmed when a
         // second progress came with no event), or a progress notification not applied
         // because it may precede queued events.
-        let text = if r.synced_revision() >= w.head_at_least {
+        let text = if app.session.synced_revision() >= w.head_at_least {
             format!(
                 " (etcd head {}, nothing pending)",
                 thousands_i(w.head_at_least)

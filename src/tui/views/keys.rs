@@ -249,7 +249,6 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
         // An empty prefix: say which prefixes do hold keys (the source's note).
         let empty_note = app
             .session
-            .replica
             .notes()
             .iter()
             .rev()

@@ -135,7 +135,7 @@ fn health_lines(
 /// etcd's alarms from its Status answer: each raised one in red with what to do, or
 /// "no alarm" once a Status came.
 fn alarm_lines(app: &App, w: usize) -> Vec<Line<'static>> {
-    let Some((_, s)) = app.session.replica.etcd_status() else {
+    let Some((_, s)) = app.session.etcd.etcd_status() else {
         return Vec::new();
     };
     let alarms = s.alarms();
@@ -150,10 +150,10 @@ fn alarm_lines(app: &App, w: usize) -> Vec<Line<'static>> {
 /// endpoint, role, raft term and index, db size, and whether it answered (its error
 /// wrapped below when not). Nothing before the first poll.
 fn member_lines(app: &App, w: usize) -> Vec<Line<'static>> {
-    let Some((_, members)) = app.session.replica.members() else {
+    let Some((_, members)) = app.session.etcd.members() else {
         return Vec::new();
     };
-    let reading = app.session.replica.server().map(|(e, _)| e.to_string());
+    let reading = app.session.etcd.server().map(|(e, _)| e.to_string());
     let leader = members
         .iter()
         .filter_map(|m| m.status.as_ref())
@@ -251,7 +251,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
             age(t)
         ));
     }
-    if let Some((t, _)) = app.session.replica.members() {
+    if let Some((t, _)) = app.session.etcd.members() {
         sources.push(format!(
             "members: their Status answers as polled at {}",
             age(*t)

@@ -62,14 +62,14 @@ pub fn member_changes(before: &[MemberStatus], now: &[MemberStatus]) -> Vec<Stri
 pub struct WatchHealth {
     /// The highest revision etcd named as its head: header revisions of progress
     /// notifications (applied or not) and of event responses. 0 before any. May run ahead of
-    /// [`super::Replica::revision`]: writes outside the prefix, or (etcd 3.4 before 3.4.25, 3.5.0–3.5.7)
+    /// [`crate::store::Replica::revision`]: writes outside the prefix, or (etcd 3.4 before 3.4.25, 3.5.0–3.5.7)
     /// a progress notification sent before events still queued (etcd-io/etcd#15220).
     pub head_at_least: Revision,
     /// The highest revision announced by a progress notification (applied or not).
     pub progress_through: Revision,
     /// The highest announced head that a later progress notification confirmed with no
     /// event between the two: no event of the prefix up to it was pending (see
-    /// [`super::Replica::synced_revision`]).
+    /// [`crate::store::Session::synced_revision`]).
     pub quiet_through: Revision,
     /// An event was applied since the last progress notification.
     pub events_since_progress: bool,
@@ -97,6 +97,6 @@ impl WatchHealth {
 }
 
 /// Whether a counter just reached 1, 10, 100, … (the times worth a note).
-pub(super) fn worth_noting(n: u64) -> bool {
+pub(in crate::store) fn worth_noting(n: u64) -> bool {
     n > 0 && 10u64.pow(n.ilog10()) == n
 }
