@@ -229,18 +229,8 @@ impl Session {
             {
                 if let Some(c) = self.metrics.etcd_compact_revision() {
                     if self.replica.compact_revision().is_none_or(|r| r < c) {
-                        self.replica.apply_observed(
-                            &Stamped {
-                                at: st.at,
-                                obs: Observation::Compacted {
-                                    revision: c,
-                                    source: CompactionSource::Metrics,
-                                },
-                            },
-                            None,
-                            &mut self.etcd.watch,
-                            &mut self.notes,
-                        );
+                        self.replica
+                            .compaction_seen(c, CompactionSource::Metrics, st.at);
                     }
                 }
             }

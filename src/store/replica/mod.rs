@@ -388,6 +388,21 @@ impl Replica {
         self.maybe_sweep(work);
     }
 
+    /// etcd's compacted revision as another source than the watch told it (an etcd scrape's
+    /// `etcd_debugging_mvcc_compact_revision`): applied as a
+    /// [`crate::model::Observation::Compacted`] from that source would be.
+    pub(crate) fn compaction_seen(
+        &mut self,
+        revision: Revision,
+        source: CompactionSource,
+        at: SystemTime,
+    ) {
+        self.change_seq += 1;
+        self.last_observed = Some(at);
+        self.set_compacted(revision, source, at);
+        self.maybe_sweep(1);
+    }
+
     /// Looks at the clock every few hundred keys and events, and sweeps for packing
     /// when the last sweep is old enough (see [`KeyStore::maybe_sweep`]).
     fn maybe_sweep(&mut self, work: usize) {
