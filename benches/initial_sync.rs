@@ -212,7 +212,7 @@ fn console_startup(endpoint: &str, keys: usize) -> Option<f64> {
         release.display(),
         tree.path().display()
     );
-    let want = format!("keys {}", regscope::tui::format::thousands(keys as u64));
+    let want = format!("keys {}", regscope::derive::units::thousands(keys as u64));
     let t = Instant::now();
     tmux(&["new-session", "-d", "-x", "120", "-y", "40", &cmd])?;
     let mut secs = None;

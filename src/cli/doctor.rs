@@ -588,7 +588,7 @@ async fn prefix_check(opts: &EtcdOptions, prefix: &[u8], timeout: Duration) -> O
             target,
             format!(
                 "{} key{}",
-                crate::tui::format::thousands(n.max(0) as u64),
+                crate::derive::units::thousands(n.max(0) as u64),
                 if n == 1 { "" } else { "s" }
             ),
         ),
@@ -634,8 +634,8 @@ async fn member(opts: &EtcdOptions, ep: &str, label: &str, timeout: Duration) ->
                 "etcd {}, {role}, raft term {}, db {} ({} in use), revision {}{}",
                 c.version,
                 s.raft_term,
-                crate::tui::format::bytes(s.db_size.max(0) as u64),
-                crate::tui::format::bytes(s.db_size_in_use.max(0) as u64),
+                crate::derive::units::bytes(s.db_size.max(0) as u64),
+                crate::derive::units::bytes(s.db_size_in_use.max(0) as u64),
                 c.revision,
                 if s.errors.is_empty() {
                     String::new()
@@ -706,7 +706,7 @@ fn metrics_body(
             source,
             format!(
                 "{} of metrics",
-                crate::tui::format::bytes(body.len() as u64)
+                crate::derive::units::bytes(body.len() as u64)
             ),
         )
     } else {

@@ -593,9 +593,9 @@ pub async fn verify_replica_within(
                 if resident > limit {
                     bail!(
                         "--memory-limit {} reached while reading etcd's copy to compare ({} resident with {} of its keys read): verify holds the replica and etcd's copy at once; raise --memory-limit",
-                        crate::tui::format::bytes(limit),
-                        crate::tui::format::bytes(resident),
-                        crate::tui::format::thousands(kvs.len() as u64)
+                        crate::derive::units::bytes(limit),
+                        crate::derive::units::bytes(resident),
+                        crate::derive::units::thousands(kvs.len() as u64)
                     );
                 }
             }

@@ -15,10 +15,10 @@ use super::args::{ExportArgs, RecordArgs, ReplayArgs, SnapshotArgs, UiArgs};
 use super::out;
 use crate::config::Zone;
 use crate::model::{escape_bytes, Bytes, KeyPath, KeyValue, Observation, ScrapeOutcome, Stamped};
+use crate::record::seek::{parse_seek, parse_seek_from, SeekTo};
 use crate::record::{Player, RecordOptions, Recorder, Target};
 use crate::source::ScrapeConfig;
 use crate::store::Session;
-use crate::tui::{parse_seek, parse_seek_from, SeekTo};
 
 /// Parses `--at`/`--from`/`--to` against a recording: `+D` from its start, `-D` from its
 /// end, `rN` (or a number) a revision, `start` or `end`, otherwise a time (RFC 3339, or

@@ -1033,11 +1033,17 @@ mod tests {
         }
         // The forms it names are the ones `--at` reads.
         let now = std::time::UNIX_EPOCH;
-        let seek = |t: &str| crate::tui::parse_seek(t, now, 0);
-        assert_eq!(seek("1234"), Ok(crate::tui::SeekTo::Revision(1234)));
-        assert_eq!(seek("r1234"), Ok(crate::tui::SeekTo::Revision(1234)));
-        assert_eq!(seek("+90s"), Ok(crate::tui::SeekTo::Relative(90)));
-        assert_eq!(seek("-5m"), Ok(crate::tui::SeekTo::Relative(-300)));
+        let seek = |t: &str| crate::record::seek::parse_seek(t, now, 0);
+        assert_eq!(
+            seek("1234"),
+            Ok(crate::record::seek::SeekTo::Revision(1234))
+        );
+        assert_eq!(
+            seek("r1234"),
+            Ok(crate::record::seek::SeekTo::Revision(1234))
+        );
+        assert_eq!(seek("+90s"), Ok(crate::record::seek::SeekTo::Relative(90)));
+        assert_eq!(seek("-5m"), Ok(crate::record::seek::SeekTo::Relative(-300)));
         assert!(seek("14:32").is_ok() && seek("14:32:10").is_ok());
         // A value starting with '-' needs the `=` form.
         assert!(
