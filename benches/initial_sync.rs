@@ -321,7 +321,7 @@ fn main() {
             let t = Instant::now();
             let cpu = own_cpu();
             let mut session = regscope::store::Session::new(Default::default());
-            regscope::cli::snapshot_replica(&source, &mut session, None)
+            regscope::cli::snapshot::snapshot_replica(&source, &mut session, None)
                 .await
                 .expect("sync");
             let o = t.elapsed();

@@ -685,7 +685,7 @@ fn etcd_key_bytes(key: &std::ffi::OsStr) -> Vec<u8> {
 /// `--encryption-config` that cannot be read; problems with the input or a value are exit 1
 /// with the message on stderr.
 pub fn run(args: &DecodeArgs, ui: &UiArgs) -> Result<ExitCode> {
-    let (keyring, note) = match crate::cli::load_keyring(ui) {
+    let (keyring, note) = match crate::cli::options::load_keyring(ui) {
         Ok(k) => k,
         // The context and the ConfigError only: ConfigError::Read already prints its I/O
         // error, which `{:#}` would repeat as the error's source.

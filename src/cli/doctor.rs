@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::args::{DoctorArgs, MetricsArgs};
+use crate::cli::args::{DoctorArgs, MetricsArgs, UiArgs};
 use crate::node::certs::{self, CertInfo};
 use crate::node::Discovery;
 use crate::source::EtcdOptions;
@@ -85,6 +85,23 @@ struct Report<'a> {
     problems: &'a [crate::node::Problem],
     checks: &'a [Check],
     ok: bool,
+}
+
+/// `regscope doctor` from its flags: `--timeout` must be more than 0 (exit 2), the global
+/// `--encryption-config` is checked instead of the node's, and the node as discovered
+/// (nothing, when it was not read) is reported and checked ([`run`]).
+pub async fn command(
+    mut a: DoctorArgs,
+    ui: &UiArgs,
+    d: Option<Discovery>,
+    m: &MetricsArgs,
+) -> Result<ExitCode> {
+    if a.timeout.is_zero() {
+        eprintln!("regscope: doctor --timeout must be more than 0 (e.g. 3s)");
+        return Ok(ExitCode::from(2));
+    }
+    a.encryption_config.clone_from(&ui.encryption_config);
+    run(&a, &d.unwrap_or_default(), m).await
 }
 
 /// Runs the checks and prints the report. Exit 0 when every check passed, 1 otherwise.
