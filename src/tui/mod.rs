@@ -50,7 +50,7 @@ pub const FRAME_BUDGET: Duration = Duration::from_millis(50);
 /// Most observations applied in one batch before the loop lets input and drawing in.
 const MAX_BATCH: usize = 50_000;
 
-/// Options for [`run`], filled from the command line by `main`.
+/// Options for [`run`], filled from the flags by `crate::cli::options::ui_options`.
 #[derive(Clone, Debug, Default)]
 pub struct UiOptions {
     /// A keymap file overriding `keymaps/default.toml` (`--keymap`).
