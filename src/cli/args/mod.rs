@@ -1,5 +1,11 @@
 //! Command-line flags (clap). Connection flags mirror etcdctl's and honour the same
 //! `ETCDCTL_*` environment variables.
+//!
+//! Here: the root ([`Cli`], the list of subcommands, the console's and the node's flags).
+//! `conn.rs`: the etcd connection and the metrics flags; the subcommands' own flags by
+//! group: `live.rs` (demo, snapshot, verify, doctor), `recording.rs` (record, replay,
+//! export), `decode.rs`; `config_merge.rs`: the config file under the command line;
+//! `parse.rs`: the value parsers. The `--help` texts are these doc comments.
 
 use std::path::PathBuf;
 
