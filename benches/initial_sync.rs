@@ -212,7 +212,7 @@ fn console_startup(endpoint: &str, keys: usize) -> Option<f64> {
         release.display(),
         tree.path().display()
     );
-    let want = format!("keys {}", regscope::tui::format::thousands(keys as u64));
+    let want = format!("keys {}", regscope::derive::units::thousands(keys as u64));
     let t = Instant::now();
     tmux(&["new-session", "-d", "-x", "120", "-y", "40", &cmd])?;
     let mut secs = None;
@@ -321,7 +321,7 @@ fn main() {
             let t = Instant::now();
             let cpu = own_cpu();
             let mut session = regscope::store::Session::new(Default::default());
-            regscope::cli::snapshot_replica(&source, &mut session, None)
+            regscope::cli::snapshot::snapshot_replica(&source, &mut session, None)
                 .await
                 .expect("sync");
             let o = t.elapsed();

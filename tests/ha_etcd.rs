@@ -572,7 +572,7 @@ async fn given_one_member_the_others_are_found_through_the_member_list() {
     assert!(h.replica.get(b"/registry/pods/ns/after").is_some());
     // Compared through a member that is up (the one given is dead).
     let up = common::source(h.etcd.server().unwrap().0, fast_sync());
-    let diffs = regscope::cli::verify_replica(&up, &h.replica)
+    let diffs = regscope::cli::verify::verify_replica(&up, &h.replica)
         .await
         .unwrap();
     assert!(diffs.is_empty(), "{diffs:?}");

@@ -101,7 +101,7 @@ async fn a_user_that_may_only_read_the_prefix_is_enough() {
         "{:?}",
         h.etcd.conn()
     );
-    let diffs = regscope::cli::verify_replica(&h.source, &h.replica)
+    let diffs = regscope::cli::verify::verify_replica(&h.source, &h.replica)
         .await
         .unwrap();
     assert!(diffs.is_empty(), "{diffs:?}");

@@ -259,7 +259,7 @@ async fn live_recording_with_compaction_restart_and_scrape_loss_replays_exactly(
         session.revision()
     );
     let source = common::source(&ep, common::fast_sync());
-    let diffs = regscope::cli::verify_replica(&source, &session.replica)
+    let diffs = regscope::cli::verify::verify_replica(&source, &session.replica)
         .await
         .unwrap();
     assert!(diffs.is_empty(), "{diffs:?}");
@@ -634,19 +634,19 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
         // A scrape's digest and the scrape are taken together: the cursor may pass by one.
         let reached = p.position();
         assert!(reached == pos || reached == pos + 1, "{reached} for {pos}");
-        let a = regscope::cli::record::snapshot_of(&fwd, true).unwrap();
+        let a = regscope::cli::snapshot::snapshot_of(&fwd, true).unwrap();
         let fa = frame(fwd);
         // Seeking back from the end.
         let _ = p.seek(Target::End);
         let back = p.seek(Target::Position(pos));
         assert_eq!(p.position(), reached);
-        let b = regscope::cli::record::snapshot_of(&back, true).unwrap();
+        let b = regscope::cli::snapshot::snapshot_of(&back, true).unwrap();
         let fb = frame(back);
         // Seeking forward from a fresh open.
         let mut q = Player::open(&file).unwrap();
         let fresh = q.seek(Target::Position(pos));
         assert_eq!(q.position(), reached);
-        let c = regscope::cli::record::snapshot_of(&fresh, true).unwrap();
+        let c = regscope::cli::snapshot::snapshot_of(&fresh, true).unwrap();
         let fc = frame(fresh);
         assert_eq!(a, b, "position {pos}: forward vs back");
         assert_eq!(a, c, "position {pos}: forward vs fresh seek");
@@ -656,7 +656,7 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
     // managers the stream names (k = 0..5 gives writer-0 twice, writer-1 twice, writer-2
     // once a second), and the Secret's writes, which carry no managedFields.
     let end: serde_json::Value = serde_json::from_str(
-        &regscope::cli::record::snapshot_of(&p.seek(Target::End), false).unwrap(),
+        &regscope::cli::snapshot::snapshot_of(&p.seek(Target::End), false).unwrap(),
     )
     .unwrap();
     let writers: Vec<_> = end["writers"]
@@ -705,7 +705,7 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
         "secrets#0"
     );
     let down: serde_json::Value = serde_json::from_str(
-        &regscope::cli::record::snapshot_of(&p.seek(Target::Time(at(22))), false).unwrap(),
+        &regscope::cli::snapshot::snapshot_of(&p.seek(Target::Time(at(22))), false).unwrap(),
     )
     .unwrap();
     assert_eq!(down["other_clusters"][0]["up"], false, "{down:#}");
@@ -732,8 +732,8 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
     p.advance(&mut fwd, Target::Time(t), u64::MAX, |_, _, _| {});
     assert_eq!(p.position(), pos);
     assert_eq!(
-        regscope::cli::record::snapshot_of(&by_time, false).unwrap(),
-        regscope::cli::record::snapshot_of(&fwd, false).unwrap()
+        regscope::cli::snapshot::snapshot_of(&by_time, false).unwrap(),
+        regscope::cli::snapshot::snapshot_of(&fwd, false).unwrap()
     );
     // The state as of a revision: nothing newer applied.
     let by_rev = p.seek(Target::Revision(200));
@@ -743,7 +743,7 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
 /// What a session holds as `snapshot --json --keys` shows it, and its clock.
 fn whole(s: &Session) -> (String, SystemTime, u64) {
     (
-        regscope::cli::record::snapshot_of(s, true).unwrap(),
+        regscope::cli::snapshot::snapshot_of(s, true).unwrap(),
         s.now(),
         s.applied(),
     )
@@ -926,8 +926,8 @@ fn scrape_bodies_and_special_values_come_back_bit_for_bit() {
     }
     let replayed = p.seek(Target::End);
     assert_eq!(
-        regscope::cli::record::snapshot_of(&direct, true).unwrap(),
-        regscope::cli::record::snapshot_of(&replayed, true).unwrap()
+        regscope::cli::snapshot::snapshot_of(&direct, true).unwrap(),
+        regscope::cli::snapshot::snapshot_of(&replayed, true).unwrap()
     );
     let _ = p.seek(Target::Position(0));
     let mut got = Vec::new();
@@ -1620,8 +1620,11 @@ fn keep_last_rolls_a_set_that_always_holds_the_last_window() {
     // Played across the files, the set ends where the live session ended.
     let s = p.seek(Target::End);
     assert_eq!(s.revision(), session.revision());
-    let live = regscope::cli::record::snapshot_of(&session, true).unwrap();
-    assert_eq!(regscope::cli::record::snapshot_of(&s, true).unwrap(), live);
+    let live = regscope::cli::snapshot::snapshot_of(&session, true).unwrap();
+    assert_eq!(
+        regscope::cli::snapshot::snapshot_of(&s, true).unwrap(),
+        live
+    );
     // A file taken out of the middle of the set is damage, with the stretch it held; played
     // through, the next file's opening checkpoint puts the session right again.
     let middle = files[files.len() / 2].clone();
@@ -1637,7 +1640,10 @@ fn keep_last_rolls_a_set_that_always_holds_the_last_window() {
     let mut s = p.seek(Target::Position(0));
     p.advance(&mut s, Target::End, u64::MAX, |_, _, _| {});
     assert_eq!(p.resyncs(), 1);
-    assert_eq!(regscope::cli::record::snapshot_of(&s, true).unwrap(), live);
+    assert_eq!(
+        regscope::cli::snapshot::snapshot_of(&s, true).unwrap(),
+        live
+    );
     let out = Command::new(BIN)
         .args(["replay", "--check", base.to_str().unwrap()])
         .output()
@@ -1656,7 +1662,10 @@ fn keep_last_rolls_a_set_that_always_holds_the_last_window() {
     assert_eq!(p.total(), total);
     let mut s = p.seek(Target::Position(0));
     p.advance(&mut s, Target::End, u64::MAX, |_, _, _| {});
-    assert_eq!(regscope::cli::record::snapshot_of(&s, true).unwrap(), live);
+    assert_eq!(
+        regscope::cli::snapshot::snapshot_of(&s, true).unwrap(),
+        live
+    );
 }
 
 /// `--max-size` beside `--keep-last`: the set never holds more than the size (older files
@@ -2071,8 +2080,9 @@ fn play_through_a_lost_segment_is_exact_again_from_the_next_checkpoint() {
     let total = whole.total();
     // `-0s` is the end, as every `-D` counts from it (and `+0s` the start).
     let (start, end) = whole.span();
-    let at_text =
-        |t: &str| regscope::cli::record::parse_at("--at", t, &whole, regscope::config::Zone::Utc);
+    let at_text = |t: &str| {
+        regscope::cli::recording::parse_at("--at", t, &whole, regscope::config::Zone::Utc)
+    };
     assert_eq!(at_text("-0s"), Ok(Target::Time(end)));
     assert_eq!(at_text("+0s"), Ok(Target::Time(start)));
     // And by name.
@@ -2108,8 +2118,8 @@ fn play_through_a_lost_segment_is_exact_again_from_the_next_checkpoint() {
     assert_eq!(p.resyncs(), 1);
     let end = whole.seek(Target::End);
     assert_eq!(
-        regscope::cli::record::snapshot_of(&fwd, true).unwrap(),
-        regscope::cli::record::snapshot_of(&end, true).unwrap(),
+        regscope::cli::snapshot::snapshot_of(&fwd, true).unwrap(),
+        regscope::cli::snapshot::snapshot_of(&end, true).unwrap(),
         "played through the loss vs the intact recording, at the end"
     );
     assert!(frame(fwd) == frame(end), "frames differ at the end");
@@ -2125,8 +2135,8 @@ fn play_through_a_lost_segment_is_exact_again_from_the_next_checkpoint() {
         "no checkpoint restored before it is reached"
     );
     assert_ne!(
-        regscope::cli::record::snapshot_of(&fwd, true).unwrap(),
-        regscope::cli::record::snapshot_of(&before, true).unwrap(),
+        regscope::cli::snapshot::snapshot_of(&fwd, true).unwrap(),
+        regscope::cli::snapshot::snapshot_of(&before, true).unwrap(),
         "just after the loss, the played session misses what the lost segment held"
     );
     // The console's marker list (n / N) stops at the loss too, in position order.

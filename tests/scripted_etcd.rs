@@ -64,7 +64,7 @@ async fn an_affected_etcd_progress_ahead_of_its_event_is_never_applied() {
     assert_eq!(h.replica.revision(), 100);
     assert_eq!(h.replica.get(KEY.as_bytes()).unwrap().mod_revision, 100);
     // ...so verify, reading etcd at the replica's revision, finds nothing wrong.
-    let diffs = regscope::cli::verify_replica(&src, &h.replica)
+    let diffs = regscope::cli::verify::verify_replica(&src, &h.replica)
         .await
         .unwrap();
     assert!(diffs.is_empty(), "{diffs:?}");
@@ -115,7 +115,7 @@ async fn an_affected_etcd_progress_ahead_of_its_event_is_never_applied() {
         !notes.iter().any(|n| n.contains("below revision")),
         "{notes:?}"
     );
-    let diffs = regscope::cli::verify_replica(&src, &h.replica)
+    let diffs = regscope::cli::verify::verify_replica(&src, &h.replica)
         .await
         .unwrap();
     assert!(diffs.is_empty(), "{diffs:?}");
@@ -165,7 +165,7 @@ async fn a_fixed_etcd_progress_is_applied() {
     .await;
     assert_eq!(h.etcd.watch_health().anomalies(), 0);
     assert_eq!(h.replica.get(KEY.as_bytes()).unwrap().mod_revision, 101);
-    let diffs = regscope::cli::verify_replica(&src, &h.replica)
+    let diffs = regscope::cli::verify::verify_replica(&src, &h.replica)
         .await
         .unwrap();
     assert!(diffs.is_empty(), "{diffs:?}");

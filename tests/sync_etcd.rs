@@ -504,7 +504,7 @@ async fn br01_non_utf8_key_round_trips() {
         .replica
         .live_keys_after(b"/registry/configmaps/", None, 10);
     assert_eq!(keys, vec![bytes::Bytes::from(key.clone())]);
-    let json = regscope::cli::snapshot_json(Some(&h.session), true, None, None).unwrap();
+    let json = regscope::cli::snapshot::snapshot_json(Some(&h.session), true, None, None).unwrap();
     assert!(
         json.contains("/registry/configmaps/default/cm\\\\xff"),
         "{json}"

@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime};
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::cli::args::{DoctorArgs, MetricsArgs};
+use crate::cli::args::{DoctorArgs, MetricsArgs, UiArgs};
 use crate::node::certs::{self, CertInfo};
 use crate::node::Discovery;
 use crate::source::EtcdOptions;
@@ -85,6 +85,23 @@ struct Report<'a> {
     problems: &'a [crate::node::Problem],
     checks: &'a [Check],
     ok: bool,
+}
+
+/// `regscope doctor` from its flags: `--timeout` must be more than 0 (exit 2), the global
+/// `--encryption-config` is checked instead of the node's, and the node as discovered
+/// (nothing, when it was not read) is reported and checked ([`run`]).
+pub async fn command(
+    mut a: DoctorArgs,
+    ui: &UiArgs,
+    d: Option<Discovery>,
+    m: &MetricsArgs,
+) -> Result<ExitCode> {
+    if a.timeout.is_zero() {
+        eprintln!("regscope: doctor --timeout must be more than 0 (e.g. 3s)");
+        return Ok(ExitCode::from(2));
+    }
+    a.encryption_config.clone_from(&ui.encryption_config);
+    run(&a, &d.unwrap_or_default(), m).await
 }
 
 /// Runs the checks and prints the report. Exit 0 when every check passed, 1 otherwise.
@@ -588,7 +605,7 @@ async fn prefix_check(opts: &EtcdOptions, prefix: &[u8], timeout: Duration) -> O
             target,
             format!(
                 "{} key{}",
-                crate::tui::format::thousands(n.max(0) as u64),
+                crate::derive::units::thousands(n.max(0) as u64),
                 if n == 1 { "" } else { "s" }
             ),
         ),
@@ -634,8 +651,8 @@ async fn member(opts: &EtcdOptions, ep: &str, label: &str, timeout: Duration) ->
                 "etcd {}, {role}, raft term {}, db {} ({} in use), revision {}{}",
                 c.version,
                 s.raft_term,
-                crate::tui::format::bytes(s.db_size.max(0) as u64),
-                crate::tui::format::bytes(s.db_size_in_use.max(0) as u64),
+                crate::derive::units::bytes(s.db_size.max(0) as u64),
+                crate::derive::units::bytes(s.db_size_in_use.max(0) as u64),
                 c.revision,
                 if s.errors.is_empty() {
                     String::new()
@@ -706,7 +723,7 @@ fn metrics_body(
             source,
             format!(
                 "{} of metrics",
-                crate::tui::format::bytes(body.len() as u64)
+                crate::derive::units::bytes(body.len() as u64)
             ),
         )
     } else {

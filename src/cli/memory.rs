@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::derive::progress::memory_action;
 use crate::store::{MemoryAction, MemoryGuard, Session};
-use crate::tui::format::memory_action;
 
 /// Checks the process against `--memory-limit` while a command fills a session.
 pub struct MemoryCheck {

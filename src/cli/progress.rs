@@ -8,8 +8,8 @@
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
+use crate::derive::progress::list_progress;
 use crate::store::ListProgress;
-use crate::tui::format::list_progress;
 
 /// Throttled stderr reporter of one command's lists. Feed it after every observation.
 pub struct StderrProgress {

@@ -9,7 +9,13 @@
 //! - [`encryption`]: per resource, how many values are plaintext and how many are
 //!   encrypted under which provider and key, from the replica's values.
 //! - [`keys`]: the key browser's pages of one resource's keys, filtered, from the replica.
+//! - [`diff`]: what changed between two revisions of one object, and who wrote it.
+//! - [`progress`]: a list's progress and what `--memory-limit` did, as one line each.
+//! - [`units`]: counts, sizes and seconds as text.
 
 pub mod apiserver;
+pub mod diff;
 pub mod encryption;
 pub mod keys;
+pub mod progress;
+pub mod units;

@@ -54,6 +54,7 @@ mod player;
 mod readahead;
 mod recorder;
 pub mod redact;
+pub mod seek;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

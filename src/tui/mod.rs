@@ -17,7 +17,6 @@
 
 pub mod action;
 mod app;
-pub mod diff;
 pub mod format;
 pub mod keymap;
 mod replay;
@@ -38,10 +37,7 @@ use tokio::sync::mpsc::error::TryRecvError;
 pub use action::Action;
 pub use app::{App, Panel, Settings};
 pub use keymap::{KeyChord, Keymap, Mode};
-pub use state::{
-    parse_seek, parse_seek_from, Cursor, MemoryStatus, RecordingStatus, ReplayStatus, Request,
-    Section, SeekTo, Speed,
-};
+pub use state::{Cursor, MemoryStatus, RecordingStatus, ReplayStatus, Request, Section, Speed};
 pub use theme::{ColorDepth, Role, Theme};
 
 use crate::model::Stamped;
@@ -54,7 +50,7 @@ pub const FRAME_BUDGET: Duration = Duration::from_millis(50);
 /// Most observations applied in one batch before the loop lets input and drawing in.
 const MAX_BATCH: usize = 50_000;
 
-/// Options for [`run`], filled from the command line by `main`.
+/// Options for [`run`], filled from the flags by `crate::cli::options::ui_options`.
 #[derive(Clone, Debug, Default)]
 pub struct UiOptions {
     /// A keymap file overriding `keymaps/default.toml` (`--keymap`).
@@ -352,8 +348,12 @@ fn watch_memory(
         }
     }
     let hold = matches!(action, crate::store::MemoryAction::Packing { .. });
-    let Some(msg) = format::memory_action(&action, guard.limit(), resident, &app.session.replica)
-    else {
+    let Some(msg) = crate::derive::progress::memory_action(
+        &action,
+        guard.limit(),
+        resident,
+        &app.session.replica,
+    ) else {
         return hold;
     };
     if matches!(action, crate::store::MemoryAction::Exceeded { .. }) {

@@ -5,7 +5,8 @@
 use std::time::{Duration, Instant, SystemTime};
 
 use super::app::App;
-use super::state::{ReplayStatus, Request, SeekTo, Speed};
+use super::state::{ReplayStatus, Request, Speed};
+use crate::record::seek::SeekTo;
 use crate::record::{Marker, Player, Target};
 
 /// Most observations applied between two looks at input and the frame budget.

@@ -178,7 +178,7 @@ pub async fn head_revision(client: &mut etcd_client::Client) -> i64 {
 
 /// Asserts that `regscope verify`'s comparison finds no difference.
 pub async fn assert_verified(h: &Harness) {
-    let diffs = regscope::cli::verify_replica(&h.source, &h.replica)
+    let diffs = regscope::cli::verify::verify_replica(&h.source, &h.replica)
         .await
         .expect("verify ran");
     assert!(

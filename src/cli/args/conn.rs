@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{parse_duration, parse_memory_limit, parse_size};
+use super::parse::{parse_duration, parse_memory_limit, parse_size};
 use crate::source::{EtcdOptions, SyncOptions};
 use crate::store::ReplicaConfig;
 

@@ -11,12 +11,13 @@ use bytes::Bytes;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{App, Input, InputTarget, Panel};
+use crate::record::seek::{parse_seek, SeekTo};
 use crate::tui::action::Action;
 use crate::tui::keymap::Mode;
 use crate::tui::state::keys::resource_names;
 use crate::tui::state::palette::Goto;
 use crate::tui::state::viewport::add;
-use crate::tui::state::{parse_seek, DetailState, KeysFocus, Request, SeekTo};
+use crate::tui::state::{DetailState, KeysFocus, Request};
 
 impl App {
     /// Handles a terminal event: keys go through the keymap, resizes force a frame.

@@ -25,10 +25,7 @@ pub(crate) mod viewport;
 
 pub(crate) use apiserver::ApiserverState;
 pub use apiserver::Section;
-pub use cursor::{
-    parse_seek, parse_seek_from, Cursor, MemoryStatus, RecordingStatus, ReplayStatus, Request,
-    SeekTo, Speed,
-};
+pub use cursor::{Cursor, MemoryStatus, RecordingStatus, ReplayStatus, Request, Speed};
 pub(crate) use encryption::EncryptionState;
 pub(crate) use events::EventsState;
 pub(crate) use keys::{KeysFocus, KeysState};

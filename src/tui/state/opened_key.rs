@@ -10,9 +10,9 @@
 use bytes::Bytes;
 
 use crate::decode::{self, DecodeOptions, RenderOptions, Rendered};
+use crate::derive::diff::{self, LineKind, Writer};
 use crate::model::{KeyPath, Revision};
 use crate::store::{Replica, VersionView};
-use crate::tui::diff::{self, LineKind, Writer};
 use crate::tui::syntax::{self, Styled};
 
 /// The opened key.

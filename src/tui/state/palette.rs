@@ -6,8 +6,8 @@
 
 use bytes::Bytes;
 
-use super::cursor::{parse_seek, SeekTo};
 use crate::model::Revision;
+use crate::record::seek::{parse_seek, SeekTo};
 use crate::store::Session;
 use crate::tui::action::Action;
 use crate::tui::keymap::{Keymap, Mode};

@@ -47,7 +47,7 @@ fn conn_label(app: &App, room: u16) -> (String, Role) {
                 .map(|(r, _)| format!(" @rev {}", thousands_i(r)))
                 .unwrap_or_default();
             let long = match app.session.replica.list_progress() {
-                Some(p) if !p.done => crate::tui::format::list_progress(p),
+                Some(p) if !p.done => crate::derive::progress::list_progress(p),
                 _ => format!("{} keys", thousands(*keys)),
             };
             let long = format!("listing{rev}: {long}");

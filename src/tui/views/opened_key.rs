@@ -11,9 +11,9 @@ use ratatui::Frame;
 
 use super::{fit, pane, selection, sp, wrap_text};
 use crate::decode::{Rendered, SchemaUse};
+use crate::derive::diff::LineKind;
 use crate::model::{escape_bytes, KeyPath};
 use crate::tui::app::App;
-use crate::tui::diff::LineKind;
 use crate::tui::format::{bytes, clock, thousands, thousands_i};
 use crate::tui::state::DetailState;
 use crate::tui::theme::Role;

@@ -1,0 +1,102 @@
+//! Flags of the subcommands of recordings: `record`, `replay` (and `replay --check`) and
+//! `export`, with their examples.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::parse::{parse_positive_duration, parse_record_size};
+use super::ConnArgs;
+
+#[derive(Debug, Args, Clone)]
+pub struct RecordArgs {
+    /// The recording to write (created mode 0600; an existing file is refused unless
+    /// --force). With --keep-last: the base name of a rolling set, BASE.000001.rgs, ….
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: PathBuf,
+    /// Stop after this long (e.g. 10m, 1h), closing the file cleanly.
+    #[arg(long, value_parser = parse_positive_duration)]
+    pub duration: Option<std::time::Duration>,
+    /// Stop when the file reaches this size (e.g. 512MiB; at least 1MiB); with --keep-last,
+    /// the most the whole set may hold (oldest files dropped first, even when the set then
+    /// holds less than --keep-last: said once on stderr).
+    #[arg(long, value_parser = parse_record_size)]
+    pub max_size: Option<usize>,
+    /// A flight recorder: keep a rolling set of files that always holds at least the last
+    /// D (e.g. 30m), deleting older files, until stopped.
+    #[arg(long, value_name = "D", value_parser = parse_positive_duration)]
+    pub keep_last: Option<std::time::Duration>,
+    /// Replace an existing regular file (with --keep-last: an earlier set under the same
+    /// base, e.g. after a systemd restart); never a device, FIFO, directory or symlink.
+    #[arg(long)]
+    pub force: bool,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ReplayArgs {
+    /// The recording (a file, or the base name of a --keep-last set).
+    pub file: PathBuf,
+    /// Do not open the console: read the whole file, verify every checksum and print its
+    /// span, counts and any damage (exit 1 when damaged).
+    #[arg(long)]
+    pub check: bool,
+    /// Open at this moment (as `snapshot --at`) instead of the start. Not with --check,
+    /// which reads the whole file (`snapshot --json --from FILE --at T` prints a moment).
+    #[arg(long, value_name = "TIME|REV", conflicts_with = "check")]
+    pub at: Option<String>,
+    /// Marker: etcd request p99 latency above this many seconds.
+    #[arg(long, default_value_t = 1.0)]
+    pub p99_threshold: f64,
+    /// Marker: informer lag above this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub lag_threshold: f64,
+}
+
+/// Output formats of `export`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// One JSON object per line.
+    Jsonl,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ExportArgs {
+    /// The recording (a file, or the base name of a --keep-last set).
+    pub file: PathBuf,
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub format: ExportFormat,
+    /// Only observations stamped at or after this (as `snapshot --at`; revisions allowed).
+    #[arg(long, value_name = "TIME|REV")]
+    pub from: Option<String>,
+    /// Only observations stamped at or before this.
+    #[arg(long, value_name = "TIME|REV")]
+    pub to: Option<String>,
+    /// Only keys under this prefix (events and list items; other observations are kept
+    /// unless --only-keys).
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// Only observations about keys (list pages and watch events).
+    #[arg(long)]
+    pub only_keys: bool,
+    /// Add each written value decoded (as `regscope decode -o json`; Secret data redacted
+    /// unless --show-secrets and the recording holds it).
+    #[arg(long)]
+    pub decode: bool,
+}
+
+pub(super) const RECORD_EXAMPLES: &str = "Examples:
+  regscope record -o incident.rgs --duration 30m          a half-hour session
+  nohup regscope record -o /var/lib/regscope/fr --keep-last 30m --max-size 2GiB &
+                                                          a flight recorder: always the last 30 min
+  timeout 10m regscope record -o s.rgs                    SIGTERM/SIGINT close the file cleanly
+Secret values are redacted in the file (lengths kept) unless --show-secrets.";
+
+pub(super) const REPLAY_EXAMPLES: &str = "Examples:
+  regscope replay incident.rgs                            the console, paused at the start
+  regscope replay incident.rgs --at 14:32:10              open at a moment
+  regscope replay --check incident.rgs                    span, counts and damage
+  regscope snapshot --json --from incident.rgs --at r1234 the summary at a revision
+  regscope export incident.rgs --decode --prefix /registry/pods | jq .
+Keys in replay: space play/pause, + - speed, . step, < > 10 s, : seek, n N markers, ? help.";

@@ -1,0 +1,106 @@
+//! `regscope replay --check FILE`: every frame of a recording read and its checksum
+//! verified, without a terminal; prints the span, revisions, counts, notes, markers and
+//! damage.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use anyhow::Result;
+
+use super::out;
+use super::recording::{files_exist, open};
+use crate::config::Zone;
+
+/// `regscope replay --check FILE`: reads every frame, verifies checksums, prints the span,
+/// counts and damage. Exit 0 when whole, 1 when damaged, 2 when not a recording.
+pub fn run(path: &Path, p99_threshold: f64, lag_threshold: f64, zone: Zone) -> Result<ExitCode> {
+    if let Err(code) = files_exist(path) {
+        return Ok(code);
+    }
+    let player = match open(path) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let report = crate::record::check(player, p99_threshold, lag_threshold);
+    // In the zone times are shown in, with its offset: pasted into any input, the same
+    // moment (see `crate::config::zone`).
+    let ts = |t: Option<SystemTime>| t.map_or("-".to_string(), |t| zone.rfc3339_millis(t));
+    out(format_args!(
+        "{}\n  span       {} .. {}\n  revisions  {} .. {}\n  observations {}\n  secrets    {}\n",
+        report.files.join(", "),
+        ts(report.start),
+        ts(report.end),
+        report.first_revision.map_or("-".into(), |r| r.to_string()),
+        report.last_revision.map_or("-".into(), |r| r.to_string()),
+        counts(&report),
+        if report.secrets_redacted {
+            "redacted"
+        } else {
+            "INCLUDED (recorded with --show-secrets)"
+        },
+    ));
+    for n in &report.notes {
+        out(format_args!("  note       {n}\n"));
+    }
+    for m in &report.markers {
+        out(format_args!(
+            "  marker     {}  {}\n",
+            ts(Some(m.at)),
+            m.label
+        ));
+    }
+    if report.damage.is_empty() {
+        out(format_args!("  damage     none\n"));
+        Ok(ExitCode::SUCCESS)
+    } else {
+        for d in &report.damage {
+            out(format_args!("  damage     {d}\n"));
+        }
+        Ok(ExitCode::from(1))
+    }
+}
+
+/// `replay --check`'s counts: observations (scrapes) in segments, checkpoints, bytes.
+fn counts(r: &crate::record::ReplayReport) -> String {
+    let s = |n: u64| if n == 1 { "" } else { "s" };
+    format!(
+        "{} ({} scrape{}; {} records with the scrape digests, as the timeline counts) in {} segment{}, {} checkpoint{}, {} bytes",
+        r.observations,
+        r.scrapes,
+        s(r.scrapes),
+        r.records,
+        r.segments,
+        s(r.segments),
+        r.checkpoints,
+        s(r.checkpoints),
+        r.bytes
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_counts_say_one_in_the_singular() {
+        let mut r = crate::record::ReplayReport {
+            observations: 120,
+            records: 121,
+            scrapes: 1,
+            segments: 1,
+            checkpoints: 1,
+            bytes: 4096,
+            ..Default::default()
+        };
+        assert_eq!(
+            counts(&r),
+            "120 (1 scrape; 121 records with the scrape digests, as the timeline counts) in 1 segment, 1 checkpoint, 4096 bytes"
+        );
+        (r.scrapes, r.segments, r.checkpoints) = (0, 3, 2);
+        assert_eq!(
+            counts(&r),
+            "120 (0 scrapes; 121 records with the scrape digests, as the timeline counts) in 3 segments, 2 checkpoints, 4096 bytes"
+        );
+    }
+}

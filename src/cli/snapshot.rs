@@ -1,0 +1,444 @@
+//! `regscope snapshot --json`: the store's summary as JSON, live ([`live`]: list the
+//! prefix once, poll the members, scrape each target once) or at a moment of a recording
+//! ([`from_recording`]). Both print [`snapshot_json`] of a [`Session`], the same data the
+//! console shows, derived the same way; scripts and tests read this surface.
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use serde::Serialize;
+use serde_json::json;
+
+use super::args::{MetricsArgs, SnapshotArgs};
+use super::options::scrape_config;
+use super::out;
+use super::recording::{open, parse_at};
+use super::session::{list_with, warn_etcd_alarms};
+use crate::config::Zone;
+use crate::derive::apiserver::{ApiserverView, Reading};
+use crate::metrics::quantile::Quantile;
+use crate::model::{escape_bytes, Observation, Revision, ScrapeTarget, Stamped};
+use crate::record::Target;
+use crate::source::scrape::{scrape_once, ScrapeFrom};
+use crate::source::{EtcdMetricsFrom, EtcdSource};
+use crate::store::{Replica, ReplicaConfig, Session, Summary};
+
+/// `snapshot --json`: the replica (unless only metric files are given and no
+/// `--endpoints`), then one scrape of each configured target (or the metric files), derived
+/// into the apiserver panels' data.
+pub async fn live(s: &SnapshotArgs, m: &MetricsArgs) -> Result<ExitCode> {
+    let conn = &s.conn;
+    let scfg = match scrape_config(m) {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let files = match scfg.file_observations() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let files_only = scfg.has_files() && conn.endpoints.is_empty();
+    let source = EtcdSource::new(conn.etcd_options(), conn.sync_options());
+    let mut session = Session::new(conn.session_info(String::new()));
+    if !files_only {
+        // kube-apiserver's other etcd clusters are asked once each, while the main one is
+        // listed: a hung one then costs its timeouts beside the list, not after it.
+        let others = conn.other_clusters(&m.node_other_clusters);
+        let others_asked = futures::future::join_all(others.iter().map(|o| o.once()));
+        let limit = conn.memory_limit.map(|b| b as u64);
+        let (listed, others_seen) =
+            tokio::join!(snapshot_replica(&source, &mut session, limit), others_asked);
+        listed?;
+        // The members, polled once (the console polls them beside its watch).
+        if let Some(rows) =
+            crate::source::members_once(&source.etcd, source.sync.request_timeout).await
+        {
+            session.apply(&Stamped::now(Observation::Members(rows)));
+        }
+        if let Some(f) = &scfg.apiserver_flags {
+            session.apply(&Stamped::now(Observation::ApiserverFlags(f.clone())));
+        }
+        for seen in others_seen {
+            session.apply(&Stamped::now(Observation::OtherCluster(seen)));
+        }
+    }
+    for st in &files {
+        session.apply(st);
+    }
+    if !files_only {
+        let mut live: Vec<(ScrapeTarget, ScrapeFrom)> = Vec::new();
+        if scfg.apiserver_files.is_empty() {
+            match scfg.apiserver.connect().await {
+                Ok(Some(c)) => live.push((ScrapeTarget::Apiserver, c.metrics)),
+                Ok(None) => {}
+                Err(e) if scfg.apiserver.is_explicit() => {
+                    eprintln!("regscope: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+                Err(e) => eprintln!("regscope: apiserver side off: {e}"),
+            }
+        }
+        if scfg.etcd_files.is_empty() {
+            let how = match &scfg.etcd {
+                EtcdMetricsFrom::Off => None,
+                EtcdMetricsFrom::Endpoint => Some(ScrapeFrom::etcd(&source.etcd)),
+                EtcdMetricsFrom::Url(u) => Some(ScrapeFrom::etcd_url(u, &source.etcd)),
+            };
+            match how {
+                Some(Ok(h)) => live.push((ScrapeTarget::Etcd, h)),
+                Some(Err(e)) => eprintln!("regscope: etcd metrics not scraped: {e}"),
+                None => {}
+            }
+        }
+        for (target, how) in live {
+            let outcome = scrape_once(&how, scfg.timeout).await;
+            session.apply(&Stamped::now(Observation::Scrape { target, outcome }));
+        }
+    }
+    // The session's clock is the newest stamp, as in the console; a snapshot is taken now.
+    session.apply(&Stamped::now(Observation::Tick));
+    let view = crate::derive::apiserver::view(
+        &session.metrics,
+        (!files_only).then_some(&session),
+        &session.informers,
+        session.now(),
+    );
+    // Every unusable source gets one line on stderr (down, HTML, garbage, empty); the JSON
+    // carries the same under `scrape`.
+    for (target, status) in [("apiserver", &view.apiserver), ("etcd", &view.etcd)] {
+        if let Some(e) = &status.last_error {
+            eprintln!("regscope: {target} metrics from {}: {e}", status.source);
+        }
+    }
+    out(format_args!(
+        "{}\n",
+        snapshot_json(
+            (!files_only).then_some(&session),
+            s.keys,
+            Some(&view),
+            Some(&session),
+        )?
+    ));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `regscope snapshot --json --from FILE [--at T]`: the summary `snapshot --json` prints
+/// live, for that moment of the recording.
+pub fn from_recording(s: &SnapshotArgs, zone: Zone) -> Result<ExitCode> {
+    let Some(path) = s.from.as_deref() else {
+        return Ok(ExitCode::from(2));
+    };
+    let mut player = match open(path) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let target = match s.at.as_deref().map(|a| parse_at("--at", a, &player, zone)) {
+        Some(Ok(t)) => t,
+        Some(Err(e)) => {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        None => Target::End,
+    };
+    // The summary is the session's: scrape bodies whose digest is recorded stay compressed.
+    player.set_bodies(false);
+    // Damage anywhere in the file makes the answer suspect, not only on the seek's way.
+    player.verify(false);
+    let session = player.seek(target);
+    for d in player.damage() {
+        eprintln!("regscope: damaged recording: {d}");
+    }
+    if let Some(line) = player.short_of(&session, target) {
+        eprintln!("regscope: --at {}: {line}", s.at.as_deref().unwrap_or(""));
+    }
+    let mut v: serde_json::Value = serde_json::from_str(&snapshot_of(&session, s.keys)?)?;
+    // A damaged file replays what it still holds; the summary says it is incomplete.
+    v["recording_damage"] = json!(player.damage());
+    out(format_args!("{}\n", serde_json::to_string_pretty(&v)?));
+    Ok(if player.damage().is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The `snapshot --json` text of a session (the replica and the apiserver side derived at
+/// the session's clock).
+pub fn snapshot_of(session: &Session, keys: bool) -> Result<String> {
+    let view = crate::derive::apiserver::view(
+        &session.metrics,
+        Some(session),
+        &session.informers,
+        session.now(),
+    );
+    snapshot_json(Some(session), keys, Some(&view), Some(session))
+}
+
+/// Lists the prefix once into `session` (no watch). Notes (e.g. "no keys under the
+/// prefix") are printed to stderr, and so is the progress of a long list. With
+/// `memory_limit` (bytes resident) the list ends with an error when it does not fit.
+pub async fn snapshot_replica(
+    source: &EtcdSource,
+    session: &mut Session,
+    memory_limit: Option<u64>,
+) -> Result<()> {
+    let mut progress = super::progress::StderrProgress::new("listing", "listed");
+    let mut memory = super::memory::MemoryCheck::new(memory_limit, "snapshot");
+    list_with(source, 0, |st| {
+        if let Observation::Note(n) = &st.obs {
+            progress.interrupt();
+            eprintln!("regscope: {n}");
+        }
+        session.apply(&st);
+        progress.update(session.replica.list_progress());
+        match memory.over(session) {
+            Some(msg) => bail!("{msg}"),
+            None => Ok(()),
+        }
+    })
+    .await?;
+    warn_etcd_alarms(session);
+    Ok(())
+}
+
+/// One key in `snapshot --json --keys`.
+#[derive(Serialize)]
+struct KeyRow {
+    key: String,
+    resource: String,
+    create_revision: Revision,
+    mod_revision: Revision,
+    version: i64,
+    lease: i64,
+    bytes: usize,
+}
+
+/// The JSON of a replica: its summary and, with `--keys`, `key_list` (every live key).
+#[derive(Serialize)]
+struct SnapshotJson {
+    #[serde(flatten)]
+    summary: Summary,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    key_list: Option<Vec<KeyRow>>,
+}
+
+/// `regscope snapshot --json`: the replica's summary (revision, compact_revision, keys,
+/// bytes, resources, gaps, compactions; with `with_keys` every key) and, when `view` is
+/// given, the apiserver side ([`metrics_json`]); with `session`, kube-apiserver's other
+/// etcd clusters and storage flags when the node told them ([`node_json`]). `etcd_side`:
+/// the session whose replica and etcd cluster to summarise; without one (metric files
+/// only) their fields are present and `null`.
+pub fn snapshot_json(
+    etcd_side: Option<&Session>,
+    with_keys: bool,
+    view: Option<&ApiserverView>,
+    session: Option<&Session>,
+) -> Result<String> {
+    let mut out = match etcd_side {
+        Some(s) => serde_json::to_value(SnapshotJson {
+            summary: s.summary(),
+            key_list: with_keys.then(|| key_rows(&s.replica)),
+        })?,
+        None => {
+            // The same keys as with a replica, every one null.
+            let mut v = serde_json::to_value(Replica::new(ReplicaConfig::default()).summary())?;
+            if let Some(o) = v.as_object_mut() {
+                o.values_mut().for_each(|x| *x = serde_json::Value::Null);
+            }
+            v
+        }
+    };
+    if let (Some(view), Some(o)) = (view, out.as_object_mut()) {
+        if let serde_json::Value::Object(m) = metrics_json(view) {
+            o.extend(m);
+        }
+    }
+    if let (Some(session), Some(o)) = (session, out.as_object_mut()) {
+        o.extend(node_json(session));
+    }
+    Ok(serde_json::to_string_pretty(&out)?)
+}
+
+/// kube-apiserver's other etcd clusters and storage flags, for `snapshot --json`:
+/// * `other_clusters`: `[{resources, up, since, error, endpoint, version, cluster_id,
+///   revision, db_size_bytes, keys, puts, deletes, bytes}]`, `[]` without overrides
+///   (`since`: RFC 3339, when it last went up or down; `puts`, `deletes`, `bytes`:
+///   watched since the session started);
+/// * `apiserver_flags`: `{file, flags: {"--flag": "value"}}` as written in the manifest,
+///   or `null` when no manifest told them.
+pub fn node_json(session: &Session) -> serde_json::Map<String, serde_json::Value> {
+    let mut o = serde_json::Map::new();
+    let rows: Vec<_> = session
+        .other_clusters
+        .all()
+        .iter()
+        .map(|c| {
+            json!({
+                "resources": c.resources,
+                "up": c.up,
+                "since": c.since.map(|t| humantime::format_rfc3339_seconds(t).to_string()),
+                "error": c.error,
+                "endpoint": c.endpoint,
+                "version": c.version,
+                "cluster_id": c.cluster_id,
+                "revision": c.revision,
+                "db_size_bytes": c.db_size,
+                "keys": c.keys,
+                "puts": c.puts,
+                "deletes": c.deletes,
+                "bytes": c.bytes,
+            })
+        })
+        .collect();
+    o.insert("other_clusters".into(), json!(rows));
+    let flags = session.apiserver_flags.as_ref().map(|f| {
+        let flags: serde_json::Map<String, serde_json::Value> =
+            f.flags.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        json!({ "file": f.file, "flags": flags })
+    });
+    o.insert("apiserver_flags".into(), json!(flags));
+    o
+}
+
+fn key_rows(replica: &Replica) -> Vec<KeyRow> {
+    let prefix = replica.prefix().to_vec();
+    replica
+        .range_meta_at(&prefix, replica.revision())
+        .map(|it| {
+            it.map(|(k, v)| KeyRow {
+                key: escape_bytes(k).into_owned(),
+                resource: crate::model::KeyPath::parse(&prefix, k)
+                    .resource
+                    .into_owned(),
+                create_revision: v.create_revision,
+                mod_revision: v.mod_revision,
+                version: v.version,
+                lease: v.lease,
+                bytes: v.size.unwrap_or(0),
+            })
+            .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A quantile for JSON: seconds as a number, `{"at_least": 60}` when the rank is in the
+/// `+Inf` bucket, `null` without observations.
+fn quantile_json(q: Quantile) -> serde_json::Value {
+    match q {
+        Quantile::Value(v) => json!(v),
+        Quantile::AtLeast(b) => json!({ "at_least": b }),
+        Quantile::NoData => serde_json::Value::Null,
+    }
+}
+
+/// A reading for JSON: the value, or `null` with the reason beside it.
+fn reading_json<T: Serialize>(r: &Reading<T>) -> (serde_json::Value, Option<&'static str>) {
+    match r {
+        Reading::Value(v) => (json!(v), None),
+        Reading::NotExposed => (serde_json::Value::Null, Some("not_exposed")),
+        Reading::Unavailable => (serde_json::Value::Null, Some("unavailable")),
+        Reading::Pending => (serde_json::Value::Null, Some("pending")),
+    }
+}
+
+/// The apiserver side of `snapshot --json`:
+/// * `latency`: `[{metric, operation, group, resource, count, p50, p90, p99, rate,
+///   error_rate}]`, worst p99 first; `operation` is the storage operation or the verb;
+///   times in seconds (see [`quantile_json`]); from a single scrape the quantiles are over
+///   everything since the apiserver started.
+/// * `watch_cache`: `[{group, resource, capacity, history_span_seconds}]`.
+/// * `objects`: `[{group, resource, apiserver, replica, flag}]`; `apiserver` is null with
+///   `apiserver_state` "unavailable" for the −1 sentinel or "not_exposed".
+/// * `etcd`: `{db_size_bytes, db_in_use_bytes, quota_bytes, compact_revision, revision,
+///   …}` from etcd's `/metrics`, or null without them.
+/// * `compaction_window`, `apf`, `not_exposed`, and `scrape` (per target status).
+pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
+    let latency: Vec<_> = view
+        .latency
+        .iter()
+        .map(|r| {
+            json!({
+                "metric": r.metric,
+                "operation": r.operation,
+                "group": r.group,
+                "resource": r.resource,
+                "count": r.count,
+                "p50": quantile_json(r.p50),
+                "p90": quantile_json(r.p90),
+                "p99": quantile_json(r.p99),
+                "rate": r.rate,
+                "error_rate": r.error_rate,
+            })
+        })
+        .collect();
+    let watch_cache: Vec<_> = view
+        .watch_cache
+        .iter()
+        .map(|r| {
+            json!({
+                "group": r.group,
+                "resource": r.resource,
+                "capacity": reading_json(&r.capacity).0,
+                "history_span_seconds": r.history_span_seconds,
+            })
+        })
+        .collect();
+    let objects: Vec<_> = view
+        .objects
+        .iter()
+        .map(|r| {
+            let (v, state) = reading_json(&r.apiserver);
+            let mut o = json!({
+                "group": r.group,
+                "resource": r.resource,
+                "apiserver": v,
+                "replica": r.replica,
+            });
+            if let Some(state) = state {
+                o["apiserver_state"] = json!(state);
+            }
+            if let Some(f) = &r.flag {
+                o["flag"] = json!(f);
+            }
+            o
+        })
+        .collect();
+    let etcd = view
+        .etcd_health
+        .as_ref()
+        .filter(|h| h.db_size_bytes.is_some() || h.revision.is_some())
+        .map(|h| {
+            json!({
+                "db_size_bytes": h.db_size_bytes,
+                "db_in_use_bytes": h.db_in_use_bytes,
+                "quota_bytes": h.quota_bytes,
+                "quota_used_percent": h.quota_used_percent,
+                "not_in_use_percent": h.not_in_use_percent,
+                "reclaimable_bytes": h.reclaimable_bytes,
+                "compact_revision": h.compact_revision,
+                "revision": h.revision,
+                "has_leader": h.has_leader,
+            })
+        });
+    // The apiserver's own view of the database size (apiserver_storage_size_bytes and its
+    // older names), next to etcd's.
+    let apiserver_db = view
+        .etcd_health
+        .as_ref()
+        .map_or(serde_json::Value::Null, |h| {
+            reading_json(&h.apiserver_db_size_bytes).0
+        });
+    json!({
+        "latency": latency,
+        "watch_cache": watch_cache,
+        "objects": objects,
+        "apiserver_storage_size_bytes": apiserver_db,
+        "etcd": etcd,
+        "compaction_window": view.window,
+        "apf": view.apf,
+        "not_exposed": view.not_exposed,
+        "scrape": { "apiserver": view.apiserver, "etcd": view.etcd },
+    })
+}
