@@ -167,9 +167,18 @@ pub struct Rendered {
     pub decoded: Option<Decoded>,
 }
 
-/// `(provider, key, offset of the ciphertext)` for an encryption-at-rest prefix.
-fn encryption_prefix(value: &[u8]) -> Option<(&'static str, &[u8], usize)> {
+/// The encryption-at-rest prefix of a stored value: `(provider, key name, offset of the
+/// ciphertext)`, with provider `aescbc`, `aesgcm`, `secretbox`, `kms` or `kmsv2` (see
+/// [`Format::Encrypted`]). `None` unless the value starts with a complete prefix: `k8s:enc:`,
+/// a known provider and version, then a non-empty name ending in `:`. Detection only; the
+/// keys that decrypt are in [`crate::decrypt`]. Format detection and Secret redaction both
+/// ask this.
+pub fn encryption_prefix(value: &[u8]) -> Option<(&'static str, &[u8], usize)> {
     let rest = value.strip_prefix(ENCRYPTED_PREFIX)?;
+    // What follows `k8s:enc:` for each provider that writes ciphertext. From k8s.io/apiserver
+    // `pkg/server/options/encryptionconfig/config.go` (`aesCBCTransformerPrefixV1`,
+    // `aesGCMTransformerPrefixV1`, `secretboxTransformerPrefixV1`, `kmsTransformerPrefixV1`,
+    // `kmsTransformerPrefixV2`). No one is a prefix of another, so at most one matches.
     const KINDS: [(&[u8], &str); 5] = [
         (b"aescbc:v1:", "aescbc"),
         (b"aesgcm:v1:", "aesgcm"),
@@ -187,7 +196,9 @@ fn encryption_prefix(value: &[u8]) -> Option<(&'static str, &[u8], usize)> {
     Some((provider, &after[..end], body))
 }
 
-fn is_json_start(value: &[u8]) -> bool {
+/// True when the first byte that is not JSON whitespace (space, tab, LF, CR) is `{`: how a
+/// JSON-stored object starts. Format detection and Secret redaction both ask this.
+pub fn is_json_start(value: &[u8]) -> bool {
     value
         .iter()
         .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))

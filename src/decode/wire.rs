@@ -71,6 +71,10 @@ pub struct Field<'a> {
     pub offset: usize,
     /// Absolute byte offset of the payload (after the tag, and after the length for `Len`).
     pub value_offset: usize,
+    /// Absolute byte offset one past the field's last byte, so `value_offset..end` is the
+    /// payload's span in the stored value (for a varint, its bytes as written, which a
+    /// non-canonical encoding makes longer than the value needs).
+    pub end: usize,
 }
 
 impl<'a> Field<'a> {
@@ -298,6 +302,7 @@ impl<'a> Reader<'a> {
             });
         }
         let number = number as u32;
+        let after_tag = self.offset();
         let wt = (tag & 7) as u8;
         let err = |kind| DecodeError {
             offset,
@@ -326,17 +331,17 @@ impl<'a> Reader<'a> {
             3 | 4 => return Err(err(ErrorKind::Group(wt))),
             _ => return Err(err(ErrorKind::InvalidWireType(wt))),
         };
+        let end = self.offset();
         let value_offset = match value {
-            WireValue::Len(b) => self.offset() - b.len(),
-            WireValue::Varint(_) => offset + 1,
-            WireValue::Fixed64(_) => self.offset() - 8,
-            WireValue::Fixed32(_) => self.offset() - 4,
+            WireValue::Len(b) => end - b.len(),
+            _ => after_tag,
         };
         Ok(Field {
             number,
             value,
             offset,
             value_offset,
+            end,
         })
     }
 }
@@ -381,6 +386,23 @@ mod tests {
         );
         let offs: Vec<_> = fields(&b).into_iter().flatten().map(|f| f.offset).collect();
         assert_eq!(offs, vec![10, 13, 17, 22]);
+        let spans: Vec<_> = fields(&b)
+            .into_iter()
+            .flatten()
+            .map(|f| (f.value_offset, f.end))
+            .collect();
+        assert_eq!(spans, vec![(11, 13), (15, 17), (18, 22), (23, 31)]);
+    }
+
+    #[test]
+    fn spans_follow_long_tags_and_non_canonical_varints() {
+        // 16: varint 0 written in two bytes (0x80 0x00), then 17: len "x".
+        let b = [0x80, 0x01, 0x80, 0x00, 0x8a, 0x01, 0x01, b'x'];
+        let f: Vec<_> = fields(&b).into_iter().flatten().collect();
+        assert_eq!(f[0].value, WireValue::Varint(0));
+        assert_eq!((f[0].offset, f[0].value_offset, f[0].end), (10, 12, 14));
+        assert_eq!(f[1].value, WireValue::Len(b"x"));
+        assert_eq!((f[1].offset, f[1].value_offset, f[1].end), (14, 17, 18));
     }
 
     #[test]

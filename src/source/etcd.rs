@@ -5,6 +5,10 @@
 //! forwarded revision + 1; relists when the watch is cancelled because its start revision
 //! was compacted.
 //!
+//! This file is the reconnect loop (connect, fail over, detect a restored etcd, list); one
+//! watch session is `etcd/session.rs`, run by the loop both etcd watchers share
+//! ([`super::watch`]).
+//!
 //! etcd facts this relies on (etcd v3.4+ watch API):
 //! - A watch whose start revision is compacted is cancelled with `compact_revision` set;
 //!   etcd 3.4 sends it as an ordinary response (`canceled`, empty reason), and the stream
@@ -15,20 +19,18 @@
 //! - Range responses over the gRPC decoding limit fail with "message length too large";
 //!   the page limit is halved (never an identical retry).
 
-use std::time::{Duration, Instant, SystemTime};
+mod session;
 
-use etcd_client::{Client, EventType, GetOptions, WatchOptions};
+use std::time::{Duration, SystemTime};
+
+use etcd_client::{Client, GetOptions};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::connect::{
-    classify, error_chain, prefix_end, short_detail, top_level_prefixes, EtcdOptions,
-};
+use super::connect::{classify, error_chain, prefix_end, top_level_prefixes, EtcdOptions};
 use super::sync::Emitter;
 pub use super::sync::{convert_kv, take_kv, ListError, SyncOptions};
-use crate::model::{
-    CompactionSource, ConnState, EventKind, Observation, Revision, Stamped, WatchEvent,
-};
+use crate::model::{CompactionSource, ConnState, Observation, Revision, Stamped};
 
 pub use crate::model::kubernetes::COMPACT_REV_KEY;
 
@@ -476,211 +478,6 @@ impl EtcdSource {
         // A failed count says nothing: the list that follows reports the error.
         if let Ok(KeysUnder::None(msg)) = keys_under(client, &self.sync.prefix).await {
             out.send(Observation::Note(msg)).await;
-        }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    async fn watch(
-        &self,
-        client: &mut Client,
-        read_from: &str,
-        start: Revision,
-        out: &Emitter,
-        forwarded: &mut Option<Revision>,
-        progress_safe: bool,
-        kept: &mut Kept,
-    ) -> WatchEnd {
-        let key = self.sync.range_key();
-        let opts = WatchOptions::new()
-            .with_range(prefix_end(&key))
-            .with_start_revision(start)
-            // No `prev_kv`: the replica already holds every key's previous version, and
-            // etcd answers `prev_kv` with one range read per event on the watch's send
-            // path (etcd 3.4/3.5 `v3rpc/watch.go` `sendLoop`), which made a watch on a
-            // busy prefix seconds late while `etcdctl watch` (no `--prev-kv`) kept up
-            // (`LIVE_LOAD=txn cargo bench --bench live`).
-            .with_progress_notify();
-        // The watch on a connection of its own that requires a leader (see
-        // `EtcdOptions::connect_require_leader`); on the main one if that cannot be made.
-        let leader_client = self
-            .etcd
-            .connect_require_leader(read_from, self.sync.request_timeout)
-            .await
-            .ok();
-        let mut wc = leader_client
-            .as_ref()
-            .unwrap_or(client)
-            .watch_client()
-            .max_decoding_message_size(self.sync.watch_max_decode_bytes);
-        let mut stream = match tokio::time::timeout(
-            self.sync.request_timeout,
-            wc.watch(key.clone(), Some(opts)),
-        )
-        .await
-        {
-            Ok(Ok(s)) => s,
-            Ok(Err(e)) => return WatchEnd::Lost(short_detail(&e)),
-            Err(_) => return WatchEnd::Silent(SystemTime::now()),
-        };
-        if kept.watch_marker {
-            let key_opts = WatchOptions::new().with_start_revision(start);
-            if let Err(e) = stream.watch(COMPACT_REV_KEY, Some(key_opts)).await {
-                return WatchEnd::Lost(short_detail(&e));
-            }
-        }
-        let mut created = 0usize;
-        let mut last_progress: Revision = 0;
-        let mut confirmed = false;
-        let mut prefix_id: Option<i64> = None;
-        let mut marker_id: Option<i64> = None;
-        let mut last_msg = Instant::now();
-        let mut last_msg_wall = SystemTime::now();
-        let mut last_status = Instant::now();
-        let endpoint = self.etcd.endpoint_label();
-        let mut ticker = tokio::time::interval(self.sync.progress_interval);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        ticker.tick().await;
-        loop {
-            tokio::select! {
-                msg = stream.message() => {
-                    let resp = match msg {
-                        Ok(Some(r)) => r,
-                        Ok(None) => return WatchEnd::Lost("watch stream closed by etcd".into()),
-                        Err(e) => return WatchEnd::Lost(short_detail(&e)),
-                    };
-                    last_msg = Instant::now();
-                    last_msg_wall = SystemTime::now();
-                    let id = resp.watch_id();
-                    // Watches are created in the order requested: prefix, then marker.
-                    let creation = resp.created().then(|| {
-                        created += 1;
-                        created - 1
-                    });
-                    match creation {
-                        Some(0) => prefix_id = Some(id),
-                        Some(_) => marker_id = Some(id),
-                        None => {}
-                    }
-                    if resp.canceled() {
-                        if resp.compact_revision() > 0 {
-                            return WatchEnd::Compacted(resp.compact_revision());
-                        }
-                        let reason = resp.cancel_reason();
-                        // The marker refused: etcd 3.5.1 answers a watch the user may not
-                        // read with a created-and-cancelled response, "permission denied",
-                        // carrying the requested watch id (0, the same as the prefix's
-                        // automatic one), so it is told by order; 3.4.23 lets the watch be.
-                        // After that refusal 3.5.1 sent no more events of the prefix's watch
-                        // on the stream, only progress (tests/read_only.rs), so the stream
-                        // is opened again, resuming, without the marker; compactions are
-                        // still seen from watch cancellations, list errors and etcd's metrics.
-                        if creation.is_some_and(|n| n > 0)
-                            && reason.to_lowercase().contains("permission denied")
-                        {
-                            kept.watch_marker = false;
-                            out.send(marker_refused())
-                            .await;
-                            return WatchEnd::Lost(format!(
-                                "etcd refused the watch on {} (permission denied); watching again without it",
-                                String::from_utf8_lossy(COMPACT_REV_KEY)
-                            ));
-                        }
-                        return WatchEnd::Lost(if reason.is_empty() {
-                            "watch cancelled by etcd".into()
-                        } else {
-                            format!("watch cancelled by etcd: {reason}")
-                        });
-                    }
-                    let header_rev = resp.header().map_or(0, |h| h.revision());
-                    if Some(id) == marker_id && marker_id != prefix_id {
-                        for ev in resp.events() {
-                            if ev.event_type() == EventType::Put {
-                                if let Some(c) = ev.kv().and_then(|kv| parse_rev(kv.value())) {
-                                    if !out.send(Observation::Compacted { revision: c, source: CompactionSource::CompactRevKey }).await {
-                                        return WatchEnd::Closed;
-                                    }
-                                }
-                            }
-                        }
-                        continue;
-                    }
-                    if resp.events().is_empty() {
-                        if resp.created() {
-                            continue;
-                        }
-                        // Progress notification (own request or etcd's periodic one). One
-                        // that tells nothing new is not forwarded; one below what was
-                        // forwarded is, for the store to count. Where progress may run ahead
-                        // of events, the first repeat of a head is forwarded too: a head
-                        // announced twice with no event between is one the prefix has no
-                        // pending event below (`Replica::synced_revision`).
-                        let repeat = header_rev == last_progress;
-                        if Some(header_rev) == *forwarded || (repeat && (progress_safe || confirmed)) {
-                            continue;
-                        }
-                        confirmed = repeat;
-                        last_progress = header_rev;
-                        // Only where etcd orders progress after pending events is it "every
-                        // event up to here was sent", to apply and resume from
-                        // (etcd-io/etcd#15220, fixed in 3.4.25 and 3.5.8); elsewhere it is
-                        // only "etcd's head is at least here".
-                        let obs = if progress_safe {
-                            if header_rev > forwarded.unwrap_or(0) {
-                                *forwarded = Some(header_rev);
-                            }
-                            Observation::Progress { revision: header_rev }
-                        } else {
-                            Observation::HeadAtLeast { revision: header_rev }
-                        };
-                        if !out.send(obs).await {
-                            return WatchEnd::Closed;
-                        }
-                        continue;
-                    }
-                    let events: Vec<WatchEvent> = resp.events().iter().filter_map(|ev| {
-                        let kv = ev.kv()?;
-                        Some(WatchEvent {
-                            kind: match ev.event_type() {
-                                EventType::Put => EventKind::Put,
-                                EventType::Delete => EventKind::Delete,
-                            },
-                            kv: convert_kv(kv),
-                            prev_kv: ev.prev_kv().map(convert_kv),
-                        })
-                    }).collect();
-                    if let Some(last) = events.last() {
-                        *forwarded = Some(forwarded.unwrap_or(0).max(last.kv.mod_revision));
-                        // A head must be announced twice again, after these, to count.
-                        last_progress = 0;
-                        confirmed = false;
-                    }
-                    if let Some(put) = events.iter().rev().find(|e| e.kind == EventKind::Put) {
-                        kept.anchor = Some((put.kv.key.to_vec(), put.kv.mod_revision));
-                    }
-                    if !out.send(Observation::Events { revision: header_rev, events }).await {
-                        return WatchEnd::Closed;
-                    }
-                }
-                _ = ticker.tick() => {
-                    if last_msg.elapsed() > self.sync.liveness_window {
-                        return WatchEnd::Silent(last_msg_wall);
-                    }
-                    if out.tx.is_closed() {
-                        return WatchEnd::Closed;
-                    }
-                    // Bounded: the request channel may be full if etcd stopped reading.
-                    let _ = tokio::time::timeout(Duration::from_secs(1), stream.request_progress()).await;
-                    if last_status.elapsed() >= self.sync.status_interval {
-                        last_status = Instant::now();
-                        if let Ok(Ok(s)) = tokio::time::timeout(Duration::from_secs(1), client.status()).await {
-                            let s = super::connect::etcd_status(&endpoint, &s);
-                            if !out.send(Observation::EtcdStatus(s)).await {
-                                return WatchEnd::Closed;
-                            }
-                        }
-                    }
-                }
-            }
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod other_cluster;
 pub mod process;
 pub mod scrape;
 pub mod sync;
+mod watch;
 
 pub use connect::{ConnectError, Connected, EtcdOptions};
 pub use etcd::{EtcdSource, SyncOptions};

@@ -9,17 +9,20 @@
 //! A lost connection is reported ([`OtherClusterWhat::Down`]) and retried with backoff. A
 //! watch start that etcd has compacted away (after a long disconnection) starts again at
 //! the head: the counts miss what happened while down, the next count corrects the keys.
+//! The watch runs the loop the main cluster's watch runs too ([`super::watch`]).
 //!
 //! Read-only: Status, a count-only range and a watch, as `etcdctl endpoint status`,
 //! `etcdctl get --prefix --count-only` and `etcdctl watch --prefix` make them.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
-use etcd_client::{EventType, GetOptions, WatchOptions};
+use etcd_client::{EventType, GetOptions, WatchResponse, WatchStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::connect::{short_detail, EtcdOptions};
+use super::watch::{open_prefix_watch, watch_loop, OpenError, StreamEnd, WatchHandler};
 use crate::model::{prefix_end, Observation, OtherClusterObs, OtherClusterWhat, Revision, Stamped};
 
 /// One other cluster to watch.
@@ -146,75 +149,104 @@ impl OtherClusterSource {
         if !self.send(tx, up).await {
             return String::new();
         }
-        let key = self.range_key();
-        let opts = WatchOptions::new()
-            .with_range(prefix_end(&key))
-            .with_start_revision(revision + 1)
-            .with_progress_notify();
-        let mut wc = client.watch_client();
-        let mut stream =
-            match tokio::time::timeout(self.request_timeout, wc.watch(key, Some(opts))).await {
-                Ok(Ok(s)) => s,
-                Ok(Err(e)) => return format!("{endpoint}: watch: {}", short_detail(&e)),
-                Err(_) => return format!("{endpoint}: watch: timed out"),
-            };
+        let stream = open_prefix_watch(
+            &client,
+            self.range_key(),
+            revision + 1,
+            self.request_timeout,
+            None,
+        )
+        .await;
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(OpenError::Refused(e)) => return format!("{endpoint}: watch: {e}"),
+            Err(OpenError::TimedOut) => return format!("{endpoint}: watch: timed out"),
+        };
         *backoff = Duration::from_secs(1);
-        let mut ticker = tokio::time::interval(self.status_interval.max(Duration::from_secs(1)));
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        ticker.tick().await;
-        loop {
-            tokio::select! {
-                msg = stream.message() => {
-                    let resp = match msg {
-                        Ok(Some(r)) => r,
-                        Ok(None) => return format!("{endpoint}: watch stream closed by etcd"),
-                        Err(e) => return format!("{endpoint}: watch: {}", short_detail(&e)),
-                    };
-                    if resp.canceled() {
-                        // Compacted (or refused): start again at the head.
-                        let why = if resp.compact_revision() > 0 {
-                            format!("watch start compacted (at {})", resp.compact_revision())
-                        } else {
-                            format!("watch canceled: {}", resp.cancel_reason())
-                        };
-                        return format!("{endpoint}: {why}");
-                    }
-                    let events = resp.events();
-                    if events.is_empty() {
-                        continue;
-                    }
-                    let (mut puts, mut creates, mut deletes, mut bytes) = (0u64, 0u64, 0u64, 0u64);
-                    for ev in events {
-                        match ev.event_type() {
-                            EventType::Put => {
-                                puts += 1;
-                                if let Some(kv) = ev.kv() {
-                                    if kv.create_revision() == kv.mod_revision() {
-                                        creates += 1;
-                                    }
-                                    bytes += (kv.key().len() + kv.value().len()) as u64;
-                                }
-                            }
-                            EventType::Delete => deletes += 1,
+        let mut counting = Counting {
+            source: self,
+            tx,
+            client: &mut client,
+            endpoint: &endpoint,
+        };
+        let every = self.status_interval.max(Duration::from_secs(1));
+        watch_loop(&mut stream, every, &mut counting).await
+    }
+}
+
+/// One connection's watch: each response's events counted into a
+/// [`OtherClusterWhat::Writes`], a fresh [`OtherClusterWhat::Up`] on every tick. Ends with
+/// why the connection is given up (empty when the receiver is gone).
+struct Counting<'a> {
+    source: &'a OtherClusterSource,
+    tx: &'a mpsc::Sender<Stamped>,
+    client: &'a mut etcd_client::Client,
+    endpoint: &'a str,
+}
+
+impl WatchHandler for Counting<'_> {
+    type End = String;
+
+    async fn response(&mut self, resp: WatchResponse) -> ControlFlow<String> {
+        let endpoint = self.endpoint;
+        if resp.canceled() {
+            // Compacted (or refused): start again at the head.
+            let why = if resp.compact_revision() > 0 {
+                format!("watch start compacted (at {})", resp.compact_revision())
+            } else {
+                format!("watch canceled: {}", resp.cancel_reason())
+            };
+            return ControlFlow::Break(format!("{endpoint}: {why}"));
+        }
+        let events = resp.events();
+        if events.is_empty() {
+            return ControlFlow::Continue(());
+        }
+        let (mut puts, mut creates, mut deletes, mut bytes) = (0u64, 0u64, 0u64, 0u64);
+        for ev in events {
+            match ev.event_type() {
+                EventType::Put => {
+                    puts += 1;
+                    if let Some(kv) = ev.kv() {
+                        if kv.create_revision() == kv.mod_revision() {
+                            creates += 1;
                         }
-                    }
-                    let revision = resp.header().map_or(0, |h| h.revision());
-                    let what = OtherClusterWhat::Writes { revision, puts, creates, deletes, bytes };
-                    if !self.send(tx, what).await {
-                        return String::new();
+                        bytes += (kv.key().len() + kv.value().len()) as u64;
                     }
                 }
-                _ = ticker.tick() => {
-                    match self.up(&mut client, &endpoint).await {
-                        Ok((_, up)) => {
-                            if !self.send(tx, up).await {
-                                return String::new();
-                            }
-                        }
-                        Err(e) => return format!("{endpoint}: {e}"),
-                    }
-                }
+                EventType::Delete => deletes += 1,
             }
+        }
+        let revision = resp.header().map_or(0, |h| h.revision());
+        let what = OtherClusterWhat::Writes {
+            revision,
+            puts,
+            creates,
+            deletes,
+            bytes,
+        };
+        if !self.source.send(self.tx, what).await {
+            return ControlFlow::Break(String::new());
+        }
+        ControlFlow::Continue(())
+    }
+
+    async fn tick(&mut self, _stream: &mut WatchStream) -> ControlFlow<String> {
+        match self.source.up(self.client, self.endpoint).await {
+            Ok((_, up)) => {
+                if !self.source.send(self.tx, up).await {
+                    return ControlFlow::Break(String::new());
+                }
+                ControlFlow::Continue(())
+            }
+            Err(e) => ControlFlow::Break(format!("{}: {e}", self.endpoint)),
+        }
+    }
+
+    fn lost(&mut self, end: StreamEnd) -> String {
+        match end {
+            StreamEnd::ClosedByEtcd => format!("{}: {}", self.endpoint, StreamEnd::CLOSED),
+            StreamEnd::Failed(e) => format!("{}: watch: {e}", self.endpoint),
         }
     }
 }

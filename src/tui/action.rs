@@ -4,323 +4,351 @@
 //! one-line description (shown by the help screen and, shortened, in the hint bar). Keys never
 //! reach handlers directly: the keymap turns a key into an [`Action`] and
 //! [`crate::tui::App::perform`] applies it.
+//!
+//! Each action is written once, in the table given to `actions!` below: its doc, variant,
+//! keymap name, hint-bar label and help line. The macro makes the enum, [`Action::ALL`],
+//! [`Action::name`], [`Action::hint`], [`Action::description`] and [`Action::from_name`] from
+//! it, so they cannot disagree.
 
 use std::fmt;
 
-/// One user action. The declaration order is the order help lists them in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Action {
+/// Builds [`Action`] and its tables from one row per action, in help order:
+/// `/// doc` then `Variant { name: "keymap_name", hint: "hint label", help: "help line" },`.
+macro_rules! actions {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident { name: $name:literal, hint: $hint:literal, help: $help:literal $(,)? },
+    )*) => {
+        /// One user action. The declaration order is the order help lists them in.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Action {
+            $( $(#[$doc])* $variant, )*
+        }
+
+        impl Action {
+            /// Every action, in help order.
+            pub const ALL: &'static [Action] = &[$(Action::$variant),*];
+
+            /// The name used in keymap files, e.g. `toggle_pause`.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $name,)*
+                }
+            }
+
+            /// One-line description for the help screen.
+            pub fn description(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $help,)*
+                }
+            }
+
+            /// A short label for the hint bar (one or two words).
+            pub fn hint(self) -> &'static str {
+                match self {
+                    $(Action::$variant => $hint,)*
+                }
+            }
+
+            /// Looks an action up by its keymap name.
+            pub fn from_name(name: &str) -> Option<Action> {
+                match name {
+                    $($name => Some(Action::$variant),)*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+actions! {
     /// Leave regscope (the terminal is restored).
-    Quit,
+    Quit {
+        name: "quit",
+        hint: "quit",
+        help: "quit regscope",
+    },
     /// Open or close the help screen.
-    ToggleHelp,
+    ToggleHelp {
+        name: "toggle_help",
+        hint: "help",
+        help: "open or close this help",
+    },
     /// Switch to the next panel (Growth → Events → Keys → Apiserver).
-    NextPanel,
+    NextPanel {
+        name: "next_panel",
+        hint: "panel",
+        help: "next panel",
+    },
     /// Switch to the previous panel.
-    PrevPanel,
+    PrevPanel {
+        name: "prev_panel",
+        hint: "prev panel",
+        help: "previous panel",
+    },
     /// Show the revision growth panel.
-    ShowGrowth,
+    ShowGrowth {
+        name: "show_growth",
+        hint: "growth",
+        help: "revision growth panel",
+    },
     /// Show the live event stream.
-    ShowEvents,
+    ShowEvents {
+        name: "show_events",
+        hint: "events",
+        help: "event stream panel",
+    },
     /// Show the key browser.
-    ShowKeys,
+    ShowKeys {
+        name: "show_keys",
+        hint: "keys",
+        help: "key browser panel",
+    },
     /// Show the apiserver panel (latency, watch cache, compaction window, etcd health, APF).
-    ShowApiserver,
+    ShowApiserver {
+        name: "show_apiserver",
+        hint: "apiserver",
+        help: "apiserver panel: latency, watch cache, window, etcd, APF",
+    },
     /// Clear the screen and draw everything again.
-    Redraw,
+    Redraw {
+        name: "redraw",
+        hint: "redraw",
+        help: "clear and redraw the screen",
+    },
     /// Move the selection (or scroll) up one row.
-    Up,
+    Up {
+        name: "up",
+        hint: "up",
+        help: "move up",
+    },
     /// Move the selection (or scroll) down one row.
-    Down,
+    Down {
+        name: "down",
+        hint: "down",
+        help: "move down",
+    },
     /// Move up one page.
-    PageUp,
+    PageUp {
+        name: "page_up",
+        hint: "pg up",
+        help: "page up",
+    },
     /// Move down one page.
-    PageDown,
+    PageDown {
+        name: "page_down",
+        hint: "pg down",
+        help: "page down",
+    },
     /// Jump to the first row.
-    Top,
+    Top {
+        name: "top",
+        hint: "top",
+        help: "first row",
+    },
     /// Jump to the last row.
-    Bottom,
+    Bottom {
+        name: "bottom",
+        hint: "bottom",
+        help: "last row",
+    },
     /// Focus the pane on the left (keys: the resource list).
-    FocusLeft,
+    FocusLeft {
+        name: "focus_left",
+        hint: "resources",
+        help: "focus the resource list",
+    },
     /// Focus the pane on the right (keys: the key list).
-    FocusRight,
+    FocusRight {
+        name: "focus_right",
+        hint: "keys",
+        help: "focus the key list",
+    },
     /// Focus the next section of the apiserver panel.
-    NextSection,
+    NextSection {
+        name: "next_section",
+        hint: "section",
+        help: "focus the next section",
+    },
     /// Focus the previous section of the apiserver panel.
-    PrevSection,
+    PrevSection {
+        name: "prev_section",
+        hint: "prev section",
+        help: "focus the previous section",
+    },
     /// Show the focused section of the apiserver panel full screen, or all sections again.
-    ZoomSection,
+    ZoomSection {
+        name: "zoom_section",
+        hint: "zoom",
+        help: "zoom the focused section to the whole panel (again: all)",
+    },
     /// Open the selected item (a resource's keys, a key's value, an event's key).
-    Open,
+    Open {
+        name: "open",
+        hint: "open",
+        help: "open the selection",
+    },
     /// Close the current view and go back.
-    Back,
+    Back {
+        name: "back",
+        hint: "back",
+        help: "close and go back",
+    },
     /// Start typing a filter for the current list.
-    Filter,
+    Filter {
+        name: "filter",
+        hint: "filter",
+        help: "filter the list by text",
+    },
     /// Remove the current list's filter.
-    ClearFilter,
+    ClearFilter {
+        name: "clear_filter",
+        hint: "clear filter",
+        help: "clear the filter",
+    },
     /// Freeze the whole view at the cursor (live: observations queue and are still
     /// recorded; replay: stop playing) or resume.
-    TogglePause,
+    TogglePause {
+        name: "toggle_pause",
+        hint: "pause",
+        help: "pause / resume: freeze every panel (live: the stream queues and is still recorded; replay: play)",
+    },
     /// Keep the newest event selected, or stop following.
-    ToggleFollow,
+    ToggleFollow {
+        name: "toggle_follow",
+        hint: "follow",
+        help: "follow the newest event / stop following",
+    },
     /// Start recording the session to a file (named in the header), or stop.
-    ToggleRecording,
+    ToggleRecording {
+        name: "toggle_recording",
+        hint: "record",
+        help: "start recording the session to a file / stop (shown in the header)",
+    },
     /// Replay: play faster.
-    SpeedUp,
+    SpeedUp {
+        name: "speed_up",
+        hint: "faster",
+        help: "replay: play faster (1× 2× 5× 10× 100× 1000× max)",
+    },
     /// Replay: play slower.
-    SlowDown,
+    SlowDown {
+        name: "slow_down",
+        hint: "slower",
+        help: "replay: play slower",
+    },
     /// Replay: pause and apply one more observation.
-    StepEvent,
+    StepEvent {
+        name: "step_event",
+        hint: "step",
+        help: "replay: pause and apply exactly one more observation",
+    },
     /// Replay: seek 10 seconds back.
-    SeekBack,
+    SeekBack {
+        name: "seek_back",
+        hint: "-10s",
+        help: "replay: seek 10 s back (from the nearest checkpoint)",
+    },
     /// Replay: seek 10 seconds forward.
-    SeekForward,
+    SeekForward {
+        name: "seek_forward",
+        hint: "+10s",
+        help: "replay: seek 10 s forward",
+    },
     /// Replay: jump to the next marker.
-    NextMarker,
+    NextMarker {
+        name: "next_marker",
+        hint: "next mark",
+        help: "replay: jump to the next marker (compaction, relist, 410, connection, failed scrape, p99 or lag threshold, damage)",
+    },
     /// Replay: jump to the previous marker.
-    PrevMarker,
+    PrevMarker {
+        name: "prev_marker",
+        hint: "prev mark",
+        help: "replay: jump to the previous marker",
+    },
     /// Replay: type where to seek (a time, an offset or a revision).
-    SeekPrompt,
+    SeekPrompt {
+        name: "seek_prompt",
+        hint: "seek",
+        help: "replay: seek to a time (14:32:10, -5m) or a revision (r1234)",
+    },
     /// Save the screen as SVG and plain text (into `--screenshot-dir`).
-    Screenshot,
+    Screenshot {
+        name: "screenshot",
+        hint: "screenshot",
+        help: "save the screen as SVG and text (--screenshot-dir)",
+    },
     /// Show the previous (older) version of the open key.
-    OlderVersion,
+    OlderVersion {
+        name: "older_version",
+        hint: "older",
+        help: "show the older version",
+    },
     /// Show the next (newer) version of the open key.
-    NewerVersion,
+    NewerVersion {
+        name: "newer_version",
+        hint: "newer",
+        help: "show the newer version",
+    },
     /// Show the open key's value as YAML or as JSON.
-    ToggleJson,
+    ToggleJson {
+        name: "toggle_json",
+        hint: "yaml/json",
+        help: "show the value as YAML / as JSON",
+    },
     /// Show the diff of the shown version against the previous (or the marked) one.
-    ToggleDiff,
+    ToggleDiff {
+        name: "toggle_diff",
+        hint: "diff",
+        help: "diff against the previous or the marked version",
+    },
     /// Mark the shown version as the other side of the diff (again: unmark).
-    MarkVersion,
+    MarkVersion {
+        name: "mark_version",
+        hint: "mark",
+        help: "mark the shown version as the diff base (again: unmark)",
+    },
     /// Open or close the encryption-at-rest summary per resource.
-    ToggleEncryption,
-    /// Apply the filter being typed.
-    Submit,
+    ToggleEncryption {
+        name: "toggle_encryption",
+        hint: "encryption",
+        help: "encryption at rest per resource (identity, provider:key)",
+    },
     /// Open the command palette: every action, and go to a resource, key, revision or
     /// (replay) time, by fuzzy match.
-    Palette,
+    Palette {
+        name: "palette",
+        hint: "commands",
+        help: "command palette: every action; go to a resource, a key, a revision or (replay) a time",
+    },
+    /// Apply the filter being typed.
+    Submit {
+        name: "submit",
+        hint: "apply",
+        help: "apply the filter",
+    },
     /// Abandon the filter being typed.
-    Cancel,
+    Cancel {
+        name: "cancel",
+        hint: "cancel",
+        help: "cancel typing",
+    },
     /// Delete the last character of the filter being typed.
-    DeleteChar,
+    DeleteChar {
+        name: "delete_char",
+        hint: "delete",
+        help: "delete a character",
+    },
     /// Clear the filter being typed.
-    ClearInput,
+    ClearInput {
+        name: "clear_input",
+        hint: "clear",
+        help: "clear the typed text",
+    },
 }
 
 impl Action {
-    /// Every action, in help order.
-    pub const ALL: &'static [Action] = &[
-        Action::Quit,
-        Action::ToggleHelp,
-        Action::NextPanel,
-        Action::PrevPanel,
-        Action::ShowGrowth,
-        Action::ShowEvents,
-        Action::ShowKeys,
-        Action::ShowApiserver,
-        Action::Redraw,
-        Action::Up,
-        Action::Down,
-        Action::PageUp,
-        Action::PageDown,
-        Action::Top,
-        Action::Bottom,
-        Action::FocusLeft,
-        Action::FocusRight,
-        Action::NextSection,
-        Action::PrevSection,
-        Action::ZoomSection,
-        Action::Open,
-        Action::Back,
-        Action::Filter,
-        Action::ClearFilter,
-        Action::TogglePause,
-        Action::ToggleFollow,
-        Action::ToggleRecording,
-        Action::SpeedUp,
-        Action::SlowDown,
-        Action::StepEvent,
-        Action::SeekBack,
-        Action::SeekForward,
-        Action::NextMarker,
-        Action::PrevMarker,
-        Action::SeekPrompt,
-        Action::Screenshot,
-        Action::OlderVersion,
-        Action::NewerVersion,
-        Action::ToggleJson,
-        Action::ToggleDiff,
-        Action::MarkVersion,
-        Action::ToggleEncryption,
-        Action::Palette,
-        Action::Submit,
-        Action::Cancel,
-        Action::DeleteChar,
-        Action::ClearInput,
-    ];
-
-    /// The name used in keymap files, e.g. `toggle_pause`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Action::Quit => "quit",
-            Action::ToggleHelp => "toggle_help",
-            Action::NextPanel => "next_panel",
-            Action::PrevPanel => "prev_panel",
-            Action::ShowGrowth => "show_growth",
-            Action::ShowEvents => "show_events",
-            Action::ShowKeys => "show_keys",
-            Action::ShowApiserver => "show_apiserver",
-            Action::Redraw => "redraw",
-            Action::Up => "up",
-            Action::Down => "down",
-            Action::PageUp => "page_up",
-            Action::PageDown => "page_down",
-            Action::Top => "top",
-            Action::Bottom => "bottom",
-            Action::FocusLeft => "focus_left",
-            Action::FocusRight => "focus_right",
-            Action::NextSection => "next_section",
-            Action::PrevSection => "prev_section",
-            Action::ZoomSection => "zoom_section",
-            Action::Open => "open",
-            Action::Back => "back",
-            Action::Filter => "filter",
-            Action::ClearFilter => "clear_filter",
-            Action::TogglePause => "toggle_pause",
-            Action::ToggleFollow => "toggle_follow",
-            Action::ToggleRecording => "toggle_recording",
-            Action::SpeedUp => "speed_up",
-            Action::SlowDown => "slow_down",
-            Action::StepEvent => "step_event",
-            Action::SeekBack => "seek_back",
-            Action::SeekForward => "seek_forward",
-            Action::NextMarker => "next_marker",
-            Action::PrevMarker => "prev_marker",
-            Action::SeekPrompt => "seek_prompt",
-            Action::Screenshot => "screenshot",
-            Action::OlderVersion => "older_version",
-            Action::NewerVersion => "newer_version",
-            Action::ToggleJson => "toggle_json",
-            Action::ToggleDiff => "toggle_diff",
-            Action::MarkVersion => "mark_version",
-            Action::ToggleEncryption => "toggle_encryption",
-            Action::Palette => "palette",
-            Action::Submit => "submit",
-            Action::Cancel => "cancel",
-            Action::DeleteChar => "delete_char",
-            Action::ClearInput => "clear_input",
-        }
-    }
-
-    /// One-line description for the help screen.
-    pub fn description(self) -> &'static str {
-        match self {
-            Action::Quit => "quit regscope",
-            Action::ToggleHelp => "open or close this help",
-            Action::NextPanel => "next panel",
-            Action::PrevPanel => "previous panel",
-            Action::ShowGrowth => "revision growth panel",
-            Action::ShowEvents => "event stream panel",
-            Action::ShowKeys => "key browser panel",
-            Action::ShowApiserver => "apiserver panel: latency, watch cache, window, etcd, APF",
-            Action::Redraw => "clear and redraw the screen",
-            Action::Up => "move up",
-            Action::Down => "move down",
-            Action::PageUp => "page up",
-            Action::PageDown => "page down",
-            Action::Top => "first row",
-            Action::Bottom => "last row",
-            Action::FocusLeft => "focus the resource list",
-            Action::FocusRight => "focus the key list",
-            Action::NextSection => "focus the next section",
-            Action::PrevSection => "focus the previous section",
-            Action::ZoomSection => "zoom the focused section to the whole panel (again: all)",
-            Action::Open => "open the selection",
-            Action::Back => "close and go back",
-            Action::Filter => "filter the list by text",
-            Action::ClearFilter => "clear the filter",
-            Action::TogglePause => "pause / resume: freeze every panel (live: the stream queues and is still recorded; replay: play)",
-            Action::ToggleFollow => "follow the newest event / stop following",
-            Action::ToggleRecording => "start recording the session to a file / stop (shown in the header)",
-            Action::SpeedUp => "replay: play faster (1× 2× 5× 10× 100× 1000× max)",
-            Action::SlowDown => "replay: play slower",
-            Action::StepEvent => "replay: pause and apply exactly one more observation",
-            Action::SeekBack => "replay: seek 10 s back (from the nearest checkpoint)",
-            Action::SeekForward => "replay: seek 10 s forward",
-            Action::NextMarker => "replay: jump to the next marker (compaction, relist, 410, connection, failed scrape, p99 or lag threshold, damage)",
-            Action::PrevMarker => "replay: jump to the previous marker",
-            Action::SeekPrompt => "replay: seek to a time (14:32:10, -5m) or a revision (r1234)",
-            Action::Screenshot => "save the screen as SVG and text (--screenshot-dir)",
-            Action::OlderVersion => "show the older version",
-            Action::NewerVersion => "show the newer version",
-            Action::ToggleJson => "show the value as YAML / as JSON",
-            Action::ToggleDiff => "diff against the previous or the marked version",
-            Action::MarkVersion => "mark the shown version as the diff base (again: unmark)",
-            Action::ToggleEncryption => "encryption at rest per resource (identity, provider:key)",
-            Action::Palette => {
-                "command palette: every action; go to a resource, a key, a revision or (replay) a time"
-            }
-            Action::Submit => "apply the filter",
-            Action::Cancel => "cancel typing",
-            Action::DeleteChar => "delete a character",
-            Action::ClearInput => "clear the typed text",
-        }
-    }
-
-    /// A short label for the hint bar (one or two words).
-    pub fn hint(self) -> &'static str {
-        match self {
-            Action::Quit => "quit",
-            Action::ToggleHelp => "help",
-            Action::NextPanel => "panel",
-            Action::PrevPanel => "prev panel",
-            Action::ShowGrowth => "growth",
-            Action::ShowEvents => "events",
-            Action::ShowKeys => "keys",
-            Action::ShowApiserver => "apiserver",
-            Action::Redraw => "redraw",
-            Action::Up => "up",
-            Action::Down => "down",
-            Action::PageUp => "pg up",
-            Action::PageDown => "pg down",
-            Action::Top => "top",
-            Action::Bottom => "bottom",
-            Action::FocusLeft => "resources",
-            Action::FocusRight => "keys",
-            Action::NextSection => "section",
-            Action::PrevSection => "prev section",
-            Action::ZoomSection => "zoom",
-            Action::Open => "open",
-            Action::Back => "back",
-            Action::Filter => "filter",
-            Action::ClearFilter => "clear filter",
-            Action::TogglePause => "pause",
-            Action::ToggleFollow => "follow",
-            Action::ToggleRecording => "record",
-            Action::SpeedUp => "faster",
-            Action::SlowDown => "slower",
-            Action::StepEvent => "step",
-            Action::SeekBack => "-10s",
-            Action::SeekForward => "+10s",
-            Action::NextMarker => "next mark",
-            Action::PrevMarker => "prev mark",
-            Action::SeekPrompt => "seek",
-            Action::Screenshot => "screenshot",
-            Action::OlderVersion => "older",
-            Action::NewerVersion => "newer",
-            Action::ToggleJson => "yaml/json",
-            Action::ToggleDiff => "diff",
-            Action::MarkVersion => "mark",
-            Action::ToggleEncryption => "encryption",
-            Action::Palette => "commands",
-            Action::Submit => "apply",
-            Action::Cancel => "cancel",
-            Action::DeleteChar => "delete",
-            Action::ClearInput => "clear",
-        }
-    }
-
     /// Whether the action works only in a replay (the timeline's keys).
     pub fn replay_only(self) -> bool {
         matches!(
@@ -334,11 +362,6 @@ impl Action {
                 | Action::PrevMarker
                 | Action::SeekPrompt
         )
-    }
-
-    /// Looks an action up by its keymap name.
-    pub fn from_name(name: &str) -> Option<Action> {
-        Action::ALL.iter().copied().find(|a| a.name() == name)
     }
 }
 
