@@ -14,12 +14,18 @@
 //! live key is never dropped.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+mod answers;
+mod append;
 pub(in crate::store) mod checkpoint;
+mod clock;
+mod compaction;
+mod event;
+mod gaps;
 mod image;
 pub(crate) mod keyspace;
 pub(crate) mod keystore;
@@ -31,6 +37,7 @@ pub mod stats;
 mod tests;
 pub mod writers;
 
+use self::clock::{unix_second, ClockCache};
 use super::etcd_cluster::{worth_noting, WatchHealth};
 use super::notes::Notes;
 pub use read::{
@@ -39,15 +46,14 @@ pub use read::{
     VersionView,
 };
 
-use self::keyspace::Slot;
-use self::keystore::{KeyEntry, KeyStore, Queued, Version, NO_MARK, VERSION_OVERHEAD};
+use self::keystore::{KeyStore, Queued, Version, NO_MARK};
 use self::list_progress::ListProgress;
-use self::packing::{Codebook, Val};
+use self::packing::Val;
 use self::stats::{Growth, ResourceStats};
-use self::writers::{Found, FoundWriter, WriterNames, Writers};
+use self::writers::{Found, Writers};
 use crate::model::{
     escape_bytes, CompactionSeen, CompactionSource, EventKind, Gap, KeyPath, KeyValue, Observation,
-    Revision, Stamped, WatchEvent,
+    Revision, Stamped,
 };
 
 /// Default history budget: 256 MiB of superseded values and tombstones.
@@ -643,123 +649,6 @@ impl Replica {
         self.enforce_budget();
     }
 
-    fn apply_event(
-        &mut self,
-        ev: &WatchEvent,
-        at: SystemTime,
-        second: u64,
-        found: Option<(FoundWriter, &WriterNames)>,
-        watch: &mut WatchHealth,
-        notes: &mut Notes,
-    ) {
-        let kv = &ev.kv;
-        // A DELETE row shows what was deleted: etcd's prev_kv when the watch asked for it,
-        // else the replica's own last copy (regscope's watch does not ask for prev_kv).
-        let deleted = match ev.kind {
-            EventKind::Put => None,
-            EventKind::Delete => {
-                let last = ev
-                    .prev_kv
-                    .as_ref()
-                    .map(|p| p.value.clone())
-                    .or_else(|| self.get(&kv.key).and_then(|v| v.value));
-                if last.is_none() && self.get_meta(&kv.key).is_none() {
-                    watch.unknown_deletes += 1;
-                    let n = watch.unknown_deletes;
-                    if worth_noting(n) {
-                        notes.push(at, format!(
-                            "etcd deleted {} at revision {}, a key the replica did not hold; {n} so far",
-                            escape_bytes(&kv.key), kv.mod_revision
-                        ));
-                    }
-                }
-                last
-            }
-        };
-        let version = match ev.kind {
-            EventKind::Put => Version {
-                create_revision: kv.create_revision,
-                mod_revision: kv.mod_revision,
-                version: kv.version,
-                lease: kv.lease,
-                value: Val::raw(kv.value.clone()),
-            },
-            EventKind::Delete => Version::tombstone(kv.mod_revision),
-        };
-        let (resource, slot, gen, prev_live) = self.push_version_full(&kv.key, version);
-        let delete = ev.kind == EventKind::Delete;
-        self.resources[resource as usize].count(second, delete);
-        let mut managed_unchanged = false;
-        if self.cfg.count_writers {
-            if delete {
-                // kube-apiserver records no deleter.
-                if let Some((_, e)) = self.store.keys.at_mut(slot, gen) {
-                    e.mark = NO_MARK;
-                }
-                self.writers.count_unnamed(resource, 0, second, true);
-            } else {
-                let (mark, parsed) = match found {
-                    Some((f, _)) => (f.mark(), None),
-                    None => {
-                        let (lw, mark) = crate::decode::last_write_marked(&kv.value);
-                        (mark, Some(lw))
-                    }
-                };
-                // A write that left every managedFields entry as it was is nobody's that
-                // managedFields names (see `store::writers`). The key's entry holds the
-                // previous version's mark (read from its value when not known).
-                let kept = self
-                    .store
-                    .keys
-                    .at_mut(slot, gen)
-                    .map(|(_, e)| std::mem::replace(&mut e.mark, mark));
-                if prev_live && mark != 0 {
-                    let before = match kept {
-                        Some(m) if m != NO_MARK => Some(m),
-                        _ => self.previous_mark(slot, gen),
-                    };
-                    managed_unchanged = before == Some(mark);
-                }
-                match (managed_unchanged, found, parsed) {
-                    (true, _, _) => {
-                        self.writers
-                            .count_unnamed(resource, kv.value.len(), second, false)
-                    }
-                    (false, Some((f, names)), _) => self
-                        .writers
-                        .count_found(resource, &kv.value, f, names, second),
-                    (false, None, Some(lw)) => self
-                        .writers
-                        .count_parsed(resource, &kv.value, &lw, second, false),
-                    (false, None, None) => self.writers.count(resource, &kv.value, second, false),
-                }
-            }
-        }
-        self.log_event(EventRecord {
-            at,
-            revision: kv.mod_revision,
-            kind: ev.kind,
-            key: kv.key.clone(),
-            value: deleted.unwrap_or_else(|| kv.value.clone()),
-            resource,
-            unseen: None,
-            managed_unchanged,
-            note: None,
-        });
-    }
-
-    /// The managedFields mark of the version before the newest of the key at `slot`
-    /// (generation `gen`), read from its value.
-    fn previous_mark(&self, slot: Slot, gen: u32) -> Option<u64> {
-        let (_, g, e) = self.store.keys.at(slot)?;
-        if g != gen {
-            return None;
-        }
-        let prev = e.older.as_ref()?.back()?;
-        let v = self.view(e.resource, prev).value?;
-        Some(crate::decode::last_write_marked(&v).1)
-    }
-
     /// Appends a row to the event log, dropping the oldest past its cap.
     fn log_event(&mut self, row: EventRecord) {
         if self.events.len() >= self.cfg.event_log_cap {
@@ -769,254 +658,6 @@ impl Replica {
             }
         }
         self.events.push_back(row);
-    }
-
-    /// The rows and counts of what changed in the gap `before + 1 ..= revision`, from the
-    /// relist just applied: every key whose newest version is newer than `before` came from
-    /// the list (created when its create_revision is too, else changed), and `gone` are the
-    /// live keys the list did not return. Rows in revision order (deletes, whose revision
-    /// is unknown, at the relist's), at most the event log's cap of them (the newest); the
-    /// counts cover all.
-    fn unseen_rows(
-        &self,
-        before: Revision,
-        revision: Revision,
-        gone: &[Box<[u8]>],
-        at: SystemTime,
-    ) -> (Vec<EventRecord>, GapChanges) {
-        let gap = |change| Unseen {
-            from: before + 1,
-            to: revision,
-            change,
-        };
-        let mut rows: Vec<EventRecord> = Vec::new();
-        let mut changes = GapChanges {
-            from: before + 1,
-            to: revision,
-            by_resource: Vec::new(),
-        };
-        let mut count = |resource: u32, c: UnseenChange| match changes
-            .by_resource
-            .iter_mut()
-            .find(|(r, _)| *r == resource)
-        {
-            Some((_, n)) => n.add(c),
-            None => {
-                let mut n = UnseenCounts::default();
-                n.add(c);
-                changes.by_resource.push((resource, n));
-            }
-        };
-        for (_, key, e) in self.store.keys.iter_unordered() {
-            let Some(v) = e.live().filter(|v| v.mod_revision > before) else {
-                continue;
-            };
-            let change = if v.create_revision > before {
-                UnseenChange::Created
-            } else {
-                UnseenChange::Changed
-            };
-            count(e.resource, change);
-            rows.push(EventRecord {
-                at,
-                revision: v.mod_revision,
-                kind: EventKind::Put,
-                key: Bytes::copy_from_slice(key),
-                value: v
-                    .value
-                    .raw_bytes()
-                    .cloned()
-                    .unwrap_or_else(|| self.view(e.resource, v).value.unwrap_or_default()),
-                resource: e.resource,
-                unseen: Some(gap(change)),
-                managed_unchanged: false,
-                note: None,
-            });
-        }
-        for key in gone {
-            let Some(e) = self.store.keys.get(key) else {
-                continue;
-            };
-            count(e.resource, UnseenChange::Deleted);
-            rows.push(EventRecord {
-                at,
-                revision,
-                kind: EventKind::Delete,
-                key: Bytes::copy_from_slice(key),
-                value: self.view(e.resource, &e.newest).value.unwrap_or_default(),
-                resource: e.resource,
-                unseen: Some(gap(UnseenChange::Deleted)),
-                managed_unchanged: false,
-                note: None,
-            });
-        }
-        rows.sort_by(|a, b| (a.revision, &a.key).cmp(&(b.revision, &b.key)));
-        let keep = self.cfg.event_log_cap;
-        if rows.len() > keep {
-            rows.drain(..rows.len() - keep);
-        }
-        (rows, changes)
-    }
-
-    /// Appends a version to a key (creating the entry), keeping live counts and history
-    /// accounting right, and offers its value for packing. Returns the key's resource id,
-    /// slot and slot generation.
-    fn push_version(&mut self, key: &[u8], v: Version) -> (u32, Slot, u32) {
-        let (resource, slot, gen, _) = self.push_version_full(key, v);
-        (resource, slot, gen)
-    }
-
-    /// As [`Replica::push_version`], also saying whether the key was live before.
-    fn push_version_full(&mut self, key: &[u8], v: Version) -> (u32, Slot, u32, bool) {
-        let key_len = key.len();
-        let new_live = (!v.value.is_tombstone()).then(|| v.value.len() as u64);
-        let rev = v.mod_revision;
-        let is_tombstone = v.value.is_tombstone();
-        // By length only: the sweep reads the value (and passes over ciphertext) when it
-        // packs. Reading it here was a cache miss per event on a replay's session thread,
-        // where the value was decoded on another core.
-        let packable = v
-            .value
-            .raw_bytes()
-            .is_some_and(|b| Codebook::long_enough(b.len()));
-        let (resource, slot, gen, old_live, superseded_cost) =
-            match self.store.keys.get_full_mut(key) {
-                Some((slot, gen, e)) => {
-                    let old_live = e.live().map(|o| o.value.len() as u64);
-                    let prev = std::mem::replace(&mut e.newest, v);
-                    let cost = prev.cost(key_len);
-                    e.older.get_or_insert_with(Default::default).push_back(prev);
-                    (e.resource, slot, gen, old_live, Some(cost))
-                }
-                None => {
-                    let resource = self.resource_id(key);
-                    let (slot, gen) = self.store.keys.insert(
-                        key,
-                        KeyEntry {
-                            newest: v,
-                            older: None,
-                            resource,
-                            seen_gen: 0,
-                            mark: NO_MARK,
-                        },
-                    );
-                    (resource, slot, gen, None, None)
-                }
-            };
-        if let Some(cost) = superseded_cost {
-            // The previous newest becomes history now.
-            self.history_bytes += cost;
-            self.history_versions += 1;
-        }
-        if is_tombstone {
-            // A tombstone is history from the moment it is written.
-            self.history_bytes += VERSION_OVERHEAD + key_len;
-            self.history_versions += 1;
-        }
-        if superseded_cost.is_some() || is_tombstone {
-            self.store.history_queue.push_back(Queued {
-                revision: rev,
-                slot,
-                gen,
-            });
-        }
-        let stats = &mut self.resources[resource as usize];
-        if let Some(b) = old_live {
-            stats.keys -= 1;
-            stats.bytes -= b;
-            self.live_keys -= 1;
-            self.live_bytes -= b;
-        }
-        if let Some(b) = new_live {
-            stats.keys += 1;
-            stats.bytes += b;
-            self.live_keys += 1;
-            self.live_bytes += b;
-        }
-        if packable {
-            self.store.mark_dirty(slot);
-        }
-        (resource, slot, gen, old_live.is_some())
-    }
-
-    fn set_compacted(&mut self, rev: Revision, source: CompactionSource, at: SystemTime) {
-        if rev <= 0 {
-            return;
-        }
-        if self.compactions.back().is_none_or(|c| c.revision != rev) {
-            if self.compactions.len() == 64 {
-                self.compactions.pop_front();
-            }
-            self.compactions.push_back(CompactionSeen {
-                revision: rev,
-                at,
-                source,
-            });
-        }
-        if self.compacted.is_some_and(|c| c >= rev) {
-            return;
-        }
-        self.compacted = Some(rev);
-        // Revision→time entries stay: live keys untouched since before the compaction still
-        // have their mod_revision's time.
-        self.drop_history_through(rev);
-    }
-
-    /// Drops history that became history at or before `rev`, oldest first.
-    fn drop_history_through(&mut self, rev: Revision) {
-        while let Some(q) = self.store.history_queue.front() {
-            if q.revision > rev {
-                break;
-            }
-            let q = self.store.history_queue.pop_front().expect("front exists");
-            self.drop_key_history(q);
-        }
-    }
-
-    /// Drops the versions of `q`'s key superseded at or before `q.revision`, and the key
-    /// itself when all that is left is a tombstone from then.
-    fn drop_key_history(&mut self, q: Queued) {
-        let through = q.revision;
-        let store = &mut self.store;
-        let Some((key, e)) = store.keys.at_mut(q.slot, q.gen) else {
-            return;
-        };
-        let key_len = key.len();
-        if let Some(older) = e.older.as_mut() {
-            while let Some(first) = older.front() {
-                let next_rev = older
-                    .get(1)
-                    .map_or(e.newest.mod_revision, |v| v.mod_revision);
-                if next_rev > through {
-                    break;
-                }
-                self.history_bytes -= first.cost(key_len);
-                self.history_versions -= 1;
-                let v = older.pop_front().expect("front exists");
-                store.packed.sub(&v.value);
-                self.discards.keep(v.value.into_data());
-            }
-            if older.is_empty() {
-                e.older = None;
-            }
-        }
-        if e.older.is_none() && e.newest.value.is_tombstone() && e.newest.mod_revision <= through {
-            self.history_bytes -= VERSION_OVERHEAD + key_len;
-            self.history_versions -= 1;
-            if let Some(e) = store.keys.remove_at(q.slot, q.gen) {
-                store.packed.sub_entry(&e);
-            }
-        }
-    }
-
-    fn enforce_budget(&mut self) {
-        while self.history_bytes > self.cfg.history_budget {
-            let Some(q) = self.store.history_queue.pop_front() else {
-                break;
-            };
-            self.history_floor = self.history_floor.max(q.revision);
-            self.drop_key_history(q);
-        }
     }
 
     /// Replaces every value held for keys starting with `key_prefix` (every version and
@@ -1076,53 +717,5 @@ impl Replica {
     /// The bytes let go of since the last call, while deferring.
     pub fn take_discards(&mut self) -> Vec<Bytes> {
         self.discards.take()
-    }
-}
-
-fn unix_second(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-/// The newest observation's Unix second and the end of the newest `rev_times` entry's
-/// 100 ms window, kept between observations: a replay applies a million events a second,
-/// most of them one per observation, and `SystemTime` subtraction is not free.
-#[derive(Clone, Copy, Debug)]
-struct ClockCache {
-    at: SystemTime,
-    second: u64,
-    /// A `rev_times` entry's time, and that time plus 100 ms.
-    window: (SystemTime, SystemTime),
-}
-
-impl Default for ClockCache {
-    fn default() -> Self {
-        ClockCache {
-            at: UNIX_EPOCH,
-            second: 0,
-            window: (
-                UNIX_EPOCH,
-                UNIX_EPOCH + std::time::Duration::from_millis(100),
-            ),
-        }
-    }
-}
-
-impl ClockCache {
-    /// [`unix_second`] of `at`.
-    fn second(&mut self, at: SystemTime) -> u64 {
-        if at != self.at {
-            self.at = at;
-            self.second = unix_second(at);
-        }
-        self.second
-    }
-
-    /// `t` plus 100 ms (`t` itself past the end of time).
-    fn window_end(&mut self, t: SystemTime) -> SystemTime {
-        if t != self.window.0 {
-            let end = t.checked_add(std::time::Duration::from_millis(100));
-            self.window = (t, end.unwrap_or(t));
-        }
-        self.window.1
     }
 }

@@ -35,7 +35,9 @@ fn member_changes_name_who_stopped_answering_and_where_the_leader_went() {
 }
 use std::time::Duration;
 
-use crate::model::{ConnState, EtcdStatus, MemberStatus};
+use std::time::UNIX_EPOCH;
+
+use crate::model::{ConnState, EtcdStatus, MemberStatus, WatchEvent};
 use crate::store::notes::Notes;
 use crate::store::{member_changes, EtcdCluster, Session};
 

@@ -1,0 +1,91 @@
+//! Appending a version to a key: the key's entry (created when new), the live key and byte
+//! counts per resource, the history accounting against the budget, and the offer of the
+//! value to the packing worker.
+
+use super::keyspace::Slot;
+use super::keystore::{KeyEntry, Queued, Version, NO_MARK, VERSION_OVERHEAD};
+use super::packing::Codebook;
+use super::Replica;
+
+impl Replica {
+    /// Appends a version to a key (creating the entry), keeping live counts and history
+    /// accounting right, and offers its value for packing. Returns the key's resource id,
+    /// slot and slot generation.
+    pub(super) fn push_version(&mut self, key: &[u8], v: Version) -> (u32, Slot, u32) {
+        let (resource, slot, gen, _) = self.push_version_full(key, v);
+        (resource, slot, gen)
+    }
+
+    /// As [`Replica::push_version`], also saying whether the key was live before.
+    pub(super) fn push_version_full(&mut self, key: &[u8], v: Version) -> (u32, Slot, u32, bool) {
+        let key_len = key.len();
+        let new_live = (!v.value.is_tombstone()).then(|| v.value.len() as u64);
+        let rev = v.mod_revision;
+        let is_tombstone = v.value.is_tombstone();
+        // By length only: the sweep reads the value (and passes over ciphertext) when it
+        // packs. Reading it here was a cache miss per event on a replay's session thread,
+        // where the value was decoded on another core.
+        let packable = v
+            .value
+            .raw_bytes()
+            .is_some_and(|b| Codebook::long_enough(b.len()));
+        let (resource, slot, gen, old_live, superseded_cost) =
+            match self.store.keys.get_full_mut(key) {
+                Some((slot, gen, e)) => {
+                    let old_live = e.live().map(|o| o.value.len() as u64);
+                    let prev = std::mem::replace(&mut e.newest, v);
+                    let cost = prev.cost(key_len);
+                    e.older.get_or_insert_with(Default::default).push_back(prev);
+                    (e.resource, slot, gen, old_live, Some(cost))
+                }
+                None => {
+                    let resource = self.resource_id(key);
+                    let (slot, gen) = self.store.keys.insert(
+                        key,
+                        KeyEntry {
+                            newest: v,
+                            older: None,
+                            resource,
+                            seen_gen: 0,
+                            mark: NO_MARK,
+                        },
+                    );
+                    (resource, slot, gen, None, None)
+                }
+            };
+        if let Some(cost) = superseded_cost {
+            // The previous newest becomes history now.
+            self.history_bytes += cost;
+            self.history_versions += 1;
+        }
+        if is_tombstone {
+            // A tombstone is history from the moment it is written.
+            self.history_bytes += VERSION_OVERHEAD + key_len;
+            self.history_versions += 1;
+        }
+        if superseded_cost.is_some() || is_tombstone {
+            self.store.history_queue.push_back(Queued {
+                revision: rev,
+                slot,
+                gen,
+            });
+        }
+        let stats = &mut self.resources[resource as usize];
+        if let Some(b) = old_live {
+            stats.keys -= 1;
+            stats.bytes -= b;
+            self.live_keys -= 1;
+            self.live_bytes -= b;
+        }
+        if let Some(b) = new_live {
+            stats.keys += 1;
+            stats.bytes += b;
+            self.live_keys += 1;
+            self.live_bytes += b;
+        }
+        if packable {
+            self.store.mark_dirty(slot);
+        }
+        (resource, slot, gen, old_live.is_some())
+    }
+}
