@@ -3,7 +3,8 @@
 //! Protobuf values are `k8s\x00` followed by a `runtime.Unknown` whose `typeMeta` names the
 //! apiVersion and kind and whose `raw` is the object's protobuf, with `contentEncoding` and
 //! `contentType` present and empty — exactly what k8s.io/apimachinery's protobuf serializer
-//! writes (checked byte for byte against v1.30.3 serializer output in `tests/demo_etcd.rs`).
+//! writes (checked byte for byte against v1.30.3 serializer output in
+//! `tests/offline/demo_objects.rs`).
 //! Custom resources are JSON with a trailing newline, as the apiserver stores them.
 //!
 //! The builders make objects the way the named components would (labels, ownerReferences,
