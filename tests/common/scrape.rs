@@ -17,9 +17,6 @@ pub async fn bounded<F: std::future::Future<Output = ()>>(secs: u64, f: F) {
         .expect("test timed out");
 }
 
-// ---------------------------------------------------------------------------------------
-// A tiny HTTP/1.1 server: each connection reads one request and gets the handler's reply.
-
 pub fn body_of(o: &ScrapeOutcome) -> &[u8] {
     match o {
         ScrapeOutcome::Body { body, .. } => body,

@@ -1,12 +1,12 @@
 //! `regscope snapshot --json` against a live etcd: with the demo apiserver (both sides in
 //! one snapshot), and explicit kubeconfig problems next to a live etcd.
 
-use crate::common::require;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::common::require;
 use crate::common::snapshot_cli::{kubeconfig, num, run, s, stderr};
 
 /// A live snapshot: a real etcd written by the simulation, its storage latencies served by

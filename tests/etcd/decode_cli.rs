@@ -1,12 +1,12 @@
 //! `regscope decode` fed by a real etcd: `etcdctl get -w json` of objects written to etcd,
 //! piped into decode.
 
-use crate::common::require;
 use std::process::{Command, Stdio};
 
 use crate::common::decode_cli::{finish, json, BIN, WIDGET_KEY};
 use crate::common::fixtures;
 use crate::common::fixtures::WIDGET_W1;
+use crate::common::require;
 
 fn golden_pod() -> Vec<u8> {
     std::fs::read(fixtures::testdata().join("k8s-api/v1.30.3/core.v1.Pod.pb"))

@@ -2,8 +2,6 @@
 //! PATH): the private etcd's lifecycle, the simulated control plane's keyspace, and the
 //! storage encoding checked byte for byte against Kubernetes v1.30.3 serializer output.
 
-use crate::common;
-use crate::common::require;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -14,6 +12,8 @@ use k8s_pb::api::coordination::v1::Lease;
 use k8s_pb::api::core::v1::{ConfigMap, Event, Namespace, Node, Pod, Secret, Service};
 use regscope::demo::objects::{decode_envelope, decode_object, encode_object, StorageKind};
 use regscope::demo::{PrivateEtcd, SimConfig, Simulation, COMPACT_REV_KEY};
+
+use crate::common::require;
 
 /// Whether a process with this pid exists (zombies included).
 fn process_exists(pid: u32) -> bool {
@@ -144,10 +144,9 @@ async fn simulation_writes_like_kube_apiserver() {
         let sim = Simulation::start(&etcd, cfg)
             .await
             .expect("start simulation");
-        common::wait_until_async("more than 50 writes", Duration::from_secs(30), || async {
-            sim.stats().writes > 50
-        })
-        .await;
+        // A run of a few seconds is the point: what is checked below is what the simulation
+        // does over it (compaction rounds, lease renewals, pods through their lifecycle).
+        tokio::time::sleep(Duration::from_secs(5)).await;
         let running = sim.stats();
         assert!(running.writes > 50, "too few writes: {running:?}");
         let stats = sim.stop().await;

@@ -4,7 +4,6 @@
 //! with bookmarks, the two sources of 410 (watch-cache ring and etcd compaction), and the slow
 //! watcher that falls behind, is terminated and gets a 410 on resume.
 
-use crate::common::require;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,6 +14,8 @@ use regscope::demo::{
 };
 use regscope::metrics::exposition::{self, Exposition};
 use serde_json::Value;
+
+use crate::common::require;
 
 /// Every test has this long; each step inside is bounded too.
 const TEST_TIMEOUT: Duration = Duration::from_secs(35);

@@ -3,7 +3,6 @@
 //! checked against etcd as `verify` does; an empty prefix; surviving SIGKILL and a timeout;
 //! a memory limit the recorder cannot keep.
 
-use crate::common::require;
 use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -13,6 +12,7 @@ use regscope::record::{Player, Target};
 
 use crate::common;
 use crate::common::recording::{secret_value, snapshot_from, state, BIN};
+use crate::common::require;
 
 fn snapshot_live(endpoint: &str) -> serde_json::Value {
     let out = Command::new(BIN)

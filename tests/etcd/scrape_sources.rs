@@ -2,11 +2,11 @@
 //! after a failure, the metrics flags anywhere on the command line, and the demo apiserver
 //! scraped with its informers (bookmarks and a 410 relist).
 
-use crate::common::require;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::require;
 use crate::common::scrape::{body_of, bounded, init};
 use regscope::cli::args::{Cli, MetricsArgs};
 use regscope::model::{InformerWhat, Observation, ScrapeOutcome, ScrapeTarget};

@@ -6,7 +6,6 @@
 //! Facts asserted per capture come from `../shared/testdata/README.md`; everything else is
 //! computed here from the capture itself (plain line parsing), not hard-coded.
 
-use crate::common::require;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -14,6 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::common::fixtures;
+use crate::common::require;
 use crate::common::snapshot_cli::{num, run, s, stderr, BIN};
 
 /// One capture pair and what its README says.

@@ -4,7 +4,6 @@
 //! stdout must carry only the object (parsed here with serde_json / serde_norway); the header
 //! and every error go to stderr.
 
-use crate::common::require;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -32,6 +31,7 @@ const S4_WITH_DATA: &str = "6b3873000a0c0a02763112065365637265741224\
 12130a0870617373776f7264120768756e74657232\
 1a002200";
 use crate::common::fixtures;
+use crate::common::require;
 
 use crate::common::decode_cli::{finish, json, BIN, WIDGET_KEY};
 use fixtures::hex as unhex;

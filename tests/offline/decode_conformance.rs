@@ -7,7 +7,6 @@
 //! fields equal to the golden and its newer fields listed as unknown (never dropped), and
 //! every other kind decodes through the schema-less dump without error.
 
-use crate::common::require;
 use std::path::{Path, PathBuf};
 
 use regscope::decode::object::UNKNOWN_FIELDS_KEY;
@@ -15,6 +14,7 @@ use regscope::decode::{self, envelope::parse_envelope, DecodeOptions, SchemaUse}
 use serde_json::Value;
 
 use crate::common::fixtures;
+use crate::common::require;
 
 /// `../shared/testdata/k8s-api`.
 fn testdata() -> PathBuf {

@@ -10,7 +10,6 @@
 //! `REGSCOPE_FUZZ_SECS=600` is a 10-minute run). The seed is printed, and
 //! `REGSCOPE_FUZZ_SEED` replays one.
 
-use crate::common::require;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -21,6 +20,7 @@ use regscope::decrypt::Keyring;
 const MAX_INPUT: usize = 2 << 20;
 
 use crate::common::fixtures;
+use crate::common::require;
 
 use fixtures::{hex, MIXED_SECRET_S1, MIXED_SECRET_S2};
 

@@ -2,10 +2,10 @@
 //! output in `../shared/testdata` (fields Kubernetes dropped after v1.30 stripped at the wire
 //! level).
 
-use crate::common::require;
 use std::path::PathBuf;
 
 use crate::common::fixtures;
+use crate::common::require;
 use k8s_pb::api::apps::v1::Deployment;
 use k8s_pb::api::coordination::v1::Lease;
 use k8s_pb::api::core::v1::{ConfigMap, Event, Pod};

@@ -1,12 +1,12 @@
 //! Every real `/metrics` capture in `../shared/testdata` parses completely, and the facts its
 //! README states hold (families, samples, values, histogram invariants).
 
-use crate::common::require;
 use std::collections::BTreeMap;
 
 use regscope::metrics::exposition::{parse, Exposition, MetricType};
 
 use crate::common::fixtures;
+use crate::common::require;
 
 use fixtures::testdata;
 

@@ -5,7 +5,6 @@
 //! Kubernetes releases, `apiserver_storage_objects` at −1 or wrong, and etcd DB size
 //! against in use misread after a defrag.
 
-use crate::common::require;
 use std::time::{Duration, SystemTime};
 
 use regscope::derive::apiserver::{ApiserverView, Reading, Risk};
@@ -18,6 +17,7 @@ use regscope::model::{
 use regscope::store::{InformerLag, MetricStore, Replica, ReplicaConfig};
 
 use crate::common::fixtures;
+use crate::common::require;
 
 use fixtures::testdata;
 

@@ -4,7 +4,6 @@
 //! same cursor, every truncation and random damage of a recording, Secret redaction and
 //! the file mode.
 
-use crate::common::require;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,6 +13,7 @@ use crate::common::fixtures;
 use crate::common::recording::{
     at, contains, frame, secret_value, snapshot_from, whole, BIN, PLAINTEXT,
 };
+use crate::common::require;
 use regscope::demo::objects::encode_object;
 use regscope::model::{
     Bytes, EventKind, KeyValue, Observation, ScrapeOutcome, ScrapeTarget, SessionInfo, Stamped,

@@ -5,12 +5,12 @@
 //! loop against a scripted list/watch server (bookmarks, ERROR 410, HTTP 410, relists).
 //! Everything is bounded: no test waits more than a few seconds for anything.
 
-use crate::common::require;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::fixtures;
+use crate::common::require;
 use crate::common::scrape::{body_of, bounded, init};
 use regscope::cli::args::MetricsArgs;
 use regscope::model::{InformerWhat, Observation, ScrapeOutcome, ScrapeTarget, Stamped};
