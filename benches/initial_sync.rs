@@ -15,7 +15,7 @@
 //! Needs `etcd` and `etcdctl` on PATH. With `INITIAL_SYNC_DIR`, etcd's data dir is kept
 //! there (one per set) and reused by the next run instead of loading the keys again (a
 //! million keys take a minute or two to write). Each round times etcdctl, then the
-//! in-process sync (`cli::snapshot_replica`, the code `snapshot` and `verify` run), and
+//! in-process sync (`cli::snapshot::snapshot_replica`, the code `snapshot` and `verify` run), and
 //! prints the medians and their ratio (target: regscope ≤ 1.0× etcdctl). When a release
 //! build exists (`cargo build --release`), it also runs `regscope snapshot --json` once and
 //! prints its wall time and peak resident memory against the raw key + value bytes, and

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::require;
 use common::tmux::{tmux_cmd, Tmux};
 
 use std::process::Command;
@@ -11,17 +12,6 @@ use std::time::{Duration, Instant};
 use regscope::demo::PrivateEtcd;
 
 const BIN: &str = env!("CARGO_BIN_EXE_regscope");
-
-/// Fails the test when a tool it drives is not installed (scripts/setup.sh installs them):
-/// a missing tool is a failure, never a skip.
-fn require(cmds: &[&str]) {
-    for cmd in cmds {
-        assert!(
-            regscope::demo::etcd_server::find_on_path(cmd).is_some(),
-            "{cmd} is not installed: scripts/setup.sh installs it"
-        );
-    }
-}
 
 async fn seeded_etcd() -> PrivateEtcd {
     let e = PrivateEtcd::start().await.expect("etcd");
@@ -43,7 +33,7 @@ async fn seeded_etcd() -> PrivateEtcd {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn console_shows_live_etcd_and_quits_cleanly() {
-    require(&["tmux"]);
+    require!(ETCD, TMUX);
     let e = seeded_etcd().await;
     let mut c = e.client().await.unwrap();
     let cmd = format!("{BIN} --endpoints {}", e.endpoint());
@@ -74,20 +64,19 @@ async fn console_shows_live_etcd_and_quits_cleanly() {
     t.wait_for("help closed", Duration::from_secs(5), |s| {
         !s.to_lowercase().contains("help ·") || !s.contains("quit")
     });
+    // Key pacing, the point of this sleep: q must arrive in a read of its own.
     std::thread::sleep(Duration::from_millis(150));
     t.keys(&["q"]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !t.pane_dead() {
-        assert!(Instant::now() < deadline, "regscope did not quit on q");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait_until("regscope to quit on q", Duration::from_secs(10), || {
+        t.pane_dead()
+    });
 }
 
 /// Layout in a terminal of more than 65,535 cells, where it has broken before: the footer
 /// stays on the last row.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn br13_huge_terminal_layout() {
-    require(&["tmux"]);
+async fn layout_holds_in_a_terminal_of_more_than_65535_cells() {
+    require!(ETCD, TMUX);
     let e = seeded_etcd().await;
     for (cols, rows) in [(544u16, 125u16), (509, 143), (80, 24)] {
         let cmd = format!("{BIN} --endpoints {}", e.endpoint());
@@ -109,8 +98,8 @@ async fn br13_huge_terminal_layout() {
 /// A panic must not leave the terminal broken: a panic while drawing restores the terminal
 /// exactly once, prints the panic on the main screen after the restore, and exits non-zero.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn br12_panic_restores_terminal_once() {
-    require(&["script"]);
+async fn a_panic_restores_the_terminal_once() {
+    require!(ETCD, SCRIPT);
     let e = seeded_etcd().await;
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("out.bin");
@@ -157,6 +146,7 @@ async fn br12_panic_restores_terminal_once() {
 
 #[test]
 fn snapshot_and_verify_commands() {
+    require!(ETCD);
     let rt = tokio::runtime::Runtime::new().unwrap();
     let e = rt.block_on(seeded_etcd());
     let out = Command::new(BIN)
@@ -224,7 +214,7 @@ fn print_config_output_loads_back() {
 /// SIGTERM restores the terminal and exits with 128 + 15, as shells expect.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_exits_143() {
-    require(&["tmux"]);
+    require!(ETCD, TMUX);
     let e = seeded_etcd().await;
     let cmd = format!(
         "{BIN} --endpoints {} --prefix /registry-sigterm-test; echo \"rc=$?\"; sleep 30",
@@ -253,7 +243,7 @@ async fn sigterm_exits_143() {
 /// writer; quitting leaves the alternate screen.
 #[test]
 fn demo_key_view_decodes_yaml_and_diffs_revisions() {
-    require(&["tmux", "etcd"]);
+    require!(ETCD, TMUX, TESTDATA);
     let t = Tmux::start(140, 45, &format!("{BIN} demo"));
     // One send-keys per key: an Escape and the next key in one write read as Alt+key.
     let press = |keys: &[&str]| {
@@ -315,11 +305,9 @@ fn demo_key_view_decodes_yaml_and_diffs_revisions() {
     });
     assert!(screen.contains("spec.renewTime"), "{screen}");
     press(&["q"]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !t.pane_dead() {
-        assert!(Instant::now() < deadline, "regscope did not quit on q");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait_until("regscope to quit on q", Duration::from_secs(10), || {
+        t.pane_dead()
+    });
     let screen = t.capture();
     assert!(!screen.contains("panicked"), "{screen}");
     let out = tmux_cmd(&t.socket)
@@ -339,7 +327,7 @@ fn demo_key_view_decodes_yaml_and_diffs_revisions() {
 /// the terminal is restored and the private etcd is gone.
 #[test]
 fn demo_apiserver_screen_shows_latency_and_410() {
-    require(&["tmux", "etcd"]);
+    require!(ETCD, TMUX);
     let started = Instant::now();
     let t = Tmux::start(
         160,
@@ -436,25 +424,18 @@ fn demo_apiserver_screen_shows_latency_and_410() {
         );
     }
     // The demo removes its private etcd on exit.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while std::net::TcpStream::connect_timeout(&etcd_addr, Duration::from_millis(200)).is_ok() {
-        assert!(
-            Instant::now() < deadline,
-            "the demo's private etcd at {etcd_addr} still listens after quitting"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait_until(
+        &format!("the demo's private etcd at {etcd_addr} to stop listening after quitting"),
+        Duration::from_secs(10),
+        || std::net::TcpStream::connect_timeout(&etcd_addr, Duration::from_millis(200)).is_err(),
+    );
     let took = started.elapsed();
     assert!(took < Duration::from_secs(60), "took {took:?}");
 }
 
 /// Waits for the pane's command to exit.
 fn wait_dead(t: &Tmux, what: &str) {
-    let deadline = Instant::now() + Duration::from_secs(15);
-    while !t.pane_dead() {
-        assert!(Instant::now() < deadline, "{what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait_until(what, Duration::from_secs(15), || t.pane_dead());
 }
 
 /// `R` in the live console records to a file named in the header; `R` again closes it,
@@ -462,7 +443,7 @@ fn wait_dead(t: &Tmux, what: &str) {
 /// to a revision and quits cleanly.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn record_in_the_console_then_replay_it() {
-    require(&["tmux"]);
+    require!(ETCD, TMUX);
     let e = seeded_etcd().await;
     let mut c = e.client().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -573,8 +554,8 @@ fn thousands(n: i64) -> String {
 /// (in that theme's colours, text kept) and text, mode 0600, and says where.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn screenshot_in_the_config_files_theme() {
+    require!(ETCD, TMUX);
     use std::os::unix::fs::PermissionsExt;
-    require(&["tmux"]);
     let e = seeded_etcd().await;
     let dir = tempfile::tempdir().unwrap();
     let shots = dir.path().join("shots");
@@ -642,11 +623,9 @@ async fn screenshot_in_the_config_files_theme() {
             && lines.iter().all(|l| l.chars().count() <= 100)
     });
     t.keys(&["q"]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !t.pane_dead() {
-        assert!(Instant::now() < deadline, "regscope did not quit on q");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    common::wait_until("regscope to quit on q", Duration::from_secs(10), || {
+        t.pane_dead()
+    });
 }
 
 /// A JSON object under `key` whose newest managedFields entry is `manager` doing
@@ -668,7 +647,7 @@ fn written_by(key: &str, manager: &str, operation: &str, subresource: &str, i: u
 /// table and each resource's top writer), under the resource in Keys, and per event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writers_panel_names_the_managers_the_workload_uses() {
-    require(&["tmux"]);
+    require!(ETCD, TMUX);
     let e = seeded_etcd().await;
     let mut c = e.client().await.unwrap();
     let t = Tmux::start(200, 60, &format!("{BIN} --endpoints {}", e.endpoint()));
@@ -797,6 +776,7 @@ async fn writers_panel_names_the_managers_the_workload_uses() {
     });
     for k in [&["/"][..], &["-l", "beta-applier"], &["Enter"]] {
         t.keys(k);
+        // Key pacing, the point of this sleep: each send-keys is read as its own input.
         std::thread::sleep(Duration::from_millis(300));
     }
     let ev = t.wait_for("the filtered events", Duration::from_secs(5), |s| {
@@ -825,7 +805,7 @@ async fn writers_panel_names_the_managers_the_workload_uses() {
 /// a revision in the event log and one that is not.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn command_palette_runs_actions_and_goes_to_resources_keys_and_revisions() {
-    require(&["tmux"]);
+    require!(ETCD, TMUX);
     let e = seeded_etcd().await;
     let mut c = e.client().await.unwrap();
     let t = Tmux::start(160, 40, &format!("{BIN} --endpoints {}", e.endpoint()));
@@ -846,6 +826,7 @@ async fn command_palette_runs_actions_and_goes_to_resources_keys_and_revisions()
             s.contains("Command palette")
         });
         t.keys(&["-l", text]);
+        // Key pacing, the point of this sleep: the typed text is read before the next key.
         std::thread::sleep(Duration::from_millis(300));
     };
     // Letters of an action, in order: "tgpau" finds pause.
@@ -899,6 +880,7 @@ async fn command_palette_runs_actions_and_goes_to_resources_keys_and_revisions()
     t.wait_for("closed", Duration::from_secs(5), |s| {
         !s.contains("Command palette")
     });
+    // Key pacing, the point of this sleep: an Escape and the next key in one read are Alt+key.
     std::thread::sleep(Duration::from_millis(200));
     t.keys(&["q"]);
     wait_dead(&t, "the console did not quit");
@@ -909,7 +891,7 @@ async fn command_palette_runs_actions_and_goes_to_resources_keys_and_revisions()
 /// would pass for real values).
 #[test]
 fn show_secrets_over_a_redacted_recording_shows_redacted() {
-    require(&["tmux"]);
+    require!(TMUX);
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
     let t = Tmux::start(
         160,
@@ -950,6 +932,7 @@ fn show_secrets_over_a_redacted_recording_shows_redacted() {
 /// the header), in New York and in Kolkata alike.
 #[test]
 fn a_time_from_replay_check_typed_into_the_seek_lands_on_its_marker_in_any_zone() {
+    require!(TMUX);
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
     for (tz, label) in [
         ("America/New_York", "UTC-05:00"),

@@ -1201,11 +1201,11 @@ fn huge_terminal_544x125_keeps_footer_on_last_row() {
     }
 }
 
-// ---- Key detail, diff and encryption summary (issue "decode every stored value
-// ---- exactly", part 7). Values are real storage encodings built with the demo's encoders,
+// ---- Key detail, diff and encryption summary: every stored value decoded exactly.
+// ---- Values are real storage encodings built with the demo's encoders,
 // ---- with fixed times and uids, so these snapshots pin the decoder's output too.
 
-mod fixtures;
+mod common;
 
 mod storage_fixtures {
     use super::*;
@@ -1407,14 +1407,16 @@ mod storage_fixtures {
         a
     }
 
-    pub use crate::fixtures::WIDGET_W1 as WIDGET;
-    pub use crate::fixtures::{hex, BR11_S1 as S1, BR11_S2 as S2, BR11_S3 as S3};
+    pub use crate::common::fixtures::WIDGET_W1 as WIDGET;
+    pub use crate::common::fixtures::{
+        hex, MIXED_SECRET_S1 as S1, MIXED_SECRET_S2 as S2, MIXED_SECRET_S3 as S3,
+    };
 
     pub fn encryption_config() -> String {
-        crate::fixtures::br11_config(crate::fixtures::KEY_A)
+        crate::common::fixtures::mixed_encryption_config(crate::common::fixtures::KEY_A)
     }
 
-    pub fn br11_settings() -> Settings {
+    pub fn mixed_encryption_settings() -> Settings {
         let ring = regscope::decrypt::Keyring::from_yaml(&encryption_config(), "test")
             .expect("encryption config");
         Settings {
@@ -1453,9 +1455,9 @@ fn pod_detail_120x48() {
 }
 
 #[test]
-fn br02_json_widget_detail_120x30() {
+fn json_widget_detail_120x30() {
     // The Widget's JSON text with its final LF is 201 bytes (the document the fixtures come
-    // from, named in tests/fixtures, says 222).
+    // from, named in tests/common/fixtures.rs, says 222).
     assert_eq!(sf::WIDGET.len(), 201);
     let r = sf::replica(
         &[
@@ -1484,7 +1486,7 @@ fn br02_json_widget_detail_120x30() {
         assert!(text.contains(want), "{want:?} missing:\n{text}");
     }
     assert!(!text.contains("! "), "no decode error: {text}");
-    insta::assert_snapshot!(text);
+    insta::assert_snapshot!("br02_json_widget_detail_120x30", text);
     // The same object as JSON.
     keys(&mut a, "o");
     let json = render(&mut a, 120, 30);
@@ -1545,7 +1547,7 @@ fn deployment_diff_with_managers_120x36() {
     assert!(text.contains("Value YAML"), "{text}");
 }
 
-fn br11_replica(with_copy: bool) -> Session {
+fn mixed_secrets_replica(with_copy: bool) -> Session {
     let mut list: Vec<(&[u8], Vec<u8>)> = vec![
         (b"/registry/secrets/default/s1", sf::hex(sf::S1)),
         (b"/registry/secrets/default/s2", sf::hex(sf::S2)),
@@ -1559,8 +1561,11 @@ fn br11_replica(with_copy: bool) -> Session {
 }
 
 #[test]
-fn br11_encryption_summary_100x20() {
-    let mut a = sf::app(br11_replica(false), sf::br11_settings());
+fn encryption_summary_100x20() {
+    let mut a = sf::app(
+        mixed_secrets_replica(false),
+        sf::mixed_encryption_settings(),
+    );
     keys(&mut a, "3E");
     // Rows: configmaps, secrets, all resources.
     keys(&mut a, "j");
@@ -1569,7 +1574,7 @@ fn br11_encryption_summary_100x20() {
         text.contains("secrets: 3 values, 2 encrypted (aescbc:key1 1, aesgcm:key2 1), 1 plaintext"),
         "{text}"
     );
-    insta::assert_snapshot!(text);
+    insta::assert_snapshot!("br11_encryption_summary_100x20", text);
     // Enter opens the resource's keys, with their storage column.
     keys(&mut a, "\n");
     let text = render(&mut a, 100, 20);
@@ -1580,9 +1585,12 @@ fn br11_encryption_summary_100x20() {
 }
 
 #[test]
-fn br11_secrets_decrypt_and_stay_redacted() {
+fn secrets_decrypt_and_stay_redacted() {
     for (i, name) in ["s1", "s2", "s3"].iter().enumerate() {
-        let mut a = sf::app(br11_replica(false), sf::br11_settings());
+        let mut a = sf::app(
+            mixed_secrets_replica(false),
+            sf::mixed_encryption_settings(),
+        );
         // secrets is the second resource.
         keys(&mut a, &format!("3j\n{}\n", "j".repeat(i)));
         let text = render(&mut a, 100, 30);
@@ -1603,15 +1611,18 @@ fn br11_secrets_decrypt_and_stay_redacted() {
         }
     }
     // s1 carries data: redacted unless --show-secrets.
-    let mut a = sf::app(br11_replica(false), sf::br11_settings());
+    let mut a = sf::app(
+        mixed_secrets_replica(false),
+        sf::mixed_encryption_settings(),
+    );
     keys(&mut a, "3j\n\n");
     let text = render(&mut a, 100, 30);
     assert!(text.contains("format aescbc:key1, decrypted"), "{text}");
 }
 
 #[test]
-fn br11_copied_value_is_bound_to_another_key_path() {
-    let mut a = sf::app(br11_replica(true), sf::br11_settings());
+fn copied_value_is_bound_to_another_key_path() {
+    let mut a = sf::app(mixed_secrets_replica(true), sf::mixed_encryption_settings());
     // Keys sort s1, s2, s2-copy, s3: s2-copy is the third.
     keys(&mut a, "3j\njj\n");
     let text = render(&mut a, 100, 24);
@@ -1624,7 +1635,7 @@ fn br11_copied_value_is_bound_to_another_key_path() {
         "names the source: {text}"
     );
     assert!(text.contains("format aesgcm:key2, not decrypted"), "{text}");
-    insta::assert_snapshot!(text);
+    insta::assert_snapshot!("br11_copied_value_is_bound_to_another_key_path", text);
 }
 
 /// The value pane colours keys, strings, numbers/booleans, `#` notes and redacted values
@@ -2322,7 +2333,7 @@ fn apiserver_zoomed_sections_120x40() {
 /// DB size and in use, often misread after a defrag: quota use from the file size, what a
 /// defrag gives back, 0 % after a defrag is normal, a total of 0 is n/a.
 #[test]
-fn apiserver_br10_db_size_quota_and_defrag() {
+fn apiserver_db_size_quota_and_defrag() {
     const MIB: f64 = 1024.0 * 1024.0;
     let mut v = av::v134();
     v.objects.clear();
@@ -2385,7 +2396,7 @@ fn apiserver_br10_db_size_quota_and_defrag() {
 /// count equal to the total key count is flagged, and the replica's counts stand beside the
 /// metric.
 #[test]
-fn apiserver_br09_object_counts_against_the_replica() {
+fn apiserver_object_counts_against_the_replica() {
     let mut a = apiserver_app(av::v134());
     keys(&mut a, "lllz");
     let text = render(&mut a, 100, 30);
@@ -2419,7 +2430,7 @@ fn apiserver_br09_object_counts_against_the_replica() {
         row("configmaps")
     );
     assert!(!text.contains("-1 ") && !text.contains("−1 4"), "{text}");
-    insta::assert_snapshot!(text);
+    insta::assert_snapshot!("apiserver_br09_object_counts_against_the_replica", text);
 }
 
 /// Metric names and labels change between Kubernetes releases: what a version does not expose

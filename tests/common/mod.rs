@@ -1,9 +1,23 @@
 //! Shared helpers for integration tests: a harness that runs the real etcd source into a
-//! replica, and a TCP proxy that can be cut to simulate a network partition.
+//! replica, a TCP proxy that can be cut to simulate a network partition, and [`wait_until`]
+//! for waiting on a condition. Beside them: what a test needs from outside the repository
+//! and what happens when it is missing ([`needs`], [`require!`]), the golden inputs
+//! ([`fixtures`]), certificates ([`pki`]), a tmux driver ([`tmux`]), and the helpers that
+//! the offline and the etcd binaries share per topic ([`recording`], [`scrape`],
+//! [`snapshot_cli`], [`decode_cli`]).
 #![allow(dead_code)]
 
+pub mod decode_cli;
+pub mod fixtures;
+pub mod needs;
 pub mod pki;
+pub mod recording;
+pub mod scrape;
+pub mod snapshot_cli;
 pub mod tmux;
+
+#[allow(unused_imports)] // binaries whose tests need nothing from outside
+pub(crate) use needs::require;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,6 +29,34 @@ use regscope::store::{Replica, ReplicaConfig, Session};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, Notify};
 use tokio::task::JoinHandle;
+
+/// Checks `cond` every 100 ms until it holds; panics naming `what` after `timeout`. For
+/// waiting on something to happen instead of sleeping a fixed time.
+pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !cond() {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// [`wait_until`] inside a tokio runtime: awaits between checks instead of blocking.
+pub async fn wait_until_async<F>(what: &str, timeout: Duration, mut cond: impl FnMut() -> F)
+where
+    F: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + timeout;
+    while !cond().await {
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
 
 /// Sync options tuned for tests: quick liveness detection, small pages.
 pub fn fast_sync() -> SyncOptions {

@@ -1,7 +1,8 @@
 //! Connection errors against real etcd processes: TLS with right and wrong certificates
 //! (made with the `openssl` CLI), authentication refused and permission denied.
 
-mod common;
+use crate::common;
+use crate::common::require;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -48,12 +49,9 @@ async fn tls_etcd() -> TlsEtcd {
     panic!("TLS etcd did not come up on three pairs of ports");
 }
 
-/// `None`: etcd exited before serving. Panics when etcd or openssl is not installed.
+/// `None`: etcd exited before serving. The test requires etcd and openssl.
 async fn tls_etcd_once() -> Option<TlsEtcd> {
-    let etcd = regscope::demo::etcd_server::find_on_path("etcd")
-        .expect("etcd is not installed: scripts/setup.sh installs it");
-    regscope::demo::etcd_server::find_on_path("openssl")
-        .expect("openssl is not installed: scripts/setup.sh installs it");
+    let etcd = regscope::demo::etcd_server::find_on_path("etcd").expect("etcd, required above");
     let dir = tempfile::tempdir().unwrap();
     let pki = dir.path().join("pki");
     std::fs::create_dir(&pki).unwrap();
@@ -134,6 +132,7 @@ async fn refused(opts: &EtcdOptions, t: Duration, why: &str) -> (ConnectError, S
 }
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_right_and_wrong_certificates() {
+    require!(ETCD, OPENSSL);
     let e = tls_etcd().await;
     let t = Duration::from_secs(5);
     // A TLS port does not answer an HTTP/2 preface in the clear.
@@ -229,6 +228,7 @@ async fn tls_right_and_wrong_certificates() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn authentication_refused_and_permission_denied() {
+    require!(ETCD);
     let e = PrivateEtcd::start().await.expect("etcd");
     // https:// to an etcd that serves plain HTTP: say so, not "pass certificates". etcd
     // either answers the ClientHello with bytes or resets the connection; both cases end in
@@ -316,39 +316,4 @@ async fn authentication_refused_and_permission_denied() {
     let mut h = Harness::start(EtcdSource::new(root, fast_sync()));
     h.catch_up(&mut rc, Duration::from_secs(20)).await;
     assert_eq!(h.replica.live_keys(), 1);
-}
-
-/// Endpoints that are not etcd: an HTTP/1 server behind http:// and behind https:// gets
-/// an error that says so and what to check, not a raw h2 or rustls message.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_http1_server_is_named_not_etcd() {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        for conn in listener.incoming().take(16) {
-            let Ok(mut c) = conn else { continue };
-            // One thread per connection, open until the client closes (bounded), so every
-            // client reads the answer before any close, as from a real HTTP/1 server.
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 1024];
-                let _ = c.read(&mut buf);
-                let _ = c.write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n");
-                let _ = c.set_read_timeout(Some(Duration::from_secs(5)));
-                while matches!(c.read(&mut buf), Ok(n) if n > 0) {}
-            });
-        }
-    });
-    for (scheme, want) in [
-        ("http", "not as etcd (gRPC over HTTP/2)"),
-        ("https", "does not seem to speak TLS"),
-    ] {
-        let opts = regscope::source::EtcdOptions {
-            endpoints: vec![format!("{scheme}://127.0.0.1:{port}")],
-            ..Default::default()
-        }
-        .with_defaults();
-        let err = opts.connect(Duration::from_secs(3)).await.err().unwrap();
-        assert!(err.to_string().contains(want), "{scheme}: {err}");
-    }
 }

@@ -3,7 +3,8 @@
 //! during the list and the watch, values at the apiserver's 1.5 MiB request limit, and a
 //! connection that stalls or is throttled (list and watch).
 
-mod common;
+use crate::common;
+use crate::common::require;
 
 use std::time::{Duration, Instant};
 
@@ -51,6 +52,7 @@ fn noise(n: usize, seed: u64) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn nospace_alarm_is_seen_and_said_with_what_to_do() {
+    require!(ETCD);
     // A 2 MiB quota that 100 kB values fill in a few dozen writes.
     let (e, mut c) = etcd_with(&["--quota-backend-bytes", "2097152"]).await;
     let mut refused = None;
@@ -110,6 +112,7 @@ async fn nospace_alarm_is_seen_and_said_with_what_to_do() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn defragmentation_during_the_watch() {
+    require!(ETCD);
     let (e, mut c) = etcd_with(&[]).await;
     put_noise(&mut c, "/registry/pods/ns/p", 0..300, 2_000, 0).await;
     let mut h = Harness::start(source(&e.endpoint(), fast_sync()));
@@ -146,6 +149,7 @@ async fn defragmentation_during_the_watch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compaction_every_second_during_list_and_watch() {
+    require!(ETCD);
     let (e, mut c) = etcd_with(&[]).await;
     put_noise(&mut c, "/registry/configmaps/ns/cm", 0..3_000, 500, 0).await;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -175,6 +179,7 @@ async fn a_compaction_every_second_during_list_and_watch() {
                 if c.compact(head, None).await.is_ok() {
                     n += 1;
                 }
+                // Pacing, the point of this sleep: one compaction a second.
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
             n
@@ -191,6 +196,7 @@ async fn a_compaction_every_second_during_list_and_watch() {
     })
     .await;
     // Keep watching through a few more compactions.
+    // Watching for a stretch of time is the point: compactions land while it runs.
     while started.elapsed() < Duration::from_secs(5) {
         tokio::time::sleep(Duration::from_millis(100)).await;
         h.drain();
@@ -209,6 +215,7 @@ async fn a_compaction_every_second_during_list_and_watch() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn values_at_the_apiservers_request_limit() {
+    require!(ETCD);
     // kube-apiserver refuses objects over 1.5 MiB (its MaxRequestBodyBytes); etcd's
     // default --max-request-bytes is the same 1.5 MiB, so values just under it are the
     // largest a cluster holds.
@@ -235,6 +242,7 @@ async fn values_at_the_apiservers_request_limit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_then_throttled_connection_loses_nothing() {
+    require!(ETCD);
     let (e, mut c) = etcd_with(&[]).await;
     put_noise(&mut c, "/registry/pods/ns/p", 0..2_000, 1_000, 0).await;
     let proxy = Proxy::start(addr_of(&e.endpoint())).await;

@@ -16,7 +16,8 @@ use regscope::model::{
 };
 use regscope::store::{InformerLag, MetricStore, Replica, ReplicaConfig, Session};
 
-mod fixtures;
+use crate::common::fixtures;
+use crate::common::require;
 
 use fixtures::testdata;
 
@@ -93,6 +94,7 @@ fn reference_quantile(body: &str, series: &str, q: f64) -> Option<f64> {
 
 #[test]
 fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
+    require!(TESTDATA);
     let t = table();
     for (version, etcd_file) in APISERVER {
         let body = read(&format!("apiserver-metrics/kube-apiserver-{version}.prom"));
@@ -201,6 +203,7 @@ fn every_apiserver_capture_maps_with_the_concepts_its_version_has() {
 
 #[test]
 fn paired_captures_give_the_readme_cache_lags_and_an_honest_window() {
+    require!(TESTDATA);
     for (version, etcd_file, max_lag) in [
         ("v1.32.0", "etcd-3.5.16-k8s-v1.32.0.prom", 6),
         ("v1.34.0", "etcd-3.6.4-k8s-v1.34.0.prom", 20),
@@ -251,6 +254,7 @@ fn paired_captures_give_the_readme_cache_lags_and_an_honest_window() {
 
 #[test]
 fn quantiles_from_one_capture_match_an_independent_computation() {
+    require!(TESTDATA);
     let body = read("apiserver-metrics/kube-apiserver-v1.34.0.prom");
     let text = String::from_utf8(body.clone()).unwrap();
     let mut store = MetricStore::default();
@@ -405,7 +409,7 @@ fn a_down_slow_or_garbage_endpoint_leaves_the_last_data_and_says_stale_since() {
 /// that equal the total key count are the 1.34-rc regression; the replica's counts are shown
 /// beside them.
 #[test]
-fn br09_sentinel_and_wrong_counts_are_flagged_against_the_replica() {
+fn sentinel_and_wrong_counts_are_flagged_against_the_replica() {
     let mut replica = Replica::new(ReplicaConfig::default());
     let mut kvs = Vec::new();
     for (res, n) in [("configmaps", 40), ("pods", 12), ("secrets", 30)] {
@@ -498,7 +502,7 @@ etcd_server_quota_backend_bytes 2.147483648e+09\n"
 /// Metric names that change between Kubernetes releases, through the store: three
 /// successive scrapes across a rename all show 40 configmaps (never 80) and 20 MiB.
 #[test]
-fn br08_successive_scrapes_across_a_rename_count_once() {
+fn successive_scrapes_across_a_rename_count_once() {
     let scrapes = [
         "etcd_object_counts{resource=\"configmaps\"} 40\n\
 etcd_db_total_size_in_bytes{endpoint=\"https://127.0.0.1:2379\"} 2.097152e+07\n\

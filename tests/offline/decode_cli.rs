@@ -6,31 +6,34 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 
 use base64::Engine as _;
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_regscope");
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
 
 // Value bytes altered on the way in: a Pod, and the same Pod after CR LF translation.
 const POD_P1: &str = "6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200";
 const POD_P1_CRLF: &str =
     "6b3873000d0a090d0a0276311203506f64120f0d0a0d0d0a0270311a0764656661756c741a0022000d0a";
-const WIDGET_KEY: &str = "/registry/example.com/widgets/default/w1";
 // A kind the decoder does not know: an OpenShift Build.
 const BUILD_B1: &str = "6b3873000a1e0a156275696c642e6f70656e73686966742e696f2f763112054275696c64120b0a090a0262311a036e73311a002200";
 // Secrets left mixed encrypted and plain (s1 aescbc, s2 aesgcm, s3 identity).
-use fixtures::{BR11_S1 as S1, BR11_S2 as S2, BR11_S3 as S3, KEY_A, KEY_B, KEY_G, WIDGET_W1};
+use fixtures::{
+    KEY_A, KEY_B, KEY_G, MIXED_SECRET_S1 as S1, MIXED_SECRET_S2 as S2, MIXED_SECRET_S3 as S3,
+    WIDGET_W1,
+};
 /// A plain Secret default/s4 with `data: {password: hunter2}` (the mixed-encryption s1–s3 hold
 /// no data).
 const S4_WITH_DATA: &str = "6b3873000a0c0a02763112065365637265741224\
 0a0d0a0273341a0764656661756c74\
 12130a0870617373776f7264120768756e74657232\
 1a002200";
-mod fixtures;
+use crate::common::fixtures;
+use crate::common::require;
 
+use crate::common::decode_cli::{finish, json, BIN, WIDGET_KEY};
 use fixtures::hex as unhex;
 
 /// Runs `regscope decode <args>` with `stdin` and returns (exit code, stdout, stderr).
@@ -56,27 +59,10 @@ fn decode(args: &[&str], stdin: &[u8]) -> (i32, Vec<u8>, String) {
     finish(out)
 }
 
-fn finish(out: Output) -> (i32, Vec<u8>, String) {
-    (
-        out.status.code().unwrap_or(-1),
-        out.stdout,
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 fn yaml(stdout: &[u8]) -> Value {
     serde_norway::from_slice(stdout).unwrap_or_else(|e| {
         panic!(
             "stdout is not YAML: {e}\n{}",
-            String::from_utf8_lossy(stdout)
-        )
-    })
-}
-
-fn json(stdout: &[u8]) -> Value {
-    serde_json::from_slice(stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not JSON: {e}\n{}",
             String::from_utf8_lossy(stdout)
         )
     })
@@ -99,11 +85,15 @@ fn write_temp(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
 /// The mixed-encryption EncryptionConfiguration: aescbc key1 (= `key1`), aesgcm key2 = G,
 /// identity.
 fn enc_config(dir: &Path, name: &str, key1: &str) -> PathBuf {
-    write_temp(dir, name, fixtures::br11_config(key1).as_bytes())
+    write_temp(
+        dir,
+        name,
+        fixtures::mixed_encryption_config(key1).as_bytes(),
+    )
 }
 
 #[test]
-fn br01_pod_hex_decodes_to_yaml() {
+fn pod_hex_decodes_to_yaml() {
     let (code, out, err) = decode(&["--key", "/registry/pods/default/p1"], POD_P1.as_bytes());
     assert_eq!(code, 0, "{err}");
     let text = String::from_utf8(out.clone()).unwrap();
@@ -134,7 +124,7 @@ fn br01_pod_hex_decodes_to_yaml() {
 }
 
 #[test]
-fn br01_crlf_mangled_value_is_a_precise_error() {
+fn crlf_mangled_value_is_a_precise_error() {
     for input in [POD_P1_CRLF.as_bytes().to_vec(), unhex(POD_P1_CRLF)] {
         let (code, out, err) = decode(&[], &input);
         assert_eq!(code, 1, "{err}");
@@ -152,7 +142,7 @@ fn br01_crlf_mangled_value_is_a_precise_error() {
 }
 
 #[test]
-fn br02_json_custom_resource_in_every_output_mode() {
+fn json_custom_resource_in_every_output_mode() {
     assert_eq!(WIDGET_W1.len(), 201, "the exact text of field-cases.md");
     let (code, out, err) = decode(&["--key", WIDGET_KEY], WIDGET_W1.as_bytes());
     assert_eq!(code, 0, "{err}");
@@ -187,7 +177,7 @@ fn br02_json_custom_resource_in_every_output_mode() {
 }
 
 #[test]
-fn br03_unknown_kind_is_not_an_error() {
+fn unknown_kind_is_not_an_error() {
     let (code, out, err) = decode(
         &["--key", "/kubernetes.io/builds/ns1/b1"],
         BUILD_B1.as_bytes(),
@@ -206,7 +196,7 @@ fn br03_unknown_kind_is_not_an_error() {
 }
 
 #[test]
-fn br11_encrypted_and_plain_secrets() {
+fn mixed_encrypted_and_plain_secrets() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = enc_config(dir.path(), "enc.yaml", KEY_A);
     let cfg = cfg.to_str().unwrap();
@@ -502,104 +492,12 @@ fn etcdctl_json_several_kvs_some_failing() {
     assert!(err.contains("-o raw writes one value"), "{err}");
 }
 
-fn golden_pod() -> Vec<u8> {
-    std::fs::read(fixtures::testdata().join("k8s-api/v1.30.3/core.v1.Pod.pb"))
-        .expect("the golden Pod in ../shared/testdata")
-}
-
-/// `etcdctl get <args> -w json | regscope decode -o json`, through a real pipe.
-fn etcdctl_pipe_decode(endpoint: &str, get: &[&str]) -> (i32, Vec<u8>, String) {
-    let mut etcdctl = Command::new("etcdctl")
-        .env("ETCDCTL_API", "3")
-        .args(["--endpoints", endpoint, "get"])
-        .args(get)
-        .args(["-w", "json"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("etcdctl");
-    let pipe = etcdctl.stdout.take().unwrap();
-    let out = Command::new(BIN)
-        .args(["decode", "-o", "json"])
-        .stdin(Stdio::from(pipe))
-        .output()
-        .unwrap();
-    assert!(etcdctl.wait().unwrap().success(), "etcdctl failed");
-    finish(out)
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn real_etcd_etcdctl_json_piped_into_decode() {
-    let pod = golden_pod();
-    assert!(
-        regscope::demo::etcd_server::find_on_path("etcdctl").is_some(),
-        "etcdctl is not installed: scripts/setup.sh installs it"
-    );
-    let etcd = regscope::demo::PrivateEtcd::start()
-        .await
-        .expect("start etcd");
-    let mut c = etcd.client().await.expect("client");
-    let pod_key = "/registry/pods/default/golden";
-    let pod_rev = c
-        .put(pod_key, pod.clone(), None)
-        .await
-        .unwrap()
-        .header()
-        .unwrap()
-        .revision();
-    let widget_rev = c
-        .put(WIDGET_KEY, WIDGET_W1, None)
-        .await
-        .unwrap()
-        .header()
-        .unwrap()
-        .revision();
-    assert!(widget_rev > pod_rev);
-    let endpoint = etcd.endpoint();
-
-    let (code, out, err) = tokio::task::spawn_blocking({
-        let endpoint = endpoint.clone();
-        move || etcdctl_pipe_decode(&endpoint, &[pod_key])
-    })
-    .await
-    .unwrap();
-    assert_eq!(code, 0, "{err}");
-    let v = json(&out);
-    assert_eq!(v["kind"], "Pod");
-    assert_eq!(v["apiVersion"], "v1");
-    assert_eq!(v["metadata"]["resourceVersion"], pod_rev.to_string());
-    assert!(err.contains(&format!("# key       {pod_key}")), "{err}");
-    assert!(
-        err.contains(&format!(
-            "# revision  create {pod_rev}, mod {pod_rev}, version 1"
-        )),
-        "{err}"
-    );
-
-    let (code, out, err) = tokio::task::spawn_blocking(move || {
-        etcdctl_pipe_decode(&endpoint, &["/registry/", "--prefix"])
-    })
-    .await
-    .unwrap();
-    assert_eq!(code, 0, "{err}");
-    let v = json(&out);
-    let arr = v.as_array().expect("a JSON array for several kvs");
-    assert_eq!(arr.len(), 2);
-    // etcd returns keys in byte order: /registry/example.com/... before /registry/pods/...
-    assert_eq!(arr[0]["kind"], "Widget");
-    assert_eq!(
-        arr[0]["metadata"]["resourceVersion"],
-        widget_rev.to_string()
-    );
-    assert_eq!(arr[1]["kind"], "Pod");
-    assert_eq!(arr[1]["metadata"]["resourceVersion"], pod_rev.to_string());
-    assert!(err.contains("# resource  widgets.example.com"), "{err}");
-}
-
 /// A big `etcdctl get -w json` export goes through as a stream: every kv comes out, in
 /// order, in each output form; a document cut short keeps what came before it (a JSON
 /// array still closed) and says where it broke.
 #[test]
 fn etcdctl_json_export_streams_in_every_output_form() {
+    require!(TESTDATA);
     let td = fixtures::testdata();
     let pod = std::fs::read(td.join("k8s-api/head/core.v1.Pod.pb")).unwrap();
     // 13.5 KB each: every field of a Pod filled in.

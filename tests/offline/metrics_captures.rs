@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use regscope::metrics::exposition::{parse, Exposition, MetricType};
 
-mod fixtures;
+use crate::common::fixtures;
+use crate::common::require;
 
 use fixtures::testdata;
 
@@ -79,6 +80,7 @@ fn check_histograms(e: &Exposition) -> usize {
 
 #[test]
 fn apiserver_captures_parse_completely_with_the_stated_facts() {
+    require!(TESTDATA);
     // (version, families, samples, pods watch-cache capacity and its labels)
     let table: [ApiserverFacts; 4] = [
         ("1.28.3", 209, 19007, 100.0, &[("resource", "pods")]),
@@ -120,6 +122,7 @@ fn apiserver_captures_parse_completely_with_the_stated_facts() {
 
 #[test]
 fn etcd_captures_parse_completely_with_the_stated_facts() {
+    require!(TESTDATA);
     // (file, server version, current revision, keys, db size)
     let table = [
         (

@@ -6,7 +6,8 @@
 //! notes each failover, and names the member it reads. Prints the time from the fault to
 //! events flowing again (figures for the notes: `cargo test --test ha_etcd -- --nocapture`).
 
-mod common;
+use crate::common;
+use crate::common::require;
 
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -235,6 +236,7 @@ async fn flowing_again(h: &mut Harness, from: &str, rev: i64, t0: Instant) -> Du
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_when_the_member_read_is_killed_or_stopped() {
+    require!(ETCD);
     let mut cluster = Cluster::start();
     let eps = cluster.endpoints();
     let mut c0 = healthy(&eps[0], &cluster).await;
@@ -313,8 +315,10 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
         })
     };
 
-    // 1. Kill the member read, the leader.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // 1. Kill the member read, the leader, once the writer's writes reach the replica.
+    let start = h.replica.revision();
+    h.until("the writes flowing", T, |r, _| r.revision() >= start + 20)
+        .await;
     let rev = h.replica.revision();
     let t0 = Instant::now();
     cluster.kill(0);
@@ -345,7 +349,9 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
     // closed connection.
     cluster.spawn(0);
     let _ = healthy(&eps[0], &cluster).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let start = h.replica.revision();
+    h.until("the writes flowing", T, |r, _| r.revision() >= start + 20)
+        .await;
     let stopped = eps.iter().position(|e| *e == now_read).unwrap();
     let mut c_other = healthy(&eps[if stopped == 2 { 0 } else { 2 }], &cluster).await;
     let rev = h.replica.revision();
@@ -411,6 +417,7 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
 /// the members panel follows (two members, then three answering).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_removed_and_added_again_while_read() {
+    require!(ETCD);
     let mut cluster = Cluster::start();
     let eps = cluster.endpoints();
     let mut c0 = healthy(&eps[0], &cluster).await;
@@ -495,6 +502,7 @@ async fn a_member_removed_and_added_again_while_read() {
 /// it reads again and stays exact.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_member_without_a_leader_is_not_watched_as_if_live() {
+    require!(ETCD);
     let mut cluster = Cluster::start();
     let eps = cluster.endpoints();
     let _ = healthy(&eps[0], &cluster).await;
@@ -533,6 +541,7 @@ async fn a_member_without_a_leader_is_not_watched_as_if_live() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn given_one_member_the_others_are_found_through_the_member_list() {
+    require!(ETCD);
     let mut cluster = Cluster::start();
     let eps = cluster.endpoints();
     let _ = healthy(&eps[0], &cluster).await;

@@ -6,7 +6,8 @@
 //!   stay as they were while `snapshot`, `verify`, `record` and the live source run, while
 //!   its Range and Watch counters move (so the counters are the ones regscope is seen by).
 
-mod common;
+use crate::common;
+use crate::common::require;
 
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -37,6 +38,7 @@ fn regscope(args: &[&str]) -> std::process::Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_user_that_may_only_read_the_prefix_is_enough() {
+    require!(ETCD);
     let e = PrivateEtcd::start().await.expect("etcd");
     let mut c = e.client().await.unwrap();
     fill(&mut c).await;
@@ -155,6 +157,7 @@ const WRITES: [&str; 5] = ["Put", "Txn", "DeleteRange", "Compact", "LeaseGrant"]
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_counts_no_write_rpc_from_regscope() {
+    require!(ETCD);
     let e = PrivateEtcd::start().await.expect("etcd");
     let mut c = e.client().await.unwrap();
     fill(&mut c).await;
@@ -170,6 +173,7 @@ async fn etcd_counts_no_write_rpc_from_regscope() {
         r.replica.live_keys() == 20 && r.replica.listing().is_none()
     })
     .await;
+    // Running for a while is the point: whatever it does meanwhile must not write.
     tokio::time::sleep(Duration::from_secs(2)).await;
     drop(h);
     // The one-shot commands, and a recording.

@@ -4,15 +4,17 @@
 //! same cursor, every truncation and random damage of a recording, Secret redaction and
 //! the file mode.
 
-mod common;
-
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::common::fixtures;
+use crate::common::recording::{
+    at, contains, frame, secret_value, snapshot_from, whole, BIN, PLAINTEXT,
+};
+use crate::common::require;
 use regscope::demo::objects::encode_object;
-use regscope::demo::PrivateEtcd;
 use regscope::model::{
     Bytes, EventKind, KeyValue, Observation, ScrapeOutcome, ScrapeTarget, SessionInfo, Stamped,
     WatchEvent,
@@ -20,63 +22,6 @@ use regscope::model::{
 use regscope::record::{CheckpointPolicy, Player, RecordOptions, Recorder, Target};
 use regscope::store::Session;
 use regscope::tui::{App, Settings};
-
-const BIN: &str = env!("CARGO_BIN_EXE_regscope");
-
-/// The plaintext of the test Secret: must never appear in a redacted recording.
-const PLAINTEXT: &str = "s3cr3t-plaintext-that-must-not-leak-42";
-
-fn secret_value(name: &str) -> Vec<u8> {
-    let mut data = std::collections::BTreeMap::new();
-    data.insert("password".to_string(), PLAINTEXT.as_bytes().to_vec());
-    encode_object(&k8s_pb::api::core::v1::Secret {
-        metadata: Some(k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some("default".into()),
-            ..Default::default()
-        }),
-        data,
-        r#type: Some("Opaque".into()),
-        ..Default::default()
-    })
-}
-
-fn wait_for(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn snapshot_live(endpoint: &str) -> serde_json::Value {
-    let out = Command::new(BIN)
-        .args(["snapshot", "--json", "--endpoints", endpoint])
-        .env("HOME", "/nonexistent")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn snapshot_from(file: &Path, at: Option<&str>) -> serde_json::Value {
-    let mut args = vec!["snapshot".to_string(), "--json".into(), "--from".into()];
-    args.push(file.display().to_string());
-    if let Some(a) = at {
-        args.push(format!("--at={a}"));
-    }
-    let out = Command::new(BIN).args(&args).output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
 
 /// The recording in the repository (scripts/record-demo.sh).
 fn demo_recording() -> PathBuf {
@@ -108,229 +53,6 @@ fn snapshot_output(file: &Path, at: &str) -> std::process::Output {
         ])
         .output()
         .unwrap()
-}
-
-/// The replica's state in a snapshot: what a fresh list of etcd also reports (the event
-/// counters, gaps and compactions seen are the session's history, not etcd's state).
-fn state(v: &serde_json::Value) -> serde_json::Value {
-    let resources: Vec<serde_json::Value> = v["resources"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|r| r["keys"].as_u64().unwrap_or(0) > 0)
-        .map(|r| serde_json::json!([r["resource"], r["keys"], r["bytes"]]))
-        .collect();
-    serde_json::json!({
-        "revision": v["revision"],
-        "keys": v["keys"],
-        "bytes": v["bytes"],
-        "resources": resources,
-    })
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn live_recording_with_compaction_restart_and_scrape_loss_replays_exactly() {
-    let mut etcd = PrivateEtcd::start().await.expect("etcd");
-    let ep = etcd.endpoint();
-    let mut c = etcd.client().await.unwrap();
-    for i in 0..40 {
-        c.put(
-            format!("/registry/configmaps/default/cm{i:02}"),
-            format!("v0-{i}"),
-            None,
-        )
-        .await
-        .unwrap();
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("session.rgs");
-    let mut rec = Command::new(BIN)
-        .args([
-            "record",
-            "-o",
-            file.to_str().unwrap(),
-            "--endpoints",
-            &ep,
-            "--show-secrets",
-            "--scrape-interval",
-            "1s",
-        ])
-        .env("HOME", "/nonexistent")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for("the recording to start", Duration::from_secs(20), || {
-        std::fs::metadata(&file).is_ok_and(|m| m.len() > 0)
-    });
-    assert_eq!(
-        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
-    // A mixed workload: updates, creates, deletes, a Secret, a lease-attached key.
-    let lease = c.lease_grant(600, None).await.unwrap().id();
-    for round in 0..5 {
-        for i in 0..40 {
-            c.put(
-                format!("/registry/configmaps/default/cm{i:02}"),
-                format!("v{round}-{i}-{}", "x".repeat(i * 10)),
-                None,
-            )
-            .await
-            .unwrap();
-        }
-        c.put(
-            format!("/registry/events/default/e{round}"),
-            "event",
-            Some(etcd_client::PutOptions::new().with_lease(lease)),
-        )
-        .await
-        .unwrap();
-        c.put(
-            format!("/registry/secrets/default/s{round}"),
-            secret_value(&format!("s{round}")),
-            None,
-        )
-        .await
-        .unwrap();
-        c.delete(
-            format!("/registry/configmaps/default/cm{:02}", round * 3),
-            None,
-        )
-        .await
-        .unwrap();
-    }
-    // A compaction: etcd's metrics (scraped every second) tell the session.
-    let head = common::head_revision(&mut c).await;
-    c.compact(head - 20, None).await.unwrap();
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    // etcd restarts: the watch is lost and resumed, and the metrics endpoint is down.
-    etcd.kill().unwrap();
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    etcd.restart().await.unwrap();
-    let mut c = etcd.client().await.unwrap();
-    for i in 0..20 {
-        c.put(
-            format!("/registry/pods/default/p{i}"),
-            format!("pod-{i}"),
-            None,
-        )
-        .await
-        .unwrap();
-    }
-    c.delete("/registry/configmaps/default/cm01", None)
-        .await
-        .unwrap();
-    let head = common::head_revision(&mut c).await;
-    // Let the recorder catch up (its own watch, plus a second of segment flushing).
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    unsafe_kill(rec.id(), libc::SIGTERM);
-    let status = rec.wait().unwrap();
-    let mut err = String::new();
-    use std::io::Read;
-    rec.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    assert!(status.success(), "record: {status}: {err}");
-    assert!(err.contains("SIGTERM"), "{err}");
-    // The restart left a log line each way on stderr (for nohup and systemd).
-    assert!(
-        err.contains("regscope record: etcd connection lost"),
-        "{err}"
-    );
-    assert!(
-        err.contains("regscope record: etcd connection restored"),
-        "{err}"
-    );
-    let live = snapshot_live(&ep);
-    // The one member, polled once by the live snapshot, with its Status answer.
-    let members = live["members"].as_array().expect("members");
-    assert_eq!(members.len(), 1, "{members:?}");
-    assert_eq!(members[0]["endpoint"], ep.as_str());
-    assert!(
-        members[0]["status"]["raft_index"].as_u64().unwrap() > 0,
-        "{members:?}"
-    );
-
-    // Replay to the end: the replica is exactly etcd at that revision.
-    let mut player = Player::open(&file).unwrap();
-    assert!(player.damage().is_empty(), "{:?}", player.damage());
-    let session = player.seek(Target::End);
-    assert!(
-        session.revision() >= head,
-        "{} < {head}",
-        session.revision()
-    );
-    let source = common::source(&ep, common::fast_sync());
-    let diffs = regscope::cli::verify::verify_replica(&source, &session.replica)
-        .await
-        .unwrap();
-    assert!(diffs.is_empty(), "{diffs:?}");
-    assert!(
-        session.replica.compact_revision().is_some(),
-        "the compaction was seen through etcd's metrics"
-    );
-    // What happened is in the recording, as markers.
-    let markers = player.markers(1.0, 10.0);
-    let labels: Vec<&str> = markers.iter().map(|m| m.label.as_str()).collect();
-    assert!(
-        labels.iter().any(|l| l.starts_with("compaction at")),
-        "{labels:?}"
-    );
-    assert!(
-        labels
-            .iter()
-            .any(|l| l.starts_with("connection lost") || l.starts_with("etcd not responding")),
-        "{labels:?}"
-    );
-    assert!(
-        labels.iter().any(|l| l.contains("connection restored")),
-        "{labels:?}"
-    );
-    assert!(
-        labels.iter().any(|l| l.starts_with("etcd scrape failed")),
-        "{labels:?}"
-    );
-    // snapshot --json --from at the end equals the live snapshot of the same etcd.
-    let replayed = snapshot_from(&file, None);
-    assert_eq!(state(&replayed), state(&live));
-    assert_eq!(replayed["revision"], live["revision"]);
-    // The check command agrees the file is whole.
-    let out = Command::new(BIN)
-        .args(["replay", "--check", file.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{text}");
-    assert!(text.contains("damage     none"), "{text}");
-    // Recorded with --show-secrets: the header says so.
-    assert!(!player.header().secrets_redacted);
-    // The recording began before its list: its first revision is the list's (the 40
-    // puts before it at least), and a revision before it is refused, not shown empty.
-    let first = player.first_revision().expect("a first revision");
-    assert!(first >= 41, "{first}");
-    let before = Command::new(BIN)
-        .args(["snapshot", "--json", "--from", file.to_str().unwrap()])
-        .arg(format!("--at=r{}", first - 1))
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&before.stderr);
-    assert_eq!(before.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains(&format!("before the recording's first ({first})")),
-        "{err}"
-    );
-    let at_first = snapshot_from(&file, Some(&format!("r{first}")));
-    assert!(at_first["keys"].as_u64().unwrap() >= 40, "{at_first}");
-}
-
-fn unsafe_kill(pid: u32, sig: i32) {
-    // SAFETY: kill(2) on a child we spawned.
-    let rc = unsafe { libc::kill(pid as i32, sig) };
-    assert_eq!(rc, 0);
-}
-
-// ---- recordings built in-process ------------------------------------------------------
-
-fn at(s: u64) -> SystemTime {
-    SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
 }
 
 fn kv(key: &str, rev: i64, version: i64, value: Vec<u8>) -> KeyValue {
@@ -516,14 +238,18 @@ fn configmap_by(key: &str, w: i64, rev: i64, pad: &str) -> Vec<u8> {
     .unwrap()
 }
 
-/// A real kube-apiserver capture (when the shared test data is present) plus special
-/// values, so that bit-exactness of NaN, ±Inf and −0 is checked through the whole path.
-fn scrape_body() -> String {
-    let mut body = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/testdata/apiserver-metrics/kube-apiserver-v1.34.0.prom"),
+/// A real kube-apiserver 1.34 `/metrics` capture from `../shared/testdata`.
+fn apiserver_capture() -> String {
+    std::fs::read_to_string(
+        fixtures::testdata().join("apiserver-metrics/kube-apiserver-v1.34.0.prom"),
     )
-    .unwrap_or_default();
+    .expect("the kube-apiserver 1.34 capture in ../shared/testdata")
+}
+
+/// A real kube-apiserver capture plus special values, so that bit-exactness of NaN, ±Inf
+/// and −0 is checked through the whole path.
+fn scrape_body() -> String {
+    let mut body = apiserver_capture();
     body.push_str("regscope_test_nan NaN\nregscope_test_inf +Inf\nregscope_test_ninf -Inf\nregscope_test_negzero -0\nregscope_test_seq SCRAPE_N\n");
     body
 }
@@ -589,24 +315,9 @@ fn small_policy() -> CheckpointPolicy {
     }
 }
 
-fn frame(session: Session) -> String {
-    let mut app = App::new(session, Settings::default());
-    let backend = ratatui::backend::TestBackend::new(120, 40);
-    let mut term = ratatui::Terminal::new(backend).unwrap();
-    let mut out = String::new();
-    for panel in ['1', '2', '3', '4'] {
-        app.handle_key(&crossterm::event::KeyEvent::new(
-            crossterm::event::KeyCode::Char(panel),
-            crossterm::event::KeyModifiers::NONE,
-        ));
-        term.draw(|f| regscope::tui::views::draw(&app, f)).unwrap();
-        out.push_str(&format!("{:?}", term.backend().buffer()));
-    }
-    out
-}
-
 #[test]
 fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
     let all = stream(60);
@@ -740,19 +451,11 @@ fn seeking_forward_backward_and_from_the_start_reach_identical_sessions() {
     assert_eq!(by_rev.revision(), 200);
 }
 
-/// What a session holds as `snapshot --json --keys` shows it, and its clock.
-fn whole(s: &Session) -> (String, SystemTime, u64) {
-    (
-        regscope::cli::snapshot::snapshot_of(s, true).unwrap(),
-        s.now(),
-        s.applied(),
-    )
-}
-
 /// A recording that starts before etcd was listed opens just after the first list (not on
 /// an empty screen); one that starts with keys opens at its start.
 #[test]
 fn replay_opens_after_the_first_list_when_the_start_is_empty() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.rgs");
     let all = stream(30);
@@ -834,6 +537,7 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
 
 #[test]
 fn moving_one_session_around_equals_seeking_afresh_with_or_without_bodies() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
     let all = stream(60);
@@ -910,6 +614,7 @@ fn moving_one_session_around_equals_seeking_afresh_with_or_without_bodies() {
 
 #[test]
 fn scrape_bodies_and_special_values_come_back_bit_for_bit() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
     let all = stream(30);
@@ -971,6 +676,7 @@ fn scrape_bodies_and_special_values_come_back_bit_for_bit() {
 
 #[test]
 fn secret_plaintext_never_reaches_the_file_and_the_file_is_private() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
     record_stream(&file, &stream(30), small_policy(), false);
@@ -1107,10 +813,6 @@ fn packed_values_round_trip_and_packed_secrets_are_redacted() {
     ));
 }
 
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
-}
-
 /// The observations a player yields from the first checkpoint to the end.
 fn replay_all(path: &Path) -> Result<(Vec<Stamped>, Vec<String>), String> {
     let mut p = Player::open(path).map_err(|e| e.to_string())?;
@@ -1127,6 +829,7 @@ fn replay_all(path: &Path) -> Result<(Vec<Stamped>, Vec<String>), String> {
 
 #[test]
 fn every_truncation_replays_a_prefix_and_reports_the_loss() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
     // Small: no scrapes, a few seconds.
@@ -1206,6 +909,7 @@ fn assert_same_walk(a: &[String], b: &[String], what: &str) {
 
 #[test]
 fn reading_ahead_on_a_thread_hands_out_what_reading_in_place_does() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
     record_stream(&file, &stream(60), small_policy(), false);
@@ -1240,6 +944,7 @@ fn reading_ahead_on_a_thread_hands_out_what_reading_in_place_does() {
 
 #[test]
 fn flipped_bytes_never_panic_and_lose_only_damaged_frames() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
     let all: Vec<Stamped> = stream(20)
@@ -1274,165 +979,9 @@ fn flipped_bytes_never_panic_and_lose_only_damaged_frames() {
     }
 }
 
-/// A --prefix that holds nothing (a typo) is said by `verify` and by the headless
-/// recorder, with the prefixes etcd holds instead; neither fails for it.
-#[test]
-fn an_empty_prefix_is_said_by_verify_and_record() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let etcd = rt.block_on(PrivateEtcd::start()).expect("etcd");
-    let ep = etcd.endpoint();
-    rt.block_on(async {
-        let mut c = etcd.client().await.unwrap();
-        c.put("/registry/configmaps/default/a", "v", None)
-            .await
-            .unwrap();
-    });
-    let out = Command::new(BIN)
-        .args(["verify", "--endpoints", &ep, "--prefix", "/nope"])
-        .env("HOME", "/nonexistent")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(
-        err.contains("no keys under /nope/; top-level prefixes here: /registry"),
-        "{err}"
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("nope.rgs");
-    let out = Command::new("timeout")
-        .args([
-            "--preserve-status",
-            "3",
-            BIN,
-            "record",
-            "-o",
-            file.to_str().unwrap(),
-            "--endpoints",
-            &ep,
-            "--prefix",
-            "/nope",
-        ])
-        .env("HOME", "/nonexistent")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("regscope record: no keys under /nope/"),
-        "{err}"
-    );
-}
-
-#[test]
-fn headless_recorder_survives_sigkill_and_timeout() {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let etcd = rt.block_on(PrivateEtcd::start()).expect("etcd");
-    let ep = etcd.endpoint();
-    let dir = tempfile::tempdir().unwrap();
-    // Under timeout(1): SIGTERM after 4 s closes the file cleanly.
-    let clean = dir.path().join("timeout.rgs");
-    let st = Command::new("timeout")
-        .args([
-            "--preserve-status",
-            "4",
-            BIN,
-            "record",
-            "-o",
-            clean.to_str().unwrap(),
-            "--endpoints",
-            &ep,
-        ])
-        .env("HOME", "/nonexistent")
-        .status()
-        .unwrap();
-    assert_eq!(st.code(), Some(0), "record closes cleanly on SIGTERM");
-    let p = Player::open(&clean).unwrap();
-    assert!(p.damage().is_empty(), "{:?}", p.damage());
-    // Under nohup(1) a hangup does not stop it (SIGHUP stays ignored); SIGTERM then does.
-    let hup = dir.path().join("nohup.rgs");
-    let mut child = Command::new("nohup")
-        .args([
-            BIN,
-            "record",
-            "-o",
-            hup.to_str().unwrap(),
-            "--endpoints",
-            &ep,
-        ])
-        .env("HOME", "/nonexistent")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(
-        "the nohup recording to start",
-        Duration::from_secs(20),
-        || std::fs::metadata(&hup).is_ok_and(|m| m.len() > 0),
-    );
-    unsafe_kill(child.id(), libc::SIGHUP);
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(
-        child.try_wait().unwrap().is_none(),
-        "a SIGHUP under nohup stopped the recording"
-    );
-    unsafe_kill(child.id(), libc::SIGTERM);
-    assert_eq!(child.wait().unwrap().code(), Some(0));
-    let p = Player::open(&hup).unwrap();
-    assert!(p.damage().is_empty(), "{:?}", p.damage());
-    // SIGKILL while writes are flowing: what was flushed (all but the last second) replays.
-    let killed = dir.path().join("killed.rgs");
-    let mut child = Command::new(BIN)
-        .args(["record", "-o", killed.to_str().unwrap(), "--endpoints", &ep])
-        .env("HOME", "/nonexistent")
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for("the recording to start", Duration::from_secs(20), || {
-        std::fs::metadata(&killed).is_ok_and(|m| m.len() > 0)
-    });
-    let head = rt.block_on(async {
-        let mut c = etcd.client().await.unwrap();
-        for i in 0..200 {
-            c.put(format!("/registry/configmaps/default/k{i}"), "v", None)
-                .await
-                .unwrap();
-        }
-        common::head_revision(&mut c).await
-    });
-    std::thread::sleep(Duration::from_millis(2500));
-    child.kill().unwrap();
-    let _ = child.wait();
-    let mut p = Player::open(&killed).unwrap();
-    assert!(
-        p.notes().iter().any(|d| d.contains("not closed cleanly")),
-        "{:?}",
-        p.notes()
-    );
-    assert!(
-        p.damage().is_empty(),
-        "a kill loses the pending second, not a frame"
-    );
-    let s = p.seek(Target::End);
-    assert_eq!(
-        s.revision(),
-        head,
-        "writes more than a second old were on disk"
-    );
-    assert_eq!(s.replica.live_keys(), 200);
-    let out = Command::new(BIN)
-        .args(["replay", "--check", killed.to_str().unwrap()])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("rebuilt by scanning"), "{text}");
-    assert!(
-        out.status.success(),
-        "not closed cleanly is no damage: {text}"
-    );
-}
-
 #[test]
 fn export_writes_one_json_object_per_observation() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
     record_stream(&file, &stream(20), small_policy(), false);
@@ -1545,6 +1094,7 @@ fn export_writes_one_json_object_per_observation() {
 
 #[test]
 fn snapshot_from_a_recording_at_a_time_and_a_revision() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
     record_stream(&file, &stream(40), small_policy(), false);
@@ -1593,6 +1143,7 @@ fn record_set(
 
 #[test]
 fn keep_last_rolls_a_set_that_always_holds_the_last_window() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("fr.rgs");
     let all = stream(120);
@@ -1672,6 +1223,7 @@ fn keep_last_rolls_a_set_that_always_holds_the_last_window() {
 /// go first, even when that leaves less than the window), says so once, and still replays.
 #[test]
 fn keep_last_with_max_size_never_holds_more_than_the_size() {
+    require!(TESTDATA);
     let all = stream(120);
     let keep = Duration::from_secs(100);
     let run = |dir: &Path, max_size: Option<u64>, check: &mut dyn FnMut(&mut Recorder)| {
@@ -1713,11 +1265,8 @@ fn keep_last_with_max_size_never_holds_more_than_the_size() {
 /// recording of such scrapes and drawing every section at every scrape never panics.
 #[test]
 fn special_values_in_latency_and_gauges_never_panic_the_panels() {
-    let base = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/testdata/apiserver-metrics/kube-apiserver-v1.34.0.prom"),
-    )
-    .expect("../shared/testdata beside the repository");
+    require!(TESTDATA);
+    let base = apiserver_capture();
     let specials = ["NaN", "+Inf", "-Inf", "-0", "1e308"];
     let poisoned = |n: usize| -> String {
         base.lines()
@@ -1997,6 +1546,7 @@ fn force_replaces_only_regular_files_and_keep_last_never_mixes_two_runs() {
 
 #[test]
 fn a_damaged_recording_says_so_in_the_snapshot_and_the_exit_code() {
+    require!(TESTDATA);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
     record_stream(&file, &stream(30), small_policy(), false);
@@ -2056,6 +1606,7 @@ fn a_damaged_recording_says_so_in_the_snapshot_and_the_exit_code() {
 /// the session equals what a seek past it (and the intact recording) gives.
 #[test]
 fn play_through_a_lost_segment_is_exact_again_from_the_next_checkpoint() {
+    require!(TESTDATA);
     use regscope::record::format::{FrameKind, Reader};
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
@@ -2167,6 +1718,7 @@ fn play_through_a_lost_segment_is_exact_again_from_the_next_checkpoint() {
 /// still makes `replay --check`, `snapshot --from` (at any `--at`) and `export` say so.
 #[test]
 fn damage_off_the_seeks_way_is_still_reported_everywhere() {
+    require!(TESTDATA);
     use regscope::record::format::{FrameKind, Reader};
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("s.rgs");
@@ -2215,6 +1767,7 @@ fn damage_off_the_seeks_way_is_still_reported_everywhere() {
 /// the live keys of its first checkpoint.
 #[test]
 fn export_of_a_recording_begun_mid_session_starts_with_the_state() {
+    require!(TESTDATA);
     let all = stream(10);
     let mut session = Session::new(SessionInfo {
         started_at: at(0),
@@ -2265,56 +1818,6 @@ fn export_of_a_recording_begun_mid_session_starts_with_the_state() {
     );
     assert!(start.iter().all(|v| v["type"] == "list_item"));
     assert!(!text.contains(PLAINTEXT));
-}
-
-/// `--memory-limit` below what the session needs: `record` says so and closes a readable
-/// file (exit 2) instead of growing until the kernel kills it.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn record_under_a_memory_limit_it_cannot_keep_stops_with_a_readable_file() {
-    let etcd = PrivateEtcd::start().await.expect("etcd");
-    let mut c = etcd.client().await.unwrap();
-    for i in 0..20 {
-        c.put(format!("/registry/configmaps/default/cm{i:02}"), "v", None)
-            .await
-            .unwrap();
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("limited.rgs");
-    // A few MiB: less than the process itself takes, so no session fits.
-    let mut rec = Command::new(BIN)
-        .args([
-            "record",
-            "-o",
-            file.to_str().unwrap(),
-            "--endpoints",
-            &etcd.endpoint(),
-            "--memory-limit",
-            "4MiB",
-            "--duration",
-            "60s",
-        ])
-        .env("HOME", "/nonexistent")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut status = None;
-    wait_for(
-        "record to stop at the limit",
-        Duration::from_secs(30),
-        || {
-            status = rec.try_wait().unwrap();
-            status.is_some()
-        },
-    );
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut rec.stderr.take().unwrap(), &mut err).unwrap();
-    assert_eq!(status.unwrap().code(), Some(2), "{err}");
-    assert!(
-        err.contains("--memory-limit 4.0 MiB reached") && err.contains("recording is closed"),
-        "{err}"
-    );
-    let player = Player::open(&file).expect("the file closed cleanly");
-    assert!(player.damage().is_empty(), "{:?}", player.damage());
 }
 
 /// etcd's alarms and the watch anomalies are in the recording: markers to jump to, and the

@@ -19,16 +19,17 @@ use regscope::decrypt::Keyring;
 
 const MAX_INPUT: usize = 2 << 20;
 
-mod fixtures;
+use crate::common::fixtures;
+use crate::common::require;
 
-use fixtures::{hex, BR11_S1, BR11_S2};
+use fixtures::{hex, MIXED_SECRET_S1, MIXED_SECRET_S2};
 
 fn corpus() -> Vec<Vec<u8>> {
     let mut c = vec![
         hex("6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200"),
         hex("6b3873000a1e0a156275696c642e6f70656e73686966742e696f2f763112054275696c64120b0a090a0262311a036e73311a002200"),
-        hex(BR11_S1),
-        hex(BR11_S2),
+        hex(MIXED_SECRET_S1),
+        hex(MIXED_SECRET_S2),
         br#"{"apiVersion":"example.com/v1","kind":"Widget","metadata":{"name":"w1","namespace":"default"},"spec":{"size":3}}
 "#
         .to_vec(),
@@ -123,6 +124,7 @@ fn mutate(rng: &mut StdRng, corpus: &[Vec<u8>]) -> Vec<u8> {
 
 #[test]
 fn decoder_survives_mutated_values() {
+    require!(TESTDATA);
     let secs: u64 = std::env::var("REGSCOPE_FUZZ_SECS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -132,7 +134,8 @@ fn decoder_survives_mutated_values() {
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(rand::random);
     println!("fuzz seed {seed} for {secs} s (REGSCOPE_FUZZ_SEED replays)");
-    let keyring = Keyring::from_yaml(&fixtures::br11_config(fixtures::KEY_A), "fuzz").unwrap();
+    let keyring =
+        Keyring::from_yaml(&fixtures::mixed_encryption_config(fixtures::KEY_A), "fuzz").unwrap();
     let corpus = corpus();
     let mut rng = StdRng::seed_from_u64(seed);
     let deadline = Instant::now() + Duration::from_secs(secs);

@@ -13,7 +13,8 @@ use regscope::decode::object::UNKNOWN_FIELDS_KEY;
 use regscope::decode::{self, envelope::parse_envelope, DecodeOptions, SchemaUse};
 use serde_json::Value;
 
-mod fixtures;
+use crate::common::fixtures;
+use crate::common::require;
 
 /// `../shared/testdata/k8s-api`.
 fn testdata() -> PathBuf {
@@ -209,6 +210,7 @@ fn report(label: &str, t: &Tally) {
 
 #[test]
 fn v1_30_3_every_kind_exact() {
+    require!(TESTDATA);
     let td = testdata();
     for sub in ["v1.30.3", "extra/apiextensions-apiserver/v1.30.3"] {
         let t = run_folder(&td.join(sub));
@@ -221,6 +223,7 @@ fn v1_30_3_every_kind_exact() {
 
 #[test]
 fn head_known_kinds_match_and_the_rest_dump() {
+    require!(TESTDATA);
     let td = testdata();
     for sub in ["head", "extra/apiextensions-apiserver/head"] {
         let t = run_folder(&td.join(sub));

@@ -3,7 +3,8 @@
 //! a TLS three-member etcd on loopback and a separate TLS etcd for Events
 //! (`--etcd-servers-overrides`). Then broken variants of the tree, each with its verdict.
 
-mod common;
+use crate::common;
+use crate::common::require;
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -273,10 +274,8 @@ fn failed(v: &serde_json::Value) -> Vec<(String, String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named() {
-    let etcd = regscope::demo::etcd_server::find_on_path("etcd")
-        .expect("etcd is not installed: scripts/setup.sh installs it");
-    regscope::demo::etcd_server::find_on_path("openssl")
-        .expect("openssl is not installed: scripts/setup.sh installs it");
+    require!(ETCD, OPENSSL);
+    let etcd = regscope::demo::etcd_server::find_on_path("etcd").expect("etcd, required above");
     let dir = tempfile::tempdir().unwrap();
     let pki_dir = dir.path().join("pki");
     std::fs::create_dir(&pki_dir).unwrap();
@@ -534,7 +533,7 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
 
     // The console watches the events etcd beside the main one: its keys and revision move
     // with the writes, and when it stops the alert row says so.
-    if regscope::demo::etcd_server::find_on_path("tmux").is_some() {
+    if common::needs::met(&[common::needs::TMUX]) {
         let cmd = format!(
             "env -u ETCDCTL_ENDPOINTS -u ETCDCTL_CACERT -u ETCDCTL_CERT -u ETCDCTL_KEY \
              KUBECONFIG=/nonexistent {BIN} --root {r} --informers none"

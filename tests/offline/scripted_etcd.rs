@@ -8,8 +8,8 @@
 //! - a progress notification below events already delivered, and below the watch's own
 //!   start revision (from these versions a lower bound on etcd's head, not an anomaly).
 
-mod common;
-#[path = "common/scripted_etcd.rs"]
+use crate::common;
+#[path = "../common/scripted_etcd.rs"]
 mod scripted;
 
 use std::time::Duration;

@@ -15,6 +15,8 @@ use regscope::demo::{
 use regscope::metrics::exposition::{self, Exposition};
 use serde_json::Value;
 
+use crate::common::require;
+
 /// Every test has this long; each step inside is bounded too.
 const TEST_TIMEOUT: Duration = Duration::from_secs(35);
 
@@ -232,6 +234,7 @@ async fn expect_expired(lines: &mut Lines, message_prefix: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_lists_gets_and_kubeconfig() {
+    require!(ETCD);
     let test = async {
         let env = env(
             SimConfig {
@@ -521,6 +524,7 @@ async fn metrics_lists_gets_and_kubeconfig() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_from_list_rv_gets_the_next_writes_and_bookmarks() {
+    require!(ETCD);
     let test = async {
         let env = env(
             SimConfig {
@@ -647,6 +651,7 @@ async fn watch_from_list_rv_gets_the_next_writes_and_bookmarks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn too_old_resource_versions_get_410_from_ring_and_from_compaction() {
+    require!(ETCD);
     let test = async {
         let env = env(
             SimConfig {
@@ -769,6 +774,7 @@ async fn too_old_resource_versions_get_410_from_ring_and_from_compaction() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_watcher_lags_is_terminated_and_gets_410_on_resume() {
+    require!(ETCD);
     let test = async {
         let delay = Duration::from_millis(50);
         let env = env(

@@ -1,0 +1,20 @@
+//! Every integration test that starts a real etcd (the `etcd` binary on PATH, on loopback
+//! with temp data dirs and random ports), in one test binary: the second pass of
+//! `scripts/test.sh` reruns exactly this binary against etcd 3.5.1. Tests that need no etcd
+//! live in `tests/offline/`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod apiserver_cli;
+mod decode_cli;
+mod demo;
+mod demo_apiserver;
+mod faults;
+mod ha;
+mod node_doctor;
+mod read_only;
+mod record_replay;
+mod scrape_sources;
+mod sync;
+mod tls_auth;
