@@ -131,7 +131,7 @@ impl WatchHandler for Session<'_> {
             // carrying the requested watch id (0, the same as the prefix's
             // automatic one), so it is told by order; 3.4.23 lets the watch be.
             // After that refusal 3.5.1 sent no more events of the prefix's watch
-            // on the stream, only progress (tests/read_only.rs), so the stream
+            // on the stream, only progress (tests/etcd/read_only.rs), so the stream
             // is opened again, resuming, without the marker; compactions are
             // still seen from watch cancellations, list errors and etcd's metrics.
             if creation.is_some_and(|n| n > 0)
