@@ -1,8 +1,6 @@
 //! Numbers, sizes and seconds as text, the same in the console and the CLI's output:
 //! counts with thousands separators, bytes in binary units, whole Unix seconds.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 /// `1234567` → `1,234,567`.
 pub fn thousands(n: u64) -> String {
     let s = n.to_string();
@@ -40,10 +38,7 @@ pub fn bytes(n: u64) -> String {
     format!("{v:.1} {}", UNITS[u])
 }
 
-/// Unix seconds of a time (0 before the epoch).
-pub fn unix_second(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
+pub use crate::model::unix_second;
 
 #[cfg(test)]
 mod tests {

@@ -43,6 +43,13 @@ pub struct KeyValue {
 /// and the allocation happens on their threads, not the session's. (Not via
 /// `Bytes::from(vec)` and back: bytes 1.x's `Vec::from(Bytes)` moves every byte once more,
 /// to the start of its buffer, even when it already starts there.)
+/// Unix seconds of a time (0 before the epoch): the second a sample, a counter or a
+/// revision→time entry is booked under.
+pub fn unix_second(t: std::time::SystemTime) -> u64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
 pub fn shareable(v: Vec<u8>) -> Bytes {
     if v.is_empty() {
         return Bytes::new();

@@ -6,11 +6,11 @@
 //! a lease, its TTL, `--event-ttl`, 1 h by default, so expiries arrive as deletes).
 
 use std::collections::VecDeque;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::model::{OtherClusterObs, OtherClusterWhat, Revision};
+use crate::model::{unix_second, OtherClusterObs, OtherClusterWhat, Revision};
 
 /// Seconds of per-second samples kept for the rates (one more than the longest window).
 const SAMPLES: usize = 61;
@@ -126,7 +126,7 @@ impl OtherCluster {
     /// Keeps the counts at the end of `at`'s second.
     fn sample(&mut self, at: SystemTime) {
         let s = Sample {
-            second: unix_seconds(at),
+            second: unix_second(at),
             revision: self.revision,
             puts: self.puts,
             deletes: self.deletes,
@@ -151,7 +151,7 @@ impl OtherCluster {
     /// Rates over the `window` seconds before `now` (at most 60), or over the seconds
     /// observed when fewer; zero when nothing was observed for a second or more.
     pub fn rates(&self, now: SystemTime, window: u64) -> OtherClusterRates {
-        let now_s = unix_seconds(now);
+        let now_s = unix_second(now);
         let (Some(first), Some(last)) = (self.samples.front(), self.samples.back()) else {
             return OtherClusterRates::default();
         };
@@ -172,10 +172,6 @@ impl OtherCluster {
             bytes: d(last.bytes, base.bytes),
         }
     }
-}
-
-fn unix_seconds(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// Every other etcd cluster reported, in the order first reported.
@@ -217,7 +213,7 @@ impl OtherClusters {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
+    use std::time::{Duration, UNIX_EPOCH};
 
     fn at(s: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(1_700_000_000 + s)

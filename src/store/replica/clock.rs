@@ -4,9 +4,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-pub(super) fn unix_second(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
+pub(super) use crate::model::unix_second;
 
 /// The newest observation's Unix second and the end of the newest `rev_times` entry's
 /// 100 ms window, kept between observations: a replay applies a million events a second,
