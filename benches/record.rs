@@ -341,9 +341,9 @@ fn scrapes(dir: &Path) {
                 },
             },
         };
-        session.apply(&st);
+        let applied = session.apply(&st);
         let t = Instant::now();
-        rec.record_applied(&st, &mut session);
+        rec.record_applied(&st, &applied);
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     let bytes = rec.bytes_written() - before;
@@ -430,8 +430,8 @@ fn hour(dir: &Path) {
             obs: Observation::Tick,
         });
         for st in &batch {
-            session.apply(st);
-            rec.record_applied(st, &mut session);
+            let applied = session.apply(st);
+            rec.record_applied(st, &applied);
             n_obs += 1;
         }
         // Live, a second of this workload (about 280 events) leaves the packing worker

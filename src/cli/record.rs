@@ -193,15 +193,15 @@ pub async fn record_session(
             _ = sleep_until(deadline) => break "--duration reached",
             st = rx.recv() => {
                 let Some(st) = st else { break "the sources ended" };
-                session.apply(&st);
-                rec.record_applied(&st, &mut session);
+                let applied = session.apply(&st);
+                rec.record_applied(&st, &applied);
                 conn_log.observe(&st);
                 let mut n = 1;
                 while n < 10_000 {
                     match rx.try_recv() {
                         Ok(st) => {
-                            session.apply(&st);
-                            rec.record_applied(&st, &mut session);
+                            let applied = session.apply(&st);
+                            rec.record_applied(&st, &applied);
                             conn_log.observe(&st);
                             n += 1;
                         }
@@ -253,8 +253,8 @@ pub async fn record_session(
     drop(sources);
     // What the sources sent before they stopped is part of the session.
     while let Ok(st) = rx.try_recv() {
-        session.apply(&st);
-        rec.record_applied(&st, &mut session);
+        let applied = session.apply(&st);
+        rec.record_applied(&st, &applied);
     }
     let path = rec.path();
     let records = rec.records();

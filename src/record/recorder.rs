@@ -17,7 +17,7 @@ use super::{
     RECORD_OBSERVATION, RECORD_SCRAPE_DIGEST,
 };
 use crate::model::{KeyValue, Observation, Revision, ScrapeOutcome, SessionInfo, Stamped};
-use crate::store::Session;
+use crate::store::{Applied, Session};
 
 /// When to write a checkpoint: after `records` observations or `interval` of session time
 /// (whichever first), but only once the observations written since the last checkpoint
@@ -250,17 +250,17 @@ impl Recorder {
         Ok(())
     }
 
-    /// Writes one observation that the caller has already applied to `session`: a scrape
-    /// body goes with the digest the session derived from it (see
-    /// [`Recorder::record_digest`]).
-    pub fn record_applied(&mut self, st: &Stamped, session: &mut Session) {
+    /// Writes one observation that the caller has already applied, with what applying it
+    /// gave (`applied`): a scrape body goes with the digest the session derived from it
+    /// (see [`Recorder::record_digest`]).
+    pub fn record_applied(&mut self, st: &Stamped, applied: &Applied) {
         if let Observation::Scrape {
             target,
             outcome: ScrapeOutcome::Body { body, .. },
         } = &st.obs
         {
-            if let Some(d) = session.metrics.take_digest() {
-                self.record_digest(st.at, *target, body.len(), &d);
+            if let Some(d) = &applied.digest {
+                self.record_digest(st.at, *target, body.len(), d);
             }
         }
         self.record(st);

@@ -155,13 +155,6 @@ pub struct MetricStore {
     apiserver: TargetSeries,
     etcd: TargetSeries,
     retention: usize,
-    /// See [`MetricStore::take_digest`]; not part of the state.
-    #[serde(skip)]
-    last_digest: Option<std::sync::Arc<ScrapeDigest>>,
-    /// Digests replaced, kept for the caller to free (see
-    /// [`crate::store::Session::defer_frees`]).
-    #[serde(skip)]
-    discards: crate::store::discards::Discards<std::sync::Arc<ScrapeDigest>>,
 }
 
 impl Default for MetricStore {
@@ -178,8 +171,6 @@ impl MetricStore {
             apiserver: TargetSeries::default(),
             etcd: TargetSeries::default(),
             retention: retention.max(2),
-            last_digest: None,
-            discards: Default::default(),
         }
     }
 
@@ -230,18 +221,21 @@ impl MetricStore {
     /// Applies one observation; anything but a scrape is ignored. Returns true when
     /// something changed.
     pub fn apply(&mut self, st: &Stamped) -> bool {
-        self.apply_digested(st, None)
+        self.apply_digested(st, None).0
     }
 
     /// As [`MetricStore::apply`], with the body's [`ScrapeDigest`] when already known (a
-    /// recording's cache) instead of parsing it.
+    /// recording's cache) instead of parsing it. Also returns the digest of a scrape body
+    /// (the one handed in, or the one made here), for the recorder to store beside the raw
+    /// body so that a replay seeking through an hour of scrapes does not parse each 3 MB
+    /// body again.
     pub fn apply_digested(
         &mut self,
         st: &Stamped,
         digest: Option<&std::sync::Arc<ScrapeDigest>>,
-    ) -> bool {
+    ) -> (bool, Option<std::sync::Arc<ScrapeDigest>>) {
         let Observation::Scrape { target, outcome } = &st.obs else {
-            return false;
+            return (false, None);
         };
         let retention = self.retention;
         let ts = self.target_mut(*target);
@@ -274,30 +268,10 @@ impl MetricStore {
                         ts.push(st.at, mapped, retention);
                     }
                 }
-                if let Some(old) = self.last_digest.replace(d) {
-                    self.discards.keep(old);
-                }
+                return (true, Some(d));
             }
         }
-        true
-    }
-
-    /// Whether replaced digests are kept for [`MetricStore::take_discards`] instead of
-    /// freed in place.
-    pub(crate) fn defer_frees(&mut self, on: bool) {
-        self.discards.set(on);
-    }
-
-    /// The digests replaced since the last call, while deferring.
-    pub(crate) fn take_discards(&mut self) -> Vec<std::sync::Arc<ScrapeDigest>> {
-        self.discards.take()
-    }
-
-    /// The digest of the newest scrape body applied (parsed here or handed in), once: the
-    /// recorder stores it beside the raw body so that a replay seeking through an hour of
-    /// scrapes does not parse each 3 MB body again.
-    pub fn take_digest(&mut self) -> Option<std::sync::Arc<ScrapeDigest>> {
-        self.last_digest.take()
+        (true, None)
     }
 }
 

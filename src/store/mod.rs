@@ -34,5 +34,5 @@ pub use replica::{
     Replacement, Replica, ReplicaConfig, ReplicaMemory, Summary, Unseen, UnseenChange,
     UnseenCounts, VersionMeta, VersionView, DEFAULT_HISTORY_BUDGET,
 };
-pub use session::{Applied, Discarded, Session};
+pub use session::{Applied, Applies, Discarded, Prepared, Session};
 pub use shared_bytes::CHECKPOINT_FORMAT;

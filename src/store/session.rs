@@ -25,12 +25,48 @@ use crate::model::{
     SessionInfo, Stamped,
 };
 
-/// What one [`Session::apply`] changed, so the console knows what to refresh.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What one [`Session::apply`] changed, so the console knows what to refresh, and what
+/// the recorder writes beside the observation.
+#[derive(Clone, Debug, Default)]
 pub struct Applied {
     /// A scrape or informer observation arrived: the apiserver panels' data must be
     /// derived again.
     pub apiserver: bool,
+    /// A scrape body's digest (handed in or made while applying): the recorder stores it
+    /// beside the body ([`crate::record::Recorder::record_applied`]). Dropping it frees
+    /// the digest when nothing else holds it (a replay hands it to its read-ahead thread).
+    pub digest: Option<std::sync::Arc<ScrapeDigest>>,
+}
+
+/// What the reader of a stream already knows about an observation, so that applying it
+/// does not work it out again: a recording's scrape digest, and the writers of its events
+/// that a replay's read-ahead found while decoding (see [`super::WriterNames`]). The same
+/// session results with or without them; live observations come with none
+/// (`Prepared::default()`).
+#[derive(Clone, Copy, Default)]
+pub struct Prepared<'a> {
+    pub digest: Option<&'a std::sync::Arc<ScrapeDigest>>,
+    pub writers: Option<Found<'a>>,
+}
+
+/// What observations are applied to: a [`Session`], or a console that shows one (and
+/// decides from each [`Applied`] what to draw again). Live sources and a replay's player
+/// both apply through it, one observation at a time.
+pub trait Applies {
+    /// The session applied to.
+    fn session_mut(&mut self) -> &mut Session;
+    /// Applies `st` (see [`Session::apply_prepared`]).
+    fn apply_prepared(&mut self, st: &Stamped, prepared: Prepared<'_>) -> Applied;
+}
+
+impl Applies for Session {
+    fn session_mut(&mut self) -> &mut Session {
+        self
+    }
+
+    fn apply_prepared(&mut self, st: &Stamped, prepared: Prepared<'_>) -> Applied {
+        Session::apply_prepared(self, st, prepared)
+    }
 }
 
 /// See the module docs.
@@ -146,28 +182,17 @@ impl Session {
     /// (`etcd_debugging_mvcc_compact_revision`, mapped by the concept table), derived here
     /// from the recorded body rather than scraped twice.
     pub fn apply(&mut self, st: &Stamped) -> Applied {
-        self.apply_digested(st, None)
+        self.apply_prepared(st, Prepared::default())
     }
 
-    /// As [`Session::apply`], with a scrape body's [`ScrapeDigest`] when a recording holds
-    /// it (the body is then not parsed again).
-    pub fn apply_digested(
-        &mut self,
-        st: &Stamped,
-        digest: Option<&std::sync::Arc<ScrapeDigest>>,
-    ) -> Applied {
-        self.apply_prepared(st, digest, None)
-    }
-
-    /// As [`Session::apply_digested`], with the writers of its events found ahead of time
-    /// (a replay's read-ahead finds them as it decodes, see [`super::WriterNames`]): the same
-    /// session as without them.
-    pub fn apply_prepared(
-        &mut self,
-        st: &Stamped,
-        digest: Option<&std::sync::Arc<ScrapeDigest>>,
-        found: Option<Found<'_>>,
-    ) -> Applied {
+    /// As [`Session::apply`], with what the stream's reader already knows about `st`
+    /// ([`Prepared`]): the same session as without it. The one way observations enter a
+    /// session; each goes to the part that owns it.
+    pub fn apply_prepared(&mut self, st: &Stamped, prepared: Prepared<'_>) -> Applied {
+        let Prepared {
+            digest,
+            writers: found,
+        } = prepared;
         self.applied += 1;
         if self.now.is_none_or(|n| st.at > n) {
             self.now = Some(st.at);
@@ -184,7 +209,10 @@ impl Session {
             }
             Observation::ApiserverFlags(f) => {
                 self.apiserver_flags = Some(f.clone());
-                return Applied { apiserver: true };
+                return Applied {
+                    apiserver: true,
+                    ..Applied::default()
+                };
             }
             _ => {}
         }
@@ -220,7 +248,9 @@ impl Session {
             _ => {}
         }
         let mut out = Applied::default();
-        if self.metrics.apply_digested(st, digest) {
+        let (scraped, digest) = self.metrics.apply_digested(st, digest);
+        out.digest = digest;
+        if scraped {
             out.apiserver = true;
             if let Observation::Scrape {
                 target: ScrapeTarget::Etcd,
@@ -241,19 +271,17 @@ impl Session {
         out
     }
 
-    /// Whether what applying lets go of (event-log copies, dropped history, replaced scrape
-    /// digests) is kept for [`Session::take_discarded`] instead of freed in place. A replay
+    /// Whether what applying lets go of (event-log copies, dropped history) is kept for [`Session::take_discarded`] instead of freed in place. A replay
     /// turns it on and frees on its read-ahead thread; live, freeing in place is cheap.
     pub fn defer_frees(&mut self, on: bool) {
         self.replica.defer_frees(on);
-        self.metrics.defer_frees(on);
     }
 
     /// What was let go of since the last call while deferring (empty otherwise).
     pub fn take_discarded(&mut self) -> Discarded {
         Discarded {
             bytes: self.replica.take_discards(),
-            digests: self.metrics.take_discards(),
+            digests: Vec::new(),
         }
     }
 
@@ -360,7 +388,8 @@ impl Session {
 pub struct Discarded {
     /// Keys and values (raw or packed).
     pub bytes: Vec<Bytes>,
-    /// Scrape digests replaced by newer ones.
+    /// Scrape digests that applies handed back ([`Applied::digest`]) and the caller let go
+    /// of (a replay's player adds them; the session keeps none).
     pub digests: Vec<std::sync::Arc<ScrapeDigest>>,
 }
 

@@ -28,7 +28,7 @@ use super::theme::Theme;
 use crate::derive::apiserver::ApiserverView;
 use crate::derive::keys::Scan;
 use crate::model::{Revision, Stamped};
-use crate::store::{EventRecord, Replica, Session};
+use crate::store::{Applied, Applies, EventRecord, Prepared, Replica, Session};
 
 /// Everything the app needs besides the session.
 #[derive(Clone, Debug, Default)]
@@ -262,7 +262,7 @@ impl App {
     /// while paused (the whole view stays as it was; the backlog is applied on resume, or
     /// when it grows past [`Cursor::BACKLOG_LIMIT`]). Call [`App::after_batch`] after a
     /// batch.
-    pub fn ingest(&mut self, st: &Stamped) {
+    pub fn ingest(&mut self, st: &Stamped) -> Option<Applied> {
         if self.cursor.paused && self.cursor.replay.is_none() {
             self.cursor.backlog.push_back(st.clone());
             // The timeline row counts what is queued.
@@ -274,17 +274,24 @@ impl App {
                 ));
                 self.resume();
             }
-            return;
+            return None;
         }
-        self.apply(st);
+        Some(self.apply(st))
     }
 
-    /// Applies one observation to the session. A clock tick marks the screen dirty only
-    /// when rates can still change (something was observed in the last minute), so an idle
-    /// console never redraws.
-    pub fn apply(&mut self, st: &Stamped) {
+    /// Applies one observation to the session (see [`App::apply_prepared`]).
+    pub fn apply(&mut self, st: &Stamped) -> Applied {
+        self.apply_prepared(st, Prepared::default())
+    }
+
+    /// Applies one observation to the session, live or replayed (the one way both reach
+    /// the console, [`Applies`]), and notes what to draw again. A clock tick marks the
+    /// screen dirty only when rates can still change (something was observed in the last
+    /// minute), so an idle console never redraws.
+    pub fn apply_prepared(&mut self, st: &Stamped, prepared: Prepared<'_>) -> Applied {
         let before = self.now_second();
-        if self.session.apply(st).apiserver {
+        let applied = self.session.apply_prepared(st, prepared);
+        if applied.apiserver {
             self.apiserver.changed = true;
         }
         let sec = self.now_second();
@@ -299,6 +306,7 @@ impl App {
                 self.dirty = true;
             }
         }
+        applied
     }
 
     /// Advances the clock with a [`crate::model::Observation::Tick`] stamped `at`, as the
@@ -328,9 +336,10 @@ impl App {
         self.after_batch();
     }
 
-    /// The session was changed outside [`App::ingest`] (a replay applied observations to
-    /// it directly): derive again and do the batch bookkeeping.
-    pub fn after_external_apply(&mut self) {
+    /// A replay moved its cursor (played or stepped through [`App::apply_prepared`], or
+    /// sought in place in the session): the apiserver panels are derived again for the new
+    /// moment even within the same second, then the batch bookkeeping.
+    pub fn after_replay_moved(&mut self) {
         self.apiserver.changed = true;
         self.after_batch();
     }
@@ -599,6 +608,16 @@ impl App {
     /// The typed filter, if the user is typing one.
     pub(crate) fn input_text(&self) -> Option<&str> {
         self.input.as_ref().map(|i| i.text.as_str())
+    }
+}
+
+impl Applies for App {
+    fn session_mut(&mut self) -> &mut Session {
+        &mut self.session
+    }
+
+    fn apply_prepared(&mut self, st: &Stamped, prepared: Prepared<'_>) -> Applied {
+        App::apply_prepared(self, st, prepared)
     }
 }
 

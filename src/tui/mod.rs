@@ -407,13 +407,12 @@ impl LiveDriver {
                 self.cluster_id = *cluster_id;
             }
         }
-        let paused = app.paused();
-        app.ingest(st);
+        let applied = app.ingest(st);
         if let Some(r) = self.recorder.as_mut() {
-            if paused {
-                r.record(st);
-            } else {
-                r.record_applied(st, &mut app.session);
+            match applied {
+                Some(applied) => r.record_applied(st, &applied),
+                // Held back while paused: recorded now, applied later.
+                None => r.record(st),
             }
         }
     }

@@ -111,13 +111,11 @@ impl ReplayDriver {
             }
         };
         let resyncs = self.player.resyncs();
-        let n = self
-            .player
-            .advance(&mut app.session, target, BUDGET, |_, _, _| {});
+        let n = self.player.advance(app, target, BUDGET, |_, _, _| {});
         if self.player.resyncs() != resyncs {
             app.session_replaced();
         } else if n > 0 {
-            app.after_external_apply();
+            app.after_replay_moved();
         }
         if self.player.peek().is_none() {
             app.cursor.paused = true;
@@ -170,7 +168,7 @@ impl ReplayDriver {
             }
             // Moved in place, through a checkpoint restored after a lost frame.
             None if self.player.resyncs() != resyncs => app.session_replaced(),
-            None => app.after_external_apply(),
+            None => app.after_replay_moved(),
         }
         self.anchor = None;
         self.update(app);
@@ -290,12 +288,9 @@ impl ReplayDriver {
                 // One observation that shows: clock ticks alone are passed over.
                 loop {
                     let pos = self.player.position();
-                    let n = self.player.advance(
-                        &mut app.session,
-                        Target::Position(pos + 1),
-                        1,
-                        |_, _, _| {},
-                    );
+                    let n = self
+                        .player
+                        .advance(app, Target::Position(pos + 1), 1, |_, _, _| {});
                     let tick = matches!(
                         self.player.peek().map(|s| &s.obs),
                         Some(crate::model::Observation::Tick)
@@ -307,7 +302,7 @@ impl ReplayDriver {
                 if self.player.resyncs() != resyncs {
                     app.session_replaced();
                 } else {
-                    app.after_external_apply();
+                    app.after_replay_moved();
                 }
                 self.update(app);
             }

@@ -298,8 +298,8 @@ fn record_with(
     }
     let mut rec = Recorder::create(opts, &session, cluster_id).unwrap();
     for st in all {
-        session.apply(st);
-        rec.record_applied(st, &mut session);
+        let applied = session.apply(st);
+        rec.record_applied(st, &applied);
         rec.maintain(Some(&mut session));
         check(&mut rec);
     }
@@ -1781,8 +1781,8 @@ fn export_of_a_recording_begun_mid_session_starts_with_the_state() {
     let begun_at = session.revision();
     let mut rec = Recorder::create(RecordOptions::new(&file), &session, 0).unwrap();
     for st in &all[20..] {
-        session.apply(st);
-        rec.record_applied(st, &mut session);
+        let applied = session.apply(st);
+        rec.record_applied(st, &applied);
     }
     rec.finish().unwrap();
     // `replay --check` gives the span a seek accepts: from the revision the first

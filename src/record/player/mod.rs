@@ -22,7 +22,7 @@ use super::readahead::{Decoded, ReadAhead};
 use super::{from_ns, restore, RecordError, RecordingHeader, FORMAT_VERSION};
 use crate::model::{Observation, Revision, ScrapeOutcome, ScrapeTarget, Stamped};
 use crate::store::metrics::ScrapeDigest;
-use crate::store::{Found, FoundWriters, Session};
+use crate::store::{Applies, Found, FoundWriters, Prepared, Session};
 
 /// Most observations [`Player::seek_in`] applies in place to reach a checkpoint it could
 /// restore instead (about 0.1 s of replay, less than restoring a large checkpoint).
@@ -153,6 +153,8 @@ pub struct Player {
     first_revision: Option<Revision>,
     /// Observations applied and not yet handed back to `readahead` to be dropped.
     spent: Vec<Stamped>,
+    /// Scrape digests the applies handed back, freed with `spent` on the read-ahead thread.
+    spent_digests: Vec<Arc<ScrapeDigest>>,
     /// A segment or scrape frame was lost since the session was last exact (restored
     /// from a checkpoint, or started empty): the next checkpoint played through is
     /// restored instead of passed over.
@@ -328,6 +330,7 @@ impl Player {
             ahead_next: 0,
             first_revision,
             spent: Vec::new(),
+            spent_digests: Vec::new(),
             lost: false,
             lost_marks: Vec::new(),
             resync: None,
@@ -530,7 +533,8 @@ impl Player {
         }
     }
 
-    /// Applies observations to `session` until `target` is reached or `budget`
+    /// Applies observations to `to` (a session, or the console showing one: the same way
+    /// live observations reach it, see [`Applies`]) until `target` is reached or `budget`
     /// observations were applied; `each` sees every observation applied, after it was,
     /// with the cursor's position just after it.
     ///
@@ -542,7 +546,7 @@ impl Player {
     /// Returns how many were applied.
     pub fn advance(
         &mut self,
-        session: &mut Session,
+        to: &mut impl Applies,
         target: Target,
         budget: u64,
         mut each: impl FnMut(&Session, &Stamped, u64),
@@ -551,12 +555,12 @@ impl Player {
         // What applying lets go of is freed on the read-ahead thread, with the
         // observations (see `ReadAhead::recycle`). Packing waits for the end of the
         // stretch (see `Replica::defer_packing`).
-        session.defer_frees(true);
-        session.replica.defer_packing(true);
+        to.session_mut().defer_frees(true);
+        to.session_mut().replica.defer_packing(true);
         while n < budget {
             let more = self.fill();
             if let Some(f) = self.resync.take() {
-                self.resync_at(session, &f);
+                self.resync_at(to.session_mut(), &f);
             }
             if !more {
                 break;
@@ -565,7 +569,7 @@ impl Player {
             let stop = match target {
                 Target::Position(p) => self.position >= p,
                 Target::Time(t) => next.at > t,
-                Target::Revision(r) => session.revision() >= r || next.obs.revision() > r,
+                Target::Revision(r) => to.session_mut().revision() >= r || next.obs.revision() > r,
                 Target::End => false,
             };
             if stop {
@@ -577,18 +581,25 @@ impl Player {
             if let Some((next, _, _)) = self.pending.front() {
                 prefetch_keys(next);
             }
-            let found = Found {
+            let writers = Found {
                 writers: &found,
                 names: self.readahead.names(),
             };
-            session.apply_prepared(&st, digest.as_ref(), Some(found));
-            each(session, &st, self.position);
+            let prepared = Prepared {
+                digest: digest.as_ref(),
+                writers: Some(writers),
+            };
+            if let Some(d) = to.apply_prepared(&st, prepared).digest {
+                self.spent_digests.push(d);
+            }
+            each(to.session_mut(), &st, self.position);
             n += 1;
             self.spent.push(st);
             if self.spent.len() >= SPENT_BATCH {
-                self.recycle(session);
+                self.recycle(to.session_mut());
             }
         }
+        let session = to.session_mut();
         self.recycle(session);
         session.defer_frees(false);
         session.replica.defer_packing(false);

@@ -44,7 +44,8 @@ impl Player {
 
     /// Hands the applied observations to the read-ahead thread to be dropped.
     pub(super) fn recycle(&mut self, session: &mut Session) {
-        let discarded = session.take_discarded();
+        let mut discarded = session.take_discarded();
+        discarded.digests.append(&mut self.spent_digests);
         if !self.spent.is_empty() || !discarded.is_empty() {
             let spent = std::mem::replace(&mut self.spent, Vec::with_capacity(SPENT_BATCH));
             self.readahead.recycle(spent, discarded);
