@@ -1068,6 +1068,7 @@ fn the_title_follows_a_failover() {
             .back()
             .unwrap()
             .1
+            .to_string()
             .contains("failover: reading from http://127.0.0.1:22379"),
         "{notes:?}"
     );
@@ -1140,7 +1141,7 @@ fn etcd_members_120x40() {
     assert!(
         r.notes()
             .iter()
-            .any(|(_, n)| n == "etcd member m2 (http://127.0.0.1:32379) stopped answering: connect timed out after 2 s"),
+            .any(|(_, n)| n.to_string() == "etcd member m2 (http://127.0.0.1:32379) stopped answering: connect timed out after 2 s"),
         "{:?}",
         r.notes()
     );

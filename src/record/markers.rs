@@ -40,7 +40,7 @@ pub struct MarkerScan {
     alarms: Vec<String>,
     anomalies: u64,
     /// The replica's newest note as of the previous observation (stamp and text).
-    last_note: Option<(std::time::SystemTime, String)>,
+    last_note: Option<(std::time::SystemTime, crate::store::Note)>,
     /// The etcd members as last polled.
     members: Vec<crate::model::MemberStatus>,
     /// kube-apiserver's other etcd clusters that are down (by their resources).
@@ -124,7 +124,7 @@ impl MarkerScan {
         let anomalies = s.etcd.watch_health().anomalies();
         let note = s.notes().back();
         if anomalies > self.anomalies && note.is_some() && note != self.last_note.as_ref() {
-            let why = note.map_or("", |(_, n)| n.as_str());
+            let why = note.map_or(String::new(), |(_, n)| n.to_string());
             mark(format!("watch anomaly: {why}"));
         }
         if note != self.last_note.as_ref() {
@@ -153,8 +153,8 @@ impl MarkerScan {
                 }
             }
             Observation::Members(now) => {
-                for line in crate::store::member_changes(&self.members, now) {
-                    mark(line);
+                for note in crate::store::member_changes(&self.members, now) {
+                    mark(note.to_string());
                 }
                 self.members.clone_from(now);
             }

@@ -21,7 +21,7 @@ pub use etcd_cluster::{member_changes, EtcdCluster, WatchHealth};
 pub use informer::{InformerLag, InformerState};
 pub use memory_guard::{MemoryAction, MemoryGuard};
 pub use metrics::MetricStore;
-pub use notes::Notes;
+pub use notes::{Note, Notes};
 pub use other_clusters::{OtherCluster, OtherClusterRates, OtherClusters};
 pub use replica::list_progress::ListProgress;
 pub use replica::stats::{GrowthSample, ResourceStats, ResourceSummary};

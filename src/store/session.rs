@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::etcd_cluster::EtcdCluster;
 use super::metrics::ScrapeDigest;
-use super::notes::Notes;
+use super::notes::{Note, Notes};
 use super::replica::checkpoint::{Image as ReplicaImage, Owned as ReplicaOwned};
 use super::shared_bytes::since_format;
 use super::{Found, InformerLag, MetricStore, OtherClusters, Replica, ReplicaConfig, Summary};
@@ -224,7 +224,7 @@ impl Session {
             | Observation::Server { .. }
             | Observation::EtcdStatus(_)
             | Observation::Members(_) => self.etcd.apply(st, &mut self.notes),
-            Observation::Note(n) => self.notes.push(st.at, n.clone()),
+            Observation::Note(n) => self.notes.push(st.at, Note::Text(n.clone())),
             _ => {}
         }
         self.replica
@@ -236,13 +236,13 @@ impl Session {
                     .replaced(st.at, reason, self.replica.revision())
                     .short();
                 self.replica.reset(st.at, line);
-                self.notes.push(st.at, reason.clone());
+                self.notes.push(st.at, Note::Text(reason.clone()));
             }
             Observation::ListDone { revision, .. } => {
                 if let Some(r) = self.etcd.listed(*revision) {
-                    let (short, line) = (r.short(), r.describe());
-                    self.replica.relabel_reset(short);
-                    self.notes.push(st.at, line);
+                    let r = r.clone();
+                    self.replica.relabel_reset(r.short());
+                    self.notes.push(st.at, Note::Replaced(r));
                 }
             }
             _ => {}
@@ -346,7 +346,7 @@ impl Session {
 
     /// Notes for the event log and the replay markers (resyncs, failovers, alarms, etcd
     /// replaced), oldest first (the newest 200).
-    pub fn notes(&self) -> &std::collections::VecDeque<(SystemTime, String)> {
+    pub fn notes(&self) -> &std::collections::VecDeque<(SystemTime, Note)> {
         self.notes.lines()
     }
 

@@ -83,7 +83,7 @@ async fn nospace_alarm_is_seen_and_said_with_what_to_do() {
     assert!(
         h.notes()
             .iter()
-            .any(|(_, n)| n.contains("etcd raised alarm NOSPACE")),
+            .any(|(_, n)| n.to_string().contains("etcd raised alarm NOSPACE")),
         "{:?}",
         h.notes()
     );

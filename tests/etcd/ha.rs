@@ -340,7 +340,8 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
     assert!(
         h.notes()
             .iter()
-            .any(|(_, n)| n.starts_with("etcd member m0") && n.contains("stopped answering")),
+            .any(|(_, n)| n.to_string().starts_with("etcd member m0")
+                && n.to_string().contains("stopped answering")),
         "{:?}",
         h.notes()
     );
@@ -396,7 +397,7 @@ async fn failover_when_the_member_read_is_killed_or_stopped() {
     // came through the watch exactly once.
     assert_verified(&h).await;
     assert_eq!(h.etcd.watch_health().repeated_events, 0);
-    let notes: Vec<&str> = h.notes().iter().map(|(_, n)| n.as_str()).collect();
+    let notes: Vec<String> = h.notes().iter().map(|(_, n)| n.to_string()).collect();
     assert_eq!(
         notes.iter().filter(|n| n.starts_with("failover: ")).count(),
         2,

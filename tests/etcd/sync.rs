@@ -280,7 +280,7 @@ async fn compaction_during_disconnect_relists_with_gap() {
     let resyncs = h
         .notes()
         .iter()
-        .filter(|(_, n)| n.contains("resync after compaction"))
+        .filter(|(_, n)| n.to_string().contains("resync after compaction"))
         .count();
     assert_eq!(resyncs, 1);
     // The rows the relist synthesized are exactly etcd's changes under the prefix: etcd's
@@ -653,7 +653,9 @@ async fn etcd_restored_with_new_history_rebuilds_the_replica() {
     h.catch_up(&mut c, T).await;
     assert!(h.replica.get(b"/registry/secrets/dr/old0").is_none());
     assert!(
-        h.notes().iter().any(|(_, n)| n.contains("replica rebuilt")),
+        h.notes()
+            .iter()
+            .any(|(_, n)| n.to_string().contains("replica rebuilt")),
         "{:?}",
         h.notes()
     );
@@ -670,7 +672,10 @@ async fn etcd_restored_with_new_history_rebuilds_the_replica() {
         line.starts_with("etcd at ") && line.contains(" replaced: same cluster id "),
         "{line}"
     );
-    assert!(h.notes().iter().any(|(_, n)| *n == line), "{line}");
+    assert!(
+        h.notes().iter().any(|(_, n)| n.to_string() == line),
+        "{line}"
+    );
     let summary = serde_json::to_value(h.summary()).unwrap();
     assert_eq!(summary["replacements"][0]["revision_before"], 31);
     // A 64-bit cluster id as hex text: a JSON number would lose its low digits.
@@ -756,10 +761,10 @@ async fn etcd_restored_from_a_snapshot_is_said_and_rebuilt() {
     assert_eq!(rep.revision_before, before);
     assert!(rep.revision_after.is_some_and(|r| r < before), "{rep:?}");
     assert!(
-        h
-            .notes()
+        h.notes()
             .iter()
-            .any(|(_, n)| n.contains(" replaced: ") && n.contains(&format!("revision {before} → "))),
+            .any(|(_, n)| n.to_string().contains(" replaced: ")
+                && n.to_string().contains(&format!("revision {before} → "))),
         "{:?}",
         h.notes()
     );
@@ -798,7 +803,9 @@ async fn replaced_history_past_our_revision_is_detected() {
     assert!(head_revision(&mut c).await > ours);
     proxy.restore().await;
     h.until("replica rebuilt", T, |r, _| {
-        r.notes().iter().any(|(_, n)| n.contains("replica rebuilt"))
+        r.notes()
+            .iter()
+            .any(|(_, n)| n.to_string().contains("replica rebuilt"))
     })
     .await;
     h.catch_up(&mut c, T).await;
@@ -807,8 +814,8 @@ async fn replaced_history_past_our_revision_is_detected() {
     let why = h
         .notes()
         .iter()
-        .find(|(_, n)| n.contains("replica rebuilt"))
-        .map(|(_, n)| n.clone())
+        .find(|(_, n)| n.to_string().contains("replica rebuilt"))
+        .map(|(_, n)| n.to_string())
         .unwrap();
     assert!(
         why.contains("history changed") || why.contains("cluster ID changed"),

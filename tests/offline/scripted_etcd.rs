@@ -106,7 +106,7 @@ async fn an_affected_etcd_progress_ahead_of_its_event_is_never_applied() {
         // anomalies.
         (1, 0, 0, 0)
     );
-    let notes: Vec<String> = h.notes().iter().map(|(_, n)| n.clone()).collect();
+    let notes: Vec<String> = h.notes().iter().map(|(_, n)| n.to_string()).collect();
     assert!(
         notes.iter().any(|n| n.contains("etcd-io/etcd#15220")),
         "{notes:?}"

@@ -4,11 +4,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::model::{MemberStatus, Revision};
+use crate::store::notes::Note;
 
 /// Notes for what changed between two polls of the members: a member that stopped or
 /// started answering, and the leader moving (as the members that answer name it). The
-/// replica notes them; a replay's markers are the same lines.
-pub fn member_changes(before: &[MemberStatus], now: &[MemberStatus]) -> Vec<String> {
+/// etcd cluster's state notes them; a replay's markers show the same.
+pub fn member_changes(before: &[MemberStatus], now: &[MemberStatus]) -> Vec<Note> {
     let label = |m: &MemberStatus| {
         if m.name.is_empty() {
             format!("{:x} ({})", m.id, m.endpoint)
@@ -26,12 +27,11 @@ pub fn member_changes(before: &[MemberStatus], now: &[MemberStatus]) -> Vec<Stri
     for m in now {
         let was = before.iter().find(|b| b.id == m.id);
         match (was.map(|b| b.status.is_some()), m.status.is_some()) {
-            (Some(true), false) => out.push(format!(
-                "etcd member {} stopped answering: {}",
-                label(m),
-                m.error.as_deref().unwrap_or("no answer")
-            )),
-            (Some(false), true) => out.push(format!("etcd member {} answers again", label(m))),
+            (Some(true), false) => out.push(Note::MemberStopped {
+                member: label(m),
+                error: m.error.as_deref().unwrap_or("no answer").to_string(),
+            }),
+            (Some(false), true) => out.push(Note::MemberAnswers { member: label(m) }),
             _ => {}
         }
     }
@@ -43,11 +43,10 @@ pub fn member_changes(before: &[MemberStatus], now: &[MemberStatus]) -> Vec<Stri
                     .find(|m| m.id == id)
                     .map_or_else(|| format!("{id:x}"), label)
             };
-            out.push(format!(
-                "etcd's leader moved from {} to {}",
-                name(a),
-                name(b)
-            ));
+            out.push(Note::LeaderMoved {
+                from: name(a),
+                to: name(b),
+            });
         }
     }
     out

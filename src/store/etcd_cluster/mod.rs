@@ -18,7 +18,7 @@ use std::time::SystemTime;
 pub(in crate::store) use health::worth_noting;
 pub use health::{member_changes, WatchHealth};
 
-use super::notes::Notes;
+use super::notes::{Note, Notes};
 use super::replica::{ConnectionSummary, Replacement};
 use crate::model::{ConnState, EtcdStatus, MemberStatus, Observation, Revision, Stamped};
 
@@ -83,13 +83,12 @@ impl EtcdCluster {
                 let now = s.alarms();
                 if now != before {
                     let n = if now.is_empty() {
-                        format!("etcd's alarms cleared (were {})", before.join(", "))
+                        Note::AlarmsCleared { were: before }
                     } else {
-                        format!(
-                            "etcd raised alarm {} ({})",
-                            now.join(", "),
-                            s.errors.join("; ").trim()
-                        )
+                        Note::AlarmRaised {
+                            alarms: now,
+                            errors: s.errors.join("; ").trim().to_string(),
+                        }
                     };
                     notes.push(st.at, n);
                 }
@@ -127,7 +126,10 @@ impl EtcdCluster {
                     let before = before.clone();
                     notes.push(
                         st.at,
-                        format!("failover: reading from {endpoint} (was {before})"),
+                        Note::Failover {
+                            from: before.clone(),
+                            to: endpoint.clone(),
+                        },
                     );
                     if self.failovers.len() == KEPT {
                         self.failovers.pop_front();

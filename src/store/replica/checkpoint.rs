@@ -16,7 +16,7 @@ use super::writers::Writers;
 use super::{ClockCache, EventRecord, GapChanges, ListState, Replacement, Replica, ReplicaConfig};
 use crate::model::{CompactionSeen, ConnState, EtcdStatus, Gap, MemberStatus, Revision};
 use crate::store::etcd_cluster::{EtcdCluster, WatchHealth};
-use crate::store::notes::Notes;
+use crate::store::notes::{Note, Notes};
 use crate::store::shared_bytes::since_format;
 
 /// The saved fields, borrowed from the three parts.
@@ -42,7 +42,7 @@ pub(in crate::store) struct Image<'a> {
     gaps: &'a [Gap],
     gap_changes: &'a [GapChanges],
     compactions: &'a VecDeque<CompactionSeen>,
-    notes: &'a VecDeque<(SystemTime, String)>,
+    notes: &'a VecDeque<(SystemTime, Note)>,
     conn: &'a ConnState,
     server: &'a Option<(String, String)>,
     live_keys: u64,
@@ -89,7 +89,8 @@ pub(in crate::store) struct Owned {
     #[serde(default, deserialize_with = "since_format::<7, _, _>")]
     gap_changes: Vec<GapChanges>,
     compactions: VecDeque<CompactionSeen>,
-    notes: VecDeque<(SystemTime, String)>,
+    #[serde(deserialize_with = "crate::store::notes::by_format")]
+    notes: VecDeque<(SystemTime, Note)>,
     conn: ConnState,
     server: Option<(String, String)>,
     live_keys: u64,

@@ -11,7 +11,7 @@ use super::writers::{FoundWriter, WriterNames};
 use super::{EventRecord, Replica};
 use crate::model::{escape_bytes, EventKind, WatchEvent};
 use crate::store::etcd_cluster::{worth_noting, WatchHealth};
-use crate::store::notes::Notes;
+use crate::store::notes::{Note, Notes};
 
 impl Replica {
     pub(super) fn apply_event(
@@ -38,10 +38,14 @@ impl Replica {
                     watch.unknown_deletes += 1;
                     let n = watch.unknown_deletes;
                     if worth_noting(n) {
-                        notes.push(at, format!(
-                            "etcd deleted {} at revision {}, a key the replica did not hold; {n} so far",
-                            escape_bytes(&kv.key), kv.mod_revision
-                        ));
+                        notes.push(
+                            at,
+                            Note::UnknownDelete {
+                                key: escape_bytes(&kv.key).into_owned(),
+                                revision: kv.mod_revision,
+                                count: n,
+                            },
+                        );
                     }
                 }
                 last

@@ -39,7 +39,7 @@ pub mod writers;
 
 use self::clock::{unix_second, ClockCache};
 use super::etcd_cluster::{worth_noting, WatchHealth};
-use super::notes::Notes;
+use super::notes::{Note, Notes};
 pub use read::{
     ConnectionSummary, Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta,
     Replacement, ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts, VersionMeta,
@@ -324,20 +324,28 @@ impl Replica {
                     if ev.kv.mod_revision <= self.events_through {
                         watch.repeated_events += 1;
                         if worth_noting(watch.repeated_events) {
-                            notes.push(st.at, format!(
-                                "etcd sent an event at revision {} again (already applied through {}); ignored ({} so far)",
-                                ev.kv.mod_revision, self.events_through, watch.repeated_events
-                            ));
+                            notes.push(
+                                st.at,
+                                Note::RepeatedEvent {
+                                    revision: ev.kv.mod_revision,
+                                    applied_through: self.events_through,
+                                    count: watch.repeated_events,
+                                },
+                            );
                         }
                         continue;
                     }
                     if ev.kv.mod_revision <= watch.progress_through {
                         watch.progress_ahead_of_events += 1;
                         if worth_noting(watch.progress_ahead_of_events) {
-                            notes.push(st.at, format!(
-                                "etcd announced revision {} in a progress notification before the event at {} (etcd-io/etcd#15220: etcd 3.4 < 3.4.25, 3.5 < 3.5.8); {} so far",
-                                watch.progress_through, ev.kv.mod_revision, watch.progress_ahead_of_events
-                            ));
+                            notes.push(
+                                st.at,
+                                Note::ProgressAheadOfEvent {
+                                    progress: watch.progress_through,
+                                    event: ev.kv.mod_revision,
+                                    count: watch.progress_ahead_of_events,
+                                },
+                            );
                         }
                     }
                     let f = found.and_then(|f| Some((f.writers.get(i)?, f.names)));
@@ -520,10 +528,14 @@ impl Replica {
             w.progress_behind += 1;
             let n = w.progress_behind;
             if worth_noting(n) {
-                let applied = self.applied;
-                notes.push(at, format!(
-                    "etcd sent a progress notification at revision {rev}, below revision {applied} already applied (a lagging member, or a server bug); {n} so far"
-                ));
+                notes.push(
+                    at,
+                    Note::ProgressBehind {
+                        revision: rev,
+                        applied: self.applied,
+                        count: n,
+                    },
+                );
             }
         }
     }
@@ -635,11 +647,11 @@ impl Replica {
             });
             notes.push(
                 at,
-                format!(
-                    "resync after compaction: revisions {}..{} not seen one by one (etcd compacted at {c})",
-                    before + 1,
-                    revision
-                ),
+                Note::Resync {
+                    from: before + 1,
+                    to: revision,
+                    compact_revision: c,
+                },
             );
         }
         self.advance(revision, at);

@@ -22,14 +22,20 @@ fn member_changes_name_who_stopped_answering_and_where_the_leader_went() {
     );
     let after = [m(1, 2, false), m(2, 2, true), m(3, 2, true)];
     assert_eq!(
-        member_changes(&before, &after),
+        member_changes(&before, &after)
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
         [
             "etcd member m1 (http://e1) stopped answering: refused",
             "etcd's leader moved from m1 (http://e1) to m2 (http://e2)"
         ]
     );
     assert_eq!(
-        member_changes(&after, &[m(1, 2, true), m(2, 2, true), m(3, 2, true)]),
+        member_changes(&after, &[m(1, 2, true), m(2, 2, true), m(3, 2, true)])
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>(),
         ["etcd member m1 (http://e1) answers again"]
     );
 }
@@ -39,7 +45,7 @@ use std::time::UNIX_EPOCH;
 
 use crate::model::{ConnState, EtcdStatus, MemberStatus, WatchEvent};
 use crate::store::notes::Notes;
-use crate::store::{member_changes, EtcdCluster, Session};
+use crate::store::{member_changes, EtcdCluster, Note, Session};
 
 fn kv(key: &str, val: &str, create: i64, modr: i64, ver: i64) -> KeyValue {
     KeyValue {
@@ -243,7 +249,7 @@ fn a_head_announced_ahead_of_its_events_is_never_applied() {
     assert_eq!(w.progress_ahead_of_events, 1);
     assert_eq!(w.anomalies(), 1);
     assert!(
-        r.notes().back().unwrap().1.contains("15220"),
+        r.notes().back().unwrap().1.to_string().contains("15220"),
         "{:?}",
         r.notes()
     );
@@ -275,7 +281,7 @@ fn progress_below_the_applied_revision_and_repeated_events_are_counted() {
     assert_eq!(r.etcd.watch_health().anomalies(), 2);
     assert_eq!(r.replica.history(b"/registry/pods/a/p").len(), 1);
     // Noted at the 1st time only, not at the 2nd.
-    let notes: Vec<_> = r.notes().iter().map(|(_, n)| n.as_str()).collect();
+    let notes: Vec<String> = r.notes().iter().map(|(_, n)| n.to_string()).collect();
     assert_eq!(
         notes
             .iter()
@@ -359,7 +365,7 @@ fn etcd_alarms_raised_and_cleared_are_noted_once_each() {
     obs(&mut r, 3, status(vec!["memberID:1 alarm:NOSPACE "]));
     assert_eq!(r.etcd.etcd_status().unwrap().1.alarms(), vec!["NOSPACE"]);
     obs(&mut r, 4, status(vec![]));
-    let notes: Vec<&str> = r.notes().iter().map(|(_, n)| n.as_str()).collect();
+    let notes: Vec<String> = r.notes().iter().map(|(_, n)| n.to_string()).collect();
     assert_eq!(notes.len(), 2, "{notes:?}");
     assert!(
         notes[0].starts_with("etcd raised alarm NOSPACE"),
@@ -384,7 +390,7 @@ fn a_change_of_member_is_a_failover() {
     assert_eq!(r.etcd.failovers().len(), 1);
     assert_eq!(r.etcd.failovers()[0].2, "http://127.0.0.1:2");
     assert_eq!(
-        r.notes().back().unwrap().1,
+        r.notes().back().unwrap().1.to_string(),
         "failover: reading from http://127.0.0.1:2 (was http://127.0.0.1:1)"
     );
 }
@@ -650,7 +656,10 @@ fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
         rep[0].describe(),
         "etcd at http://127.0.0.1:2379 replaced: cluster id a → b, revision 51 → 3"
     );
-    assert!(r.notes().iter().any(|(_, n)| n == &rep[0].describe()));
+    assert!(r
+        .notes()
+        .iter()
+        .any(|(_, n)| *n == Note::Replaced(rep[0].clone()) && n.to_string() == rep[0].describe()));
     // The event log keeps the old etcd's rows, then a row that says what happened; the
     // old rows keep their resource's name.
     let log: Vec<(i64, Option<&str>)> = r

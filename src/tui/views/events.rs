@@ -258,7 +258,7 @@ fn draw_notes(app: &App, f: &mut Frame, area: Rect) {
             Line::from(vec![
                 sp(app, clock(*at, off), Role::Muted),
                 Span::raw(" "),
-                sp(app, text.clone(), Role::Note),
+                sp(app, text.to_string(), Role::Note),
             ])
         })
         .collect();

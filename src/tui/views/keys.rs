@@ -247,13 +247,10 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
     f.render_stateful_widget(table, area, &mut state);
     if scan.keys.is_empty() {
         // An empty prefix: say which prefixes do hold keys (the source's note).
-        let empty_note = app
-            .session
-            .notes()
-            .iter()
-            .rev()
-            .find(|(_, n)| n.starts_with("no keys under"))
-            .map(|(_, n)| n.clone());
+        let empty_note = app.session.notes().iter().rev().find_map(|(_, n)| match n {
+            crate::store::Note::Text(t) if t.starts_with("no keys under") => Some(t.clone()),
+            _ => None,
+        });
         let msg: String = if scan.limited {
             format!(
                 "no match in the {} keys searched (the rest were not); refine the filter",
