@@ -5,7 +5,6 @@
 //! in the order the sources (or a recording) produced them: live and replay are the same
 //! code. Views and the CLI read through `&Session`; nothing here knows about drawing or I/O.
 
-mod discards;
 pub mod etcd_cluster;
 mod informer;
 mod memory_guard;

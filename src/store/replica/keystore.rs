@@ -9,10 +9,10 @@
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use super::discards::Discards;
 use super::keyspace::{Keyspace, Slot};
 use super::packing::{Codebook, Form, Job, Plan, Val};
 use crate::model::{Bytes, Revision};
-use crate::store::discards::Discards;
 
 /// Fixed cost charged per history entry besides its value bytes (version metadata, queue
 /// slot), so a flood of tiny values still hits the budget.

@@ -24,6 +24,7 @@ mod append;
 pub(in crate::store) mod checkpoint;
 mod clock;
 mod compaction;
+mod discards;
 mod event;
 mod gaps;
 mod image;
@@ -146,7 +147,7 @@ pub struct Replica {
     /// etcd's revisions. Saved as the etcd cluster's newest replacement.
     reset_at: Option<SystemTime>,
     /// Bytes let go of, kept for the caller to free (see [`Replica::defer_frees`]).
-    discards: crate::store::discards::Discards<Bytes>,
+    discards: self::discards::Discards<Bytes>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

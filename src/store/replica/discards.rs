@@ -1,8 +1,8 @@
-//! What the store lets go of, when the caller frees it elsewhere.
+//! What the replica lets go of, when the caller frees it elsewhere.
 //!
 //! Applying an observation drops older state: the event log's copies pushed out by newer
-//! events, history versions dropped by the budget or a compaction, the previous scrape's
-//! digest. Live, that is a few frees per event, done in place. A replay applies up to a
+//! events, history versions dropped by the budget or a compaction (a scrape's digest goes
+//! back to the caller in [`crate::store::Applied`]). Live, that is a few frees per event, done in place. A replay applies up to a
 //! million observations a second, most of them allocated on its read-ahead thread: freed on
 //! the session's thread, each is a cold, cross-thread free, together about a fifth of a
 //! replay's time there (`cargo bench --bench record -- replay`). With deferral on
