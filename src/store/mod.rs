@@ -30,7 +30,7 @@ pub use replica::writers::{
 };
 pub use replica::{
     ConnectionSummary, Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta,
-    Replacement, Replica, ReplicaConfig, ReplicaMemory, Summary, Unseen, UnseenChange,
+    NoteSummary, Replacement, Replica, ReplicaConfig, ReplicaMemory, Summary, Unseen, UnseenChange,
     UnseenCounts, VersionMeta, VersionView, DEFAULT_HISTORY_BUDGET,
 };
 pub use session::{Applied, Applies, Discarded, Prepared, Session};

@@ -73,6 +73,25 @@ pub enum Note {
 }
 
 impl Note {
+    /// The kind's name, as `snapshot --json` gives it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Note::Text(_) => "text",
+            Note::Resync { .. } => "resync",
+            Note::RepeatedEvent { .. } => "repeated_event",
+            Note::ProgressAheadOfEvent { .. } => "progress_ahead_of_event",
+            Note::ProgressBehind { .. } => "progress_behind",
+            Note::UnknownDelete { .. } => "unknown_delete",
+            Note::AlarmRaised { .. } => "alarm_raised",
+            Note::AlarmsCleared { .. } => "alarms_cleared",
+            Note::MemberStopped { .. } => "member_stopped",
+            Note::MemberAnswers { .. } => "member_answers",
+            Note::LeaderMoved { .. } => "leader_moved",
+            Note::Failover { .. } => "failover",
+            Note::Replaced(_) => "replaced",
+        }
+    }
+
     /// Whether the note is of a departure from etcd's watch contract (those the replay
     /// markers show with the count that grew).
     pub fn is_watch_anomaly(&self) -> bool {

@@ -19,7 +19,9 @@ use super::metrics::ScrapeDigest;
 use super::notes::{Note, Notes};
 use super::replica::checkpoint::{Image as ReplicaImage, Owned as ReplicaOwned};
 use super::shared_bytes::since_format;
-use super::{Found, InformerLag, MetricStore, OtherClusters, Replica, ReplicaConfig, Summary};
+use super::{
+    Found, InformerLag, MetricStore, NoteSummary, OtherClusters, Replica, ReplicaConfig, Summary,
+};
 use crate::model::{
     ApiserverFlags, Bytes, CompactionSource, Observation, Revision, ScrapeOutcome, ScrapeTarget,
     SessionInfo, Stamped,
@@ -372,6 +374,15 @@ impl Session {
         s.watch = e.watch_health().clone();
         s.etcd_status = e.etcd_status().map(|(_, s)| s.clone());
         s.members = e.members().map(|(_, m)| m.clone()).unwrap_or_default();
+        s.notes = self
+            .notes()
+            .iter()
+            .map(|(at, n)| NoteSummary {
+                at: *at,
+                kind: n.kind(),
+                text: n.to_string(),
+            })
+            .collect();
         s
     }
 

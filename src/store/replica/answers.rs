@@ -382,6 +382,20 @@ pub struct Summary {
     /// Every member of the cluster with its own Status answer, as last polled (empty before
     /// the first poll).
     pub members: Vec<MemberStatus>,
+    /// The session's notes, oldest first (the newest 200; see [`crate::store::Note`]).
+    pub notes: Vec<NoteSummary>,
+}
+
+/// A note as `snapshot --json` gives it: when, its kind, and its line.
+#[derive(Clone, Debug, Serialize)]
+pub struct NoteSummary {
+    /// When it happened (RFC 3339, UTC).
+    #[serde(with = "crate::model::humantime_serde_compat")]
+    pub at: SystemTime,
+    /// The note's kind ([`crate::store::Note::kind`]), e.g. `resync`, `failover`.
+    pub kind: &'static str,
+    /// The note as the event log shows it.
+    pub text: String,
 }
 
 /// What the replica holds in memory, in bytes: for the header, `snapshot --json` and the

@@ -43,8 +43,8 @@ use super::etcd_cluster::{worth_noting, WatchHealth};
 use super::notes::{Note, Notes};
 pub use read::{
     ConnectionSummary, Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta,
-    Replacement, ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts, VersionMeta,
-    VersionView,
+    NoteSummary, Replacement, ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts,
+    VersionMeta, VersionView,
 };
 
 use self::keystore::{KeyStore, Queued, Version, NO_MARK};

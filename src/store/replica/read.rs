@@ -444,6 +444,7 @@ impl Replica {
             watch: WatchHealth::default(),
             etcd_status: None,
             members: Vec::new(),
+            notes: Vec::new(),
         }
     }
 

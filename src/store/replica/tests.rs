@@ -373,6 +373,18 @@ fn etcd_alarms_raised_and_cleared_are_noted_once_each() {
     );
     assert!(notes[1].contains("cleared (were NOSPACE)"), "{notes:?}");
     assert_eq!(r.summary().etcd_status.unwrap().errors.len(), 0);
+    // `snapshot --json` gives each note's kind beside its line.
+    let kinds: Vec<(&str, String)> = r
+        .summary()
+        .notes
+        .into_iter()
+        .map(|n| (n.kind, n.text))
+        .collect();
+    assert_eq!(
+        kinds.iter().map(|(k, _)| *k).collect::<Vec<_>>(),
+        ["alarm_raised", "alarms_cleared"]
+    );
+    assert_eq!(kinds[1].1, notes[1]);
 }
 
 #[test]
