@@ -7,8 +7,8 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::keystore::Version;
 use super::stats::ResourceSummary;
+use super::versions::Version;
 use super::writers::WriterSummary;
 use crate::model::{CompactionSeen, EtcdStatus, EventKind, Gap, MemberStatus, Revision};
 use crate::store::etcd_cluster::WatchHealth;

@@ -46,7 +46,7 @@ impl Replica {
                 changes.by_resource.push((resource, n));
             }
         };
-        for (_, key, e) in self.store.keys.iter_unordered() {
+        for (_, key, e) in self.versions.keys.iter_unordered() {
             let Some(v) = e.live().filter(|v| v.mod_revision > before) else {
                 continue;
             };
@@ -73,7 +73,7 @@ impl Replica {
             });
         }
         for key in gone {
-            let Some(e) = self.store.keys.get(key) else {
+            let Some(e) = self.versions.keys.get(key) else {
                 continue;
             };
             count(e.resource, UnseenChange::Deleted);
