@@ -21,11 +21,11 @@ use super::keymap::{Keymap, Mode};
 use super::state::opened_key::Decoding;
 use super::state::palette::{self, Entry};
 use super::state::{
-    ApiserverState, Cursor, DetailState, EncryptionState, EventsState, KeysState, MemoryStatus,
-    RecordingStatus, ReplayStatus, Request, Section, Viewports,
+    ApiserverState, Cursor, DetailState, Drawn, EncryptionState, EventsState, KeysState,
+    MemoryStatus, RecordingStatus, ReplayStatus, Request, Section,
 };
 use super::theme::Theme;
-use crate::derive::apiserver::ApiserverView;
+use crate::derive::apiserver::ApiserverPanels;
 use crate::derive::keys::Scan;
 use crate::model::{Revision, Stamped};
 use crate::store::{EventRecord, Replica, Session};
@@ -60,7 +60,7 @@ pub enum Panel {
     /// The key browser.
     Keys,
     /// The apiserver side: request latency, watch cache, compaction window vs lag, etcd
-    /// health and object counts, flow control (drawn from an [`ApiserverView`]).
+    /// health and object counts, flow control (drawn from an [`ApiserverPanels`]).
     Apiserver,
 }
 
@@ -146,7 +146,9 @@ pub struct App {
     pub(crate) encryption: EncryptionState,
     /// The apiserver panel's data and state.
     pub(crate) apiserver: ApiserverState,
-    pub(crate) view: Viewports,
+    /// What the views drew in the last frame: rows shown, scroll limits, where lists and
+    /// tabs are (for paging and clicks).
+    pub(crate) drawn: Drawn,
     pub(crate) debug_panic: bool,
     /// The newest message about something the user did (a recording started or saved),
     /// shown in the message row instead of a warning until a newer warning arrives.
@@ -186,7 +188,7 @@ impl App {
             json_output: false,
             encryption: EncryptionState::default(),
             apiserver: ApiserverState::default(),
-            view: Viewports::default(),
+            drawn: Drawn::default(),
             debug_panic: false,
             notice: None,
             screenshot: false,
@@ -210,15 +212,15 @@ impl App {
         self.panel
     }
 
-    /// What the apiserver panel shows (empty until the first [`App::set_apiserver_view`]).
-    pub fn apiserver_view(&self) -> &ApiserverView {
-        &self.apiserver.view
+    /// What the apiserver panel shows (empty until the first [`App::set_apiserver_panels`]).
+    pub fn apiserver_panels(&self) -> &ApiserverPanels {
+        &self.apiserver.panels
     }
 
     /// Replaces what the apiserver panel shows (computed from the metric store after a
     /// batch) and marks the screen dirty. Scroll positions are kept; drawing clamps them.
-    pub fn set_apiserver_view(&mut self, v: ApiserverView) {
-        self.apiserver.view = v;
+    pub fn set_apiserver_panels(&mut self, v: ApiserverPanels) {
+        self.apiserver.panels = v;
         self.dirty = true;
     }
 
@@ -506,7 +508,7 @@ impl App {
     }
 
     fn set_keys_filter(&mut self, f: String) {
-        let rows = self.view.keys.get();
+        let rows = self.drawn.keys.get();
         self.keys.set_filter(f, &mut self.session, rows);
     }
 
@@ -535,7 +537,7 @@ impl App {
 
     /// Keeps the key browser consistent with the replica (see [`KeysState::normalize`]).
     fn normalize_keys(&mut self) {
-        let rows = self.view.keys.get();
+        let rows = self.drawn.keys.get();
         self.keys.normalize(&mut self.session, rows);
     }
 

@@ -127,7 +127,7 @@ impl Replica {
             return None;
         }
         let prev = e.older.as_ref()?.back()?;
-        let v = self.view(e.resource, prev).value?;
+        let v = self.unpacked(e.resource, prev).value?;
         Some(crate::decode::last_write_marked(&v).1)
     }
 }

@@ -65,7 +65,7 @@ impl Replica {
                     .value
                     .raw_bytes()
                     .cloned()
-                    .unwrap_or_else(|| self.view(e.resource, v).value.unwrap_or_default()),
+                    .unwrap_or_else(|| self.unpacked(e.resource, v).value.unwrap_or_default()),
                 resource: e.resource,
                 unseen: Some(gap(change)),
                 managed_unchanged: false,
@@ -82,7 +82,10 @@ impl Replica {
                 revision,
                 kind: EventKind::Delete,
                 key: Bytes::copy_from_slice(key),
-                value: self.view(e.resource, &e.newest).value.unwrap_or_default(),
+                value: self
+                    .unpacked(e.resource, &e.newest)
+                    .value
+                    .unwrap_or_default(),
                 resource: e.resource,
                 unseen: Some(gap(UnseenChange::Deleted)),
                 managed_unchanged: false,

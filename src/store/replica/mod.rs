@@ -43,7 +43,7 @@ use super::notes::Notes;
 pub use read::{
     ConnectionSummary, Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta,
     Replacement, ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts, VersionMeta,
-    VersionView,
+    VersionValue,
 };
 
 use self::list_progress::ListProgress;
@@ -696,8 +696,8 @@ impl Replica {
     // ---- queries -------------------------------------------------------------------
 
     /// The value of version `v` of a key of `resource`, whole.
-    fn view(&self, resource: u32, v: &Version) -> VersionView {
-        VersionView {
+    fn unpacked(&self, resource: u32, v: &Version) -> VersionValue {
+        VersionValue {
             create_revision: v.create_revision,
             mod_revision: v.mod_revision,
             version: v.version,

@@ -135,9 +135,9 @@ impl Replica {
     }
 
     /// The newest live version of `key`, if the key exists now.
-    pub fn get(&self, key: &[u8]) -> Option<VersionView> {
+    pub fn get(&self, key: &[u8]) -> Option<VersionValue> {
         let e = self.versions.keys.get(key)?;
-        e.live().map(|v| self.view(e.resource, v))
+        e.live().map(|v| self.unpacked(e.resource, v))
     }
 
     /// The newest live version of `key` without its value unpacked.
@@ -146,13 +146,13 @@ impl Replica {
     }
 
     /// The version of `key` visible at revision `rev` (`Ok(None)`: absent or deleted then).
-    pub fn get_at(&self, key: &[u8], rev: Revision) -> Result<Option<VersionView>, HistoryError> {
+    pub fn get_at(&self, key: &[u8], rev: Revision) -> Result<Option<VersionValue>, HistoryError> {
         self.check_rev(rev)?;
         Ok(self
             .versions
             .keys
             .get(key)
-            .and_then(|e| version_at(e, rev).map(|v| self.view(e.resource, v))))
+            .and_then(|e| version_at(e, rev).map(|v| self.unpacked(e.resource, v))))
     }
 
     fn prefix_range<'a>(
@@ -172,11 +172,11 @@ impl Replica {
         &'a self,
         prefix: &'a [u8],
         rev: Revision,
-    ) -> Result<impl Iterator<Item = (&'a [u8], VersionView)> + 'a, HistoryError> {
+    ) -> Result<impl Iterator<Item = (&'a [u8], VersionValue)> + 'a, HistoryError> {
         self.check_rev(rev)?;
-        Ok(self
-            .prefix_range(prefix)
-            .filter_map(move |(k, e)| version_at(e, rev).map(|v| (k, self.view(e.resource, v)))))
+        Ok(self.prefix_range(prefix).filter_map(move |(k, e)| {
+            version_at(e, rev).map(|v| (k, self.unpacked(e.resource, v)))
+        }))
     }
 
     /// As [`Replica::range_at`] without unpacking values: sizes and revisions only (the
@@ -193,11 +193,11 @@ impl Replica {
     }
 
     /// Every version of `key` still held, oldest first (tombstones have `value: None`).
-    pub fn history(&self, key: &[u8]) -> Vec<VersionView> {
+    pub fn history(&self, key: &[u8]) -> Vec<VersionValue> {
         self.versions
             .keys
             .get(key)
-            .map(|e| e.versions().map(|v| self.view(e.resource, v)).collect())
+            .map(|e| e.versions().map(|v| self.unpacked(e.resource, v)).collect())
             .unwrap_or_default()
     }
 
@@ -207,7 +207,7 @@ impl Replica {
         Some(KeyMeta {
             key: Bytes::copy_from_slice(k),
             resource: self.resources[e.resource as usize].resource.clone(),
-            newest: self.view(e.resource, &e.newest),
+            newest: self.unpacked(e.resource, &e.newest),
             history_len: e.version_count(),
         })
     }
@@ -453,7 +453,7 @@ impl Replica {
     pub fn diff(&self, etcd_kvs: &[KeyValue]) -> Vec<Difference> {
         let mut out = Vec::new();
         let prefix = self.cfg.prefix.clone();
-        let ours: Vec<(&[u8], VersionView)> = match self.range_at(&prefix, self.applied) {
+        let ours: Vec<(&[u8], VersionValue)> = match self.range_at(&prefix, self.applied) {
             Ok(it) => it.collect(),
             Err(e) => {
                 out.push(Difference {

@@ -5,7 +5,7 @@
 //! Which panel state a key goes to follows the keymap mode ([`App::mode`]): the help
 //! screen, the opened key or the encryption summary over the key browser, or the panel
 //! shown. Moves are clamped by what the views recorded in the last frame
-//! ([`crate::tui::state::Viewports`]).
+//! ([`crate::tui::state::Drawn`]).
 
 use bytes::Bytes;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -14,9 +14,9 @@ use super::{App, Input, InputTarget, Panel};
 use crate::record::seek::{parse_seek, SeekTo};
 use crate::tui::action::Action;
 use crate::tui::keymap::Mode;
+use crate::tui::state::drawn::add;
 use crate::tui::state::keys::resource_names;
 use crate::tui::state::palette::Goto;
-use crate::tui::state::viewport::add;
 use crate::tui::state::{DetailState, KeysFocus, Request};
 
 impl App {
@@ -45,7 +45,7 @@ impl App {
             MouseEventKind::Down(MouseButton::Left) => {
                 self.notice = None;
                 if m.row == 0 {
-                    let tabs = self.view.tabs.get();
+                    let tabs = self.drawn.tabs.get();
                     if let Some(i) = tabs
                         .iter()
                         .position(|(a, b)| m.column >= *a && m.column < *b)
@@ -53,7 +53,7 @@ impl App {
                         self.switch(Panel::ALL[i]);
                     }
                 } else if mode == Mode::Events {
-                    if let Some(i) = self.view.events_rows.get().index_at(m.column, m.row) {
+                    if let Some(i) = self.drawn.events_rows.get().index_at(m.column, m.row) {
                         if i < self.events_len() {
                             if i == self.events.selected {
                                 self.perform(Action::Open);
@@ -63,7 +63,7 @@ impl App {
                         }
                     }
                 } else if mode == Mode::Keys {
-                    if let Some(i) = self.view.resources_rows.get().index_at(m.column, m.row) {
+                    if let Some(i) = self.drawn.resources_rows.get().index_at(m.column, m.row) {
                         self.keys.focus = KeysFocus::Resources;
                         let names = resource_names(&self.session.replica);
                         let cur = self
@@ -75,12 +75,12 @@ impl App {
                         if i < names.len() {
                             self.step(Mode::Keys, i as i64 - cur as i64);
                         }
-                    } else if let Some(row) = self.view.keys_rows.get().index_at(m.column, m.row) {
+                    } else if let Some(row) = self.drawn.keys_rows.get().index_at(m.column, m.row) {
                         let was = self.keys.focus;
                         self.keys.focus = KeysFocus::Keys;
                         self.normalize_keys();
-                        let first = self.view.keys_rows.get().first;
-                        let sel = self.view.keys_selected.get();
+                        let first = self.drawn.keys_rows.get().first;
+                        let sel = self.drawn.keys_selected.get();
                         match sel {
                             Some(s) if s == row && was == KeysFocus::Keys => {
                                 self.perform(Action::Open)
@@ -412,7 +412,7 @@ impl App {
     fn select_key(&mut self, key: Bytes) {
         self.panel = Panel::Keys;
         self.encryption.close();
-        let rows = self.view.keys.get();
+        let rows = self.drawn.keys.get();
         self.keys.select_key(key, &mut self.session, rows);
     }
 
@@ -429,7 +429,7 @@ impl App {
                 self.keys.filter.clear();
                 self.keys.focus = KeysFocus::Resources;
                 self.keys.selected = None;
-                self.keys.view_after = None;
+                self.keys.page_after = None;
                 self.normalize_keys();
             }
             Goto::Key(key) => {
@@ -442,7 +442,7 @@ impl App {
                 self.events.set_filter(String::new());
                 let found = self.events_filtered().position(|e| e.revision == rev);
                 match found {
-                    Some(i) => self.events.select(i, self.view.events.get()),
+                    Some(i) => self.events.select(i, self.drawn.events.get()),
                     None => {
                         let log = self.session.replica.events();
                         let span = match (log.front(), log.back()) {
@@ -470,14 +470,14 @@ impl App {
 
     fn page(&self, mode: Mode) -> usize {
         let rows = match mode {
-            Mode::Events => self.view.events.get(),
-            Mode::Keys if self.keys.focus == KeysFocus::Keys => self.view.keys.get(),
-            Mode::Keys => self.view.resources.get(),
-            Mode::Detail => self.view.detail.get(),
-            Mode::Encryption => self.view.encryption.get(),
-            Mode::Help => self.view.help.rows(),
-            Mode::Apiserver => self.view.apiserver[self.apiserver.focus.index()].rows(),
-            _ => self.view.growth.get(),
+            Mode::Events => self.drawn.events.get(),
+            Mode::Keys if self.keys.focus == KeysFocus::Keys => self.drawn.keys.get(),
+            Mode::Keys => self.drawn.resources.get(),
+            Mode::Detail => self.drawn.detail.get(),
+            Mode::Encryption => self.drawn.encryption.get(),
+            Mode::Help => self.drawn.help.rows(),
+            Mode::Apiserver => self.drawn.apiserver[self.apiserver.focus.index()].rows(),
+            _ => self.drawn.growth.get(),
         };
         rows.max(2) - 1
     }
@@ -486,7 +486,7 @@ impl App {
     fn step(&mut self, mode: Mode, delta: i64) {
         match mode {
             Mode::Help => {
-                let max = self.view.help.max_top();
+                let max = self.drawn.help.max_top();
                 self.help = self.help.map(|s| add(s, delta, max));
             }
             Mode::Growth => {
@@ -494,11 +494,11 @@ impl App {
                 self.growth_scroll = add(self.growth_scroll, delta, n.saturating_sub(1));
             }
             Mode::Events => {
-                let rows = self.view.events.get();
+                let rows = self.drawn.events.get();
                 self.events.step(&self.session.replica, delta, rows);
             }
             Mode::Keys => {
-                let rows = self.view.keys.get();
+                let rows = self.drawn.keys.get();
                 match self.keys.focus {
                     KeysFocus::Resources => self.keys.step_resource(&mut self.session, delta, rows),
                     KeysFocus::Keys => self.keys.step(&self.session.replica, delta, rows),
@@ -512,7 +512,7 @@ impl App {
             }
             Mode::Encryption => self.encryption.step(delta),
             Mode::Apiserver => {
-                let max = self.view.apiserver[self.apiserver.focus.index()].max_top();
+                let max = self.drawn.apiserver[self.apiserver.focus.index()].max_top();
                 self.apiserver.step(delta, max);
             }
             Mode::Global | Mode::Filter => {}

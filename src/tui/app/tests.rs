@@ -151,7 +151,7 @@ fn selection_stays_on_its_event_when_not_following() {
         Session::from_replica(listed(1), "demo"),
         Settings::default(),
     );
-    app.view.events.set(10);
+    app.drawn.events.set(10);
     for r in 3..6 {
         put(&mut app, 1, &format!("/registry/configmaps/ns/k{r}"), r);
     }
@@ -394,7 +394,7 @@ fn key_browser_pages_through_many_keys_without_collecting_them() {
         Session::from_replica(listed(100_000), "demo"),
         Settings::default(),
     );
-    app.view.keys.set(20);
+    app.drawn.keys.set(20);
     press(&mut app, '3');
     code(&mut app, KeyCode::Enter);
     assert_eq!(
@@ -420,7 +420,7 @@ fn key_browser_pages_through_many_keys_without_collecting_them() {
         Some(&b"/registry/configmaps/ns/cm099998"[..])
     );
     press(&mut app, 'g');
-    assert_eq!(app.keys.view_after, None);
+    assert_eq!(app.keys.page_after, None);
     // Filter within the resource.
     press(&mut app, '/');
     for c in "cm05000".chars() {

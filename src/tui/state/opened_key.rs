@@ -12,14 +12,14 @@ use bytes::Bytes;
 use crate::decode::{self, DecodeOptions, RenderOptions, Rendered};
 use crate::derive::diff::{self, LineKind, Writer};
 use crate::model::{KeyPath, Revision};
-use crate::store::{Replica, VersionView};
+use crate::store::{Replica, VersionValue};
 use crate::tui::syntax::{self, Styled};
 
 /// The opened key.
 pub(crate) struct DetailState {
     pub key: Bytes,
     /// Every version held, oldest first.
-    pub history: Vec<VersionView>,
+    pub history: Vec<VersionValue>,
     /// Index into `history` of the version shown.
     pub index: usize,
     /// Rendered value of the version shown (`None` for a tombstone).
@@ -42,11 +42,11 @@ pub(crate) struct DetailState {
     /// mod_revision of the marked version (the other side of the diff).
     pub mark: Option<Revision>,
     /// The diff shown in diff mode.
-    pub diff: Option<DiffView>,
+    pub diff: Option<RenderedDiff>,
 }
 
 /// A diff ready to draw.
-pub(crate) struct DiffView {
+pub(crate) struct RenderedDiff {
     /// `120 → 125`.
     pub title: String,
     /// Attribution and notes first, then the changes.
@@ -76,7 +76,7 @@ impl DetailState {
     }
 
     /// The version shown.
-    pub fn shown(&self) -> Option<&VersionView> {
+    pub fn shown(&self) -> Option<&VersionValue> {
         self.history.get(self.index)
     }
 
@@ -102,7 +102,7 @@ impl DetailState {
 
     /// When the version shown is a deletion, the newest live version before it (what was
     /// deleted), if held.
-    pub fn last_live_before_shown(&self) -> Option<&VersionView> {
+    pub fn last_live_before_shown(&self) -> Option<&VersionValue> {
         self.shown().filter(|v| v.value.is_none())?;
         self.history[..self.index]
             .iter()
@@ -185,7 +185,7 @@ impl DetailState {
             _ => Vec::new(),
         };
         d.diff = if d.diff_on {
-            Some(cx.diff_view(d))
+            Some(cx.render_diff(d))
         } else {
             None
         };
@@ -254,7 +254,7 @@ impl DetailState {
 }
 
 impl Decoding<'_> {
-    fn options<'a>(&'a self, key: &'a [u8], v: &VersionView) -> DecodeOptions<'a> {
+    fn options<'a>(&'a self, key: &'a [u8], v: &VersionValue) -> DecodeOptions<'a> {
         DecodeOptions {
             show_secrets: self.show_secrets,
             etcd_key: key,
@@ -359,7 +359,7 @@ impl Decoding<'_> {
     }
 
     /// The decoded object of a version: `Err` says why there is none.
-    fn object_of(&self, key: &[u8], v: &VersionView) -> Result<serde_json::Value, String> {
+    fn object_of(&self, key: &[u8], v: &VersionValue) -> Result<serde_json::Value, String> {
         let Some(value) = &v.value else {
             return Err(format!(
                 "revision {} is a deletion",
@@ -381,9 +381,9 @@ impl Decoding<'_> {
     }
 
     /// The diff of the shown version against the marked one, else the previous one.
-    fn diff_view(&self, d: &DetailState) -> DiffView {
+    fn render_diff(&self, d: &DetailState) -> RenderedDiff {
         use crate::tui::format::thousands_i as t;
-        let note = |title: String, msg: String| DiffView {
+        let note = |title: String, msg: String| RenderedDiff {
             title,
             lines: vec![(LineKind::Header, msg)],
         };
@@ -483,7 +483,7 @@ impl Decoding<'_> {
                 ),
             ));
             lines.push((LineKind::Header, compared));
-            return DiffView { title, lines };
+            return RenderedDiff { title, lines };
         }
         let new_obj = match self.object_of(&d.key, new) {
             Ok(v) => v,
@@ -522,6 +522,6 @@ impl Decoding<'_> {
             ));
         }
         lines.extend(od.lines());
-        DiffView { title, lines }
+        RenderedDiff { title, lines }
     }
 }

@@ -33,7 +33,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
 fn draw_list(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.s.theme;
     let rows_h = area.height.saturating_sub(3) as usize;
-    app.view.events.set(rows_h);
+    app.drawn.events.set(rows_h);
     let e = &app.events;
     let total = app.events_len();
     let selected = e.selected.min(total.saturating_sub(1));
@@ -41,7 +41,7 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
     if rows_h > 0 && selected >= scroll + rows_h {
         scroll = selected + 1 - rows_h;
     }
-    app.view.events_rows.set(crate::tui::state::ListRows {
+    app.drawn.events_rows.set(crate::tui::state::ListRows {
         x0: area.x,
         x1: area.right(),
         y0: area.y + 2,

@@ -257,7 +257,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
             .then(a.1.resource.cmp(&b.1.resource))
     });
     let inner_h = area.height.saturating_sub(3) as usize;
-    app.view.growth.set(inner_h);
+    app.drawn.growth.set(inner_h);
     let skip = app
         .growth_scroll
         .min(rows.len().saturating_sub(inner_h.max(1)));

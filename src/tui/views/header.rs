@@ -345,7 +345,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         spans.push(tab);
         spans.push(Span::raw(" "));
     }
-    app.view.tabs.set(tabs);
+    app.drawn.tabs.set(tabs);
     f.render_widget(
         Paragraph::new(Line::from(spans)).style(t.get(Role::Header)),
         left,

@@ -185,7 +185,7 @@ pub(crate) fn draw(app: &App, scroll: usize, f: &mut Frame, area: Rect) {
     let all = lines(app, rect.width.saturating_sub(2) as usize);
     let inner_h = rect.height.saturating_sub(2) as usize;
     let max_scroll = all.len().saturating_sub(inner_h);
-    app.view.help.record(inner_h, max_scroll);
+    app.drawn.help.record(inner_h, max_scroll);
     let scroll = scroll.min(max_scroll);
     let title = vec![
         sp(app, "Help", Role::PanelTitle),

@@ -51,7 +51,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         app.session.replica.resources().iter().collect();
     res.sort_by(|a, b| a.resource.cmp(&b.resource));
     let rows_h = area.height.saturating_sub(3) as usize;
-    app.view.resources.set(rows_h);
+    app.drawn.resources.set(rows_h);
     let sel = app
         .keys
         .resource
@@ -61,7 +61,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         Some(s) if rows_h > 0 && s >= rows_h => s + 1 - rows_h,
         _ => 0,
     };
-    app.view.resources_rows.set(crate::tui::state::ListRows {
+    app.drawn.resources_rows.set(crate::tui::state::ListRows {
         x0: area.x,
         x1: area.right(),
         y0: area.y + 2,
@@ -111,7 +111,7 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
     let t = &app.s.theme;
     let focused = app.keys.focus == KeysFocus::Keys;
     let rows_h = area.height.saturating_sub(3) as usize;
-    app.view.keys.set(rows_h);
+    app.drawn.keys.set(rows_h);
     let prefix = app.keys_prefix().cloned();
     let scan = app.key_rows(rows_h);
     let sel = app
@@ -119,14 +119,14 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
         .selected
         .as_ref()
         .and_then(|s| scan.keys.iter().position(|k| k == s));
-    app.view.keys_rows.set(crate::tui::state::ListRows {
+    app.drawn.keys_rows.set(crate::tui::state::ListRows {
         x0: area.x,
         x1: area.right(),
         y0: area.y + 2,
         first: 0,
         rows: scan.keys.len().min(rows_h),
     });
-    app.view.keys_selected.set(sel);
+    app.drawn.keys_selected.set(sel);
     // Widths from what is visible, so narrow terminals keep room for the name.
     let mut w_rev = "mod rev".len();
     let mut w_ver = "ver".len();

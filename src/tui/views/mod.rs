@@ -3,7 +3,7 @@
 //! Layout, top to bottom: the header (two rows), the timeline row in replay or while
 //! paused, an alert row when the data is stale or the source ended, a warning row when configuration warnings exist, the selected panel, and
 //! the hint bar on the last row. Help is drawn over the panel. Nothing here changes the app
-//! except the viewport sizes recorded for paging.
+//! except the sizes and places recorded for paging and clicks ([`crate::tui::state::drawn`]).
 
 mod apiserver;
 mod encryption;

@@ -389,7 +389,7 @@ fn diff_role(k: LineKind) -> Role {
 
 fn draw_body(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
     let rows_h = area.height.saturating_sub(2) as usize;
-    app.view.detail.set(rows_h);
+    app.drawn.detail.set(rows_h);
     let width = area.width.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
     let mut title = Vec::new();

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::derive::apiserver::ApiserverView;
+use crate::derive::apiserver::ApiserverPanels;
 use crate::tui::app::App;
 use crate::tui::state::Section;
 use crate::tui::theme::Role;
@@ -21,7 +21,7 @@ fn sum(vals: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 /// The "who refuses requests" line: APF rejections vs etcd request errors in the window.
-fn compare(app: &App, v: &ApiserverView, w: usize) -> Vec<Line<'static>> {
+fn compare(app: &App, v: &ApiserverPanels, w: usize) -> Vec<Line<'static>> {
     let apf = v
         .apf
         .as_ref()
@@ -75,7 +75,7 @@ fn compare(app: &App, v: &ApiserverView, w: usize) -> Vec<Line<'static>> {
     out
 }
 
-pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'static>>, Body) {
     let rows = v.apf.as_deref().unwrap_or(&[]);
     let cols = vec![
         Col::name("priority level", 14),

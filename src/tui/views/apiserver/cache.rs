@@ -9,7 +9,7 @@ use ratatui::text::Span;
 use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::derive::apiserver::{ApiserverView, Reading, WatchCacheRow};
+use crate::derive::apiserver::{ApiserverPanels, Reading, WatchCacheRow};
 use crate::model::{ApiserverFlags, WatchCacheFlags};
 use crate::tui::app::App;
 use crate::tui::state::Section;
@@ -109,7 +109,7 @@ fn configured(f: &ApiserverFlags, wc: &WatchCacheFlags) -> (String, Role) {
     )
 }
 
-pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'static>>, Body) {
     let rows = &v.watch_cache;
     // A reading that no row exposes is left out, with a note, instead of a column of n/e.
     let none_exposed = |f: fn(&WatchCacheRow) -> &Reading<f64>| {

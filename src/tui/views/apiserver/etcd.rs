@@ -4,7 +4,7 @@
 //! alarm compares; "not in use" is the share of the file a defrag would give back, and 0 %
 //! (right after a defrag, or on a young etcd) means nothing to reclaim, not a problem. The apiserver's object count per resource
 //! stands next to the replica's own count; disagreements are flagged with the reason the
-//! view gives, and a count the apiserver could not read (its −1) is said to be unavailable,
+//! derived panels give, and a count the apiserver could not read (its −1) is said to be unavailable,
 //! never shown as −1 or 0.
 
 use ratatui::text::{Line, Span};
@@ -12,7 +12,7 @@ use ratatui::text::{Line, Span};
 use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::not_exposed_note;
-use crate::derive::apiserver::{ApiserverView, EtcdHealth, Reading};
+use crate::derive::apiserver::{ApiserverPanels, EtcdHealth, Reading};
 use crate::tui::app::App;
 use crate::tui::format::{thousands, thousands_i};
 use crate::tui::state::Section;
@@ -230,7 +230,7 @@ fn member_lines(app: &App, w: usize) -> Vec<Line<'static>> {
     out
 }
 
-pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'static>>, Body) {
     let mut alarms = alarm_lines(app, w);
     alarms.extend(member_lines(app, w));
     // Where each figure comes from, and how old it is: etcd's /metrics as last scraped

@@ -1,14 +1,14 @@
 //! Request latency by operation: the apiserver's storage calls
 //! (`etcd_request_duration_seconds`, by operation and resource) and whole requests
-//! (`apiserver_request_duration_seconds`, by verb and resource), worst p99 first as the view
-//! orders them, with rates, error rates and a p99 sparkline over the scrapes.
+//! (`apiserver_request_duration_seconds`, by verb and resource), worst p99 first as the derived
+//! panels order them, with rates, error rates and a p99 sparkline over the scrapes.
 
 use ratatui::text::Span;
 
 use super::body::{wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::derive::apiserver::{ApiserverView, LatencyRow};
+use crate::derive::apiserver::{ApiserverPanels, LatencyRow};
 use crate::tui::app::App;
 use crate::tui::state::Section;
 use crate::tui::theme::Role;
@@ -26,7 +26,7 @@ fn layer(r: &LatencyRow) -> &'static str {
     }
 }
 
-pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'static>>, Body) {
     let cols = vec![
         Col::text("src", 4, 0),
         Col::text("op", 14, 0),

@@ -20,7 +20,7 @@ const ETCD_HOWTO: &str = "not configured — etcd's /metrics is read from the et
 
 /// Draws the two status lines into `area` (two rows).
 pub(super) fn draw(app: &App, f: &mut Frame, area: Rect) {
-    let v = &app.apiserver.view;
+    let v = &app.apiserver.panels;
     let [a, e] = Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(area);
     f.render_widget(
         Paragraph::new(line(app, "apiserver", &v.apiserver, APISERVER_HOWTO)),

@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use super::body::{flow, wrap, Body, Col, Table};
 use super::fmt::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::derive::apiserver::{ApiserverView, Reading, Risk, WindowRow};
+use crate::derive::apiserver::{ApiserverPanels, Reading, Risk, WindowRow};
 use crate::tui::app::App;
 use crate::tui::format::{thousands, thousands_i};
 use crate::tui::state::Section;
@@ -63,7 +63,7 @@ fn verdict(r: &WindowRow, window: Option<i64>) -> Option<String> {
     })
 }
 
-pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'static>>, Body) {
     let win = &v.window;
     let mut top = Vec::new();
 
@@ -129,7 +129,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     }
     top.extend(flow(app, segs, w));
 
-    // Verdicts, worst first (the view orders rows by risk).
+    // Verdicts, worst first (the derived panels order rows by risk).
     let at_risk: Vec<(Risk, String)> = win
         .rows
         .iter()
