@@ -21,8 +21,8 @@ use super::keymap::{Keymap, Mode};
 use super::state::opened_key::Decoding;
 use super::state::palette::{self, Entry};
 use super::state::{
-    ApiserverState, Cursor, DetailState, Drawn, EncryptionState, EventsState, KeysState,
-    MemoryStatus, RecordingStatus, ReplayStatus, Request, Section,
+    ApiserverState, Cursor, Drawn, EncryptionState, EventsState, KeysState, MemoryStatus,
+    OpenedKeyState, RecordingStatus, ReplayStatus, Request, Section,
 };
 use super::theme::Theme;
 use crate::derive::apiserver::ApiserverPanels;
@@ -136,10 +136,11 @@ pub struct App {
     pub(crate) palette_selected: usize,
     pub(crate) events: EventsState,
     pub(crate) keys: KeysState,
-    pub(crate) detail: Option<DetailState>,
+    /// The opened key (its history, the version shown, the diff), drawn over the key browser.
+    pub(crate) opened_key: Option<OpenedKeyState>,
     /// The panel the opened key was opened from when that was not the key browser (the
     /// event list): closing the key goes back there.
-    pub(crate) detail_from: Option<Panel>,
+    pub(crate) opened_from: Option<Panel>,
     /// Show decoded values as JSON instead of YAML (`o`).
     pub(crate) json_output: bool,
     /// The encryption summary over the key browser.
@@ -183,8 +184,8 @@ impl App {
             palette_selected: 0,
             events,
             keys: KeysState::default(),
-            detail: None,
-            detail_from: None,
+            opened_key: None,
+            opened_from: None,
             json_output: false,
             encryption: EncryptionState::default(),
             apiserver: ApiserverState::default(),
@@ -460,7 +461,7 @@ impl App {
         match self.panel {
             Panel::Growth => Mode::Growth,
             Panel::Events => Mode::Events,
-            Panel::Keys if self.detail.is_some() => Mode::Detail,
+            Panel::Keys if self.opened_key.is_some() => Mode::OpenedKey,
             Panel::Keys if self.encryption.is_open() => Mode::Encryption,
             Panel::Keys => Mode::Keys,
             Panel::Apiserver => Mode::Apiserver,
@@ -485,7 +486,7 @@ impl App {
     /// event as new ones arrive, refresh the open key, keep the key browser's anchors valid.
     pub fn after_batch(&mut self) {
         self.events.after_batch(&self.session.replica);
-        self.with_detail(DetailState::after_batch);
+        self.with_opened_key(OpenedKeyState::after_batch);
         self.refresh_encryption(false);
         if self
             .apiserver
@@ -552,22 +553,22 @@ impl App {
     }
 
     /// Runs `f` on the opened key, if any, with what decoding it depends on.
-    fn with_detail(&mut self, f: impl FnOnce(&mut DetailState, &Decoding)) {
-        if let Some(mut d) = self.detail.take() {
+    fn with_opened_key(&mut self, f: impl FnOnce(&mut OpenedKeyState, &Decoding)) {
+        if let Some(mut d) = self.opened_key.take() {
             f(&mut d, &self.decoding());
-            self.detail = Some(d);
+            self.opened_key = Some(d);
         }
     }
 
     /// Opens `key` on its newest version.
-    pub(crate) fn open_detail(&mut self, key: Bytes) {
-        self.open_detail_at(key, None);
+    pub(crate) fn open_key(&mut self, key: Bytes) {
+        self.open_key_at(key, None);
     }
 
-    /// Opens `key` on the version written at `revision`; see [`DetailState::open`].
-    pub(crate) fn open_detail_at(&mut self, key: Bytes, revision: Option<Revision>) {
-        self.detail_from = None;
-        self.detail = Some(DetailState::open(key, revision, &self.decoding()));
+    /// Opens `key` on the version written at `revision`; see [`OpenedKeyState::open`].
+    pub(crate) fn open_key_at(&mut self, key: Bytes, revision: Option<Revision>) {
+        self.opened_from = None;
+        self.opened_key = Some(OpenedKeyState::open(key, revision, &self.decoding()));
     }
 
     /// The session's clock (the newest observation's stamp), for rates and relative times.

@@ -17,7 +17,7 @@ use crate::tui::keymap::Mode;
 use crate::tui::state::drawn::add;
 use crate::tui::state::keys::resource_names;
 use crate::tui::state::palette::Goto;
-use crate::tui::state::{DetailState, KeysFocus, Request};
+use crate::tui::state::{KeysFocus, OpenedKeyState, Request};
 
 impl App {
     /// Handles a terminal event: keys go through the keymap, resizes force a frame.
@@ -187,11 +187,11 @@ impl App {
             Action::Back => {
                 if self.help.is_some() {
                     self.help = None;
-                } else if self.detail.is_some() {
-                    self.detail = None;
+                } else if self.opened_key.is_some() {
+                    self.opened_key = None;
                     // Back to the event list the key was opened from, its filter and
                     // selection as they were.
-                    if let Some(from) = self.detail_from.take() {
+                    if let Some(from) = self.opened_from.take() {
                         if self.panel == Panel::Keys {
                             self.switch(from);
                         }
@@ -266,7 +266,7 @@ impl App {
                     Panel::Growth => return,
                 };
                 if target == InputTarget::Keys {
-                    self.detail = None;
+                    self.opened_key = None;
                     self.keys.focus = KeysFocus::Keys;
                 }
                 self.input = Some(Input { target, text });
@@ -344,19 +344,19 @@ impl App {
                 }
             }
             Action::ToggleFollow => self.events.toggle_follow(),
-            Action::OlderVersion => self.with_detail(|d, cx| d.select_version(-1, cx)),
-            Action::NewerVersion => self.with_detail(|d, cx| d.select_version(1, cx)),
+            Action::OlderVersion => self.with_opened_key(|d, cx| d.select_version(-1, cx)),
+            Action::NewerVersion => self.with_opened_key(|d, cx| d.select_version(1, cx)),
             Action::ToggleJson => {
                 self.json_output = !self.json_output;
-                self.with_detail(DetailState::rerender);
+                self.with_opened_key(OpenedKeyState::rerender);
             }
-            Action::ToggleDiff => self.with_detail(DetailState::toggle_diff),
-            Action::MarkVersion => self.with_detail(DetailState::mark_version),
+            Action::ToggleDiff => self.with_opened_key(OpenedKeyState::toggle_diff),
+            Action::MarkVersion => self.with_opened_key(OpenedKeyState::mark_version),
             Action::ToggleEncryption => {
                 if self.encryption.is_open() {
                     self.encryption.close();
                 } else {
-                    self.detail = None;
+                    self.opened_key = None;
                     self.panel = Panel::Keys;
                     self.help = None;
                     self.encryption.open();
@@ -423,7 +423,7 @@ impl App {
             Goto::Seek(to) => self.requests.push(Request::Seek(to)),
             Goto::Resource(r) => {
                 self.switch(Panel::Keys);
-                self.detail = None;
+                self.opened_key = None;
                 self.encryption.close();
                 self.keys.resource = Some(r);
                 self.keys.filter.clear();
@@ -435,7 +435,7 @@ impl App {
             Goto::Key(key) => {
                 self.help = None;
                 self.select_key(key.clone());
-                self.open_detail(key);
+                self.open_key(key);
             }
             Goto::Revision(rev) => {
                 self.switch(Panel::Events);
@@ -473,7 +473,7 @@ impl App {
             Mode::Events => self.drawn.events.get(),
             Mode::Keys if self.keys.focus == KeysFocus::Keys => self.drawn.keys.get(),
             Mode::Keys => self.drawn.resources.get(),
-            Mode::Detail => self.drawn.detail.get(),
+            Mode::OpenedKey => self.drawn.opened_key.get(),
             Mode::Encryption => self.drawn.encryption.get(),
             Mode::Help => self.drawn.help.rows(),
             Mode::Apiserver => self.drawn.apiserver[self.apiserver.focus.index()].rows(),
@@ -504,8 +504,8 @@ impl App {
                     KeysFocus::Keys => self.keys.step(&self.session.replica, delta, rows),
                 }
             }
-            Mode::Detail => {
-                if let Some(d) = self.detail.as_mut() {
+            Mode::OpenedKey => {
+                if let Some(d) = self.opened_key.as_mut() {
                     let n = d.body_len();
                     d.scroll = add(d.scroll, delta, n.saturating_sub(1));
                 }
@@ -532,8 +532,8 @@ impl App {
                 let (key, revision) = (ev.key.clone(), ev.revision);
                 self.select_key(key.clone());
                 // The object as this event left it, not as it is now.
-                self.open_detail_at(key, Some(revision));
-                self.detail_from = Some(Panel::Events);
+                self.open_key_at(key, Some(revision));
+                self.opened_from = Some(Panel::Events);
             }
             Mode::Keys => match self.keys.focus {
                 KeysFocus::Resources => {
@@ -542,7 +542,7 @@ impl App {
                 }
                 KeysFocus::Keys => {
                     if let Some(k) = self.keys.selected.clone() {
-                        self.open_detail(k);
+                        self.open_key(k);
                     }
                 }
             },

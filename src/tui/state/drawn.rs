@@ -47,7 +47,7 @@ pub(crate) struct Drawn {
     pub events: Cell<usize>,
     pub keys: Cell<usize>,
     pub resources: Cell<usize>,
-    pub detail: Cell<usize>,
+    pub opened_key: Cell<usize>,
     pub encryption: Cell<usize>,
     pub help: Scroll,
     pub growth: Cell<usize>,

@@ -30,4 +30,4 @@ pub(crate) use drawn::{Drawn, ListRows};
 pub(crate) use encryption::EncryptionState;
 pub(crate) use events::EventsState;
 pub(crate) use keys::{KeysFocus, KeysState};
-pub(crate) use opened_key::DetailState;
+pub(crate) use opened_key::OpenedKeyState;

@@ -1,7 +1,7 @@
 //! The opened key: its history from the replica, the shown version decoded (YAML or JSON,
 //! syntax-coloured), and the structural diff between two versions.
 //!
-//! State lives in [`DetailState`]; every decode, highlight and diff happens here, in
+//! State lives in [`OpenedKeyState`]; every decode, highlight and diff happens here, in
 //! update (on open, on `[`/`]`, `o`, `d`, `m`, and when a batch changes the key), so the
 //! view in [`crate::tui::views`] only slices what was computed. What decoding depends on
 //! besides the key (the replica, `--show-secrets`, the keyring, JSON or YAML) comes in as
@@ -16,7 +16,7 @@ use crate::store::{Replica, VersionValue};
 use crate::tui::syntax::{self, Styled};
 
 /// The opened key.
-pub(crate) struct DetailState {
+pub(crate) struct OpenedKeyState {
     pub key: Bytes,
     /// Every version held, oldest first.
     pub history: Vec<VersionValue>,
@@ -66,7 +66,7 @@ pub(crate) struct Decoding<'a> {
     pub json: bool,
 }
 
-impl DetailState {
+impl OpenedKeyState {
     /// Lines of the body currently shown (value or diff), for scrolling.
     pub fn body_len(&self) -> usize {
         match (&self.diff, self.diff_on) {
@@ -113,13 +113,13 @@ impl DetailState {
     /// Opens `key` on the version written at `revision` (an event's), or the newest held
     /// at or before it; on the newest version without one, or when history before it was
     /// dropped.
-    pub fn open(key: Bytes, revision: Option<Revision>, cx: &Decoding) -> DetailState {
+    pub fn open(key: Bytes, revision: Option<Revision>, cx: &Decoding) -> OpenedKeyState {
         let history = cx.replica.history(&key);
         let newest = history.len().saturating_sub(1);
         let index = revision
             .and_then(|r| history.iter().rposition(|v| v.mod_revision <= r))
             .unwrap_or(newest);
-        let mut d = DetailState {
+        let mut d = OpenedKeyState {
             key,
             history,
             index,
@@ -264,7 +264,7 @@ impl Decoding<'_> {
         }
     }
 
-    fn render_version(&self, d: &DetailState) -> Option<Rendered> {
+    fn render_version(&self, d: &OpenedKeyState) -> Option<Rendered> {
         let shown = d.shown()?;
         // A deletion shows the last live object before it (its deletionTimestamp and
         // finalizers say how it went); the pane's title says it is deleted.
@@ -381,7 +381,7 @@ impl Decoding<'_> {
     }
 
     /// The diff of the shown version against the marked one, else the previous one.
-    fn render_diff(&self, d: &DetailState) -> RenderedDiff {
+    fn render_diff(&self, d: &OpenedKeyState) -> RenderedDiff {
         use crate::tui::format::thousands_i as t;
         let note = |title: String, msg: String| RenderedDiff {
             title,

@@ -164,7 +164,7 @@ fn mode_note(mode: Mode) -> &'static str {
         Mode::Growth => " revision growth, top resources and who writes them (managedFields)",
         Mode::Events => " event stream (the filter matches key, resource, PUT/DELETE and writer)",
         Mode::Keys => " key browser",
-        Mode::Detail => " an opened key",
+        Mode::OpenedKey => " an opened key",
         Mode::Encryption => " encryption at rest per resource",
         Mode::Apiserver => " apiserver panel: ↑/↓ scroll the focused section",
         Mode::Help => " this screen",

@@ -87,7 +87,7 @@ pub fn draw(app: &App, f: &mut Frame) {
     match app.panel {
         Panel::Growth => growth::draw(app, f, main),
         Panel::Events => events::draw(app, f, main),
-        Panel::Keys => match &app.detail {
+        Panel::Keys => match &app.opened_key {
             Some(d) => opened_key::draw(app, d, f, main),
             None if app.encryption.is_open() => encryption::draw(app, f, main),
             None => keys::draw(app, f, main),
