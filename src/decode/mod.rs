@@ -15,8 +15,8 @@
 pub mod envelope;
 pub mod hexdump;
 pub mod object;
+pub mod protobuf_wire;
 pub mod schema;
-pub mod wire;
 
 mod decoded;
 
@@ -35,7 +35,7 @@ use hexdump::{hexdump, lossless_text, HEXDUMP_LIMIT};
 pub use decoded::{
     decode, decode_raw_as, resource_of_key, DecodeOptions, Decoded, EncryptionStatus, SchemaUse,
 };
-pub use wire::{DecodeError, ErrorKind};
+pub use protobuf_wire::{DecodeError, ErrorKind};
 
 pub use crate::model::kubernetes::ENCRYPTED_PREFIX;
 

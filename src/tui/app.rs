@@ -578,7 +578,7 @@ impl App {
 
     /// [`App::now`] in unix seconds.
     pub(crate) fn now_second(&self) -> u64 {
-        super::format::unix_second(self.session.now())
+        super::text::unix_second(self.session.now())
     }
 
     /// Whether the data shown is stale (etcd not answering or the connection lost).

@@ -17,13 +17,13 @@
 
 pub mod action;
 mod app;
-pub mod format;
 pub mod keymap;
 mod replay;
 pub mod screenshot;
 mod state;
 mod syntax;
 mod terminal;
+pub mod text;
 pub mod theme;
 pub mod views;
 
@@ -519,7 +519,7 @@ impl LiveDriver {
                 Ok(n) => app.notify(format!(
                     "recording saved: {} ({}) — regscope replay {0}",
                     path.display(),
-                    format::bytes(n)
+                    text::bytes(n)
                 )),
                 Err(e) => app.s.warnings.push(format!("recording ended: {e}")),
             }

@@ -195,7 +195,7 @@ impl ReplayDriver {
                 self.status.marker = Some(format!(
                     "{} at {}",
                     m.label,
-                    super::format::clock(m.at, app.s.utc_offset)
+                    super::text::clock(m.at, app.s.utc_offset)
                 ));
                 app.cursor.paused = true;
                 self.seek(app, Target::Position(m.position));
@@ -233,11 +233,11 @@ impl ReplayDriver {
                 // end stops there and says so.
                 let (start, end) = self.player.span();
                 let offset = app.s.utc_offset;
-                let clock = |t| super::format::clock(t, offset);
+                let clock = |t| super::text::clock(t, offset);
                 let outside = match (to, target) {
                     (SeekTo::Time(_), Target::Time(t)) if !self.player.holds_time(t) => {
                         // Another day than the recording's is said with its date.
-                        let day = |t| super::format::local_date(t, offset);
+                        let day = |t| super::text::local_date(t, offset);
                         let when = if day(t) == day(start) {
                             clock(t)
                         } else {

@@ -76,7 +76,7 @@ impl ApiserverState {
     /// about 2 ms for a 1.34 apiserver's series (`cargo bench --bench metrics_parse`).
     /// Returns whether the panels changed.
     pub fn refresh(&mut self, session: &Session, shown: bool) -> bool {
-        let sec = crate::tui::format::unix_second(session.now());
+        let sec = crate::tui::text::unix_second(session.now());
         let tick = shown && sec != self.derived_second;
         if !(self.changed || tick) {
             return false;

@@ -95,7 +95,7 @@ impl OpenedKeyState {
             ),
             None => format!(
                 "at revision {}",
-                crate::tui::format::thousands_i(v.mod_revision)
+                crate::tui::text::thousands_i(v.mod_revision)
             ),
         })
     }
@@ -363,7 +363,7 @@ impl Decoding<'_> {
         let Some(value) = &v.value else {
             return Err(format!(
                 "revision {} is a deletion",
-                crate::tui::format::thousands_i(v.mod_revision)
+                crate::tui::text::thousands_i(v.mod_revision)
             ));
         };
         let d = decode::decode(value, &self.options(key, v));
@@ -375,14 +375,14 @@ impl Decoding<'_> {
                 .unwrap_or_else(|| "it does not decode".into());
             format!(
                 "revision {} cannot be compared: {why}",
-                crate::tui::format::thousands_i(v.mod_revision)
+                crate::tui::text::thousands_i(v.mod_revision)
             )
         })
     }
 
     /// The diff of the shown version against the marked one, else the previous one.
     fn render_diff(&self, d: &OpenedKeyState) -> RenderedDiff {
-        use crate::tui::format::thousands_i as t;
+        use crate::tui::text::thousands_i as t;
         let note = |title: String, msg: String| RenderedDiff {
             title,
             lines: vec![(LineKind::Header, msg)],

@@ -12,7 +12,7 @@ use ratatui::Frame;
 use super::{pane, selection, sp};
 use crate::derive::encryption::ResourceStorage;
 use crate::tui::app::App;
-use crate::tui::format::{thousands, thousands_i};
+use crate::tui::text::{thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Draws the summary into `area`.

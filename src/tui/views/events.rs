@@ -11,7 +11,7 @@ use crate::decode;
 use crate::model::{escape_bytes, EventKind};
 use crate::store::UnseenChange;
 use crate::tui::app::App;
-use crate::tui::format::{bytes, clock, thousands, thousands_i};
+use crate::tui::text::{bytes, clock, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Draws the panel into `area`.

@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use super::{header_row, pane, sp};
 use crate::tui::app::App;
-use crate::tui::format::{bytes, clock, rate, thousands, thousands_i};
+use crate::tui::text::{bytes, clock, rate, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Window of the per-resource rates, in seconds (fewer while the session is younger).

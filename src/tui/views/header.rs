@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use super::sp;
 use crate::model::ConnState;
 use crate::tui::app::{App, Panel};
-use crate::tui::format::{bytes, clock, rate, thousands, thousands_i};
+use crate::tui::text::{bytes, clock, rate, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Events per second over the last `window` whole seconds before the app's clock.

@@ -14,8 +14,8 @@ use crate::derive::encryption::{storage_label, IDENTITY};
 use crate::derive::keys::SCAN_LIMIT;
 use crate::model::escape_bytes;
 use crate::tui::app::App;
-use crate::tui::format::{bytes, thousands, thousands_i};
 use crate::tui::state::KeysFocus;
+use crate::tui::text::{bytes, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Draws the resource list and key list into `area`.

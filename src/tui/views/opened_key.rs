@@ -14,8 +14,8 @@ use crate::decode::{Rendered, SchemaUse};
 use crate::derive::diff::LineKind;
 use crate::model::{escape_bytes, KeyPath};
 use crate::tui::app::App;
-use crate::tui::format::{bytes, clock, thousands, thousands_i};
 use crate::tui::state::OpenedKeyState;
+use crate::tui::text::{bytes, clock, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Draws an opened key into `area`: metadata and history on top, the body below.

@@ -12,7 +12,7 @@ use ratatui::Frame;
 use super::{pane, sp};
 use crate::store::OtherCluster;
 use crate::tui::app::App;
-use crate::tui::format::{bytes, clock, rate, thousands, thousands_i};
+use crate::tui::text::{bytes, clock, rate, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Seconds of the rates shown.

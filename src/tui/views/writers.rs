@@ -10,7 +10,7 @@ use ratatui::Frame;
 use super::{header_row, pane, sp};
 use crate::store::{WriteRates, WriterStats};
 use crate::tui::app::App;
-use crate::tui::format::{bytes, rate, thousands};
+use crate::tui::text::{bytes, rate, thousands};
 use crate::tui::theme::Role;
 
 /// Window of the writers' rates, in seconds.

@@ -6,7 +6,7 @@
 use ratatui::text::Span;
 
 use super::body::{wrap, Body, Col, Table};
-use super::fmt::{self, Cell};
+use super::cells::{self, Cell};
 use super::{empty_line, not_exposed_note};
 use crate::derive::apiserver::{ApiserverPanels, LatencyRow};
 use crate::tui::app::App;
@@ -46,19 +46,19 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
             vec![
                 (layer(r).to_string(), Role::Muted),
                 (r.operation.clone(), Role::Text),
-                (fmt::resource(&r.group, &r.resource), Role::Text),
-                fmt::quantile(r.p50),
-                fmt::quantile(r.p90),
-                fmt::quantile(r.p99),
-                fmt::opt(r.rate, |x| (fmt::rate(x), Role::Text)),
-                fmt::opt(r.error_rate, |x| {
+                (cells::resource(&r.group, &r.resource), Role::Text),
+                cells::quantile(r.p50),
+                cells::quantile(r.p90),
+                cells::quantile(r.p99),
+                cells::opt(r.rate, |x| (cells::rate(x), Role::Text)),
+                cells::opt(r.error_rate, |x| {
                     (
-                        fmt::rate(x),
+                        cells::rate(x),
                         if x > 0.0 { Role::Delete } else { Role::Text },
                     )
                 }),
-                (fmt::count(r.count), Role::Muted),
-                (fmt::sparkline(&r.p99_history, TREND), Role::SeriesRate),
+                (cells::count(r.count), Role::Muted),
+                (cells::sparkline(&r.p99_history, TREND), Role::SeriesRate),
             ]
         })
         .collect();

@@ -15,8 +15,8 @@
 mod apf;
 mod body;
 mod cache;
+mod cells;
 mod etcd;
-mod fmt;
 mod latency;
 mod status;
 mod window;
@@ -315,7 +315,7 @@ fn not_exposed_note(
     }
     body::wrap(
         app,
-        &format!("{}: {}", fmt::NOT_EXPOSED_TEXT, names.join(", ")),
+        &format!("{}: {}", cells::NOT_EXPOSED_TEXT, names.join(", ")),
         Role::Muted,
         w,
     )

@@ -9,7 +9,7 @@ use ratatui::Frame;
 
 use crate::store::metrics::TargetStatus;
 use crate::tui::app::App;
-use crate::tui::format::{clock, thousands};
+use crate::tui::text::{clock, thousands};
 use crate::tui::theme::Role;
 use crate::tui::views::sp;
 
