@@ -118,7 +118,9 @@ pub struct App {
     /// The session shown: replica, metric series, informer lag and the clock. Live, it
     /// follows the sources (unless paused); in replay the player replaces it on a seek.
     pub(crate) session: Session,
-    pub(crate) s: Settings,
+    /// What the console was started with: keymap, theme, Secret and decryption options, the
+    /// time zone, and the configuration warnings to show.
+    pub(crate) settings: Settings,
     /// Live, paused and replay as one cursor over the session's stream.
     pub(crate) cursor: Cursor,
     /// The recording in progress (the header's indicator), set by the loop.
@@ -171,7 +173,7 @@ impl App {
         let events = EventsState::new(&session.replica);
         let mut app = App {
             session,
-            s: settings,
+            settings,
             cursor: Cursor::default(),
             recording: None,
             memory: None,
@@ -249,7 +251,7 @@ impl App {
     }
 
     pub(crate) fn notify(&mut self, msg: String) {
-        self.notice = Some((self.s.warnings.len(), msg));
+        self.notice = Some((self.settings.warnings.len(), msg));
         self.dirty = true;
     }
 
@@ -257,7 +259,7 @@ impl App {
     pub(crate) fn current_notice(&self) -> Option<&str> {
         self.notice
             .as_ref()
-            .filter(|(n, _)| *n == self.s.warnings.len())
+            .filter(|(n, _)| *n == self.settings.warnings.len())
             .map(|(_, m)| m.as_str())
     }
 
@@ -271,7 +273,7 @@ impl App {
             // The timeline row counts what is queued.
             self.dirty = true;
             if self.cursor.backlog.len() >= Cursor::BACKLOG_LIMIT {
-                self.s.warnings.push(format!(
+                self.settings.warnings.push(format!(
                     "pause ended: {} observations arrived while paused (the most held back)",
                     self.cursor.backlog.len()
                 ));
@@ -474,10 +476,10 @@ impl App {
             text,
             &palette::Context {
                 session: &self.session,
-                keymap: &self.s.keymap,
+                keymap: &self.settings.keymap,
                 mode: self.mode_under_input(),
                 replay: self.cursor.replay.is_some(),
-                utc_offset: self.s.utc_offset,
+                utc_offset: self.settings.utc_offset,
             },
         )
     }
@@ -546,8 +548,8 @@ impl App {
     fn decoding(&self) -> Decoding<'_> {
         Decoding {
             replica: &self.session.replica,
-            show_secrets: self.s.show_secrets,
-            keyring: self.s.keyring.as_deref(),
+            show_secrets: self.settings.show_secrets,
+            keyring: self.settings.keyring.as_deref(),
             json: self.json_output,
         }
     }

@@ -195,7 +195,7 @@ impl ReplayDriver {
                 self.status.marker = Some(format!(
                     "{} at {}",
                     m.label,
-                    super::text::clock(m.at, app.s.utc_offset)
+                    super::text::clock(m.at, app.settings.utc_offset)
                 ));
                 app.cursor.paused = true;
                 self.seek(app, Target::Position(m.position));
@@ -232,7 +232,7 @@ impl ReplayDriver {
                 // A moment outside the recording is said, not guessed; a step past either
                 // end stops there and says so.
                 let (start, end) = self.player.span();
-                let offset = app.s.utc_offset;
+                let offset = app.settings.utc_offset;
                 let clock = |t| super::text::clock(t, offset);
                 let outside = match (to, target) {
                     (SeekTo::Time(_), Target::Time(t)) if !self.player.holds_time(t) => {
@@ -247,7 +247,7 @@ impl ReplayDriver {
                             "{when} is outside the recording ({} .. {} {})",
                             clock(start),
                             clock(end),
-                            app.s.zone_label()
+                            app.settings.zone_label()
                         ))
                     }
                     (SeekTo::Revision(r), _) if r <= 0 => {

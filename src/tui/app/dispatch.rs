@@ -105,7 +105,7 @@ impl App {
         if self.too_small {
             // The screen shows none of the panels: only quitting acts (`q` too while a
             // prompt is open, as the screen says).
-            let quits = |m| self.s.keymap.lookup(m, key) == Some(Action::Quit);
+            let quits = |m| self.settings.keymap.lookup(m, key) == Some(Action::Quit);
             if quits(self.mode()) || quits(Mode::Global) {
                 self.perform(Action::Quit);
             }
@@ -137,7 +137,7 @@ impl App {
             }
         }
         let mode = self.mode();
-        if let Some(action) = self.s.keymap.lookup(mode, key) {
+        if let Some(action) = self.settings.keymap.lookup(mode, key) {
             self.perform(action);
             return;
         }
@@ -295,7 +295,7 @@ impl App {
             }
             Action::ToggleRecording => {
                 if self.cursor.replay.is_some() {
-                    self.s
+                    self.settings
                         .warnings
                         .push("recording is for live sessions; this one is a replay".into());
                 } else if self.recording.is_some() {
@@ -372,7 +372,11 @@ impl App {
                         // Enter with nothing typed closes the prompt.
                         InputTarget::Seek if input.text.trim().is_empty() => {}
                         InputTarget::Seek => {
-                            match parse_seek(&input.text, self.session.now(), self.s.utc_offset) {
+                            match parse_seek(
+                                &input.text,
+                                self.session.now(),
+                                self.settings.utc_offset,
+                            ) {
                                 Ok(to) => self.requests.push(Request::Seek(to)),
                                 Err(e) => self.requests.push(Request::Notice(e)),
                             }

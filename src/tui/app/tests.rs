@@ -196,8 +196,11 @@ fn a_notice_shows_until_a_newer_warning_or_the_next_key() {
     assert_eq!(app.current_notice(), None);
     app.notify("recording saved: a.rgs".into());
     assert_eq!(app.current_notice(), Some("recording saved: a.rgs"));
-    assert!(app.s.warnings.is_empty(), "a notice is not a warning");
-    app.s.warnings.push("pause ended".into());
+    assert!(
+        app.settings.warnings.is_empty(),
+        "a notice is not a warning"
+    );
+    app.settings.warnings.push("pause ended".into());
     assert_eq!(app.current_notice(), None, "the newer warning shows");
     app.notify("screenshot saved: s.svg".into());
     app.handle_key(&KeyEvent::new(KeyCode::Char('2'), KeyModifiers::NONE));

@@ -17,7 +17,7 @@ use crate::tui::theme::Role;
 
 /// Draws the summary into `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let Some(sum) = &app.encryption.summary else {
         f.render_widget(
             Paragraph::new(sp(app, "counting…", Role::Muted)).block(pane(

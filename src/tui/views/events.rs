@@ -31,7 +31,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
 }
 
 fn draw_list(app: &App, f: &mut Frame, area: Rect) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let rows_h = area.height.saturating_sub(3) as usize;
     app.drawn.events.set(rows_h);
     let e = &app.events;
@@ -53,7 +53,7 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
     // numbers from the left (`,546` for 4,546): drop kind and size instead.
     let narrow = area.width < 64;
     let prefix = app.session.replica.prefix();
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let mut header = vec!["time", "revision", "op"];
     let mut widths = vec![
         Constraint::Length(8),
@@ -247,7 +247,7 @@ fn elide_left(s: String, w: usize) -> String {
 
 fn draw_notes(app: &App, f: &mut Frame, area: Rect) {
     let n = area.height.saturating_sub(2) as usize;
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let lines: Vec<Line> = app
         .session
         .notes()

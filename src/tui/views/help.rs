@@ -15,13 +15,13 @@ use crate::tui::theme::Role;
 /// continue under their first word.
 fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    if !app.s.warnings.is_empty() {
+    if !app.settings.warnings.is_empty() {
         out.push(Line::from(sp(
             app,
             "Warnings (configuration, recording, replay)",
             Role::TableHeader,
         )));
-        for w in &app.s.warnings {
+        for w in &app.settings.warnings {
             for l in wrap_text(w, width.saturating_sub(2)) {
                 out.push(Line::from(sp(app, format!("  {l}"), Role::Warning)));
             }
@@ -37,7 +37,7 @@ fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
     )));
     let zone = format!(
         "every clock time on screen is in {} (header, right); --utc or --time-zone change it",
-        app.s.zone_label()
+        app.settings.zone_label()
     );
     for (term, text) in std::iter::once(("times", zone.as_str())).chain(terms.iter().copied()) {
         // A long term, or no room beside it: the explanation goes under it, indented.
@@ -61,13 +61,13 @@ fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
     out.push(Line::from(""));
     let name_w = Mode::ALL
         .iter()
-        .flat_map(|m| app.s.keymap.bindings(*m))
+        .flat_map(|m| app.settings.keymap.bindings(*m))
         .map(|b| b.action.name().len())
         .max()
         .unwrap_or(0)
         .max(15);
     for mode in Mode::ALL {
-        let bindings = app.s.keymap.bindings(*mode);
+        let bindings = app.settings.keymap.bindings(*mode);
         if bindings.is_empty() {
             continue;
         }

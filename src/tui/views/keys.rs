@@ -45,7 +45,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
 }
 
 fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let focused = app.keys.focus == KeysFocus::Resources;
     let mut res: Vec<&crate::store::ResourceStats> =
         app.session.replica.resources().iter().collect();
@@ -108,7 +108,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
 }
 
 fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let focused = app.keys.focus == KeysFocus::Keys;
     let rows_h = area.height.saturating_sub(3) as usize;
     app.drawn.keys.set(rows_h);

@@ -265,7 +265,7 @@ fn meta_lines<'a>(app: &App, d: &'a OpenedKeyState) -> Vec<Line<'a>> {
 }
 
 fn draw_history(app: &App, d: &OpenedKeyState, f: &mut Frame, area: Rect) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let rows_h = area.height.saturating_sub(2) as usize;
     let n = d.history.len();
     // Newest first; keep the shown version visible.
@@ -275,7 +275,7 @@ fn draw_history(app: &App, d: &OpenedKeyState, f: &mut Frame, area: Rect) {
     } else {
         0
     };
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let rows: Vec<Row> = d
         .history
         .iter()
@@ -480,7 +480,7 @@ fn draw_body(app: &App, d: &OpenedKeyState, f: &mut Frame, area: Rect) {
                 if scroll > 0 {
                     title.push(sp(app, format!(" from line {}", scroll + 1), Role::Muted));
                 }
-                let t = &app.s.theme;
+                let t = &app.settings.theme;
                 // Long lines (annotations, last-applied configurations) wrap onto indented
                 // continuation rows; scrolling counts value lines.
                 'rows: for (text, spans) in r.lines.iter().zip(&d.styled).skip(scroll) {

@@ -46,7 +46,7 @@ pub(crate) fn label(resources: &str) -> String {
 }
 
 fn lines(app: &App, c: &OtherCluster) -> Vec<Line<'static>> {
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let mut first = vec![sp(
         app,
         format!("{} ", label(&c.resources)),

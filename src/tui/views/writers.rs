@@ -64,7 +64,7 @@ fn label(w: &WriterStats) -> String {
 
 /// Draws the writers of `resource` (all when `None`) into `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect, resource: Option<u32>) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let rows = ranked(app, resource);
     let win = window(app);
     let r = &app.session.replica;

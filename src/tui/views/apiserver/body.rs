@@ -351,7 +351,7 @@ pub(super) fn flow(
 /// Splits text into lines of at most `width` columns at spaces (for notes and verdicts);
 /// leading spaces become a hanging indent.
 pub(super) fn wrap(app: &App, text: &str, role: Role, width: usize) -> Vec<Line<'static>> {
-    wrap_styled(text, app.s.theme.get(role), width)
+    wrap_styled(text, app.settings.theme.get(role), width)
 }
 
 fn wrap_styled(text: &str, style: Style, width: usize) -> Vec<Line<'static>> {

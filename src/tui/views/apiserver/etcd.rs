@@ -241,7 +241,7 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
         let secs = now.duration_since(t).map_or(0, |d| d.as_secs());
         format!(
             "{} ({secs} s old)",
-            crate::tui::text::clock(t, app.s.utc_offset)
+            crate::tui::text::clock(t, app.settings.utc_offset)
         )
     };
     let mut sources = Vec::new();

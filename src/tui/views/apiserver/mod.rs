@@ -151,12 +151,12 @@ fn build(app: &App, section: Section, w: usize) -> (Vec<Span<'static>>, Body) {
         });
         title.push(Span::styled(
             format!(" filter \"{f}\" {}/{before}", body.rows.len()),
-            app.s.theme.get(Role::Filter),
+            app.settings.theme.get(Role::Filter),
         ));
         if body.rows.is_empty() {
             body.empty = Some(Line::from(Span::styled(
                 format!("no row matches \"{f}\" (esc clears the filter)"),
-                app.s.theme.get(Role::Muted),
+                app.settings.theme.get(Role::Muted),
             )));
         }
     }
@@ -212,7 +212,7 @@ fn draw_section(app: &App, f: &mut Frame, area: Rect, section: Section, focused:
     }
     let mut block = pane(app, t, focused);
     if stale {
-        block = block.border_style(app.s.theme.get(Role::BorderStale));
+        block = block.border_style(app.settings.theme.get(Role::BorderStale));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
 }

@@ -31,7 +31,7 @@ pub(super) fn draw(app: &App, f: &mut Frame, area: Rect) {
 
 /// The status line of one target.
 pub(super) fn line(app: &App, label: &str, st: &TargetStatus, howto: &str) -> Line<'static> {
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let mut spans: Vec<Span<'static>> = vec![sp(app, format!(" {label:<11}"), Role::TableHeader)];
     if !st.configured {
         spans.push(sp(app, howto.to_string(), Role::Note));
