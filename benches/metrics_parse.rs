@@ -104,7 +104,7 @@ fn cycle(root: &Path) {
         apply_times.push(start.elapsed().as_secs_f64());
         if i % 24 == 0 || i == hour - 1 {
             let start = Instant::now();
-            black_box(regscope::derive::apiserver::view(
+            black_box(regscope::derive::apiserver::build(
                 &store,
                 None,
                 &informers,

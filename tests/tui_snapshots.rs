@@ -1696,14 +1696,14 @@ fn value_syntax_colours_follow_theme_roles() {
     assert_eq!(buf[(1, y)].style().fg, fg(Role::SyntaxNote));
 }
 
-// ---- The apiserver panel (key 4): literal `ApiserverView`s with realistic numbers (a
+// ---- The apiserver panel (key 4): literal `ApiserverPanels`s with realistic numbers (a
 // ---- kube-apiserver v1.34.0 on etcd 3.6.4, as in ../shared/testdata), drawn as they are.
 
 mod apiserver_views {
     use super::at;
     use regscope::derive::apiserver::{
-        ApfRow, ApiserverView, EtcdHealth, LatencyRow, ObjectsRow, Reading, Risk, WatchCacheRow,
-        WindowRow, WindowView,
+        ApfRow, ApiserverPanels, CompactionWindow, EtcdHealth, LatencyRow, ObjectsRow, Reading,
+        Risk, WatchCacheRow, WindowRow,
     };
     use regscope::metrics::quantile::Quantile;
     use regscope::store::metrics::TargetStatus;
@@ -1889,9 +1889,9 @@ mod apiserver_views {
         }
     }
 
-    fn window() -> WindowView {
+    fn window() -> CompactionWindow {
         use Reading::Value;
-        WindowView {
+        CompactionWindow {
             head: Some(12_345),
             compact_revision: Some(11_345),
             window_revisions: Some(1_000),
@@ -2023,8 +2023,8 @@ mod apiserver_views {
     }
 
     /// Every section populated, as from a v1.34.0 apiserver on etcd 3.6.4.
-    pub fn v134() -> ApiserverView {
-        ApiserverView {
+    pub fn v134() -> ApiserverPanels {
+        ApiserverPanels {
             apiserver: target("https://10.0.0.1:6443/metrics", "v1.34.0"),
             etcd: target("https://127.0.0.1:2379/metrics", "3.6.4"),
             latency: latency(),
@@ -2039,7 +2039,7 @@ mod apiserver_views {
 
     /// A 1.28-like apiserver: no watch-cache resource version (1.31+), so no watch-cache
     /// lag; no compaction seen yet; no etcd error counter on one row.
-    pub fn v128() -> ApiserverView {
+    pub fn v128() -> ApiserverPanels {
         let mut v = v134();
         v.apiserver.version = Some("v1.28.3".into());
         v.etcd.version = Some("3.5.9".into());
@@ -2072,9 +2072,9 @@ mod apiserver_views {
 use apiserver_views as av;
 use regscope::tui::Section;
 
-fn apiserver_app(v: regscope::derive::apiserver::ApiserverView) -> App {
+fn apiserver_app(v: regscope::derive::apiserver::ApiserverPanels) -> App {
     let mut a = app();
-    a.set_apiserver_view(v);
+    a.set_apiserver_panels(v);
     keys(&mut a, "4");
     a
 }
@@ -2548,9 +2548,9 @@ fn apiserver_set_view_marks_dirty() {
     let mut a = app();
     a.mark_drawn();
     assert!(!a.needs_draw());
-    a.set_apiserver_view(av::v134());
+    a.set_apiserver_panels(av::v134());
     assert!(a.needs_draw());
-    assert_eq!(a.apiserver_view().latency.len(), 6);
+    assert_eq!(a.apiserver_panels().latency.len(), 6);
 }
 
 /// Tiny terminals (and zero-sized ones) draw without panicking, in every focus and zoom.

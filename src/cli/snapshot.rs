@@ -15,7 +15,7 @@ use super::out;
 use super::recording::{open, parse_at};
 use super::session::{list_with, warn_etcd_alarms};
 use crate::config::Zone;
-use crate::derive::apiserver::{ApiserverView, Reading};
+use crate::derive::apiserver::{ApiserverPanels, Reading};
 use crate::metrics::quantile::Quantile;
 use crate::model::{escape_bytes, Observation, Revision, ScrapeTarget, Stamped};
 use crate::record::Target;
@@ -99,7 +99,7 @@ pub async fn live(s: &SnapshotArgs, m: &MetricsArgs) -> Result<ExitCode> {
     }
     // The session's clock is the newest stamp, as in the console; a snapshot is taken now.
     session.apply(&Stamped::now(Observation::Tick));
-    let view = crate::derive::apiserver::view(
+    let panels = crate::derive::apiserver::build(
         &session.metrics,
         (!files_only).then_some(&session),
         &session.informers,
@@ -107,7 +107,7 @@ pub async fn live(s: &SnapshotArgs, m: &MetricsArgs) -> Result<ExitCode> {
     );
     // Every unusable source gets one line on stderr (down, HTML, garbage, empty); the JSON
     // carries the same under `scrape`.
-    for (target, status) in [("apiserver", &view.apiserver), ("etcd", &view.etcd)] {
+    for (target, status) in [("apiserver", &panels.apiserver), ("etcd", &panels.etcd)] {
         if let Some(e) = &status.last_error {
             eprintln!("regscope: {target} metrics from {}: {e}", status.source);
         }
@@ -117,7 +117,7 @@ pub async fn live(s: &SnapshotArgs, m: &MetricsArgs) -> Result<ExitCode> {
         snapshot_json(
             (!files_only).then_some(&session),
             s.keys,
-            Some(&view),
+            Some(&panels),
             Some(&session),
         )?
     ));
@@ -167,13 +167,13 @@ pub fn from_recording(s: &SnapshotArgs, zone: Zone) -> Result<ExitCode> {
 /// The `snapshot --json` text of a session (the replica and the apiserver side derived at
 /// the session's clock).
 pub fn snapshot_of(session: &Session, keys: bool) -> Result<String> {
-    let view = crate::derive::apiserver::view(
+    let panels = crate::derive::apiserver::build(
         &session.metrics,
         Some(session),
         &session.informers,
         session.now(),
     );
-    snapshot_json(Some(session), keys, Some(&view), Some(session))
+    snapshot_json(Some(session), keys, Some(&panels), Some(session))
 }
 
 /// Lists the prefix once into `session` (no watch). Notes (e.g. "no keys under the
@@ -225,7 +225,7 @@ struct SnapshotJson {
 }
 
 /// `regscope snapshot --json`: the replica's summary (revision, compact_revision, keys,
-/// bytes, resources, gaps, compactions; with `with_keys` every key) and, when `view` is
+/// bytes, resources, gaps, compactions; with `with_keys` every key) and, when `panels` is
 /// given, the apiserver side ([`metrics_json`]); with `session`, kube-apiserver's other
 /// etcd clusters and storage flags when the node told them ([`node_json`]). `etcd_side`:
 /// the session whose replica and etcd cluster to summarise; without one (metric files
@@ -233,7 +233,7 @@ struct SnapshotJson {
 pub fn snapshot_json(
     etcd_side: Option<&Session>,
     with_keys: bool,
-    view: Option<&ApiserverView>,
+    panels: Option<&ApiserverPanels>,
     session: Option<&Session>,
 ) -> Result<String> {
     let mut out = match etcd_side {
@@ -250,8 +250,8 @@ pub fn snapshot_json(
             v
         }
     };
-    if let (Some(view), Some(o)) = (view, out.as_object_mut()) {
-        if let serde_json::Value::Object(m) = metrics_json(view) {
+    if let (Some(panels), Some(o)) = (panels, out.as_object_mut()) {
+        if let serde_json::Value::Object(m) = metrics_json(panels) {
             o.extend(m);
         }
     }
@@ -354,8 +354,8 @@ fn reading_json<T: Serialize>(r: &Reading<T>) -> (serde_json::Value, Option<&'st
 /// * `etcd`: `{db_size_bytes, db_in_use_bytes, quota_bytes, compact_revision, revision,
 ///   …}` from etcd's `/metrics`, or null without them.
 /// * `compaction_window`, `apf`, `not_exposed`, and `scrape` (per target status).
-pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
-    let latency: Vec<_> = view
+pub fn metrics_json(panels: &ApiserverPanels) -> serde_json::Value {
+    let latency: Vec<_> = panels
         .latency
         .iter()
         .map(|r| {
@@ -373,7 +373,7 @@ pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
             })
         })
         .collect();
-    let watch_cache: Vec<_> = view
+    let watch_cache: Vec<_> = panels
         .watch_cache
         .iter()
         .map(|r| {
@@ -385,7 +385,7 @@ pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
             })
         })
         .collect();
-    let objects: Vec<_> = view
+    let objects: Vec<_> = panels
         .objects
         .iter()
         .map(|r| {
@@ -405,7 +405,7 @@ pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
             o
         })
         .collect();
-    let etcd = view
+    let etcd = panels
         .etcd_health
         .as_ref()
         .filter(|h| h.db_size_bytes.is_some() || h.revision.is_some())
@@ -424,7 +424,7 @@ pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
         });
     // The apiserver's own view of the database size (apiserver_storage_size_bytes and its
     // older names), next to etcd's.
-    let apiserver_db = view
+    let apiserver_db = panels
         .etcd_health
         .as_ref()
         .map_or(serde_json::Value::Null, |h| {
@@ -436,9 +436,9 @@ pub fn metrics_json(view: &ApiserverView) -> serde_json::Value {
         "objects": objects,
         "apiserver_storage_size_bytes": apiserver_db,
         "etcd": etcd,
-        "compaction_window": view.window,
-        "apf": view.apf,
-        "not_exposed": view.not_exposed,
-        "scrape": { "apiserver": view.apiserver, "etcd": view.etcd },
+        "compaction_window": panels.window,
+        "apf": panels.apf,
+        "not_exposed": panels.not_exposed,
+        "scrape": { "apiserver": panels.apiserver, "etcd": panels.etcd },
     })
 }

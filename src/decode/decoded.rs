@@ -5,8 +5,8 @@ use serde_json::Value;
 
 use super::envelope::{parse_envelope, Envelope};
 use super::object::{generic_field, push_str, walk_object, UNKNOWN_FIELDS_KEY};
+use super::protobuf_wire::{DecodeError, Reader};
 use super::schema::{self, split_api_version};
-use super::wire::{DecodeError, Reader};
 use super::{detect, hexdump::lossless_text, json, looks_crlf_translated, summarize, undo_crlf};
 use super::{identity, Format, ObjectSummary};
 

@@ -7,7 +7,7 @@
 //! fields listed on [`MetaScan`] are named by number here. Everything borrows from the input;
 //! nothing allocates.
 
-use super::wire::{DecodeError, ErrorKind, Reader, WireValue};
+use super::protobuf_wire::{DecodeError, ErrorKind, Reader, WireValue};
 
 /// The storage magic: `k8s` then a NUL byte.
 pub use crate::model::kubernetes::PROTOBUF_MAGIC as MAGIC;
@@ -267,7 +267,7 @@ pub fn scan_meta(meta: &[u8], base: usize) -> Result<MetaScan<'_>, DecodeError> 
 }
 
 /// A tight scanner for the one question asked of every watch event, who wrote it: the
-/// [`NewestManager`] entry of a protobuf value, without building [`super::wire::Field`]s or
+/// [`NewestManager`] entry of a protobuf value, without building [`super::protobuf_wire::Field`]s or
 /// errors. `Err(())` when the value does not frame (the caller then calls it undecodable),
 /// `Ok(None)` when it has no ObjectMeta or no managedFields. Agrees with
 /// [`scan_meta`]'s `writer` on every value that decodes (see the tests).

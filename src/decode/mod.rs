@@ -3,7 +3,7 @@
 //!
 //! Values enter as the raw bytes etcd holds under a key (never assumed to be UTF-8) and leave
 //! as an [`ObjectSummary`] (cheap, per row of lists and the live event stream) or a
-//! [`Rendered`] text for the key view. Nothing here fails: problems become structured
+//! [`Rendered`] text for the opened key. Nothing here fails: problems become structured
 //! [`DecodeError`]s inside the output, with the raw bytes still shown as hex.
 //!
 //! Protobuf objects of built-in kinds are decoded with the Kubernetes 1.30–1.35 schemas
@@ -15,8 +15,8 @@
 pub mod envelope;
 pub mod hexdump;
 pub mod object;
+pub mod protobuf_wire;
 pub mod schema;
-pub mod wire;
 
 mod decoded;
 
@@ -35,7 +35,7 @@ use hexdump::{hexdump, lossless_text, HEXDUMP_LIMIT};
 pub use decoded::{
     decode, decode_raw_as, resource_of_key, DecodeOptions, Decoded, EncryptionStatus, SchemaUse,
 };
-pub use wire::{DecodeError, ErrorKind};
+pub use protobuf_wire::{DecodeError, ErrorKind};
 
 pub use crate::model::kubernetes::ENCRYPTED_PREFIX;
 
@@ -80,7 +80,7 @@ impl Format {
         }
     }
 
-    /// Longer label for the key view: as [`Format::label`], except `raw (not Kubernetes
+    /// Longer label for the opened key: as [`Format::label`], except `raw (not Kubernetes
     /// encoding)` and `encrypted (aescbc, key key1)`.
     pub fn describe(&self) -> String {
         match self {
@@ -668,7 +668,7 @@ pub fn json_lines(v: &serde_json::Value) -> Vec<String> {
     }
 }
 
-/// Full render for the key view; never fails (errors go into `Rendered::error`). The body
+/// Full render for the opened key; never fails (errors go into `Rendered::error`). The body
 /// is the decoded object as YAML (or JSON with `opts.json`), preceded by `#` notes when the
 /// kind has no schema or carries fields newer than the schemas; a hex dump when nothing
 /// decodes; `<redacted: N bytes>` for undecodable values under `secrets/`.

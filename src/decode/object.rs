@@ -16,9 +16,9 @@
 use base64::Engine as _;
 
 use super::json_text::{push_bytes_as_str, push_rfc3339, raw_json, scalar_json};
+use super::protobuf_wire::{DecodeError, ErrorKind, Field, Reader, WireValue};
 use super::scalar::{packable, scalar_of, PackedReader, ScalarValue};
 use super::schema::{FieldPlan, MessagePlan, Plan, Scalar, Special, Ty};
-use super::wire::{DecodeError, ErrorKind, Field, Reader, WireValue};
 
 pub use super::json_text::{go_duration, push_str, rfc3339};
 
@@ -733,7 +733,7 @@ pub fn generic_len(out: &mut String, b: &[u8], base: usize, depth: usize) {
         push_str(out, s);
         return;
     }
-    if depth < GENERIC_MAX_DEPTH && !b.is_empty() && super::wire::frames_as_message(b) {
+    if depth < GENERIC_MAX_DEPTH && !b.is_empty() && super::protobuf_wire::frames_as_message(b) {
         out.push('[');
         let mut r = Reader::new(b, base);
         let mut n = 0;

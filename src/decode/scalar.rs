@@ -2,8 +2,8 @@
 //! checked against the wire type its schema allows ([`scalar_of`]), or the values of a packed
 //! repeated field one by one ([`PackedReader`]).
 
+use super::protobuf_wire::{DecodeError, ErrorKind, Field, WireType, WireValue};
 use super::schema::Scalar;
-use super::wire::{DecodeError, ErrorKind, Field, WireType, WireValue};
 
 /// A decoded scalar before formatting.
 #[derive(Clone, Copy, Debug)]

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use proptest::prelude::*;
 
 use super::envelope::{object_meta_bytes, parse_envelope, scan_meta};
-use super::wire::{Reader, WireValue};
+use super::protobuf_wire::{Reader, WireValue};
 use super::*;
 
 use crate::decrypt::tests::hex;
@@ -162,7 +162,7 @@ fn br01_crlf_translated_pod_gives_structured_error_and_hint() {
         e.kind,
         ErrorKind::UnexpectedWireType {
             found: 5,
-            expected: wire::WireType::Len
+            expected: protobuf_wire::WireType::Len
         }
     );
     let err = r.error.as_deref().unwrap();

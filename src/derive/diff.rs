@@ -4,7 +4,7 @@
 //! so Secret payloads arrive already redacted unless `--show-secrets`). Output: an
 //! [`ObjectDiff`], a flat list of changes by path (`spec.replicas`,
 //! `metadata.labels.app`, `spec.template.spec.containers[name=app].image`), and the
-//! `managedFields` entries that account for the newer revision. The key view turns it into
+//! `managedFields` entries that account for the newer revision. The opened key's screen turns it into
 //! `~ path: old → new`, `+ path: value`, `- path: value` lines ([`ObjectDiff::lines`]).
 //!
 //! Rules: `metadata.resourceVersion` is ignored (it is the key's mod_revision, different in

@@ -261,8 +261,9 @@ impl MarkerScan {
 /// The worst `etcd_request_duration_seconds` p99 over the last scrape interval, with its
 /// operation and resource.
 fn worst_etcd_p99(s: &Session) -> Option<(String, f64)> {
-    let view = crate::derive::apiserver::view(&s.metrics, Some(s), &s.informers, s.now());
-    view.latency
+    let panels = crate::derive::apiserver::build(&s.metrics, Some(s), &s.informers, s.now());
+    panels
+        .latency
         .iter()
         .filter(|r| r.metric.starts_with("etcd_request"))
         .filter_map(|r| match r.p99 {

@@ -305,7 +305,7 @@ impl ScrapeDigest {
 
     /// [`ScrapeDigest::from_record`]'s fast way alone: `None` where it declines.
     fn from_record_fast(payload: &[u8]) -> Option<(u8, u64, ScrapeDigest)> {
-        let mut w = crate::metrics::wire::Wire::new(payload);
+        let mut w = crate::metrics::postcard_reader::PostcardReader::new(payload);
         let target = w.byte()?;
         let len = w.varint()?;
         let skipped_lines = w.usize()?;
@@ -313,7 +313,7 @@ impl ScrapeDigest {
         let no_samples = w.opt_string()?;
         let mapped = match w.tag()? {
             false => None,
-            true => Some(std::sync::Arc::new(Mapped::from_wire(&mut w)?)),
+            true => Some(std::sync::Arc::new(Mapped::from_postcard(&mut w)?)),
         };
         let d = ScrapeDigest {
             skipped_lines,

@@ -31,7 +31,7 @@ pub use replica::writers::{
 pub use replica::{
     ConnectionSummary, Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta,
     NoteSummary, Replacement, Replica, ReplicaConfig, ReplicaMemory, Summary, Unseen, UnseenChange,
-    UnseenCounts, VersionMeta, VersionView, DEFAULT_HISTORY_BUDGET,
+    UnseenCounts, VersionMeta, VersionValue, DEFAULT_HISTORY_BUDGET,
 };
 pub use session::{Applied, Applies, Discarded, Prepared, Session};
 pub use shared_bytes::CHECKPOINT_FORMAT;

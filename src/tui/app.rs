@@ -21,11 +21,11 @@ use super::keymap::{Keymap, Mode};
 use super::state::opened_key::Decoding;
 use super::state::palette::{self, Entry};
 use super::state::{
-    ApiserverState, Cursor, DetailState, EncryptionState, EventsState, KeysState, MemoryStatus,
-    RecordingStatus, ReplayStatus, Request, Section, Viewports,
+    ApiserverState, Cursor, Drawn, EncryptionState, EventsState, KeysState, MemoryStatus,
+    OpenedKeyState, RecordingStatus, ReplayStatus, Request, Section,
 };
 use super::theme::Theme;
-use crate::derive::apiserver::ApiserverView;
+use crate::derive::apiserver::ApiserverPanels;
 use crate::derive::keys::Scan;
 use crate::model::{Revision, Stamped};
 use crate::store::{Applied, Applies, EventRecord, Prepared, Replica, Session};
@@ -60,7 +60,7 @@ pub enum Panel {
     /// The key browser.
     Keys,
     /// The apiserver side: request latency, watch cache, compaction window vs lag, etcd
-    /// health and object counts, flow control (drawn from an [`ApiserverView`]).
+    /// health and object counts, flow control (drawn from an [`ApiserverPanels`]).
     Apiserver,
 }
 
@@ -118,7 +118,9 @@ pub struct App {
     /// The session shown: replica, metric series, informer lag and the clock. Live, it
     /// follows the sources (unless paused); in replay the player replaces it on a seek.
     pub(crate) session: Session,
-    pub(crate) s: Settings,
+    /// What the console was started with: keymap, theme, Secret and decryption options, the
+    /// time zone, and the configuration warnings to show.
+    pub(crate) settings: Settings,
     /// Live, paused and replay as one cursor over the session's stream.
     pub(crate) cursor: Cursor,
     /// The recording in progress (the header's indicator), set by the loop.
@@ -136,17 +138,20 @@ pub struct App {
     pub(crate) palette_selected: usize,
     pub(crate) events: EventsState,
     pub(crate) keys: KeysState,
-    pub(crate) detail: Option<DetailState>,
+    /// The opened key (its history, the version shown, the diff), drawn over the key browser.
+    pub(crate) opened_key: Option<OpenedKeyState>,
     /// The panel the opened key was opened from when that was not the key browser (the
     /// event list): closing the key goes back there.
-    pub(crate) detail_from: Option<Panel>,
+    pub(crate) opened_from: Option<Panel>,
     /// Show decoded values as JSON instead of YAML (`o`).
     pub(crate) json_output: bool,
     /// The encryption summary over the key browser.
     pub(crate) encryption: EncryptionState,
     /// The apiserver panel's data and state.
     pub(crate) apiserver: ApiserverState,
-    pub(crate) view: Viewports,
+    /// What the views drew in the last frame: rows shown, scroll limits, where lists and
+    /// tabs are (for paging and clicks).
+    pub(crate) drawn: Drawn,
     pub(crate) debug_panic: bool,
     /// The newest message about something the user did (a recording started or saved),
     /// shown in the message row instead of a warning until a newer warning arrives.
@@ -168,7 +173,7 @@ impl App {
         let events = EventsState::new(&session.replica);
         let mut app = App {
             session,
-            s: settings,
+            settings,
             cursor: Cursor::default(),
             recording: None,
             memory: None,
@@ -181,12 +186,12 @@ impl App {
             palette_selected: 0,
             events,
             keys: KeysState::default(),
-            detail: None,
-            detail_from: None,
+            opened_key: None,
+            opened_from: None,
             json_output: false,
             encryption: EncryptionState::default(),
             apiserver: ApiserverState::default(),
-            view: Viewports::default(),
+            drawn: Drawn::default(),
             debug_panic: false,
             notice: None,
             screenshot: false,
@@ -210,15 +215,15 @@ impl App {
         self.panel
     }
 
-    /// What the apiserver panel shows (empty until the first [`App::set_apiserver_view`]).
-    pub fn apiserver_view(&self) -> &ApiserverView {
-        &self.apiserver.view
+    /// What the apiserver panel shows (empty until the first [`App::set_apiserver_panels`]).
+    pub fn apiserver_panels(&self) -> &ApiserverPanels {
+        &self.apiserver.panels
     }
 
     /// Replaces what the apiserver panel shows (computed from the metric store after a
     /// batch) and marks the screen dirty. Scroll positions are kept; drawing clamps them.
-    pub fn set_apiserver_view(&mut self, v: ApiserverView) {
-        self.apiserver.view = v;
+    pub fn set_apiserver_panels(&mut self, v: ApiserverPanels) {
+        self.apiserver.panels = v;
         self.dirty = true;
     }
 
@@ -246,7 +251,7 @@ impl App {
     }
 
     pub(crate) fn notify(&mut self, msg: String) {
-        self.notice = Some((self.s.warnings.len(), msg));
+        self.notice = Some((self.settings.warnings.len(), msg));
         self.dirty = true;
     }
 
@@ -254,7 +259,7 @@ impl App {
     pub(crate) fn current_notice(&self) -> Option<&str> {
         self.notice
             .as_ref()
-            .filter(|(n, _)| *n == self.s.warnings.len())
+            .filter(|(n, _)| *n == self.settings.warnings.len())
             .map(|(_, m)| m.as_str())
     }
 
@@ -268,7 +273,7 @@ impl App {
             // The timeline row counts what is queued.
             self.dirty = true;
             if self.cursor.backlog.len() >= Cursor::BACKLOG_LIMIT {
-                self.s.warnings.push(format!(
+                self.settings.warnings.push(format!(
                     "pause ended: {} observations arrived while paused (the most held back)",
                     self.cursor.backlog.len()
                 ));
@@ -467,7 +472,7 @@ impl App {
         match self.panel {
             Panel::Growth => Mode::Growth,
             Panel::Events => Mode::Events,
-            Panel::Keys if self.detail.is_some() => Mode::Detail,
+            Panel::Keys if self.opened_key.is_some() => Mode::OpenedKey,
             Panel::Keys if self.encryption.is_open() => Mode::Encryption,
             Panel::Keys => Mode::Keys,
             Panel::Apiserver => Mode::Apiserver,
@@ -480,10 +485,10 @@ impl App {
             text,
             &palette::Context {
                 session: &self.session,
-                keymap: &self.s.keymap,
+                keymap: &self.settings.keymap,
                 mode: self.mode_under_input(),
                 replay: self.cursor.replay.is_some(),
-                utc_offset: self.s.utc_offset,
+                utc_offset: self.settings.utc_offset,
             },
         )
     }
@@ -492,7 +497,7 @@ impl App {
     /// event as new ones arrive, refresh the open key, keep the key browser's anchors valid.
     pub fn after_batch(&mut self) {
         self.events.after_batch(&self.session.replica);
-        self.with_detail(DetailState::after_batch);
+        self.with_opened_key(OpenedKeyState::after_batch);
         self.refresh_encryption(false);
         if self
             .apiserver
@@ -515,7 +520,7 @@ impl App {
     }
 
     fn set_keys_filter(&mut self, f: String) {
-        let rows = self.view.keys.get();
+        let rows = self.drawn.keys.get();
         self.keys.set_filter(f, &mut self.session, rows);
     }
 
@@ -544,7 +549,7 @@ impl App {
 
     /// Keeps the key browser consistent with the replica (see [`KeysState::normalize`]).
     fn normalize_keys(&mut self) {
-        let rows = self.view.keys.get();
+        let rows = self.drawn.keys.get();
         self.keys.normalize(&mut self.session, rows);
     }
 
@@ -552,29 +557,29 @@ impl App {
     fn decoding(&self) -> Decoding<'_> {
         Decoding {
             replica: &self.session.replica,
-            show_secrets: self.s.show_secrets,
-            keyring: self.s.keyring.as_deref(),
+            show_secrets: self.settings.show_secrets,
+            keyring: self.settings.keyring.as_deref(),
             json: self.json_output,
         }
     }
 
     /// Runs `f` on the opened key, if any, with what decoding it depends on.
-    fn with_detail(&mut self, f: impl FnOnce(&mut DetailState, &Decoding)) {
-        if let Some(mut d) = self.detail.take() {
+    fn with_opened_key(&mut self, f: impl FnOnce(&mut OpenedKeyState, &Decoding)) {
+        if let Some(mut d) = self.opened_key.take() {
             f(&mut d, &self.decoding());
-            self.detail = Some(d);
+            self.opened_key = Some(d);
         }
     }
 
     /// Opens `key` on its newest version.
-    pub(crate) fn open_detail(&mut self, key: Bytes) {
-        self.open_detail_at(key, None);
+    pub(crate) fn open_key(&mut self, key: Bytes) {
+        self.open_key_at(key, None);
     }
 
-    /// Opens `key` on the version written at `revision`; see [`DetailState::open`].
-    pub(crate) fn open_detail_at(&mut self, key: Bytes, revision: Option<Revision>) {
-        self.detail_from = None;
-        self.detail = Some(DetailState::open(key, revision, &self.decoding()));
+    /// Opens `key` on the version written at `revision`; see [`OpenedKeyState::open`].
+    pub(crate) fn open_key_at(&mut self, key: Bytes, revision: Option<Revision>) {
+        self.opened_from = None;
+        self.opened_key = Some(OpenedKeyState::open(key, revision, &self.decoding()));
     }
 
     /// The session's clock (the newest observation's stamp), for rates and relative times.
@@ -584,7 +589,7 @@ impl App {
 
     /// [`App::now`] in unix seconds.
     pub(crate) fn now_second(&self) -> u64 {
-        super::format::unix_second(self.session.now())
+        super::text::unix_second(self.session.now())
     }
 
     /// Whether the data shown is stale (etcd not answering or the connection lost).

@@ -26,8 +26,9 @@ pub enum Mode {
     Events,
     /// The key browser (resource list and key list).
     Keys,
-    /// A key opened from the key browser (metadata, history, value).
-    Detail,
+    /// A key opened from the key browser or an event (metadata, history, value); its
+    /// table in keymap files is `[detail]`.
+    OpenedKey,
     /// The encryption-at-rest summary (opened from the key browser).
     Encryption,
     /// The apiserver panel (latency, watch cache, compaction window, etcd health, APF).
@@ -45,7 +46,7 @@ impl Mode {
         Mode::Growth,
         Mode::Events,
         Mode::Keys,
-        Mode::Detail,
+        Mode::OpenedKey,
         Mode::Encryption,
         Mode::Apiserver,
         Mode::Help,
@@ -59,7 +60,7 @@ impl Mode {
             Mode::Growth => "growth",
             Mode::Events => "events",
             Mode::Keys => "keys",
-            Mode::Detail => "detail",
+            Mode::OpenedKey => "detail",
             Mode::Encryption => "encryption",
             Mode::Apiserver => "apiserver",
             Mode::Help => "help",
@@ -439,7 +440,7 @@ mod tests {
         let cc = key(KeyCode::Char('c'), KeyModifiers::CONTROL);
         // A prompt takes text, but ctrl-c still quits (the help: "everywhere").
         assert_eq!(km.lookup(Mode::Filter, &cc), Some(Action::Quit));
-        assert_eq!(km.lookup(Mode::Detail, &cc), Some(Action::Quit));
+        assert_eq!(km.lookup(Mode::OpenedKey, &cc), Some(Action::Quit));
         let mut rel = q;
         rel.kind = KeyEventKind::Release;
         assert_eq!(km.lookup(Mode::Global, &rel), None);

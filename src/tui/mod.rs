@@ -17,13 +17,13 @@
 
 pub mod action;
 mod app;
-pub mod format;
 pub mod keymap;
 mod replay;
 pub mod screenshot;
 mod state;
 mod syntax;
 mod terminal;
+pub mod text;
 pub mod theme;
 pub mod views;
 
@@ -141,8 +141,8 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
     // The zone's offset at the session's moment (a recording's daylight saving time, not
     // today's), said once in the header.
     let at = app.session.now();
-    app.s.utc_offset = opts.zone.offset_at(at);
-    app.s.zone_label = opts.zone.label_at(at);
+    app.settings.utc_offset = opts.zone.offset_at(at);
+    app.settings.zone_label = opts.zone.label_at(at);
     let opts_screenshot_dir = opts.screenshot_dir.clone();
     let mut drawn_size: Option<ratatui::layout::Size> = None;
     app.set_debug_panic(std::env::var("REGSCOPE_DEBUG_PANIC").is_ok_and(|v| v == "1"));
@@ -220,7 +220,7 @@ pub async fn run(feed: Feed, session: Session, opts: UiOptions) -> anyhow::Resul
                 };
                 screenshot::save(
                     frame.buffer,
-                    screenshot::Canvas::for_theme(&app.s.theme),
+                    screenshot::Canvas::for_theme(&app.settings.theme),
                     dir,
                     SystemTime::now(),
                 )
@@ -364,7 +364,7 @@ fn watch_memory(
             app.set_source_ended();
         }
     }
-    app.s.warnings.push(msg);
+    app.settings.warnings.push(msg);
     app.mark_dirty();
     hold
 }
@@ -453,7 +453,7 @@ impl LiveDriver {
             if let Some(r) = self.recorder.take() {
                 let _ = r.finish();
             }
-            app.s
+            app.settings
                 .warnings
                 .push(format!("recording to {} ended: {why}", path.display()));
             app.set_recording(None);
@@ -502,11 +502,11 @@ impl LiveDriver {
                         self.recorder = Some(r);
                         self.maintain(app);
                     }
-                    Err(e) => app.s.warnings.push(format!("cannot record: {e}")),
+                    Err(e) => app.settings.warnings.push(format!("cannot record: {e}")),
                 }
             }
             Request::StopRecording => self.stop_recording(app),
-            Request::Notice(n) => app.s.warnings.push(n),
+            Request::Notice(n) => app.settings.warnings.push(n),
             _ => {}
         }
     }
@@ -518,9 +518,9 @@ impl LiveDriver {
                 Ok(n) => app.notify(format!(
                     "recording saved: {} ({}) — regscope replay {0}",
                     path.display(),
-                    format::bytes(n)
+                    text::bytes(n)
                 )),
-                Err(e) => app.s.warnings.push(format!("recording ended: {e}")),
+                Err(e) => app.settings.warnings.push(format!("recording ended: {e}")),
             }
             app.set_recording(None);
         }

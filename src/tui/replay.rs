@@ -29,7 +29,7 @@ pub(crate) struct ReplayDriver {
 
 impl ReplayDriver {
     /// Restores the recording's first checkpoint into the app (or the end of the first
-    /// list when the recording starts empty: [`Player::seek_first_view`]), paused, and
+    /// list when the recording starts empty: [`Player::seek_first_frame`]), paused, and
     /// starts reading the markers on a thread of their own.
     pub(crate) fn start(
         mut player: Box<Player>,
@@ -41,7 +41,7 @@ impl ReplayDriver {
         player.set_bodies(false);
         let session = match at {
             Some(at) => player.seek(at),
-            None => player.seek_first_view(),
+            None => player.seek_first_frame(),
         };
         app.replace_session(session);
         let (start, end) = player.span();
@@ -193,7 +193,7 @@ impl ReplayDriver {
                 self.status.marker = Some(format!(
                     "{} at {}",
                     m.label,
-                    super::format::clock(m.at, app.s.utc_offset)
+                    super::text::clock(m.at, app.settings.utc_offset)
                 ));
                 app.cursor.paused = true;
                 self.seek(app, Target::Position(m.position));
@@ -230,12 +230,12 @@ impl ReplayDriver {
                 // A moment outside the recording is said, not guessed; a step past either
                 // end stops there and says so.
                 let (start, end) = self.player.span();
-                let offset = app.s.utc_offset;
-                let clock = |t| super::format::clock(t, offset);
+                let offset = app.settings.utc_offset;
+                let clock = |t| super::text::clock(t, offset);
                 let outside = match (to, target) {
                     (SeekTo::Time(_), Target::Time(t)) if !self.player.holds_time(t) => {
                         // Another day than the recording's is said with its date.
-                        let day = |t| super::format::local_date(t, offset);
+                        let day = |t| super::text::local_date(t, offset);
                         let when = if day(t) == day(start) {
                             clock(t)
                         } else {
@@ -245,7 +245,7 @@ impl ReplayDriver {
                             "{when} is outside the recording ({} .. {} {})",
                             clock(start),
                             clock(end),
-                            app.s.zone_label()
+                            app.settings.zone_label()
                         ))
                     }
                     (SeekTo::Revision(r), _) if r <= 0 => {

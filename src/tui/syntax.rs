@@ -1,4 +1,4 @@
-//! Syntax colour for the decoded body of the key view: mapping keys, strings, other scalars
+//! Syntax colour for the decoded body of the opened key: mapping keys, strings, other scalars
 //! (numbers, booleans, null), `#` note lines and `<redacted: N bytes>` values, as theme
 //! [`Role`]s over byte ranges of each line.
 //!

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use regscope::derive::apiserver::{ApiserverView, Reading, Risk};
+use regscope::derive::apiserver::{ApiserverPanels, Reading, Risk};
 use regscope::metrics::concepts::{map, table, Concept, SeriesKey, Value};
 use regscope::metrics::exposition::parse;
 use regscope::metrics::quantile::Quantile;
@@ -49,9 +49,9 @@ fn scrape(target: ScrapeTarget, t: u64, body: impl Into<Bytes>) -> Stamped {
     }
 }
 
-fn view_of(store: &MetricStore, replica: Option<Replica>) -> ApiserverView {
+fn view_of(store: &MetricStore, replica: Option<Replica>) -> ApiserverPanels {
     let session = replica.map(|r| Session::from_replica(r, "test"));
-    regscope::derive::apiserver::view(store, session.as_ref(), &InformerLag::default(), at(1000))
+    regscope::derive::apiserver::build(store, session.as_ref(), &InformerLag::default(), at(1000))
 }
 
 /// A reference `histogram_quantile`, written from Prometheus' documentation separately from
@@ -604,7 +604,7 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
     let session = Session::from_replica(replica, "test");
     let replica = &session.replica;
     let v =
-        regscope::derive::apiserver::view(&MetricStore::default(), Some(&session), &inf, at(102));
+        regscope::derive::apiserver::build(&MetricStore::default(), Some(&session), &inf, at(102));
     assert_eq!(v.window.head, Some(101));
     assert_eq!(v.window.compact_revision, Some(61));
     assert_eq!(v.window.window_revisions, Some(40));
@@ -627,7 +627,7 @@ fn informer_lag_is_measured_against_the_replica_head_and_410s_are_counted() {
         replica,
     );
     let v =
-        regscope::derive::apiserver::view(&MetricStore::default(), Some(&session), &inf, at(102));
+        regscope::derive::apiserver::build(&MetricStore::default(), Some(&session), &inf, at(102));
     let row = &v.window.rows[0];
     assert_eq!(row.risk, Risk::Warn);
     assert!(

@@ -462,7 +462,7 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
     record_stream(&path, &all, small_policy(), false);
     let mut p = Player::open(&path).unwrap();
     assert_eq!(p.seek(Target::Position(0)).replica.live_keys(), 0);
-    let s = p.seek_first_view();
+    let s = p.seek_first_frame();
     let pos = p.position();
     assert_eq!(s.replica.live_keys(), 9);
     assert!(s.replica.listing().is_none(), "the list is done");
@@ -490,7 +490,7 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
     let path = dir.path().join("w.rgs");
     record_stream(&path, &watching, small_policy(), false);
     let mut p = Player::open(&path).unwrap();
-    let s = p.seek_first_view();
+    let s = p.seek_first_frame();
     assert!(s.replica.listing().is_none(), "the list is done");
     assert_eq!(s.etcd.conn(), &regscope::model::ConnState::Watching);
     // A scrape between the list and "watching" (as `record` writes it): still after
@@ -510,7 +510,7 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
     let path = dir.path().join("sw.rgs");
     record_stream(&path, &scraped, small_policy(), false);
     let mut p = Player::open(&path).unwrap();
-    let s = p.seek_first_view();
+    let s = p.seek_first_frame();
     assert_eq!(s.etcd.conn(), &regscope::model::ConnState::Watching);
     let listed_rev = s.revision();
     let mut late = all.clone();
@@ -522,7 +522,7 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
     let path = dir.path().join("late.rgs");
     record_stream(&path, &late, small_policy(), false);
     let mut p = Player::open(&path).unwrap();
-    let s = p.seek_first_view();
+    let s = p.seek_first_frame();
     assert_eq!(s.revision(), listed_rev, "no event of the watch applied");
     assert_ne!(s.etcd.conn(), &regscope::model::ConnState::Watching);
 
@@ -530,7 +530,7 @@ fn replay_opens_after_the_first_list_when_the_start_is_empty() {
     let path = dir.path().join("mid.rgs");
     record_stream_from(&path, &all[..10], &all[10..], small_policy(), false);
     let mut p = Player::open(&path).unwrap();
-    let s = p.seek_first_view();
+    let s = p.seek_first_frame();
     assert_eq!(s.replica.live_keys(), 9);
     assert_eq!(whole(&s), whole(&p.seek(Target::Position(0))));
 }

@@ -3,7 +3,7 @@
 //! Bytes enter from a file or stdin in one of three forms ([`parse_input`]): `etcdctl get -w
 //! json` output (every kv, with its key and revisions), hex text, or the value bytes
 //! themselves. Each value goes through [`crate::decode::decode`] (the same decoder as the
-//! console's key view), and leaves as the object on stdout (YAML, JSON or the raw bytes) with
+//! console's opened key), and leaves as the object on stdout (YAML, JSON or the raw bytes) with
 //! a header and any error on stderr. Nothing here assumes the input or the keys are UTF-8.
 
 mod input;

@@ -1,4 +1,4 @@
-//! [`view`] builds the apiserver-side panels' data ([`ApiserverView`], its rows in
+//! [`build`] builds the apiserver-side panels' data ([`ApiserverPanels`], its rows in
 //! `panels`) from the metric store, the informer lag tracker and the replica, on read. Live, paused and replayed sessions run this same
 //! code over the same stored scrapes.
 
@@ -9,8 +9,8 @@ mod panels;
 mod risk;
 
 pub use panels::{
-    ApfRow, ApiserverView, EtcdHealth, LatencyRow, ObjectsRow, Reading, Risk, WatchCacheRow,
-    WindowRow, WindowView,
+    ApfRow, ApiserverPanels, CompactionWindow, EtcdHealth, LatencyRow, ObjectsRow, Reading, Risk,
+    WatchCacheRow, WindowRow,
 };
 pub use risk::{assess as assess_risk, RiskInputs};
 
@@ -28,29 +28,29 @@ const HISTORY_POINTS: usize = 60;
 /// Derives every panel. `etcd_side` is the session whose replica and etcd cluster to use,
 /// `None` when there is no etcd connection (metric files only); the etcd-derived parts are
 /// then empty or `None`.
-pub fn view(
+pub fn build(
     store: &MetricStore,
     etcd_side: Option<&Session>,
     informers: &InformerLag,
     now: SystemTime,
-) -> ApiserverView {
+) -> ApiserverPanels {
     let t = concepts::table();
     let api = store.target(ScrapeTarget::Apiserver);
     let etcd = store.target(ScrapeTarget::Etcd);
-    let mut view = ApiserverView {
+    let mut panels = ApiserverPanels {
         apiserver: api.status.clone(),
         etcd: etcd.status.clone(),
-        ..ApiserverView::default()
+        ..ApiserverPanels::default()
     };
     let replica = etcd_side.map(|s| &s.replica);
     let replica_rates = replica
         .map(|r| replica_rates(t, r, now))
         .unwrap_or_default();
     if let Some(m) = api.latest() {
-        view.latency = latency(t, api);
-        view.watch_cache = watch_cache(t, api, m, &replica_rates);
-        view.apf = apf(t, api, m);
-        view.not_exposed = t
+        panels.latency = latency(t, api);
+        panels.watch_cache = watch_cache(t, api, m, &replica_rates);
+        panels.apf = apf(t, api, m);
+        panels.not_exposed = t
             .concepts
             .iter()
             .enumerate()
@@ -65,17 +65,17 @@ pub fn view(
         .last_good
         .and_then(|g| now.duration_since(g).ok())
         .map_or(0.0, |d| d.as_secs_f64());
-    view.objects = objects(t, api.latest(), replica, &replica_rates, age + 5.0);
-    view.etcd_health = etcd_health(t, etcd.latest(), api.latest());
-    view.window = window(
+    panels.objects = objects(t, api.latest(), replica, &replica_rates, age + 5.0);
+    panels.etcd_health = etcd_health(t, etcd.latest(), api.latest());
+    panels.window = window(
         t,
         api.latest(),
         etcd.latest(),
         etcd_side,
         informers,
-        &view.watch_cache,
+        &panels.watch_cache,
     );
-    view
+    panels
 }
 
 fn key(ci: ConceptIdx, group: &str, resource: &str, op: &str) -> SeriesKey {
@@ -522,7 +522,7 @@ fn window(
     etcd_side: Option<&Session>,
     informers: &InformerLag,
     cache: &[WatchCacheRow],
-) -> WindowView {
+) -> CompactionWindow {
     let etcd_get = |id: Concept| {
         etcd.and_then(|m| m.get(&key(t.idx(id), "", "", "")))
             .and_then(scalar)
@@ -640,7 +640,7 @@ fn window(
                 .cmp(&a.informer_lag_revisions.unwrap_or(-1))
         })
     });
-    WindowView {
+    CompactionWindow {
         head,
         compact_revision,
         window_revisions,

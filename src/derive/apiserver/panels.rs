@@ -1,5 +1,5 @@
 //! The apiserver-side panels' data, derived on read from the metric store, the informer
-//! lag tracker and the replica ([`super::view`]). The console draws it and
+//! lag tracker and the replica ([`super::build`]). The console draws it and
 //! `regscope snapshot --json` prints it; neither computes anything of its own.
 //!
 //! Units: times in seconds (`f64`), sizes in bytes, revisions as etcd revisions, rates per
@@ -146,7 +146,7 @@ pub struct WindowRow {
 
 /// The compaction window panel.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct WindowView {
+pub struct CompactionWindow {
     /// etcd head revision (replica, else etcd's `etcd_debugging_mvcc_current_revision`).
     pub head: Option<Revision>,
     /// etcd's compacted revision; `None` before the first compaction (etcd reports -1).
@@ -232,14 +232,14 @@ pub struct ApfRow {
 
 /// Everything the apiserver-side panels show, at one moment.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct ApiserverView {
+pub struct ApiserverPanels {
     pub apiserver: TargetStatus,
     pub etcd: TargetStatus,
     /// Worst p99 first.
     pub latency: Vec<LatencyRow>,
     /// Sorted by group, resource.
     pub watch_cache: Vec<WatchCacheRow>,
-    pub window: WindowView,
+    pub window: CompactionWindow,
     pub etcd_health: Option<EtcdHealth>,
     /// Sorted by group, resource; disagreements first.
     pub objects: Vec<ObjectsRow>,

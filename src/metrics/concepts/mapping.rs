@@ -1,6 +1,6 @@
 //! One scrape mapped onto the concepts: [`map`] turns a parsed page into a [`Mapped`]
 //! (the winning name per concept and one [`Value`] per series key, summing series that
-//! normalise to the same key), and [`Mapped::from_wire`] reads a recorded one back.
+//! normalise to the same key), and [`Mapped::from_postcard`] reads a recorded one back.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -46,7 +46,7 @@ enum Acc {
     Hist(HistAcc),
 }
 
-/// Series keys read back on one thread by [`Mapped::from_wire`], by their encoding: at
+/// Series keys read back on one thread by [`Mapped::from_postcard`], by their encoding: at
 /// most this many (past that, the table starts again).
 const KEYS_MAX: usize = 65_536;
 
@@ -59,9 +59,11 @@ impl Mapped {
     /// Reads a `Mapped` as postcard wrote it, the fast way: a series key seen before on
     /// this thread is recognised by its whole encoding (one hash of about 30 bytes instead
     /// of a UTF-8 check and an interning lookup per label). `None` at anything
-    /// [`Wire`](crate::metrics::wire::Wire) declines; the caller then reads the bytes with serde
+    /// [`PostcardReader`](crate::metrics::postcard_reader::PostcardReader) declines; the caller then reads the bytes with serde
     /// (same value, serde's error).
-    pub(crate) fn from_wire(w: &mut crate::metrics::wire::Wire<'_>) -> Option<Mapped> {
+    pub(crate) fn from_postcard(
+        w: &mut crate::metrics::postcard_reader::PostcardReader<'_>,
+    ) -> Option<Mapped> {
         let version = w.opt_string()?;
         let n = w.usize()?;
         if n > w.left() {

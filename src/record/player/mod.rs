@@ -33,12 +33,12 @@ const IN_PLACE_MAX: u64 = 100_000;
 const SPENT_BATCH: usize = 1024;
 
 /// Observations a replay looks through for the end of the first list when the recording
-/// starts empty (see [`Player::seek_first_view`]): a list of a million keys is a few
+/// starts empty (see [`Player::seek_first_frame`]): a list of a million keys is a few
 /// thousand pages.
 const FIRST_VIEW_SCAN: u64 = 100_000;
 
 /// Scrapes a replay looks through after that list for the source's "watching" (see
-/// [`Player::seek_first_view`]).
+/// [`Player::seek_first_frame`]).
 const FIRST_VIEW_AFTER_LIST: usize = 16;
 
 /// Where to seek.

@@ -119,7 +119,7 @@ impl Player {
     /// or a list was under way (a recording started before etcd was listed: an empty or
     /// half-filled screen), just after that list completed, when it completes within
     /// [`FIRST_VIEW_SCAN`] observations.
-    pub fn seek_first_view(&mut self) -> Session {
+    pub fn seek_first_frame(&mut self) -> Session {
         let mut session = self.seek(Target::Position(0));
         if session.replica.live_keys() > 0 && session.replica.listing().is_none() {
             return session;

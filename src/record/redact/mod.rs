@@ -31,7 +31,7 @@
 //! never recurses on protobuf input: nesting is fixed by the Secret schema.
 //!
 //! This file holds the cases and the dispatch; [`protobuf`] walks the protobuf Secret with
-//! the decoder's wire reader ([`crate::decode::wire`]); [`json`] rewrites the JSON one. Which
+//! the decoder's wire reader ([`crate::decode::protobuf_wire`]); [`json`] rewrites the JSON one. Which
 //! values are ciphertext and which look like JSON is asked of [`crate::decode`], so the
 //! console and the recording classify a value the same way.
 

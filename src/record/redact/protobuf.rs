@@ -1,6 +1,6 @@
 //! Case 2 of Secret redaction: a Secret stored as protobuf (`k8s\0` magic then a
 //! `runtime.Unknown` envelope). Walks envelope → Secret → map entries and ObjectMeta's
-//! annotations with the decoder's wire reader ([`crate::decode::wire::Reader`]) and overwrites
+//! annotations with the decoder's wire reader ([`crate::decode::protobuf_wire::Reader`]) and overwrites
 //! secret payloads in place, so every tag and length stays as it was. Enters as the stored
 //! bytes, leaves as the rewritten copy (`None` when nothing needed rewriting) or the
 //! [`FillReason`] for filling the value whole.
@@ -11,7 +11,7 @@
 //! at the first error. Every error it reports, whatever its kind, is
 //! [`FillReason::Malformed`] here, so the value is filled whole.
 
-use crate::decode::wire::{Field, Reader, WireType, WireValue};
+use crate::decode::protobuf_wire::{Field, Reader, WireType, WireValue};
 
 use super::{FillReason, FILL, LAST_APPLIED_ANNOTATION, MAGIC};
 

@@ -3,7 +3,7 @@
 
 use super::json::{contains, stars};
 use super::*;
-use crate::decode::wire::{Reader, WireType};
+use crate::decode::protobuf_wire::{Reader, WireType};
 use proptest::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

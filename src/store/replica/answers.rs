@@ -7,15 +7,15 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::keystore::Version;
 use super::stats::ResourceSummary;
+use super::versions::Version;
 use super::writers::WriterSummary;
 use crate::model::{CompactionSeen, EtcdStatus, EventKind, Gap, MemberStatus, Revision};
 use crate::store::etcd_cluster::WatchHealth;
 
 /// A version of a key as views and the CLI see it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct VersionView {
+pub struct VersionValue {
     pub create_revision: Revision,
     pub mod_revision: Revision,
     pub version: i64,
@@ -57,7 +57,7 @@ impl<'a> VersionMeta<'a> {
 pub struct KeyMeta {
     pub key: Bytes,
     pub resource: String,
-    pub newest: VersionView,
+    pub newest: VersionValue,
     /// Versions held in history, the newest included.
     pub history_len: usize,
 }

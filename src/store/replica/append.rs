@@ -2,9 +2,9 @@
 //! counts per resource, the history accounting against the budget, and the offer of the
 //! value to the packing worker.
 
-use super::keyspace::Slot;
-use super::keystore::{KeyEntry, Queued, Version, NO_MARK, VERSION_OVERHEAD};
+use super::key_table::Slot;
 use super::packing::Codebook;
+use super::versions::{KeyEntry, Queued, Version, NO_MARK, VERSION_OVERHEAD};
 use super::Replica;
 
 impl Replica {
@@ -30,7 +30,7 @@ impl Replica {
             .raw_bytes()
             .is_some_and(|b| Codebook::long_enough(b.len()));
         let (resource, slot, gen, old_live, superseded_cost) =
-            match self.store.keys.get_full_mut(key) {
+            match self.versions.keys.get_full_mut(key) {
                 Some((slot, gen, e)) => {
                     let old_live = e.live().map(|o| o.value.len() as u64);
                     let prev = std::mem::replace(&mut e.newest, v);
@@ -40,7 +40,7 @@ impl Replica {
                 }
                 None => {
                     let resource = self.resource_id(key);
-                    let (slot, gen) = self.store.keys.insert(
+                    let (slot, gen) = self.versions.keys.insert(
                         key,
                         KeyEntry {
                             newest: v,
@@ -64,7 +64,7 @@ impl Replica {
             self.history_versions += 1;
         }
         if superseded_cost.is_some() || is_tombstone {
-            self.store.history_queue.push_back(Queued {
+            self.versions.history_queue.push_back(Queued {
                 revision: rev,
                 slot,
                 gen,
@@ -84,7 +84,7 @@ impl Replica {
             self.live_bytes += b;
         }
         if packable {
-            self.store.mark_dirty(slot);
+            self.versions.mark_dirty(slot);
         }
         (resource, slot, gen, old_live.is_some())
     }

@@ -10,8 +10,8 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize, Serializer};
 
-use super::keystore::KeyStore;
 use super::stats::{Growth, ResourceStats};
+use super::versions::VersionStore;
 use super::writers::Writers;
 use super::{ClockCache, EventRecord, GapChanges, ListState, Replacement, Replica, ReplicaConfig};
 use crate::model::{CompactionSeen, ConnState, EtcdStatus, Gap, MemberStatus, Revision};
@@ -23,8 +23,8 @@ use crate::store::shared_bytes::since_format;
 #[derive(Serialize)]
 pub(in crate::store) struct Image<'a> {
     cfg: &'a ReplicaConfig,
-    #[serde(serialize_with = "key_store")]
-    store: &'a KeyStore,
+    #[serde(serialize_with = "version_store")]
+    versions: &'a VersionStore,
     resources: &'a [ResourceStats],
     resource_ids: &'a HashMap<String, u32>,
     applied: Revision,
@@ -61,7 +61,7 @@ pub(in crate::store) struct Image<'a> {
     replacements: &'a [Replacement],
 }
 
-fn key_store<S: Serializer>(store: &&KeyStore, s: S) -> Result<S::Ok, S::Error> {
+fn version_store<S: Serializer>(store: &&VersionStore, s: S) -> Result<S::Ok, S::Error> {
     super::image::serialize(store, s)
 }
 
@@ -70,7 +70,7 @@ fn key_store<S: Serializer>(store: &&KeyStore, s: S) -> Result<S::Ok, S::Error> 
 pub(in crate::store) struct Owned {
     cfg: ReplicaConfig,
     #[serde(with = "super::image")]
-    store: KeyStore,
+    versions: VersionStore,
     resources: Vec<ResourceStats>,
     resource_ids: HashMap<String, u32>,
     applied: Revision,
@@ -127,7 +127,7 @@ impl<'a> Image<'a> {
         let r = replica;
         Image {
             cfg: &r.cfg,
-            store: &r.store,
+            versions: &r.versions,
             resources: &r.resources,
             resource_ids: &r.resource_ids,
             applied: r.applied,
@@ -170,7 +170,7 @@ impl Owned {
     pub(in crate::store) fn into_parts(self) -> (Replica, EtcdCluster, Notes) {
         let replica = Replica {
             cfg: self.cfg,
-            store: self.store,
+            versions: self.versions,
             resources: self.resources,
             resource_ids: self.resource_ids,
             applied: self.applied,

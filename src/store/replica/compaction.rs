@@ -4,7 +4,7 @@
 
 use std::time::SystemTime;
 
-use super::keystore::{Queued, VERSION_OVERHEAD};
+use super::versions::{Queued, VERSION_OVERHEAD};
 use super::Replica;
 use crate::model::{CompactionSeen, CompactionSource, Revision};
 
@@ -39,11 +39,15 @@ impl Replica {
 
     /// Drops history that became history at or before `rev`, oldest first.
     fn drop_history_through(&mut self, rev: Revision) {
-        while let Some(q) = self.store.history_queue.front() {
+        while let Some(q) = self.versions.history_queue.front() {
             if q.revision > rev {
                 break;
             }
-            let q = self.store.history_queue.pop_front().expect("front exists");
+            let q = self
+                .versions
+                .history_queue
+                .pop_front()
+                .expect("front exists");
             self.drop_key_history(q);
         }
     }
@@ -52,7 +56,7 @@ impl Replica {
     /// itself when all that is left is a tombstone from then.
     fn drop_key_history(&mut self, q: Queued) {
         let through = q.revision;
-        let store = &mut self.store;
+        let store = &mut self.versions;
         let Some((key, e)) = store.keys.at_mut(q.slot, q.gen) else {
             return;
         };
@@ -86,7 +90,7 @@ impl Replica {
 
     pub(super) fn enforce_budget(&mut self) {
         while self.history_bytes > self.cfg.history_budget {
-            let Some(q) = self.store.history_queue.pop_front() else {
+            let Some(q) = self.versions.history_queue.pop_front() else {
                 break;
             };
             self.history_floor = self.history_floor.max(q.revision);

@@ -4,9 +4,9 @@
 
 use std::time::SystemTime;
 
-use super::keyspace::Slot;
-use super::keystore::{Version, NO_MARK};
+use super::key_table::Slot;
 use super::packing::Val;
+use super::versions::{Version, NO_MARK};
 use super::writers::{FoundWriter, WriterNames};
 use super::{EventRecord, Replica};
 use crate::model::{escape_bytes, EventKind, WatchEvent};
@@ -68,7 +68,7 @@ impl Replica {
         if self.cfg.count_writers {
             if delete {
                 // kube-apiserver records no deleter.
-                if let Some((_, e)) = self.store.keys.at_mut(slot, gen) {
+                if let Some((_, e)) = self.versions.keys.at_mut(slot, gen) {
                     e.mark = NO_MARK;
                 }
                 self.writers.count_unnamed(resource, 0, second, true);
@@ -84,7 +84,7 @@ impl Replica {
                 // managedFields names (see `store::writers`). The key's entry holds the
                 // previous version's mark (read from its value when not known).
                 let kept = self
-                    .store
+                    .versions
                     .keys
                     .at_mut(slot, gen)
                     .map(|(_, e)| std::mem::replace(&mut e.mark, mark));
@@ -126,12 +126,12 @@ impl Replica {
     /// The managedFields mark of the version before the newest of the key at `slot`
     /// (generation `gen`), read from its value.
     fn previous_mark(&self, slot: Slot, gen: u32) -> Option<u64> {
-        let (_, g, e) = self.store.keys.at(slot)?;
+        let (_, g, e) = self.versions.keys.at(slot)?;
         if g != gen {
             return None;
         }
         let prev = e.older.as_ref()?.back()?;
-        let v = self.view(e.resource, prev).value?;
+        let v = self.unpacked(e.resource, prev).value?;
         Some(crate::decode::last_write_marked(&v).1)
     }
 }

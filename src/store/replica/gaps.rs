@@ -46,7 +46,7 @@ impl Replica {
                 changes.by_resource.push((resource, n));
             }
         };
-        for (_, key, e) in self.store.keys.iter_unordered() {
+        for (_, key, e) in self.versions.keys.iter_unordered() {
             let Some(v) = e.live().filter(|v| v.mod_revision > before) else {
                 continue;
             };
@@ -65,7 +65,7 @@ impl Replica {
                     .value
                     .raw_bytes()
                     .cloned()
-                    .unwrap_or_else(|| self.view(e.resource, v).value.unwrap_or_default()),
+                    .unwrap_or_else(|| self.unpacked(e.resource, v).value.unwrap_or_default()),
                 resource: e.resource,
                 unseen: Some(gap(change)),
                 managed_unchanged: false,
@@ -73,7 +73,7 @@ impl Replica {
             });
         }
         for key in gone {
-            let Some(e) = self.store.keys.get(key) else {
+            let Some(e) = self.versions.keys.get(key) else {
                 continue;
             };
             count(e.resource, UnseenChange::Deleted);
@@ -82,7 +82,10 @@ impl Replica {
                 revision,
                 kind: EventKind::Delete,
                 key: Bytes::copy_from_slice(key),
-                value: self.view(e.resource, &e.newest).value.unwrap_or_default(),
+                value: self
+                    .unpacked(e.resource, &e.newest)
+                    .value
+                    .unwrap_or_default(),
                 resource: e.resource,
                 unseen: Some(gap(UnseenChange::Deleted)),
                 managed_unchanged: false,

@@ -29,18 +29,18 @@ use bytes::Bytes;
 use serde::de::{self, Deserializer, Visitor};
 use serde::Serializer;
 
-use super::keyspace::Keyspace;
-use super::keystore::{KeyEntry, KeyStore, PackedStats, Queued, Version, NO_MARK};
+use super::key_table::KeyTable;
 use super::packing::{Codebook, Form, Val};
+use super::versions::{KeyEntry, PackedStats, Queued, Version, VersionStore, NO_MARK};
 use crate::store::shared_bytes;
 
-/// `#[serde(with)]` for the replica's [`KeyStore`].
-pub(super) fn serialize<S: Serializer>(store: &KeyStore, s: S) -> Result<S::Ok, S::Error> {
+/// `#[serde(with)]` for the replica's [`VersionStore`].
+pub(super) fn serialize<S: Serializer>(store: &VersionStore, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_bytes(&encode(store))
 }
 
 /// See [`serialize`]; reads format 1 when the checkpoint being restored is of it.
-pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<KeyStore, D::Error> {
+pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VersionStore, D::Error> {
     if shared_bytes::format() < 2 {
         return legacy::deserialize(d);
     }
@@ -92,7 +92,7 @@ fn encode_key(w: &mut Vec<u8>, key: &[u8], e: &KeyEntry) {
 }
 
 /// The image of `store`, keys in key order (sorting a copy of what is not settled).
-pub(super) fn encode(store: &KeyStore) -> Vec<u8> {
+pub(super) fn encode(store: &VersionStore) -> Vec<u8> {
     // About the size it will have: the values held, and a few dozen bytes a key.
     let p = store.packed;
     let mut w = Vec::with_capacity(p.held_bytes as usize + store.keys.len() * 96);
@@ -318,7 +318,7 @@ fn decode_chunk(
 }
 
 /// The store an image describes. Errors say what is wrong and where.
-pub(super) fn decode(buf: &[u8]) -> Result<KeyStore, String> {
+pub(super) fn decode(buf: &[u8]) -> Result<VersionStore, String> {
     // Read here: the chunks decode on other threads, which do not know the format.
     let marks = shared_bytes::format() >= 7;
     let source = shared_bytes::source_of(buf);
@@ -390,7 +390,7 @@ pub(super) fn decode(buf: &[u8]) -> Result<KeyStore, String> {
         entries.extend(c.entries);
     }
     let held = entries.len();
-    let keys = Keyspace::from_sorted(entries).ok_or("keys out of order")?;
+    let keys = KeyTable::from_sorted(entries).ok_or("keys out of order")?;
     let nq = r.uv()?;
     let mut history_queue = std::collections::VecDeque::with_capacity((nq as usize).min(buf.len()));
     for _ in 0..nq {
@@ -410,7 +410,7 @@ pub(super) fn decode(buf: &[u8]) -> Result<KeyStore, String> {
     if r.pos != buf.len() {
         return Err(format!("{} bytes after the image", buf.len() - r.pos));
     }
-    Ok(KeyStore::new(
+    Ok(VersionStore::new(
         keys,
         history_queue,
         Codebook::with_dicts(dicts),
@@ -422,18 +422,18 @@ pub(super) fn decode(buf: &[u8]) -> Result<KeyStore, String> {
 struct ImageVisitor;
 
 impl<'de> Visitor<'de> for ImageVisitor {
-    type Value = KeyStore;
+    type Value = VersionStore;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("the replica's key image (bytes)")
     }
-    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<KeyStore, E> {
+    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<VersionStore, E> {
         decode(v).map_err(E::custom)
     }
-    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<KeyStore, E> {
+    fn visit_bytes<E: de::Error>(self, v: &[u8]) -> Result<VersionStore, E> {
         decode(v).map_err(E::custom)
     }
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<KeyStore, A::Error> {
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<VersionStore, A::Error> {
         // Formats without byte strings (JSON) write them as sequences of numbers.
         let mut v = Vec::new();
         while let Some(b) = seq.next_element::<u8>()? {
@@ -470,11 +470,11 @@ pub(super) mod legacy {
         seen_gen: u32,
     }
 
-    /// A format-1 keyspace. The history queue, held by key elsewhere in that format, is
+    /// A format-1 version store. The history queue, held by key elsewhere in that format, is
     /// resolved after the whole replica is read (`Replica::restored`).
     pub(in super::super) fn deserialize<'de, D: Deserializer<'de>>(
         d: D,
-    ) -> Result<KeyStore, D::Error> {
+    ) -> Result<VersionStore, D::Error> {
         // A postcard map is its length and its pairs: the same bytes as a sequence of
         // tuples.
         let pairs = Vec::<(Shared, LegacyEntry)>::deserialize(d)?;
@@ -506,10 +506,10 @@ pub(super) mod legacy {
             ));
         }
         let n = entries.len() as u32;
-        let keys = Keyspace::from_sorted(entries)
+        let keys = KeyTable::from_sorted(entries)
             .ok_or_else(|| serde::de::Error::custom("keys out of order"))?;
         // Every value of this format is raw: the sweeps look at every key.
-        Ok(KeyStore::new(
+        Ok(VersionStore::new(
             keys,
             Default::default(),
             Codebook::default(),

@@ -6,7 +6,7 @@
 //! compaction at revision C discards every version superseded at or before C and every key
 //! whose newest version at C is a tombstone.
 //!
-//! Memory: keys live in a [`Keyspace`] (a slab with a hash table and a lazily settled key
+//! Memory: keys live in a [`KeyTable`] (a slab with a hash table and a lazily settled key
 //! order); each version holds its value as received until a worker thread packs it with
 //! zstd ([`self::packing`]), and views get values back whole. History (superseded
 //! versions and tombstones) is charged against `history_budget` at its raw size, so what
@@ -28,14 +28,14 @@ mod discards;
 mod event;
 mod gaps;
 mod image;
-pub(crate) mod keyspace;
-pub(crate) mod keystore;
+pub(crate) mod key_table;
 pub mod list_progress;
 pub(crate) mod packing;
 mod read;
 pub mod stats;
 #[cfg(test)]
 mod tests;
+pub(crate) mod versions;
 pub mod writers;
 
 use self::clock::{unix_second, ClockCache};
@@ -44,13 +44,13 @@ use super::notes::{Note, Notes};
 pub use read::{
     ConnectionSummary, Difference, EventRecord, GapChanges, GapSummary, HistoryError, KeyMeta,
     NoteSummary, Replacement, ReplicaMemory, Summary, Unseen, UnseenChange, UnseenCounts,
-    VersionMeta, VersionView,
+    VersionMeta, VersionValue,
 };
 
-use self::keystore::{KeyStore, Queued, Version, NO_MARK};
 use self::list_progress::ListProgress;
 use self::packing::Val;
 use self::stats::{Growth, ResourceStats};
+use self::versions::{Queued, Version, VersionStore, NO_MARK};
 use self::writers::{Found, Writers};
 use crate::model::{
     escape_bytes, CompactionSeen, CompactionSource, EventKind, Gap, KeyPath, KeyValue, Observation,
@@ -103,7 +103,7 @@ impl Default for ReplicaConfig {
 pub struct Replica {
     cfg: ReplicaConfig,
     /// Keys, versions, the history queue and the packing dictionaries, as one image.
-    store: KeyStore,
+    versions: VersionStore,
     resources: Vec<ResourceStats>,
     resource_ids: HashMap<String, u32>,
     /// Highest revision applied (from events, progress notifications or a list).
@@ -161,7 +161,7 @@ impl Replica {
         let growth = Growth::new(cfg.growth_cap);
         Self {
             cfg,
-            store: KeyStore::default(),
+            versions: VersionStore::default(),
             resources: Vec::new(),
             resource_ids: HashMap::new(),
             applied: 0,
@@ -206,7 +206,7 @@ impl Replica {
         }
         self.writers.restored();
         if let Some((_, k, e)) = self
-            .store
+            .versions
             .keys
             .iter_unordered()
             .find(|(_, _, e)| e.resource >= n)
@@ -221,8 +221,8 @@ impl Replica {
         if legacy.is_empty() {
             return Ok(());
         }
-        let keys = &self.store.keys;
-        self.store.history_queue = legacy
+        let keys = &self.versions.keys;
+        self.versions.history_queue = legacy
             .into_iter()
             .map(|(revision, key)| match keys.slot(&key) {
                 Some(slot) => Queued {
@@ -244,8 +244,8 @@ impl Replica {
     /// worker took the core the read-ahead needed. Values meanwhile stay raw (the history
     /// budget bounds them as ever) and are packed from the end of the stretch on.
     pub fn defer_packing(&mut self, on: bool) {
-        self.store.sweeps_deferred = on;
-        if !on && self.store.sweep_due() {
+        self.versions.sweeps_deferred = on;
+        if !on && self.versions.sweep_due() {
             self.sweep();
         }
     }
@@ -253,7 +253,7 @@ impl Replica {
     /// Stops packing values (those packed stay packed): for sessions that only count, or
     /// that are about to be thrown away.
     pub fn disable_packing(&mut self) {
-        self.store.codebook.disable();
+        self.versions.codebook.disable();
     }
 
     /// Applies one observation on its own, for a replica outside a session (tests and
@@ -419,13 +419,13 @@ impl Replica {
     }
 
     /// Looks at the clock every few hundred keys and events, and sweeps for packing
-    /// when the last sweep is old enough (see [`KeyStore::maybe_sweep`]).
+    /// when the last sweep is old enough (see [`VersionStore::maybe_sweep`]).
     fn maybe_sweep(&mut self, work: usize) {
-        self.store.maybe_sweep(work, &mut self.discards);
+        self.versions.maybe_sweep(work, &mut self.discards);
     }
 
     fn sweep(&mut self) {
-        self.store.sweep(&mut self.discards);
+        self.versions.sweep(&mut self.discards);
     }
 
     /// A clock tick of the stream (once a second live): hands the packing worker the
@@ -434,7 +434,7 @@ impl Replica {
     /// replay applies an hour's ticks in a second, and a sweep per tick there packed
     /// values that the next compaction dropped a few milliseconds later.
     pub(crate) fn tick(&mut self) {
-        if self.store.sweep_due() {
+        if self.versions.sweep_due() {
             self.sweep();
         }
     }
@@ -445,17 +445,17 @@ impl Replica {
     /// keys wait to be sorted, so that the next range does not pay for all of them at once.
     pub fn maintain(&mut self) {
         self.sweep();
-        let keys = &self.store.keys;
+        let keys = &self.versions.keys;
         if keys.unsettled() > keys.len() / 8 + 65_536 {
-            self.store.keys.settle();
+            self.versions.keys.settle();
         }
     }
 
     /// Brings the key order up to date, so that ranges (the key browser, `verify`,
     /// checkpoints) cost a binary search. The console calls it before drawing what needs
-    /// ranges; ranges are exact without it, only slower. See [`crate::store::keyspace::Keyspace::settle`].
+    /// ranges; ranges are exact without it, only slower. See [`key_table::KeyTable::settle`].
     pub fn settle(&mut self) {
-        self.store.keys.settle();
+        self.versions.keys.settle();
     }
 
     /// Forgets every key, version, event and statistic, so a following list starts from
@@ -572,7 +572,7 @@ impl Replica {
 
     fn apply_listed(&mut self, kv: &KeyValue) {
         let gen = self.gen;
-        if let Some(e) = self.store.keys.get_mut(&kv.key) {
+        if let Some(e) = self.versions.keys.get_mut(&kv.key) {
             e.seen_gen = gen;
             if !e.newest.value.is_tombstone() && e.newest.mod_revision == kv.mod_revision {
                 return;
@@ -589,7 +589,7 @@ impl Replica {
                 value: Val::raw(kv.value.clone()),
             },
         );
-        if let Some((_, e)) = self.store.keys.at_mut(slot, key_gen) {
+        if let Some((_, e)) = self.versions.keys.at_mut(slot, key_gen) {
             e.seen_gen = gen;
             // Its managedFields mark was of a version before this one.
             e.mark = NO_MARK;
@@ -609,7 +609,7 @@ impl Replica {
         // Live keys the list did not return were deleted while we were away; they become
         // tombstones in key order (as a replay from a checkpoint must repeat them).
         let mut gone: Vec<Box<[u8]>> = self
-            .store
+            .versions
             .keys
             .iter_unordered()
             .filter(|(_, _, e)| e.seen_gen != gen && e.live().is_some())
@@ -677,7 +677,7 @@ impl Replica {
     /// the event log's copies) by `f(value)`. Recordings use it to redact Secret values in
     /// a checkpoint; `f` must keep lengths for the size accounting to stay true.
     pub fn map_values(&mut self, key_prefix: &[u8], f: impl Fn(&Bytes) -> Bytes) {
-        let store = &mut self.store;
+        let store = &mut self.versions;
         let (codebook, packed) = (&store.codebook, &mut store.packed);
         store.keys.for_each_mut(|key, e| {
             if !key.starts_with(key_prefix) {
@@ -709,14 +709,14 @@ impl Replica {
     // ---- queries -------------------------------------------------------------------
 
     /// The value of version `v` of a key of `resource`, whole.
-    fn view(&self, resource: u32, v: &Version) -> VersionView {
-        VersionView {
+    fn unpacked(&self, resource: u32, v: &Version) -> VersionValue {
+        VersionValue {
             create_revision: v.create_revision,
             mod_revision: v.mod_revision,
             version: v.version,
             lease: v.lease,
             value: (!v.value.is_tombstone()).then(|| {
-                packing::unpack(&v.value, self.store.codebook.dict(resource)).unwrap_or_default()
+                packing::unpack(&v.value, self.versions.codebook.dict(resource)).unwrap_or_default()
             }),
         }
     }

@@ -8,9 +8,9 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 
-use super::keystore::{KeyEntry, Version};
 use super::list_progress::ListProgress;
 use super::stats::{GrowthSample, ResourceStats, ResourceSummary};
+use super::versions::{KeyEntry, Version};
 use super::writers::{WriterStats, WriterSummary};
 use super::Replica;
 use crate::model::{escape_bytes, CompactionSeen, Gap, KeyValue, Revision};
@@ -86,14 +86,14 @@ impl Replica {
 
     /// What the replica holds in memory. See [`ReplicaMemory`].
     pub fn memory(&self) -> ReplicaMemory {
-        let p = self.store.packed;
+        let p = self.versions.packed;
         ReplicaMemory {
-            keys: self.store.keys.len() as u64,
+            keys: self.versions.keys.len() as u64,
             packed_values: p.values,
             packed_raw_bytes: p.raw_bytes,
             packed_bytes: p.held_bytes,
-            packing_outstanding: self.store.packing_outstanding() as u64,
-            table_bytes: self.store.keys.overhead_bytes() as u64,
+            packing_outstanding: self.versions.packing_outstanding() as u64,
+            table_bytes: self.versions.keys.overhead_bytes() as u64,
         }
     }
 
@@ -135,24 +135,24 @@ impl Replica {
     }
 
     /// The newest live version of `key`, if the key exists now.
-    pub fn get(&self, key: &[u8]) -> Option<VersionView> {
-        let e = self.store.keys.get(key)?;
-        e.live().map(|v| self.view(e.resource, v))
+    pub fn get(&self, key: &[u8]) -> Option<VersionValue> {
+        let e = self.versions.keys.get(key)?;
+        e.live().map(|v| self.unpacked(e.resource, v))
     }
 
     /// The newest live version of `key` without its value unpacked.
     pub fn get_meta(&self, key: &[u8]) -> Option<VersionMeta<'_>> {
-        self.store.keys.get(key)?.live().map(VersionMeta::of)
+        self.versions.keys.get(key)?.live().map(VersionMeta::of)
     }
 
     /// The version of `key` visible at revision `rev` (`Ok(None)`: absent or deleted then).
-    pub fn get_at(&self, key: &[u8], rev: Revision) -> Result<Option<VersionView>, HistoryError> {
+    pub fn get_at(&self, key: &[u8], rev: Revision) -> Result<Option<VersionValue>, HistoryError> {
         self.check_rev(rev)?;
         Ok(self
-            .store
+            .versions
             .keys
             .get(key)
-            .and_then(|e| version_at(e, rev).map(|v| self.view(e.resource, v))))
+            .and_then(|e| version_at(e, rev).map(|v| self.unpacked(e.resource, v))))
     }
 
     fn prefix_range<'a>(
@@ -162,7 +162,7 @@ impl Replica {
         let end = prefix_upper(prefix);
         let hi = end.as_deref().map_or(Bound::Unbounded, Bound::Excluded);
         // The bounds are only read by the binary search inside `range`.
-        let it = self.store.keys.range(Bound::Included(prefix), hi);
+        let it = self.versions.keys.range(Bound::Included(prefix), hi);
         it.take_while(move |(k, _)| k.starts_with(prefix))
     }
 
@@ -172,11 +172,11 @@ impl Replica {
         &'a self,
         prefix: &'a [u8],
         rev: Revision,
-    ) -> Result<impl Iterator<Item = (&'a [u8], VersionView)> + 'a, HistoryError> {
+    ) -> Result<impl Iterator<Item = (&'a [u8], VersionValue)> + 'a, HistoryError> {
         self.check_rev(rev)?;
-        Ok(self
-            .prefix_range(prefix)
-            .filter_map(move |(k, e)| version_at(e, rev).map(|v| (k, self.view(e.resource, v)))))
+        Ok(self.prefix_range(prefix).filter_map(move |(k, e)| {
+            version_at(e, rev).map(|v| (k, self.unpacked(e.resource, v)))
+        }))
     }
 
     /// As [`Replica::range_at`] without unpacking values: sizes and revisions only (the
@@ -193,21 +193,21 @@ impl Replica {
     }
 
     /// Every version of `key` still held, oldest first (tombstones have `value: None`).
-    pub fn history(&self, key: &[u8]) -> Vec<VersionView> {
-        self.store
+    pub fn history(&self, key: &[u8]) -> Vec<VersionValue> {
+        self.versions
             .keys
             .get(key)
-            .map(|e| e.versions().map(|v| self.view(e.resource, v)).collect())
+            .map(|e| e.versions().map(|v| self.unpacked(e.resource, v)).collect())
             .unwrap_or_default()
     }
 
     /// Metadata of a key (live or not).
     pub fn key_meta(&self, key: &[u8]) -> Option<KeyMeta> {
-        let (k, e) = self.store.keys.get_key_value(key)?;
+        let (k, e) = self.versions.keys.get_key_value(key)?;
         Some(KeyMeta {
             key: Bytes::copy_from_slice(k),
             resource: self.resources[e.resource as usize].resource.clone(),
-            newest: self.view(e.resource, &e.newest),
+            newest: self.unpacked(e.resource, &e.newest),
             history_len: e.version_count(),
         })
     }
@@ -220,7 +220,7 @@ impl Replica {
             Some(a) => Bound::Excluded(a),
             None => Bound::Included(prefix),
         };
-        self.store
+        self.versions
             .keys
             .range(lower, Bound::Unbounded)
             .take_while(|(k, _)| k.starts_with(prefix))
@@ -240,7 +240,7 @@ impl Replica {
             (_, Some(e)) => Bound::Excluded(e),
             (None, None) => Bound::Unbounded,
         };
-        self.store
+        self.versions
             .keys
             .range(Bound::Included(prefix), upper)
             .rev()
@@ -454,7 +454,7 @@ impl Replica {
     pub fn diff(&self, etcd_kvs: &[KeyValue]) -> Vec<Difference> {
         let mut out = Vec::new();
         let prefix = self.cfg.prefix.clone();
-        let ours: Vec<(&[u8], VersionView)> = match self.range_at(&prefix, self.applied) {
+        let ours: Vec<(&[u8], VersionValue)> = match self.range_at(&prefix, self.applied) {
             Ok(it) => it.collect(),
             Err(e) => {
                 out.push(Difference {

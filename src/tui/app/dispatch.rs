@@ -5,7 +5,7 @@
 //! Which panel state a key goes to follows the keymap mode ([`App::mode`]): the help
 //! screen, the opened key or the encryption summary over the key browser, or the panel
 //! shown. Moves are clamped by what the views recorded in the last frame
-//! ([`crate::tui::state::Viewports`]).
+//! ([`crate::tui::state::Drawn`]).
 
 use bytes::Bytes;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -14,10 +14,10 @@ use super::{App, Input, InputTarget, Panel};
 use crate::record::seek::{parse_seek, SeekTo};
 use crate::tui::action::Action;
 use crate::tui::keymap::Mode;
+use crate::tui::state::drawn::add;
 use crate::tui::state::keys::resource_names;
 use crate::tui::state::palette::Goto;
-use crate::tui::state::viewport::add;
-use crate::tui::state::{DetailState, KeysFocus, Request};
+use crate::tui::state::{KeysFocus, OpenedKeyState, Request};
 
 impl App {
     /// Handles a terminal event: keys go through the keymap, resizes force a frame.
@@ -45,7 +45,7 @@ impl App {
             MouseEventKind::Down(MouseButton::Left) => {
                 self.notice = None;
                 if m.row == 0 {
-                    let tabs = self.view.tabs.get();
+                    let tabs = self.drawn.tabs.get();
                     if let Some(i) = tabs
                         .iter()
                         .position(|(a, b)| m.column >= *a && m.column < *b)
@@ -53,7 +53,7 @@ impl App {
                         self.switch(Panel::ALL[i]);
                     }
                 } else if mode == Mode::Events {
-                    if let Some(i) = self.view.events_rows.get().index_at(m.column, m.row) {
+                    if let Some(i) = self.drawn.events_rows.get().index_at(m.column, m.row) {
                         if i < self.events_len() {
                             if i == self.events.selected {
                                 self.perform(Action::Open);
@@ -63,7 +63,7 @@ impl App {
                         }
                     }
                 } else if mode == Mode::Keys {
-                    if let Some(i) = self.view.resources_rows.get().index_at(m.column, m.row) {
+                    if let Some(i) = self.drawn.resources_rows.get().index_at(m.column, m.row) {
                         self.keys.focus = KeysFocus::Resources;
                         let names = resource_names(&self.session.replica);
                         let cur = self
@@ -75,12 +75,12 @@ impl App {
                         if i < names.len() {
                             self.step(Mode::Keys, i as i64 - cur as i64);
                         }
-                    } else if let Some(row) = self.view.keys_rows.get().index_at(m.column, m.row) {
+                    } else if let Some(row) = self.drawn.keys_rows.get().index_at(m.column, m.row) {
                         let was = self.keys.focus;
                         self.keys.focus = KeysFocus::Keys;
                         self.normalize_keys();
-                        let first = self.view.keys_rows.get().first;
-                        let sel = self.view.keys_selected.get();
+                        let first = self.drawn.keys_rows.get().first;
+                        let sel = self.drawn.keys_selected.get();
                         match sel {
                             Some(s) if s == row && was == KeysFocus::Keys => {
                                 self.perform(Action::Open)
@@ -105,7 +105,7 @@ impl App {
         if self.too_small {
             // The screen shows none of the panels: only quitting acts (`q` too while a
             // prompt is open, as the screen says).
-            let quits = |m| self.s.keymap.lookup(m, key) == Some(Action::Quit);
+            let quits = |m| self.settings.keymap.lookup(m, key) == Some(Action::Quit);
             if quits(self.mode()) || quits(Mode::Global) {
                 self.perform(Action::Quit);
             }
@@ -137,7 +137,7 @@ impl App {
             }
         }
         let mode = self.mode();
-        if let Some(action) = self.s.keymap.lookup(mode, key) {
+        if let Some(action) = self.settings.keymap.lookup(mode, key) {
             self.perform(action);
             return;
         }
@@ -187,11 +187,11 @@ impl App {
             Action::Back => {
                 if self.help.is_some() {
                     self.help = None;
-                } else if self.detail.is_some() {
-                    self.detail = None;
+                } else if self.opened_key.is_some() {
+                    self.opened_key = None;
                     // Back to the event list the key was opened from, its filter and
                     // selection as they were.
-                    if let Some(from) = self.detail_from.take() {
+                    if let Some(from) = self.opened_from.take() {
                         if self.panel == Panel::Keys {
                             self.switch(from);
                         }
@@ -266,7 +266,7 @@ impl App {
                     Panel::Growth => return,
                 };
                 if target == InputTarget::Keys {
-                    self.detail = None;
+                    self.opened_key = None;
                     self.keys.focus = KeysFocus::Keys;
                 }
                 self.input = Some(Input { target, text });
@@ -295,7 +295,7 @@ impl App {
             }
             Action::ToggleRecording => {
                 if self.cursor.replay.is_some() {
-                    self.s
+                    self.settings
                         .warnings
                         .push("recording is for live sessions; this one is a replay".into());
                 } else if self.recording.is_some() {
@@ -344,19 +344,19 @@ impl App {
                 }
             }
             Action::ToggleFollow => self.events.toggle_follow(),
-            Action::OlderVersion => self.with_detail(|d, cx| d.select_version(-1, cx)),
-            Action::NewerVersion => self.with_detail(|d, cx| d.select_version(1, cx)),
+            Action::OlderVersion => self.with_opened_key(|d, cx| d.select_version(-1, cx)),
+            Action::NewerVersion => self.with_opened_key(|d, cx| d.select_version(1, cx)),
             Action::ToggleJson => {
                 self.json_output = !self.json_output;
-                self.with_detail(DetailState::rerender);
+                self.with_opened_key(OpenedKeyState::rerender);
             }
-            Action::ToggleDiff => self.with_detail(DetailState::toggle_diff),
-            Action::MarkVersion => self.with_detail(DetailState::mark_version),
+            Action::ToggleDiff => self.with_opened_key(OpenedKeyState::toggle_diff),
+            Action::MarkVersion => self.with_opened_key(OpenedKeyState::mark_version),
             Action::ToggleEncryption => {
                 if self.encryption.is_open() {
                     self.encryption.close();
                 } else {
-                    self.detail = None;
+                    self.opened_key = None;
                     self.panel = Panel::Keys;
                     self.help = None;
                     self.encryption.open();
@@ -372,7 +372,11 @@ impl App {
                         // Enter with nothing typed closes the prompt.
                         InputTarget::Seek if input.text.trim().is_empty() => {}
                         InputTarget::Seek => {
-                            match parse_seek(&input.text, self.session.now(), self.s.utc_offset) {
+                            match parse_seek(
+                                &input.text,
+                                self.session.now(),
+                                self.settings.utc_offset,
+                            ) {
                                 Ok(to) => self.requests.push(Request::Seek(to)),
                                 Err(e) => self.requests.push(Request::Notice(e)),
                             }
@@ -412,7 +416,7 @@ impl App {
     fn select_key(&mut self, key: Bytes) {
         self.panel = Panel::Keys;
         self.encryption.close();
-        let rows = self.view.keys.get();
+        let rows = self.drawn.keys.get();
         self.keys.select_key(key, &mut self.session, rows);
     }
 
@@ -423,26 +427,26 @@ impl App {
             Goto::Seek(to) => self.requests.push(Request::Seek(to)),
             Goto::Resource(r) => {
                 self.switch(Panel::Keys);
-                self.detail = None;
+                self.opened_key = None;
                 self.encryption.close();
                 self.keys.resource = Some(r);
                 self.keys.filter.clear();
                 self.keys.focus = KeysFocus::Resources;
                 self.keys.selected = None;
-                self.keys.view_after = None;
+                self.keys.page_after = None;
                 self.normalize_keys();
             }
             Goto::Key(key) => {
                 self.help = None;
                 self.select_key(key.clone());
-                self.open_detail(key);
+                self.open_key(key);
             }
             Goto::Revision(rev) => {
                 self.switch(Panel::Events);
                 self.events.set_filter(String::new());
                 let found = self.events_filtered().position(|e| e.revision == rev);
                 match found {
-                    Some(i) => self.events.select(i, self.view.events.get()),
+                    Some(i) => self.events.select(i, self.drawn.events.get()),
                     None => {
                         let log = self.session.replica.events();
                         let span = match (log.front(), log.back()) {
@@ -470,14 +474,14 @@ impl App {
 
     fn page(&self, mode: Mode) -> usize {
         let rows = match mode {
-            Mode::Events => self.view.events.get(),
-            Mode::Keys if self.keys.focus == KeysFocus::Keys => self.view.keys.get(),
-            Mode::Keys => self.view.resources.get(),
-            Mode::Detail => self.view.detail.get(),
-            Mode::Encryption => self.view.encryption.get(),
-            Mode::Help => self.view.help.rows(),
-            Mode::Apiserver => self.view.apiserver[self.apiserver.focus.index()].rows(),
-            _ => self.view.growth.get(),
+            Mode::Events => self.drawn.events.get(),
+            Mode::Keys if self.keys.focus == KeysFocus::Keys => self.drawn.keys.get(),
+            Mode::Keys => self.drawn.resources.get(),
+            Mode::OpenedKey => self.drawn.opened_key.get(),
+            Mode::Encryption => self.drawn.encryption.get(),
+            Mode::Help => self.drawn.help.rows(),
+            Mode::Apiserver => self.drawn.apiserver[self.apiserver.focus.index()].rows(),
+            _ => self.drawn.growth.get(),
         };
         rows.max(2) - 1
     }
@@ -486,7 +490,7 @@ impl App {
     fn step(&mut self, mode: Mode, delta: i64) {
         match mode {
             Mode::Help => {
-                let max = self.view.help.max_top();
+                let max = self.drawn.help.max_top();
                 self.help = self.help.map(|s| add(s, delta, max));
             }
             Mode::Growth => {
@@ -494,25 +498,25 @@ impl App {
                 self.growth_scroll = add(self.growth_scroll, delta, n.saturating_sub(1));
             }
             Mode::Events => {
-                let rows = self.view.events.get();
+                let rows = self.drawn.events.get();
                 self.events.step(&self.session.replica, delta, rows);
             }
             Mode::Keys => {
-                let rows = self.view.keys.get();
+                let rows = self.drawn.keys.get();
                 match self.keys.focus {
                     KeysFocus::Resources => self.keys.step_resource(&mut self.session, delta, rows),
                     KeysFocus::Keys => self.keys.step(&self.session.replica, delta, rows),
                 }
             }
-            Mode::Detail => {
-                if let Some(d) = self.detail.as_mut() {
+            Mode::OpenedKey => {
+                if let Some(d) = self.opened_key.as_mut() {
                     let n = d.body_len();
                     d.scroll = add(d.scroll, delta, n.saturating_sub(1));
                 }
             }
             Mode::Encryption => self.encryption.step(delta),
             Mode::Apiserver => {
-                let max = self.view.apiserver[self.apiserver.focus.index()].max_top();
+                let max = self.drawn.apiserver[self.apiserver.focus.index()].max_top();
                 self.apiserver.step(delta, max);
             }
             Mode::Global | Mode::Filter => {}
@@ -532,8 +536,8 @@ impl App {
                 let (key, revision) = (ev.key.clone(), ev.revision);
                 self.select_key(key.clone());
                 // The object as this event left it, not as it is now.
-                self.open_detail_at(key, Some(revision));
-                self.detail_from = Some(Panel::Events);
+                self.open_key_at(key, Some(revision));
+                self.opened_from = Some(Panel::Events);
             }
             Mode::Keys => match self.keys.focus {
                 KeysFocus::Resources => {
@@ -542,7 +546,7 @@ impl App {
                 }
                 KeysFocus::Keys => {
                     if let Some(k) = self.keys.selected.clone() {
-                        self.open_detail(k);
+                        self.open_key(k);
                     }
                 }
             },

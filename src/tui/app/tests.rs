@@ -151,7 +151,7 @@ fn selection_stays_on_its_event_when_not_following() {
         Session::from_replica(listed(1), "demo"),
         Settings::default(),
     );
-    app.view.events.set(10);
+    app.drawn.events.set(10);
     for r in 3..6 {
         put(&mut app, 1, &format!("/registry/configmaps/ns/k{r}"), r);
     }
@@ -196,8 +196,11 @@ fn a_notice_shows_until_a_newer_warning_or_the_next_key() {
     assert_eq!(app.current_notice(), None);
     app.notify("recording saved: a.rgs".into());
     assert_eq!(app.current_notice(), Some("recording saved: a.rgs"));
-    assert!(app.s.warnings.is_empty(), "a notice is not a warning");
-    app.s.warnings.push("pause ended".into());
+    assert!(
+        app.settings.warnings.is_empty(),
+        "a notice is not a warning"
+    );
+    app.settings.warnings.push("pause ended".into());
     assert_eq!(app.current_notice(), None, "the newer warning shows");
     app.notify("screenshot saved: s.svg".into());
     app.handle_key(&KeyEvent::new(KeyCode::Char('2'), KeyModifiers::NONE));
@@ -267,16 +270,16 @@ fn a_key_opened_from_the_event_list_closes_back_to_it() {
     }
     code(&mut app, KeyCode::Enter);
     code(&mut app, KeyCode::Enter);
-    assert!(app.detail.is_some(), "the event's key is open");
+    assert!(app.opened_key.is_some(), "the event's key is open");
     code(&mut app, KeyCode::Esc);
-    assert!(app.detail.is_none());
+    assert!(app.opened_key.is_none());
     assert_eq!(app.panel, Panel::Events, "back where it was opened");
     assert_eq!(app.events.filter, "alp", "the filter as it was");
     // Opened in the key browser, it closes to the key browser.
     press(&mut app, '3');
     code(&mut app, KeyCode::Enter);
     code(&mut app, KeyCode::Enter);
-    assert!(app.detail.is_some());
+    assert!(app.opened_key.is_some());
     code(&mut app, KeyCode::Esc);
     assert_eq!(app.panel, Panel::Keys);
 }
@@ -344,7 +347,7 @@ fn counts_of_one_are_said_in_the_singular() {
     let s = screen(&app, 160, 48);
     assert!(s.contains(" 1 key") && !s.contains("1 keys"), "{s}");
     code(&mut app, KeyCode::Enter);
-    assert_eq!(app.mode(), Mode::Detail);
+    assert_eq!(app.mode(), Mode::OpenedKey);
     let s = screen(&app, 160, 48);
     assert!(s.contains(" · 1 line") && !s.contains("1 lines"), "{s}");
 }
@@ -394,7 +397,7 @@ fn key_browser_pages_through_many_keys_without_collecting_them() {
         Session::from_replica(listed(100_000), "demo"),
         Settings::default(),
     );
-    app.view.keys.set(20);
+    app.drawn.keys.set(20);
     press(&mut app, '3');
     code(&mut app, KeyCode::Enter);
     assert_eq!(
@@ -420,7 +423,7 @@ fn key_browser_pages_through_many_keys_without_collecting_them() {
         Some(&b"/registry/configmaps/ns/cm099998"[..])
     );
     press(&mut app, 'g');
-    assert_eq!(app.keys.view_after, None);
+    assert_eq!(app.keys.page_after, None);
     // Filter within the resource.
     press(&mut app, '/');
     for c in "cm05000".chars() {
@@ -433,7 +436,7 @@ fn key_browser_pages_through_many_keys_without_collecting_them() {
 }
 
 #[test]
-fn detail_follows_new_versions_and_shows_older_ones() {
+fn opened_key_follows_new_versions_and_shows_older_ones() {
     let mut app = App::new(
         Session::from_replica(listed(2), "demo"),
         Settings::default(),
@@ -441,16 +444,16 @@ fn detail_follows_new_versions_and_shows_older_ones() {
     press(&mut app, '3');
     code(&mut app, KeyCode::Enter);
     code(&mut app, KeyCode::Enter);
-    assert_eq!(app.mode(), Mode::Detail);
+    assert_eq!(app.mode(), Mode::OpenedKey);
     let key = "/registry/configmaps/ns/cm000000";
     put(&mut app, 1, key, 3);
-    let d = app.detail.as_ref().map(|d| (d.history.len(), d.index));
+    let d = app.opened_key.as_ref().map(|d| (d.history.len(), d.index));
     assert_eq!(d, Some((2, 1)));
     press(&mut app, '[');
-    let d = app.detail.as_ref().map(|d| d.index);
+    let d = app.opened_key.as_ref().map(|d| d.index);
     assert_eq!(d, Some(0));
     put(&mut app, 2, key, 4);
-    let d = app.detail.as_ref().map(|d| (d.history.len(), d.index));
+    let d = app.opened_key.as_ref().map(|d| (d.history.len(), d.index));
     assert_eq!(d, Some((3, 0)), "an older version stays shown");
     code(&mut app, KeyCode::Esc);
     assert_eq!(app.mode(), Mode::Keys);
@@ -465,11 +468,11 @@ fn an_open_key_shows_nothing_of_it_after_a_seek_to_before_it_existed() {
     let key = "/registry/configmaps/ns/new";
     put(&mut app, 1, key, 3);
     put(&mut app, 2, key, 4);
-    app.open_detail(Bytes::from(key));
-    assert_eq!(app.detail.as_ref().map(|d| d.history.len()), Some(2));
+    app.open_key(Bytes::from(key));
+    assert_eq!(app.opened_key.as_ref().map(|d| d.history.len()), Some(2));
     // A replay seeks back: the session is the one from before the key's first write.
     app.replace_session(Session::from_replica(listed(2), "demo"));
-    let d = app.detail.as_ref().expect("still open");
+    let d = app.opened_key.as_ref().expect("still open");
     assert!(d.history.is_empty(), "{:?}", d.history);
     assert!(d.shown().is_none());
 }
@@ -524,7 +527,7 @@ fn an_event_opens_the_object_as_that_event_left_it() {
     app.events.selected = row;
     code(&mut app, KeyCode::Enter);
     let shown = app
-        .detail
+        .opened_key
         .as_ref()
         .and_then(|d| d.shown())
         .map(|v| v.mod_revision);
@@ -545,7 +548,7 @@ fn diff_mark_and_json_toggles_on_the_open_key() {
     code(&mut app, KeyCode::Enter);
     press(&mut app, 'd');
     let title = |app: &App| {
-        app.detail
+        app.opened_key
             .as_ref()
             .and_then(|d| d.diff.as_ref())
             .map(|x| x.title.clone())
@@ -554,7 +557,7 @@ fn diff_mark_and_json_toggles_on_the_open_key() {
     press(&mut app, '[');
     press(&mut app, '[');
     let text = |app: &App| {
-        app.detail
+        app.opened_key
             .as_ref()
             .and_then(|d| d.diff.as_ref())
             .map(|x| {

@@ -1,12 +1,12 @@
-//! The apiserver panel: what it shows (an [`ApiserverView`] derived from the session's
+//! The apiserver panel: what it shows (an [`ApiserverPanels`] derived from the session's
 //! metric series, informers and replica) and which section has the focus, its zoom, each
 //! section's scroll and the row filter.
 //!
-//! [`ApiserverState::refresh`] derives the view again when a scrape or informer
+//! [`ApiserverState::refresh`] derives the panels again when a scrape or informer
 //! observation arrived, and once a second while the panel is shown; the views only draw it.
 
-use super::viewport::add;
-use crate::derive::apiserver::ApiserverView;
+use super::drawn::add;
+use crate::derive::apiserver::ApiserverPanels;
 use crate::store::Session;
 
 /// The sections of the apiserver panel, in focus order (reading order of the full layout).
@@ -53,10 +53,10 @@ impl Section {
 }
 
 /// The apiserver panel: the data shown (replaced whole by a derive, or by
-/// [`crate::tui::App::set_apiserver_view`]) and the panel's own UI state.
+/// [`crate::tui::App::set_apiserver_panels`]) and the panel's own UI state.
 #[derive(Default)]
 pub(crate) struct ApiserverState {
-    pub view: ApiserverView,
+    pub panels: ApiserverPanels,
     pub focus: Section,
     /// The focused section fills the panel.
     pub zoomed: bool,
@@ -74,30 +74,30 @@ impl ApiserverState {
     /// Derives the panel's data: when a scrape or informer observation arrived, and once a
     /// second while the panel is `shown` (the replica-derived parts move with time). Costs
     /// about 2 ms for a 1.34 apiserver's series (`cargo bench --bench metrics_parse`).
-    /// Returns whether the view changed.
+    /// Returns whether the panels changed.
     pub fn refresh(&mut self, session: &Session, shown: bool) -> bool {
-        let sec = crate::tui::format::unix_second(session.now());
+        let sec = crate::tui::text::unix_second(session.now());
         let tick = shown && sec != self.derived_second;
         if !(self.changed || tick) {
             return false;
         }
-        // Nothing to derive from (no scrape configured, no informer): the view stays as
-        // set (tests set literal views).
+        // Nothing to derive from (no scrape configured, no informer): the panels stay as
+        // set (tests set literal panels).
         if !session.metrics.any_configured() && session.informers.iter().next().is_none() {
             return false;
         }
         self.changed = false;
         self.derived_second = sec;
-        let v = crate::derive::apiserver::view(
+        let v = crate::derive::apiserver::build(
             &session.metrics,
             Some(session),
             &session.informers,
             session.now(),
         );
-        if v == self.view {
+        if v == self.panels {
             return false;
         }
-        self.view = v;
+        self.panels = v;
         true
     }
 

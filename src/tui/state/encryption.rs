@@ -2,7 +2,7 @@
 //! selected, and the counts, taken from the replica when it opens and then at most once a
 //! clock second while it stays open (counting walks every live value's prefix).
 
-use super::viewport::add;
+use super::drawn::add;
 use crate::derive::encryption::StorageSummary;
 use crate::store::Replica;
 

@@ -4,7 +4,7 @@
 //! The rows are never copied: each query walks the replica's event ring (frozen with the
 //! rest of the view while paused).
 
-use super::viewport::add;
+use super::drawn::add;
 use crate::model::Revision;
 use crate::store::{EventRecord, Replica};
 

@@ -2,7 +2,7 @@
 //! keys anchored on a key rather than on an index, so paging through a million keys never
 //! collects them (the queries are in [`crate::derive::keys`]).
 //!
-//! The anchor (`view_after`: the rows start strictly after this key) and the selection are
+//! The anchor (`page_after`: the rows start strictly after this key) and the selection are
 //! keys; after every batch and every move [`KeysState::normalize`] keeps them on live keys
 //! that match the filter, and the selection inside the rows shown in the last frame.
 
@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use bytes::Bytes;
 
-use super::viewport::add;
+use super::drawn::add;
 use crate::derive::keys::{self as browse, Scan};
 use crate::model::KeyPath;
 use crate::store::{Replica, Session};
@@ -34,7 +34,7 @@ pub(crate) struct KeysState {
     /// Lower-case filter over `namespace/name`.
     pub filter: String,
     /// The visible rows start strictly after this key (`None`: at the first key).
-    pub view_after: Option<Bytes>,
+    pub page_after: Option<Bytes>,
     pub selected: Option<Bytes>,
 }
 
@@ -46,7 +46,7 @@ impl Default for KeysState {
             prefixes: HashMap::new(),
             discovered_at: (usize::MAX, 0),
             filter: String::new(),
-            view_after: None,
+            page_after: None,
             selected: None,
         }
     }
@@ -73,7 +73,7 @@ impl KeysState {
     pub fn choose_resource(&mut self, resource: String) {
         if self.resource.as_ref() != Some(&resource) {
             self.resource = Some(resource);
-            self.view_after = None;
+            self.page_after = None;
             self.selected = None;
             self.filter.clear();
         }
@@ -88,14 +88,14 @@ impl KeysState {
         self.filter.clear();
         self.focus = KeysFocus::Keys;
         self.selected = Some(key);
-        self.view_after = None;
+        self.page_after = None;
         self.normalize(session, rows);
     }
 
     /// Sets the filter (lower-cased) and starts from the first matching key.
     pub fn set_filter(&mut self, f: String, session: &mut Session, rows: usize) {
         self.filter = f.to_lowercase();
-        self.view_after = None;
+        self.page_after = None;
         self.selected = None;
         self.normalize(session, rows);
     }
@@ -108,8 +108,8 @@ impl KeysState {
             return Scan::default();
         };
         let f = &self.filter;
-        let mut scan = browse::after(replica, p, self.view_after.as_deref(), rows, f);
-        if scan.keys.len() < rows && self.view_after.is_some() {
+        let mut scan = browse::after(replica, p, self.page_after.as_deref(), rows, f);
+        if scan.keys.len() < rows && self.page_after.is_some() {
             let bound = scan.keys.first().cloned();
             let more = browse::before(replica, p, bound.as_deref(), rows - scan.keys.len(), f);
             let mut keys: Vec<Bytes> = more.keys.into_iter().rev().collect();
@@ -174,7 +174,7 @@ impl KeysState {
             replica.get(k).is_some() && k.starts_with(&prefix) && browse::matches(&prefix, k, &f)
         });
         if !ok {
-            let after = self.selected.clone().or(self.view_after.clone());
+            let after = self.selected.clone().or(self.page_after.clone());
             let next = browse::after(replica, &prefix, after.as_deref(), 1, &f)
                 .keys
                 .into_iter()
@@ -191,7 +191,7 @@ impl KeysState {
 
     fn keep_visible(&mut self, replica: &Replica, prefix: &Bytes, rows: usize) {
         let Some(sel) = self.selected.clone() else {
-            self.view_after = None;
+            self.page_after = None;
             return;
         };
         if rows == 0 {
@@ -199,21 +199,21 @@ impl KeysState {
             return;
         }
         let f = self.filter.clone();
-        if let Some(a) = &self.view_after {
+        if let Some(a) = &self.page_after {
             if sel <= *a {
                 // Selection above the view: it becomes the first row.
-                self.view_after = browse::before(replica, prefix, Some(&sel), 1, &f)
+                self.page_after = browse::before(replica, prefix, Some(&sel), 1, &f)
                     .keys
                     .into_iter()
                     .next();
                 return;
             }
         }
-        let visible = browse::after(replica, prefix, self.view_after.as_deref(), rows, &f);
+        let visible = browse::after(replica, prefix, self.page_after.as_deref(), rows, &f);
         if !visible.keys.contains(&sel) {
             // Selection below the view: it becomes the last row.
             let above = browse::before(replica, prefix, Some(&sel), rows, &f);
-            self.view_after = if above.keys.len() >= rows {
+            self.page_after = if above.keys.len() >= rows {
                 above.keys.last().cloned()
             } else {
                 None
@@ -245,7 +245,7 @@ impl KeysState {
         };
         if let Some(t) = target {
             if delta <= i64::MIN / 4 {
-                self.view_after = None;
+                self.page_after = None;
             }
             self.selected = Some(t);
             self.keep_visible(replica, &prefix, rows);

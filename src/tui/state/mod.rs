@@ -11,23 +11,23 @@
 //!   version shown (decoded), the diff.
 //! - [`apiserver`]: the apiserver panel's derived data, focus, zoom, scrolls and filter.
 //! - [`palette`]: the command palette's candidates.
-//! - [`viewport`]: what the views drew in the last frame (heights, scroll limits, where
+//! - [`drawn`]: what the views drew in the last frame (heights, scroll limits, where
 //!   rows are), recorded while drawing and read when paging, clamping or hit-testing.
 
 pub(crate) mod apiserver;
 pub(crate) mod cursor;
+pub(crate) mod drawn;
 pub(crate) mod encryption;
 pub(crate) mod events;
 pub(crate) mod keys;
 pub(crate) mod opened_key;
 pub(crate) mod palette;
-pub(crate) mod viewport;
 
 pub(crate) use apiserver::ApiserverState;
 pub use apiserver::Section;
 pub use cursor::{Cursor, MemoryStatus, RecordingStatus, ReplayStatus, Request, Speed};
+pub(crate) use drawn::{Drawn, ListRows};
 pub(crate) use encryption::EncryptionState;
 pub(crate) use events::EventsState;
 pub(crate) use keys::{KeysFocus, KeysState};
-pub(crate) use opened_key::DetailState;
-pub(crate) use viewport::{ListRows, Viewports};
+pub(crate) use opened_key::OpenedKeyState;

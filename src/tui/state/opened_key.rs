@@ -1,7 +1,7 @@
 //! The opened key: its history from the replica, the shown version decoded (YAML or JSON,
 //! syntax-coloured), and the structural diff between two versions.
 //!
-//! State lives in [`DetailState`]; every decode, highlight and diff happens here, in
+//! State lives in [`OpenedKeyState`]; every decode, highlight and diff happens here, in
 //! update (on open, on `[`/`]`, `o`, `d`, `m`, and when a batch changes the key), so the
 //! view in [`crate::tui::views`] only slices what was computed. What decoding depends on
 //! besides the key (the replica, `--show-secrets`, the keyring, JSON or YAML) comes in as
@@ -12,14 +12,14 @@ use bytes::Bytes;
 use crate::decode::{self, DecodeOptions, RenderOptions, Rendered};
 use crate::derive::diff::{self, LineKind, Writer};
 use crate::model::{KeyPath, Revision};
-use crate::store::{Replica, VersionView};
+use crate::store::{Replica, VersionValue};
 use crate::tui::syntax::{self, Styled};
 
 /// The opened key.
-pub(crate) struct DetailState {
+pub(crate) struct OpenedKeyState {
     pub key: Bytes,
     /// Every version held, oldest first.
-    pub history: Vec<VersionView>,
+    pub history: Vec<VersionValue>,
     /// Index into `history` of the version shown.
     pub index: usize,
     /// Rendered value of the version shown (`None` for a tombstone).
@@ -42,11 +42,11 @@ pub(crate) struct DetailState {
     /// mod_revision of the marked version (the other side of the diff).
     pub mark: Option<Revision>,
     /// The diff shown in diff mode.
-    pub diff: Option<DiffView>,
+    pub diff: Option<RenderedDiff>,
 }
 
 /// A diff ready to draw.
-pub(crate) struct DiffView {
+pub(crate) struct RenderedDiff {
     /// `120 → 125`.
     pub title: String,
     /// Attribution and notes first, then the changes.
@@ -66,7 +66,7 @@ pub(crate) struct Decoding<'a> {
     pub json: bool,
 }
 
-impl DetailState {
+impl OpenedKeyState {
     /// Lines of the body currently shown (value or diff), for scrolling.
     pub fn body_len(&self) -> usize {
         match (&self.diff, self.diff_on) {
@@ -76,7 +76,7 @@ impl DetailState {
     }
 
     /// The version shown.
-    pub fn shown(&self) -> Option<&VersionView> {
+    pub fn shown(&self) -> Option<&VersionValue> {
         self.history.get(self.index)
     }
 
@@ -95,14 +95,14 @@ impl DetailState {
             ),
             None => format!(
                 "at revision {}",
-                crate::tui::format::thousands_i(v.mod_revision)
+                crate::tui::text::thousands_i(v.mod_revision)
             ),
         })
     }
 
     /// When the version shown is a deletion, the newest live version before it (what was
     /// deleted), if held.
-    pub fn last_live_before_shown(&self) -> Option<&VersionView> {
+    pub fn last_live_before_shown(&self) -> Option<&VersionValue> {
         self.shown().filter(|v| v.value.is_none())?;
         self.history[..self.index]
             .iter()
@@ -113,13 +113,13 @@ impl DetailState {
     /// Opens `key` on the version written at `revision` (an event's), or the newest held
     /// at or before it; on the newest version without one, or when history before it was
     /// dropped.
-    pub fn open(key: Bytes, revision: Option<Revision>, cx: &Decoding) -> DetailState {
+    pub fn open(key: Bytes, revision: Option<Revision>, cx: &Decoding) -> OpenedKeyState {
         let history = cx.replica.history(&key);
         let newest = history.len().saturating_sub(1);
         let index = revision
             .and_then(|r| history.iter().rposition(|v| v.mod_revision <= r))
             .unwrap_or(newest);
-        let mut d = DetailState {
+        let mut d = OpenedKeyState {
             key,
             history,
             index,
@@ -185,7 +185,7 @@ impl DetailState {
             _ => Vec::new(),
         };
         d.diff = if d.diff_on {
-            Some(cx.diff_view(d))
+            Some(cx.render_diff(d))
         } else {
             None
         };
@@ -254,7 +254,7 @@ impl DetailState {
 }
 
 impl Decoding<'_> {
-    fn options<'a>(&'a self, key: &'a [u8], v: &VersionView) -> DecodeOptions<'a> {
+    fn options<'a>(&'a self, key: &'a [u8], v: &VersionValue) -> DecodeOptions<'a> {
         DecodeOptions {
             show_secrets: self.show_secrets,
             etcd_key: key,
@@ -264,7 +264,7 @@ impl Decoding<'_> {
         }
     }
 
-    fn render_version(&self, d: &DetailState) -> Option<Rendered> {
+    fn render_version(&self, d: &OpenedKeyState) -> Option<Rendered> {
         let shown = d.shown()?;
         // A deletion shows the last live object before it (its deletionTimestamp and
         // finalizers say how it went); the pane's title says it is deleted.
@@ -359,11 +359,11 @@ impl Decoding<'_> {
     }
 
     /// The decoded object of a version: `Err` says why there is none.
-    fn object_of(&self, key: &[u8], v: &VersionView) -> Result<serde_json::Value, String> {
+    fn object_of(&self, key: &[u8], v: &VersionValue) -> Result<serde_json::Value, String> {
         let Some(value) = &v.value else {
             return Err(format!(
                 "revision {} is a deletion",
-                crate::tui::format::thousands_i(v.mod_revision)
+                crate::tui::text::thousands_i(v.mod_revision)
             ));
         };
         let d = decode::decode(value, &self.options(key, v));
@@ -375,15 +375,15 @@ impl Decoding<'_> {
                 .unwrap_or_else(|| "it does not decode".into());
             format!(
                 "revision {} cannot be compared: {why}",
-                crate::tui::format::thousands_i(v.mod_revision)
+                crate::tui::text::thousands_i(v.mod_revision)
             )
         })
     }
 
     /// The diff of the shown version against the marked one, else the previous one.
-    fn diff_view(&self, d: &DetailState) -> DiffView {
-        use crate::tui::format::thousands_i as t;
-        let note = |title: String, msg: String| DiffView {
+    fn render_diff(&self, d: &OpenedKeyState) -> RenderedDiff {
+        use crate::tui::text::thousands_i as t;
+        let note = |title: String, msg: String| RenderedDiff {
             title,
             lines: vec![(LineKind::Header, msg)],
         };
@@ -483,7 +483,7 @@ impl Decoding<'_> {
                 ),
             ));
             lines.push((LineKind::Header, compared));
-            return DiffView { title, lines };
+            return RenderedDiff { title, lines };
         }
         let new_obj = match self.object_of(&d.key, new) {
             Ok(v) => v,
@@ -522,6 +522,6 @@ impl Decoding<'_> {
             ));
         }
         lines.extend(od.lines());
-        DiffView { title, lines }
+        RenderedDiff { title, lines }
     }
 }

@@ -12,12 +12,12 @@ use ratatui::Frame;
 use super::{pane, selection, sp};
 use crate::derive::encryption::ResourceStorage;
 use crate::tui::app::App;
-use crate::tui::format::{thousands, thousands_i};
+use crate::tui::text::{thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Draws the summary into `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let Some(sum) = &app.encryption.summary else {
         f.render_widget(
             Paragraph::new(sp(app, "counting…", Role::Muted)).block(pane(
@@ -53,7 +53,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     let all: Vec<&ResourceStorage> = sum.rows.iter().chain(std::iter::once(&total)).collect();
     let selected = app.encryption.selected.unwrap_or(0).min(all.len() - 1);
     let rows_h = table_area.height.saturating_sub(1) as usize;
-    app.view.encryption.set(rows_h);
+    app.drawn.encryption.set(rows_h);
     let scroll = if rows_h > 0 && selected >= rows_h {
         selected + 1 - rows_h
     } else {

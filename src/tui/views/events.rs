@@ -11,7 +11,7 @@ use crate::decode;
 use crate::model::{escape_bytes, EventKind};
 use crate::store::UnseenChange;
 use crate::tui::app::App;
-use crate::tui::format::{bytes, clock, thousands, thousands_i};
+use crate::tui::text::{bytes, clock, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Draws the panel into `area`.
@@ -31,9 +31,9 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
 }
 
 fn draw_list(app: &App, f: &mut Frame, area: Rect) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let rows_h = area.height.saturating_sub(3) as usize;
-    app.view.events.set(rows_h);
+    app.drawn.events.set(rows_h);
     let e = &app.events;
     let total = app.events_len();
     let selected = e.selected.min(total.saturating_sub(1));
@@ -41,7 +41,7 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
     if rows_h > 0 && selected >= scroll + rows_h {
         scroll = selected + 1 - rows_h;
     }
-    app.view.events_rows.set(crate::tui::state::ListRows {
+    app.drawn.events_rows.set(crate::tui::state::ListRows {
         x0: area.x,
         x1: area.right(),
         y0: area.y + 2,
@@ -53,7 +53,7 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
     // numbers from the left (`,546` for 4,546): drop kind and size instead.
     let narrow = area.width < 64;
     let prefix = app.session.replica.prefix();
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let mut header = vec!["time", "revision", "op"];
     let mut widths = vec![
         Constraint::Length(8),
@@ -247,7 +247,7 @@ fn elide_left(s: String, w: usize) -> String {
 
 fn draw_notes(app: &App, f: &mut Frame, area: Rect) {
     let n = area.height.saturating_sub(2) as usize;
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let lines: Vec<Line> = app
         .session
         .notes()

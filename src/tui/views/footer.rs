@@ -68,7 +68,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         actions.extend(REPLAY_HINTS);
     }
     let mut own: Vec<Action> = app
-        .s
+        .settings
         .keymap
         .bindings(mode)
         .into_iter()
@@ -109,7 +109,7 @@ fn is_movement(a: Action) -> bool {
 /// `key label` pairs for `actions` (all of the mode's bindings when empty), up to `width`.
 fn hints(app: &App, mode: Mode, actions: &[Action], width: usize) -> Vec<Span<'static>> {
     let list: Vec<Action> = if actions.is_empty() {
-        app.s
+        app.settings
             .keymap
             .bindings(mode)
             .into_iter()
@@ -121,7 +121,7 @@ fn hints(app: &App, mode: Mode, actions: &[Action], width: usize) -> Vec<Span<'s
     let mut out = Vec::new();
     let mut used = 0;
     for a in list {
-        let Some(key) = app.s.keymap.keys_for(mode, a).into_iter().next() else {
+        let Some(key) = app.settings.keymap.keys_for(mode, a).into_iter().next() else {
             continue;
         };
         let key = format!(" {key} ");

@@ -12,7 +12,7 @@ use ratatui::Frame;
 
 use super::{header_row, pane, sp};
 use crate::tui::app::App;
-use crate::tui::format::{bytes, clock, rate, thousands, thousands_i};
+use crate::tui::text::{bytes, clock, rate, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Window of the per-resource rates, in seconds (fewer while the session is younger).
@@ -150,7 +150,7 @@ fn draw_rate(app: &App, f: &mut Frame, area: Rect) {
         .block(pane(app, title, false))
         .data(&revs)
         .max(peak.max(1))
-        .style(app.s.theme.get(Role::SeriesRate));
+        .style(app.settings.theme.get(Role::SeriesRate));
     f.render_widget(spark, area);
 }
 
@@ -176,7 +176,7 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect) {
             app,
             format!(
                 " · etcd replaced at {}: revision {} → {}",
-                clock(r.at, app.s.utc_offset),
+                clock(r.at, app.settings.utc_offset),
                 thousands_i(r.revision_before),
                 r.revision_after.map_or("…".into(), thousands_i)
             ),
@@ -218,16 +218,16 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect) {
             Dataset::default()
                 .marker(Marker::Braille)
                 .graph_type(GraphType::Line)
-                .style(app.s.theme.get(Role::SeriesHead))
+                .style(app.settings.theme.get(Role::SeriesHead))
                 .data(s)
         })
         .collect();
-    let muted = app.s.theme.get(Role::Muted);
+    let muted = app.settings.theme.get(Role::Muted);
     let chart = Chart::new(datasets)
         .block(pane(app, title, false))
         .x_axis(Axis::default().bounds([x0, now]).style(muted).labels([
-            Line::from(clock(secs(x0), app.s.utc_offset)),
-            Line::from(clock(secs(now), app.s.utc_offset)),
+            Line::from(clock(secs(x0), app.settings.utc_offset)),
+            Line::from(clock(secs(now), app.settings.utc_offset)),
         ]))
         .y_axis(Axis::default().bounds([lo, hi]).style(muted).labels([
             Line::from(thousands_i(lo.round() as i64)),
@@ -257,7 +257,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
             .then(a.1.resource.cmp(&b.1.resource))
     });
     let inner_h = area.height.saturating_sub(3) as usize;
-    app.view.growth.set(inner_h);
+    app.drawn.growth.set(inner_h);
     let skip = app
         .growth_scroll
         .min(rows.len().saturating_sub(inner_h.max(1)));
@@ -268,7 +268,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
     } else {
         Default::default()
     };
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let body: Vec<Row> = rows
         .iter()
         .skip(skip)
@@ -336,7 +336,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
 
 fn draw_compactions(app: &App, f: &mut Frame, area: Rect) {
     let r = &app.session.replica;
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let mut lines: Vec<Line> = Vec::new();
     match r.compact_revision() {
         Some(c) => lines.push(Line::from(vec![

@@ -12,7 +12,7 @@ use std::time::SystemTime;
 use super::sp;
 use crate::model::ConnState;
 use crate::tui::app::{App, Panel};
-use crate::tui::format::{bytes, clock, rate, thousands, thousands_i};
+use crate::tui::text::{bytes, clock, rate, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Events per second over the last `window` whole seconds before the app's clock.
@@ -73,7 +73,10 @@ fn conn_label(app: &App, room: u16) -> (String, Role) {
         }
         ConnState::Watching => ("● watching".into(), Role::StatusOk),
         ConnState::NotResponding { since } => (
-            format!("NOT RESPONDING since {}", clock(*since, app.s.utc_offset)),
+            format!(
+                "NOT RESPONDING since {}",
+                clock(*since, app.settings.utc_offset)
+            ),
             Role::StatusError,
         ),
         ConnState::Reconnecting { attempt, .. } => (
@@ -132,7 +135,7 @@ fn other_down(app: &App) -> Option<String> {
         " ⚠ etcd for {} unreachable since {}{more}: {}",
         super::other_clusters::label(&c.resources),
         c.since
-            .map(|t| clock(t, app.s.utc_offset))
+            .map(|t| clock(t, app.settings.utc_offset))
             .unwrap_or_default(),
         c.error.as_deref().unwrap_or("")
     ))
@@ -161,7 +164,7 @@ fn recent_gap(app: &App) -> Option<String> {
         " ⚠ gap {}–{} at {}{changes} etcd compacted at {})",
         g.from,
         g.to,
-        clock(g.at, app.s.utc_offset),
+        clock(g.at, app.settings.utc_offset),
         g.compact_revision
     ))
 }
@@ -172,7 +175,7 @@ fn replaced(app: &App) -> Option<String> {
     let r = app.session.etcd.replacements().last()?;
     Some(format!(
         " ⚠ etcd replaced at {}: {}, {}, at {} (the RESET row in Events)",
-        clock(r.at, app.s.utc_offset),
+        clock(r.at, app.settings.utc_offset),
         r.revisions(),
         r.ids("?"),
         r.endpoint
@@ -222,7 +225,7 @@ fn for_how_long(secs: u64) -> String {
 /// The alert row, when there is something the user must not miss, fitted to `width`
 /// columns at a word's end.
 pub(crate) fn alert(app: &App, width: usize) -> Option<Line<'static>> {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let alarm = alarm_advice(app, true);
     let since_for = |since: SystemTime| {
         let long = app
@@ -232,7 +235,7 @@ pub(crate) fn alert(app: &App, width: usize) -> Option<Line<'static>> {
             .map_or(String::new(), |d| {
                 format!(", {}", for_how_long(d.as_secs()))
             });
-        format!("since {}{long}", clock(since, app.s.utc_offset))
+        format!("since {}{long}", clock(since, app.settings.utc_offset))
     };
     let text = match app.session.etcd.conn() {
         ConnState::NotResponding { since } => format!(
@@ -273,12 +276,12 @@ pub(crate) fn alert(app: &App, width: usize) -> Option<Line<'static>> {
 
 /// Draws the two header rows into `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let [row0, row1] = Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(area);
 
     let (mut conn, mut role) = conn_label(app, row0.width / 2);
     // Every clock time on screen is in this zone: said once, here.
-    conn = format!("{conn}  {}", app.s.zone_label());
+    conn = format!("{conn}  {}", app.settings.zone_label());
     if let Some(r) = &app.recording {
         conn = format!("● REC {}  {conn}", bytes(r.bytes));
         role = Role::StatusError;
@@ -345,7 +348,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         spans.push(tab);
         spans.push(Span::raw(" "));
     }
-    app.view.tabs.set(tabs);
+    app.drawn.tabs.set(tabs);
     f.render_widget(
         Paragraph::new(Line::from(spans)).style(t.get(Role::Header)),
         left,
@@ -462,7 +465,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
 /// recording's start to its end, the position and the last marker; paused live, how much
 /// is queued behind the cursor. `None` when live and following.
 pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let c = &app.cursor;
     let Some(r) = &c.replay else {
         if !c.paused {
@@ -473,7 +476,7 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
             Span::styled(
                 format!(
                     " every panel frozen at {} · {} observation{} queued · p resumes",
-                    clock(app.now(), app.s.utc_offset),
+                    clock(app.now(), app.settings.utc_offset),
                     thousands(c.backlog() as u64),
                     if c.backlog() == 1 { "" } else { "s" }
                 ),
@@ -483,7 +486,7 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
     };
     let state = if c.paused { " ⏸ " } else { " ▶ " };
     let now = app.now();
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let total = r
         .end
         .duration_since(r.start)

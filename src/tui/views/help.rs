@@ -15,13 +15,13 @@ use crate::tui::theme::Role;
 /// continue under their first word.
 fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    if !app.s.warnings.is_empty() {
+    if !app.settings.warnings.is_empty() {
         out.push(Line::from(sp(
             app,
             "Warnings (configuration, recording, replay)",
             Role::TableHeader,
         )));
-        for w in &app.s.warnings {
+        for w in &app.settings.warnings {
             for l in wrap_text(w, width.saturating_sub(2)) {
                 out.push(Line::from(sp(app, format!("  {l}"), Role::Warning)));
             }
@@ -37,7 +37,7 @@ fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
     )));
     let zone = format!(
         "every clock time on screen is in {} (header, right); --utc or --time-zone change it",
-        app.s.zone_label()
+        app.settings.zone_label()
     );
     for (term, text) in std::iter::once(("times", zone.as_str())).chain(terms.iter().copied()) {
         // A long term, or no room beside it: the explanation goes under it, indented.
@@ -61,13 +61,13 @@ fn lines(app: &App, width: usize) -> Vec<Line<'static>> {
     out.push(Line::from(""));
     let name_w = Mode::ALL
         .iter()
-        .flat_map(|m| app.s.keymap.bindings(*m))
+        .flat_map(|m| app.settings.keymap.bindings(*m))
         .map(|b| b.action.name().len())
         .max()
         .unwrap_or(0)
         .max(15);
     for mode in Mode::ALL {
-        let bindings = app.s.keymap.bindings(*mode);
+        let bindings = app.settings.keymap.bindings(*mode);
         if bindings.is_empty() {
             continue;
         }
@@ -164,7 +164,7 @@ fn mode_note(mode: Mode) -> &'static str {
         Mode::Growth => " revision growth, top resources and who writes them (managedFields)",
         Mode::Events => " event stream (the filter matches key, resource, PUT/DELETE and writer)",
         Mode::Keys => " key browser",
-        Mode::Detail => " an opened key",
+        Mode::OpenedKey => " an opened key",
         Mode::Encryption => " encryption at rest per resource",
         Mode::Apiserver => " apiserver panel: ↑/↓ scroll the focused section",
         Mode::Help => " this screen",
@@ -185,7 +185,7 @@ pub(crate) fn draw(app: &App, scroll: usize, f: &mut Frame, area: Rect) {
     let all = lines(app, rect.width.saturating_sub(2) as usize);
     let inner_h = rect.height.saturating_sub(2) as usize;
     let max_scroll = all.len().saturating_sub(inner_h);
-    app.view.help.record(inner_h, max_scroll);
+    app.drawn.help.record(inner_h, max_scroll);
     let scroll = scroll.min(max_scroll);
     let title = vec![
         sp(app, "Help", Role::PanelTitle),

@@ -14,8 +14,8 @@ use crate::derive::encryption::{storage_label, IDENTITY};
 use crate::derive::keys::SCAN_LIMIT;
 use crate::model::escape_bytes;
 use crate::tui::app::App;
-use crate::tui::format::{bytes, thousands, thousands_i};
 use crate::tui::state::KeysFocus;
+use crate::tui::text::{bytes, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Draws the resource list and key list into `area`.
@@ -45,13 +45,13 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
 }
 
 fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let focused = app.keys.focus == KeysFocus::Resources;
     let mut res: Vec<&crate::store::ResourceStats> =
         app.session.replica.resources().iter().collect();
     res.sort_by(|a, b| a.resource.cmp(&b.resource));
     let rows_h = area.height.saturating_sub(3) as usize;
-    app.view.resources.set(rows_h);
+    app.drawn.resources.set(rows_h);
     let sel = app
         .keys
         .resource
@@ -61,7 +61,7 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
         Some(s) if rows_h > 0 && s >= rows_h => s + 1 - rows_h,
         _ => 0,
     };
-    app.view.resources_rows.set(crate::tui::state::ListRows {
+    app.drawn.resources_rows.set(crate::tui::state::ListRows {
         x0: area.x,
         x1: area.right(),
         y0: area.y + 2,
@@ -108,10 +108,10 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
 }
 
 fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let focused = app.keys.focus == KeysFocus::Keys;
     let rows_h = area.height.saturating_sub(3) as usize;
-    app.view.keys.set(rows_h);
+    app.drawn.keys.set(rows_h);
     let prefix = app.keys_prefix().cloned();
     let scan = app.key_rows(rows_h);
     let sel = app
@@ -119,14 +119,14 @@ fn draw_keys(app: &App, f: &mut Frame, area: Rect) {
         .selected
         .as_ref()
         .and_then(|s| scan.keys.iter().position(|k| k == s));
-    app.view.keys_rows.set(crate::tui::state::ListRows {
+    app.drawn.keys_rows.set(crate::tui::state::ListRows {
         x0: area.x,
         x1: area.right(),
         y0: area.y + 2,
         first: 0,
         rows: scan.keys.len().min(rows_h),
     });
-    app.view.keys_selected.set(sel);
+    app.drawn.keys_selected.set(sel);
     // Widths from what is visible, so narrow terminals keep room for the name.
     let mut w_rev = "mod rev".len();
     let mut w_ver = "ver".len();

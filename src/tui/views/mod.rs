@@ -3,7 +3,7 @@
 //! Layout, top to bottom: the header (two rows), the timeline row in replay or while
 //! paused, an alert row when the data is stale or the source ended, a warning row when configuration warnings exist, the selected panel, and
 //! the hint bar on the last row. Help is drawn over the panel. Nothing here changes the app
-//! except the viewport sizes recorded for paging.
+//! except the sizes and places recorded for paging and clicks ([`crate::tui::state::drawn`]).
 
 mod apiserver;
 mod encryption;
@@ -64,7 +64,7 @@ pub fn draw(app: &App, f: &mut Frame) {
     }
     let alert = header::alert(app, usize::from(area.width));
     let timeline = header::timeline(app, area.width);
-    let warn = !app.s.warnings.is_empty() || app.current_notice().is_some();
+    let warn = !app.settings.warnings.is_empty() || app.current_notice().is_some();
     let [head, timeline_row, alert_row, warn_row, main, foot] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Length(u16::from(timeline.is_some())),
@@ -87,7 +87,7 @@ pub fn draw(app: &App, f: &mut Frame) {
     match app.panel {
         Panel::Growth => growth::draw(app, f, main),
         Panel::Events => events::draw(app, f, main),
-        Panel::Keys => match &app.detail {
+        Panel::Keys => match &app.opened_key {
             Some(d) => opened_key::draw(app, d, f, main),
             None if app.encryption.is_open() => encryption::draw(app, f, main),
             None => keys::draw(app, f, main),
@@ -106,11 +106,11 @@ pub fn draw(app: &App, f: &mut Frame) {
 fn draw_warning(app: &App, f: &mut Frame, area: Rect) {
     if let Some(n) = app.current_notice() {
         let line = Line::from(vec![Span::raw(" ● "), Span::raw(n.to_string())])
-            .style(app.s.theme.get(Role::Note));
+            .style(app.settings.theme.get(Role::Note));
         f.render_widget(Paragraph::new(line), area);
         return;
     }
-    let w = &app.s.warnings;
+    let w = &app.settings.warnings;
     let more = if w.len() > 1 {
         format!("  (+{} more; ? shows all)", w.len() - 1)
     } else {
@@ -122,9 +122,9 @@ fn draw_warning(app: &App, f: &mut Frame, area: Rect) {
         Span::raw(w.last().cloned().unwrap_or_default()),
         Span::raw(more),
     ])
-    .style(app.s.theme.get(Role::Warning));
+    .style(app.settings.theme.get(Role::Warning));
     f.render_widget(
-        Paragraph::new(line).style(app.s.theme.get(Role::Warning)),
+        Paragraph::new(line).style(app.settings.theme.get(Role::Warning)),
         area,
     );
 }
@@ -132,7 +132,7 @@ fn draw_warning(app: &App, f: &mut Frame, area: Rect) {
 /// A bordered pane with a title; marked stale when the connection is broken or etcd has not
 /// answered within the liveness window.
 pub(crate) fn pane<'a>(app: &App, title: Vec<Span<'a>>, focused: bool) -> Block<'a> {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let border = if app.stale() {
         t.get(Role::BorderStale)
     } else if focused {
@@ -158,7 +158,7 @@ pub(crate) fn sp<'a>(
     text: impl Into<std::borrow::Cow<'a, str>>,
     role: Role,
 ) -> Span<'a> {
-    Span::styled(text.into(), app.s.theme.get(role))
+    Span::styled(text.into(), app.settings.theme.get(role))
 }
 
 /// A table's header row: the columns in `numbers` right-aligned over their numbers.
@@ -182,15 +182,15 @@ pub(crate) fn header_row<'a>(
             })
             .collect::<Vec<_>>(),
     )
-    .style(app.s.theme.get(Role::TableHeader))
+    .style(app.settings.theme.get(Role::TableHeader))
 }
 
 /// The style for the selected row: full selection when the list has the focus.
 pub(crate) fn selection(app: &App, focused: bool) -> Style {
     if focused {
-        app.s.theme.get(Role::Selection)
+        app.settings.theme.get(Role::Selection)
     } else {
-        app.s.theme.get(Role::HintKey)
+        app.settings.theme.get(Role::HintKey)
     }
 }
 

@@ -14,12 +14,12 @@ use crate::decode::{Rendered, SchemaUse};
 use crate::derive::diff::LineKind;
 use crate::model::{escape_bytes, KeyPath};
 use crate::tui::app::App;
-use crate::tui::format::{bytes, clock, thousands, thousands_i};
-use crate::tui::state::DetailState;
+use crate::tui::state::OpenedKeyState;
+use crate::tui::text::{bytes, clock, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Draws an opened key into `area`: metadata and history on top, the body below.
-pub(crate) fn draw(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
+pub(crate) fn draw(app: &App, d: &OpenedKeyState, f: &mut Frame, area: Rect) {
     let hist_w = (area.width / 3).clamp(20.min(area.width), 56);
     let meta_w = area.width.saturating_sub(hist_w);
     let lines = meta_lines(app, d);
@@ -114,7 +114,7 @@ fn kv<'a>(app: &App, k: &'a str, v: String) -> Vec<Span<'a>> {
     ]
 }
 
-fn meta_title<'a>(app: &App, d: &DetailState) -> Vec<Span<'a>> {
+fn meta_title<'a>(app: &App, d: &OpenedKeyState) -> Vec<Span<'a>> {
     let live = app.session.replica.get(&d.key).is_some();
     let n = d.history.len();
     let mut t = vec![
@@ -159,7 +159,7 @@ fn format_text(r: &Rendered) -> (String, Option<String>) {
     }
 }
 
-fn meta_lines<'a>(app: &App, d: &'a DetailState) -> Vec<Line<'a>> {
+fn meta_lines<'a>(app: &App, d: &'a OpenedKeyState) -> Vec<Line<'a>> {
     let path = KeyPath::parse(app.session.replica.prefix(), &d.key);
     let mut lines = vec![Line::from(vec![
         sp(app, "key ", Role::Muted),
@@ -264,8 +264,8 @@ fn meta_lines<'a>(app: &App, d: &'a DetailState) -> Vec<Line<'a>> {
     lines
 }
 
-fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
-    let t = &app.s.theme;
+fn draw_history(app: &App, d: &OpenedKeyState, f: &mut Frame, area: Rect) {
+    let t = &app.settings.theme;
     let rows_h = area.height.saturating_sub(2) as usize;
     let n = d.history.len();
     // Newest first; keep the shown version visible.
@@ -275,7 +275,7 @@ fn draw_history(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
     } else {
         0
     };
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let rows: Vec<Row> = d
         .history
         .iter()
@@ -387,9 +387,9 @@ fn diff_role(k: LineKind) -> Role {
     }
 }
 
-fn draw_body(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
+fn draw_body(app: &App, d: &OpenedKeyState, f: &mut Frame, area: Rect) {
     let rows_h = area.height.saturating_sub(2) as usize;
-    app.view.detail.set(rows_h);
+    app.drawn.opened_key.set(rows_h);
     let width = area.width.saturating_sub(2) as usize;
     let mut lines: Vec<Line> = Vec::new();
     let mut title = Vec::new();
@@ -480,7 +480,7 @@ fn draw_body(app: &App, d: &DetailState, f: &mut Frame, area: Rect) {
                 if scroll > 0 {
                     title.push(sp(app, format!(" from line {}", scroll + 1), Role::Muted));
                 }
-                let t = &app.s.theme;
+                let t = &app.settings.theme;
                 // Long lines (annotations, last-applied configurations) wrap onto indented
                 // continuation rows; scrolling counts value lines.
                 'rows: for (text, spans) in r.lines.iter().zip(&d.styled).skip(scroll) {

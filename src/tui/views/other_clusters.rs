@@ -12,7 +12,7 @@ use ratatui::Frame;
 use super::{pane, sp};
 use crate::store::OtherCluster;
 use crate::tui::app::App;
-use crate::tui::format::{bytes, clock, rate, thousands, thousands_i};
+use crate::tui::text::{bytes, clock, rate, thousands, thousands_i};
 use crate::tui::theme::Role;
 
 /// Seconds of the rates shown.
@@ -46,7 +46,7 @@ pub(crate) fn label(resources: &str) -> String {
 }
 
 fn lines(app: &App, c: &OtherCluster) -> Vec<Line<'static>> {
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let mut first = vec![sp(
         app,
         format!("{} ", label(&c.resources)),

@@ -10,7 +10,7 @@ use ratatui::Frame;
 use super::{header_row, pane, sp};
 use crate::store::{WriteRates, WriterStats};
 use crate::tui::app::App;
-use crate::tui::format::{bytes, rate, thousands};
+use crate::tui::text::{bytes, rate, thousands};
 use crate::tui::theme::Role;
 
 /// Window of the writers' rates, in seconds.
@@ -64,7 +64,7 @@ fn label(w: &WriterStats) -> String {
 
 /// Draws the writers of `resource` (all when `None`) into `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect, resource: Option<u32>) {
-    let t = &app.s.theme;
+    let t = &app.settings.theme;
     let rows = ranked(app, resource);
     let win = window(app);
     let r = &app.session.replica;

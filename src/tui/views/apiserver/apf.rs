@@ -6,9 +6,9 @@
 use ratatui::text::{Line, Span};
 
 use super::body::{flow, wrap, Body, Col, Table};
-use super::fmt::{self, Cell};
+use super::cells::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::derive::apiserver::ApiserverView;
+use crate::derive::apiserver::ApiserverPanels;
 use crate::tui::app::App;
 use crate::tui::state::Section;
 use crate::tui::theme::Role;
@@ -21,7 +21,7 @@ fn sum(vals: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 /// The "who refuses requests" line: APF rejections vs etcd request errors in the window.
-fn compare(app: &App, v: &ApiserverView, w: usize) -> Vec<Line<'static>> {
+fn compare(app: &App, v: &ApiserverPanels, w: usize) -> Vec<Line<'static>> {
     let apf = v
         .apf
         .as_ref()
@@ -34,7 +34,7 @@ fn compare(app: &App, v: &ApiserverView, w: usize) -> Vec<Line<'static>> {
     let val = |x: Option<f64>| match x {
         Some(x) => sp(
             app,
-            format!("{}/s", fmt::rate(x)),
+            format!("{}/s", cells::rate(x)),
             if x > 0.0 {
                 Role::Delete
             } else {
@@ -43,7 +43,7 @@ fn compare(app: &App, v: &ApiserverView, w: usize) -> Vec<Line<'static>> {
         ),
         // A rate needs two scrapes; only after that does "none" mean not exposed.
         None if v.apiserver.good_scrapes < 2 => sp(app, "… (needs a second scrape)", Role::Muted),
-        None => sp(app, fmt::NOT_EXPOSED_TEXT, Role::Muted),
+        None => sp(app, cells::NOT_EXPOSED_TEXT, Role::Muted),
     };
     let (verdict, role) = match (apf, etcd) {
         (Some(a), Some(e)) if a > 0.0 && e > 0.0 => (
@@ -75,7 +75,7 @@ fn compare(app: &App, v: &ApiserverView, w: usize) -> Vec<Line<'static>> {
     out
 }
 
-pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'static>>, Body) {
     let rows = v.apf.as_deref().unwrap_or(&[]);
     let cols = vec![
         Col::name("priority level", 14),
@@ -88,19 +88,20 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     let cells: Vec<Vec<Cell>> = rows
         .iter()
         .map(|r| {
-            let hot = |x: f64, role: Role| (fmt::count(x), if x > 0.0 { role } else { Role::Text });
+            let hot =
+                |x: f64, role: Role| (cells::count(x), if x > 0.0 { role } else { Role::Text });
             vec![
                 (r.priority_level.clone(), Role::Text),
-                fmt::opt(r.in_queue, |x| hot(x, Role::Note)),
-                fmt::opt(r.executing, |x| (fmt::count(x), Role::Text)),
-                fmt::opt(r.nominal_seats, |x| (fmt::count(x), Role::Muted)),
-                fmt::opt(r.rejected_rate, |x| {
+                cells::opt(r.in_queue, |x| hot(x, Role::Note)),
+                cells::opt(r.executing, |x| (cells::count(x), Role::Text)),
+                cells::opt(r.nominal_seats, |x| (cells::count(x), Role::Muted)),
+                cells::opt(r.rejected_rate, |x| {
                     (
-                        fmt::rate(x),
+                        cells::rate(x),
                         if x > 0.0 { Role::Delete } else { Role::Text },
                     )
                 }),
-                fmt::opt(r.rejected_total, |x| hot(x, Role::Note)),
+                cells::opt(r.rejected_total, |x| hot(x, Role::Note)),
             ]
         })
         .collect();
@@ -115,7 +116,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
             app,
             format!(
                 "APF: {} (no apiserver_flowcontrol_* metrics)",
-                fmt::NOT_EXPOSED_TEXT
+                cells::NOT_EXPOSED_TEXT
             ),
             Role::Muted,
         ))

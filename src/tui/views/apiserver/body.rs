@@ -6,7 +6,7 @@
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
-use super::fmt::Cell;
+use super::cells::Cell;
 use crate::tui::app::App;
 use crate::tui::theme::Role;
 use crate::tui::views::{fit, sp};
@@ -267,7 +267,7 @@ impl Table {
                 .filter(|(_, w)| w.is_some())
                 .map(|((s, _), _)| s.as_str())
         });
-        super::fmt::legends(texts)
+        super::cells::legends(texts)
             .into_iter()
             .map(|t| Line::from(sp(app, t, Role::Muted)))
             .collect()
@@ -351,7 +351,7 @@ pub(super) fn flow(
 /// Splits text into lines of at most `width` columns at spaces (for notes and verdicts);
 /// leading spaces become a hanging indent.
 pub(super) fn wrap(app: &App, text: &str, role: Role, width: usize) -> Vec<Line<'static>> {
-    wrap_styled(text, app.s.theme.get(role), width)
+    wrap_styled(text, app.settings.theme.get(role), width)
 }
 
 fn wrap_styled(text: &str, style: Style, width: usize) -> Vec<Line<'static>> {

@@ -7,9 +7,9 @@
 use ratatui::text::Span;
 
 use super::body::{flow, wrap, Body, Col, Table};
-use super::fmt::{self, Cell};
+use super::cells::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::derive::apiserver::{ApiserverView, Reading, WatchCacheRow};
+use crate::derive::apiserver::{ApiserverPanels, Reading, WatchCacheRow};
 use crate::model::{ApiserverFlags, WatchCacheFlags};
 use crate::tui::app::App;
 use crate::tui::state::Section;
@@ -35,7 +35,7 @@ fn span_cell(r: &WatchCacheRow) -> Cell {
             } else {
                 Role::Text
             };
-            (fmt::secs(s), role)
+            (cells::secs(s), role)
         }
         None => {
             let idle = r.events_received_rate.value().is_some_and(|x| *x == 0.0)
@@ -43,7 +43,7 @@ fn span_cell(r: &WatchCacheRow) -> Cell {
             if idle {
                 ("idle".into(), Role::Muted)
             } else {
-                (fmt::NONE.into(), Role::Muted)
+                (cells::NONE.into(), Role::Muted)
             }
         }
     }
@@ -52,13 +52,13 @@ fn span_cell(r: &WatchCacheRow) -> Cell {
 fn changes(r: &WatchCacheRow) -> Cell {
     match (&r.capacity_increases, &r.capacity_decreases) {
         (Reading::Value(i), Reading::Value(d)) => (
-            format!("+{}/−{}", fmt::count(*i), fmt::count(*d)),
+            format!("+{}/−{}", cells::count(*i), cells::count(*d)),
             Role::Text,
         ),
         (Reading::Unavailable, _) | (_, Reading::Unavailable) => {
-            (fmt::UNAVAILABLE.into(), Role::Note)
+            (cells::UNAVAILABLE.into(), Role::Note)
         }
-        _ => (fmt::NOT_EXPOSED.into(), Role::Muted),
+        _ => (cells::NOT_EXPOSED.into(), Role::Muted),
     }
 }
 
@@ -109,7 +109,7 @@ fn configured(f: &ApiserverFlags, wc: &WatchCacheFlags) -> (String, Role) {
     )
 }
 
-pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'static>>, Body) {
     let rows = &v.watch_cache;
     // A reading that no row exposes is left out, with a note, instead of a column of n/e.
     let none_exposed = |f: fn(&WatchCacheRow) -> &Reading<f64>| {
@@ -164,8 +164,8 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     let cells: Vec<Vec<Cell>> = rows
         .iter()
         .map(|r| {
-            let num = |x: f64| (fmt::count(x), Role::Text);
-            let rate = |x: f64| (fmt::rate(x), Role::Text);
+            let num = |x: f64| (cells::count(x), Role::Text);
+            let rate = |x: f64| (cells::rate(x), Role::Text);
             // A row means the cache is on: flags that turn it off disagree.
             let off = wc
                 .as_ref()
@@ -177,20 +177,26 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
                 _ => ("default".to_string(), Role::Muted),
             };
             vec![
-                (fmt::resource(&r.group, &r.resource), Role::Text),
+                (cells::resource(&r.group, &r.resource), Role::Text),
                 flag,
-                fmt::reading(&r.capacity, num),
+                cells::reading(&r.capacity, num),
                 span_cell(r),
-                fmt::reading(&r.events_received_rate, rate),
-                fmt::reading(&r.events_dispatched_rate, rate),
-                fmt::reading(&r.terminated_watchers, |x| {
-                    (fmt::count(x), if x > 0.0 { Role::Note } else { Role::Text })
+                cells::reading(&r.events_received_rate, rate),
+                cells::reading(&r.events_dispatched_rate, rate),
+                cells::reading(&r.terminated_watchers, |x| {
+                    (
+                        cells::count(x),
+                        if x > 0.0 { Role::Note } else { Role::Text },
+                    )
                 }),
-                fmt::reading(&r.initializations, |x| {
-                    (fmt::count(x), if x > 1.0 { Role::Note } else { Role::Text })
+                cells::reading(&r.initializations, |x| {
+                    (
+                        cells::count(x),
+                        if x > 1.0 { Role::Note } else { Role::Text },
+                    )
                 }),
                 changes(r),
-                fmt::opt(r.replica_event_rate, rate),
+                cells::opt(r.replica_event_rate, rate),
             ]
         })
         .collect();
@@ -204,14 +210,14 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     if let Some(x) = sum(|r| &r.events_received_rate) {
         segs.push(vec![
             sp(app, "received ", Role::Text),
-            sp(app, fmt::rate(x), Role::HeaderValue),
+            sp(app, cells::rate(x), Role::HeaderValue),
             sp(app, "/s", Role::Text),
         ]);
     }
     if let Some(x) = sum(|r| &r.events_dispatched_rate) {
         segs.push(vec![
             sp(app, "dispatched ", Role::Text),
-            sp(app, fmt::rate(x), Role::HeaderValue),
+            sp(app, cells::rate(x), Role::HeaderValue),
             sp(app, "/s", Role::Text),
         ]);
     }
@@ -223,7 +229,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
         };
         segs.push(vec![
             sp(app, "terminated watchers ", Role::Text),
-            sp(app, fmt::count(x), role),
+            sp(app, cells::count(x), role),
         ]);
     }
     let shortest = rows
@@ -233,10 +239,10 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     if let Some((s, r)) = shortest {
         segs.push(vec![
             sp(app, "shortest history ", Role::Text),
-            sp(app, fmt::secs(s), span_cell(r).1),
+            sp(app, cells::secs(s), span_cell(r).1),
             sp(
                 app,
-                format!(" ({})", fmt::resource(&r.group, &r.resource)),
+                format!(" ({})", cells::resource(&r.group, &r.resource)),
                 Role::Muted,
             ),
         ]);
@@ -250,7 +256,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
         let disagree: Vec<String> = rows
             .iter()
             .filter(|r| !wc.cached(&r.group, &r.resource))
-            .map(|r| fmt::resource(&r.group, &r.resource))
+            .map(|r| cells::resource(&r.group, &r.resource))
             .collect();
         if !disagree.is_empty() {
             notes.extend(wrap(
@@ -276,7 +282,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     if !missing.is_empty() {
         legend.extend(wrap(
             app,
-            &format!("{}: {}", missing.join(", "), fmt::NOT_EXPOSED_TEXT),
+            &format!("{}: {}", missing.join(", "), cells::NOT_EXPOSED_TEXT),
             Role::Muted,
             w,
         ));

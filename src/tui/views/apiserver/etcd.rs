@@ -4,18 +4,18 @@
 //! alarm compares; "not in use" is the share of the file a defrag would give back, and 0 %
 //! (right after a defrag, or on a young etcd) means nothing to reclaim, not a problem. The apiserver's object count per resource
 //! stands next to the replica's own count; disagreements are flagged with the reason the
-//! view gives, and a count the apiserver could not read (its −1) is said to be unavailable,
+//! derived panels give, and a count the apiserver could not read (its −1) is said to be unavailable,
 //! never shown as −1 or 0.
 
 use ratatui::text::{Line, Span};
 
 use super::body::{flow, wrap, Body, Col, Table};
-use super::fmt::{self, Cell};
+use super::cells::{self, Cell};
 use super::not_exposed_note;
-use crate::derive::apiserver::{ApiserverView, EtcdHealth, Reading};
+use crate::derive::apiserver::{ApiserverPanels, EtcdHealth, Reading};
 use crate::tui::app::App;
-use crate::tui::format::{thousands, thousands_i};
 use crate::tui::state::Section;
+use crate::tui::text::{thousands, thousands_i};
 use crate::tui::theme::Role;
 use crate::tui::views::sp;
 
@@ -34,11 +34,11 @@ fn health_lines(
     let mut segs: Vec<Vec<Span<'static>>> = Vec::new();
     segs.push(vec![
         txt("db size "),
-        h.db_size_bytes.map_or_else(na, |b| val(fmt::bytes(b))),
+        h.db_size_bytes.map_or_else(na, |b| val(cells::bytes(b))),
     ]);
     let mut quota = vec![
         txt("quota "),
-        h.quota_bytes.map_or_else(na, |b| val(fmt::bytes(b))),
+        h.quota_bytes.map_or_else(na, |b| val(cells::bytes(b))),
     ];
     if let Some(p) = h.quota_used_percent {
         let role = if p >= 80.0 {
@@ -49,7 +49,7 @@ fn health_lines(
             Role::HeaderValue
         };
         quota.push(txt(", "));
-        quota.push(sp(app, format!("{} used", fmt::pct(p)), role));
+        quota.push(sp(app, format!("{} used", cells::pct(p)), role));
     }
     segs.push(quota);
     out.extend(flow(app, std::mem::take(&mut segs), w));
@@ -57,7 +57,7 @@ fn health_lines(
     // In use vs allocated.
     segs.push(vec![
         txt("in use "),
-        h.db_in_use_bytes.map_or_else(na, |b| val(fmt::bytes(b))),
+        h.db_in_use_bytes.map_or_else(na, |b| val(cells::bytes(b))),
     ]);
     if h.just_defragmented {
         segs.push(vec![sp(
@@ -68,9 +68,9 @@ fn health_lines(
     } else {
         match h.not_in_use_percent {
             Some(p) => {
-                segs.push(vec![txt("not in use "), val(fmt::pct(p))]);
+                segs.push(vec![txt("not in use "), val(cells::pct(p))]);
                 if let Some(r) = h.reclaimable_bytes {
-                    segs.push(vec![val(fmt::bytes(r)), txt(" reclaimable by defrag")]);
+                    segs.push(vec![val(cells::bytes(r)), txt(" reclaimable by defrag")]);
                 }
             }
             None => segs.push(vec![txt("not in use "), na()]),
@@ -92,7 +92,7 @@ fn health_lines(
         } else {
             Role::HeaderValue
         };
-        Some(vec![txt(label), sp(app, fmt::count(v), role)])
+        Some(vec![txt(label), sp(app, cells::count(v), role)])
     };
     segs.extend(counter("leader changes ", h.leader_changes, false));
     segs.extend(counter("slow watchers ", h.slow_watchers, true));
@@ -109,7 +109,7 @@ fn health_lines(
         None => vec![sp(app, "never compacted", Role::Muted)],
     });
     segs.push(match &h.apiserver_db_size_bytes {
-        Reading::Value(b) => vec![txt("apiserver sees "), val(fmt::bytes(*b))],
+        Reading::Value(b) => vec![txt("apiserver sees "), val(cells::bytes(*b))],
         // Without the apiserver's metrics nothing is known of its version.
         Reading::NotExposed if !apiserver_configured => vec![sp(
             app,
@@ -118,12 +118,12 @@ fn health_lines(
         )],
         Reading::NotExposed => vec![sp(
             app,
-            format!("apiserver's db size: {}", fmt::NOT_EXPOSED_TEXT),
+            format!("apiserver's db size: {}", cells::NOT_EXPOSED_TEXT),
             Role::Muted,
         )],
         Reading::Unavailable => vec![sp(
             app,
-            format!("apiserver's db size: {}", fmt::UNAVAILABLE_TEXT),
+            format!("apiserver's db size: {}", cells::UNAVAILABLE_TEXT),
             Role::Note,
         )],
         Reading::Pending => vec![sp(app, "apiserver's db size: …", Role::Muted)],
@@ -199,10 +199,10 @@ fn member_lines(app: &App, w: usize) -> Vec<Line<'static>> {
                 ),
                 (m.endpoint.clone(), Role::Text),
                 (role.to_string(), Role::Text),
-                fmt::opt(st.map(|s| s.raft_term), |t| (thousands(t), Role::Text)),
-                fmt::opt(st.map(|s| s.raft_index), |i| (thousands(i), Role::Text)),
-                fmt::opt(st.map(|s| s.db_size), |b| {
-                    (fmt::bytes(b.max(0) as f64), Role::Text)
+                cells::opt(st.map(|s| s.raft_term), |t| (thousands(t), Role::Text)),
+                cells::opt(st.map(|s| s.raft_index), |i| (thousands(i), Role::Text)),
+                cells::opt(st.map(|s| s.db_size), |b| {
+                    (cells::bytes(b.max(0) as f64), Role::Text)
                 }),
                 match (st, &m.error) {
                     (Some(s), _) if !s.errors.is_empty() => ("alarm".into(), Role::StatusError),
@@ -230,7 +230,7 @@ fn member_lines(app: &App, w: usize) -> Vec<Line<'static>> {
     out
 }
 
-pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'static>>, Body) {
     let mut alarms = alarm_lines(app, w);
     alarms.extend(member_lines(app, w));
     // Where each figure comes from, and how old it is: etcd's /metrics as last scraped
@@ -241,7 +241,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
         let secs = now.duration_since(t).map_or(0, |d| d.as_secs());
         format!(
             "{} ({secs} s old)",
-            crate::tui::format::clock(t, app.s.utc_offset)
+            crate::tui::text::clock(t, app.settings.utc_offset)
         )
     };
     let mut sources = Vec::new();
@@ -291,20 +291,20 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
                     format!(
                         "{}{}",
                         if flagged { "≠ " } else { "" },
-                        fmt::resource(&o.group, &o.resource)
+                        cells::resource(&o.group, &o.resource)
                     ),
                     res_role,
                 ),
                 match &o.apiserver {
                     Reading::Value(n) => (thousands_i(*n), res_role),
                     Reading::NotExposed if !v.apiserver.configured => {
-                        (fmt::NONE.into(), Role::Muted)
+                        (cells::NONE.into(), Role::Muted)
                     }
-                    Reading::NotExposed => (fmt::NOT_EXPOSED.into(), Role::Muted),
+                    Reading::NotExposed => (cells::NOT_EXPOSED.into(), Role::Muted),
                     Reading::Unavailable => ("n/a".into(), Role::Note),
-                    Reading::Pending => (fmt::PENDING.into(), Role::Muted),
+                    Reading::Pending => (cells::PENDING.into(), Role::Muted),
                 },
-                fmt::opt(o.replica, |n| (thousands(n), Role::Text)),
+                cells::opt(o.replica, |n| (thousands(n), Role::Text)),
             ]
         })
         .collect();
@@ -319,7 +319,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
             if o.apiserver == Reading::Unavailable {
                 lines.extend(wrap(
                     app,
-                    &format!("  count {}", fmt::UNAVAILABLE_TEXT),
+                    &format!("  count {}", cells::UNAVAILABLE_TEXT),
                     Role::Note,
                     w,
                 ));

@@ -1,14 +1,14 @@
 //! Request latency by operation: the apiserver's storage calls
 //! (`etcd_request_duration_seconds`, by operation and resource) and whole requests
-//! (`apiserver_request_duration_seconds`, by verb and resource), worst p99 first as the view
-//! orders them, with rates, error rates and a p99 sparkline over the scrapes.
+//! (`apiserver_request_duration_seconds`, by verb and resource), worst p99 first as the derived
+//! panels order them, with rates, error rates and a p99 sparkline over the scrapes.
 
 use ratatui::text::Span;
 
 use super::body::{wrap, Body, Col, Table};
-use super::fmt::{self, Cell};
+use super::cells::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::derive::apiserver::{ApiserverView, LatencyRow};
+use crate::derive::apiserver::{ApiserverPanels, LatencyRow};
 use crate::tui::app::App;
 use crate::tui::state::Section;
 use crate::tui::theme::Role;
@@ -26,7 +26,7 @@ fn layer(r: &LatencyRow) -> &'static str {
     }
 }
 
-pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'static>>, Body) {
     let cols = vec![
         Col::text("src", 4, 0),
         Col::text("op", 14, 0),
@@ -46,19 +46,19 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
             vec![
                 (layer(r).to_string(), Role::Muted),
                 (r.operation.clone(), Role::Text),
-                (fmt::resource(&r.group, &r.resource), Role::Text),
-                fmt::quantile(r.p50),
-                fmt::quantile(r.p90),
-                fmt::quantile(r.p99),
-                fmt::opt(r.rate, |x| (fmt::rate(x), Role::Text)),
-                fmt::opt(r.error_rate, |x| {
+                (cells::resource(&r.group, &r.resource), Role::Text),
+                cells::quantile(r.p50),
+                cells::quantile(r.p90),
+                cells::quantile(r.p99),
+                cells::opt(r.rate, |x| (cells::rate(x), Role::Text)),
+                cells::opt(r.error_rate, |x| {
                     (
-                        fmt::rate(x),
+                        cells::rate(x),
                         if x > 0.0 { Role::Delete } else { Role::Text },
                     )
                 }),
-                (fmt::count(r.count), Role::Muted),
-                (fmt::sparkline(&r.p99_history, TREND), Role::SeriesRate),
+                (cells::count(r.count), Role::Muted),
+                (cells::sparkline(&r.p99_history, TREND), Role::SeriesRate),
             ]
         })
         .collect();

@@ -1,5 +1,5 @@
-//! The apiserver panel: draws the [`ApiserverView`] the app holds (set from outside by
-//! [`App::set_apiserver_view`]; nothing here computes metrics).
+//! The apiserver panel: draws the [`ApiserverPanels`] the app holds (set from outside by
+//! [`App::set_apiserver_panels`]; nothing here computes metrics).
 //!
 //! Layout, top to bottom: one status line per scrape target (apiserver, etcd), then the five
 //! sections. With room (100x30 and more for the panel) all five are shown in three rows:
@@ -15,8 +15,8 @@
 mod apf;
 mod body;
 mod cache;
+mod cells;
 mod etcd;
-mod fmt;
 mod latency;
 mod status;
 mod window;
@@ -27,7 +27,7 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
 use super::{pane, sp};
-use crate::derive::apiserver::ApiserverView;
+use crate::derive::apiserver::ApiserverPanels;
 use crate::tui::app::App;
 use crate::tui::state::Section;
 use crate::tui::theme::Role;
@@ -38,7 +38,7 @@ const FULL_MIN: (u16, u16) = (100, 30);
 
 /// Draws the panel into `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
-    for c in &app.view.apiserver {
+    for c in &app.drawn.apiserver {
         c.forget();
     }
     let st = &app.apiserver;
@@ -128,7 +128,7 @@ fn share(total: u16, wants: &[u16]) -> Vec<u16> {
 /// With a filter (`/`), only the rows whose text holds it (any case) are kept, and the
 /// title says so.
 fn build(app: &App, section: Section, w: usize) -> (Vec<Span<'static>>, Body) {
-    let v = &app.apiserver.view;
+    let v = &app.apiserver.panels;
     let (mut title, mut body) = match section {
         Section::Latency => latency::body(app, v, w),
         Section::Window => window::body(app, v, w),
@@ -151,12 +151,12 @@ fn build(app: &App, section: Section, w: usize) -> (Vec<Span<'static>>, Body) {
         });
         title.push(Span::styled(
             format!(" filter \"{f}\" {}/{before}", body.rows.len()),
-            app.s.theme.get(Role::Filter),
+            app.settings.theme.get(Role::Filter),
         ));
         if body.rows.is_empty() {
             body.empty = Some(Line::from(Span::styled(
                 format!("no row matches \"{f}\" (esc clears the filter)"),
-                app.s.theme.get(Role::Muted),
+                app.settings.theme.get(Role::Muted),
             )));
         }
     }
@@ -174,7 +174,7 @@ fn title(section: Section) -> &'static str {
 }
 
 /// Whether the section's data comes from a stale target (its last scrape failed).
-fn target_stale(v: &ApiserverView, section: Section) -> bool {
+fn target_stale(v: &ApiserverPanels, section: Section) -> bool {
     match section {
         Section::Etcd => v.etcd.stale_since.is_some(),
         Section::Window => v.etcd.stale_since.is_some() || v.apiserver.stale_since.is_some(),
@@ -191,11 +191,11 @@ fn draw_section(app: &App, f: &mut Frame, area: Rect, section: Section, focused:
     let (extra, body) = build(app, section, inner_w as usize);
     let placed = body.place(inner_h as usize);
     let max_start = body.max_start(placed.rows_h);
-    app.view.apiserver[section.index()].record(placed.rows_h, max_start);
+    app.drawn.apiserver[section.index()].record(placed.rows_h, max_start);
     let total = body.rows.len();
     let start = app.apiserver.scroll[section.index()].min(max_start);
     let (lines, shown) = body.lines(placed, start);
-    let stale = target_stale(&app.apiserver.view, section);
+    let stale = target_stale(&app.apiserver.panels, section);
     let mut t = Vec::new();
     if stale && !app.stale() {
         t.push(sp(app, "STALE", Role::StatusError));
@@ -212,13 +212,13 @@ fn draw_section(app: &App, f: &mut Frame, area: Rect, section: Section, focused:
     }
     let mut block = pane(app, t, focused);
     if stale {
-        block = block.border_style(app.s.theme.get(Role::BorderStale));
+        block = block.border_style(app.settings.theme.get(Role::BorderStale));
     }
     f.render_widget(Paragraph::new(lines).block(block), area);
 }
 
 /// The role marking a section that needs a look, for the strip.
-fn attention(v: &ApiserverView, section: Section) -> Option<Role> {
+fn attention(v: &ApiserverPanels, section: Section) -> Option<Role> {
     use crate::derive::apiserver::Risk;
     use crate::metrics::quantile::Quantile;
     match section {
@@ -261,7 +261,7 @@ fn attention(v: &ApiserverView, section: Section) -> Option<Role> {
 
 /// The section strip: every section, the focused one highlighted, `!` on those needing a look.
 fn draw_strip(app: &App, f: &mut Frame, area: Rect) {
-    let v = &app.apiserver.view;
+    let v = &app.apiserver.panels;
     let mut spans = vec![Span::raw(" ")];
     for s in Section::ALL {
         let role = if s == app.apiserver.focus {
@@ -284,7 +284,7 @@ fn draw_strip(app: &App, f: &mut Frame, area: Rect) {
 /// The concepts of `section` that the apiserver's version does not expose, as a note.
 fn not_exposed_note(
     app: &App,
-    v: &ApiserverView,
+    v: &ApiserverPanels,
     section: Section,
     w: usize,
 ) -> Vec<Line<'static>> {
@@ -315,7 +315,7 @@ fn not_exposed_note(
     }
     body::wrap(
         app,
-        &format!("{}: {}", fmt::NOT_EXPOSED_TEXT, names.join(", ")),
+        &format!("{}: {}", cells::NOT_EXPOSED_TEXT, names.join(", ")),
         Role::Muted,
         w,
     )
@@ -366,7 +366,7 @@ fn count_title(app: &App, n: usize, what: &str) -> Vec<Span<'static>> {
 }
 
 /// The line shown in a section without rows: why there is nothing yet.
-fn empty_line(app: &App, v: &ApiserverView, what: &str) -> Line<'static> {
+fn empty_line(app: &App, v: &ApiserverPanels, what: &str) -> Line<'static> {
     let text = if !v.apiserver.configured {
         "apiserver metrics not configured (see above)".to_string()
     } else if v.apiserver.good_scrapes == 0 {

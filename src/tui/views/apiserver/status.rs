@@ -9,7 +9,7 @@ use ratatui::Frame;
 
 use crate::store::metrics::TargetStatus;
 use crate::tui::app::App;
-use crate::tui::format::{clock, thousands};
+use crate::tui::text::{clock, thousands};
 use crate::tui::theme::Role;
 use crate::tui::views::sp;
 
@@ -20,7 +20,7 @@ const ETCD_HOWTO: &str = "not configured — etcd's /metrics is read from the et
 
 /// Draws the two status lines into `area` (two rows).
 pub(super) fn draw(app: &App, f: &mut Frame, area: Rect) {
-    let v = &app.apiserver.view;
+    let v = &app.apiserver.panels;
     let [a, e] = Layout::vertical([Constraint::Length(1), Constraint::Length(1)]).areas(area);
     f.render_widget(
         Paragraph::new(line(app, "apiserver", &v.apiserver, APISERVER_HOWTO)),
@@ -31,7 +31,7 @@ pub(super) fn draw(app: &App, f: &mut Frame, area: Rect) {
 
 /// The status line of one target.
 pub(super) fn line(app: &App, label: &str, st: &TargetStatus, howto: &str) -> Line<'static> {
-    let off = app.s.utc_offset;
+    let off = app.settings.utc_offset;
     let mut spans: Vec<Span<'static>> = vec![sp(app, format!(" {label:<11}"), Role::TableHeader)];
     if !st.configured {
         spans.push(sp(app, howto.to_string(), Role::Note));

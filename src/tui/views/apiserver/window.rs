@@ -7,12 +7,12 @@
 use ratatui::text::{Line, Span};
 
 use super::body::{flow, wrap, Body, Col, Table};
-use super::fmt::{self, Cell};
+use super::cells::{self, Cell};
 use super::{empty_line, not_exposed_note};
-use crate::derive::apiserver::{ApiserverView, Reading, Risk, WindowRow};
+use crate::derive::apiserver::{ApiserverPanels, Reading, Risk, WindowRow};
 use crate::tui::app::App;
-use crate::tui::format::{thousands, thousands_i};
 use crate::tui::state::Section;
+use crate::tui::text::{thousands, thousands_i};
 use crate::tui::theme::Role;
 use crate::tui::views::sp;
 
@@ -41,7 +41,7 @@ fn risk_cell(r: Risk) -> Cell {
 
 /// "informer events lags 812 revs of a 1,000-rev window: 410 Gone likely on reconnect".
 fn verdict(r: &WindowRow, window: Option<i64>) -> Option<String> {
-    let res = fmt::resource(&r.group, &r.resource);
+    let res = cells::resource(&r.group, &r.resource);
     if let (Some(reason), true) = (&r.risk_reason, r.risk != Risk::Ok) {
         return Some(format!("{res}: {reason}"));
     }
@@ -63,7 +63,7 @@ fn verdict(r: &WindowRow, window: Option<i64>) -> Option<String> {
     })
 }
 
-pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>>, Body) {
+pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'static>>, Body) {
     let win = &v.window;
     let mut top = Vec::new();
 
@@ -80,7 +80,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
             let mut s = vec![txt("window "), val(thousands_i(n)), txt(" revs")];
             if let Some(secs) = win.window_seconds {
                 s.push(txt(" = "));
-                s.push(val(fmt::secs(secs)));
+                s.push(val(cells::secs(secs)));
             }
             segs.push(s);
         }
@@ -112,7 +112,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
             .rows
             .iter()
             .filter(|r| r.gone_410 > 0)
-            .map(|r| format!("{} {}", fmt::resource(&r.group, &r.resource), r.gone_410))
+            .map(|r| format!("{} {}", cells::resource(&r.group, &r.resource), r.gone_410))
             .collect();
         by.truncate(4);
         let role = if gone > 0 { Role::Note } else { Role::Muted };
@@ -129,7 +129,7 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
     }
     top.extend(flow(app, segs, w));
 
-    // Verdicts, worst first (the view orders rows by risk).
+    // Verdicts, worst first (the derived panels order rows by risk).
     let at_risk: Vec<(Risk, String)> = win
         .rows
         .iter()
@@ -204,18 +204,18 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
             let pct = match (worst_lag(r), win.window_revisions) {
                 (Some((_, lag)), Some(n)) if n > 0 => {
                     let p = lag as f64 / n as f64 * 100.0;
-                    (fmt::pct(p), risk_cell(r.risk).1)
+                    (cells::pct(p), risk_cell(r.risk).1)
                 }
-                _ => (fmt::NONE.into(), Role::Muted),
+                _ => (cells::NONE.into(), Role::Muted),
             };
             vec![
-                (fmt::resource(&r.group, &r.resource), Role::Text),
+                (cells::resource(&r.group, &r.resource), Role::Text),
                 risk_cell(r.risk),
-                fmt::reading(&r.watch_cache_lag_revisions, |x| {
+                cells::reading(&r.watch_cache_lag_revisions, |x| {
                     (thousands_i(x), Role::Text)
                 }),
-                fmt::opt(r.informer_lag_revisions, |x| (thousands_i(x), Role::Text)),
-                fmt::opt(r.informer_lag_seconds, |x| (fmt::secs(x), Role::Text)),
+                cells::opt(r.informer_lag_revisions, |x| (thousands_i(x), Role::Text)),
+                cells::opt(r.informer_lag_seconds, |x| (cells::secs(x), Role::Text)),
                 pct,
                 (
                     thousands(r.gone_410),
@@ -227,7 +227,9 @@ pub(super) fn body(app: &App, v: &ApiserverView, w: usize) -> (Vec<Span<'static>
                 ),
                 (thousands(r.relists), Role::Muted),
                 (
-                    r.informer_state.clone().unwrap_or_else(|| fmt::NONE.into()),
+                    r.informer_state
+                        .clone()
+                        .unwrap_or_else(|| cells::NONE.into()),
                     Role::Muted,
                 ),
             ]

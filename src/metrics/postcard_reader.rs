@@ -16,14 +16,14 @@
 //! fields, structs and tuples as their fields in order.
 
 /// A cursor over postcard bytes.
-pub(crate) struct Wire<'a> {
+pub(crate) struct PostcardReader<'a> {
     bytes: &'a [u8],
     at: usize,
 }
 
-impl<'a> Wire<'a> {
-    pub(crate) fn new(bytes: &'a [u8]) -> Wire<'a> {
-        Wire { bytes, at: 0 }
+impl<'a> PostcardReader<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> PostcardReader<'a> {
+        PostcardReader { bytes, at: 0 }
     }
 
     /// Offset of the next byte to read.
@@ -130,17 +130,17 @@ mod tests {
     fn reads_what_postcard_writes_and_declines_the_rest() {
         for v in [0u64, 1, 127, 128, 300, u32::MAX as u64, (1 << 63) - 1] {
             let b = postcard::to_allocvec(&v).unwrap();
-            assert_eq!(Wire::new(&b).varint(), Some(v), "{v}");
+            assert_eq!(PostcardReader::new(&b).varint(), Some(v), "{v}");
         }
         // 10-byte varints are serde's.
         let b = postcard::to_allocvec(&u64::MAX).unwrap();
-        assert_eq!(Wire::new(&b).varint(), None);
+        assert_eq!(PostcardReader::new(&b).varint(), None);
         for v in [0u16, 200, u16::MAX] {
             let b = postcard::to_allocvec(&v).unwrap();
-            assert_eq!(Wire::new(&b).u16(), Some(v));
+            assert_eq!(PostcardReader::new(&b).u16(), Some(v));
         }
         let too_big = postcard::to_allocvec(&70_000u32).unwrap();
-        assert_eq!(Wire::new(&too_big).u16(), None);
+        assert_eq!(PostcardReader::new(&too_big).u16(), None);
         for x in [
             0.0,
             -0.0,
@@ -150,19 +150,25 @@ mod tests {
             1.5e-300,
         ] {
             let b = postcard::to_allocvec(&x).unwrap();
-            assert_eq!(Wire::new(&b).f64().unwrap().to_bits(), x.to_bits());
+            assert_eq!(
+                PostcardReader::new(&b).f64().unwrap().to_bits(),
+                x.to_bits()
+            );
         }
         let b = postcard::to_allocvec(&(Some("é".to_string()), None::<String>)).unwrap();
-        let mut w = Wire::new(&b);
+        let mut w = PostcardReader::new(&b);
         assert_eq!(w.opt_string(), Some(Some("é".into())));
         assert_eq!(w.opt_string(), Some(None));
         assert_eq!(w.left(), 0);
         assert_eq!(w.byte(), None);
         // Bad tags, bad UTF-8, lengths past the end.
-        assert_eq!(Wire::new(&[2]).tag(), None);
-        assert_eq!(Wire::new(&[2, 0xff, 0xfe]).str(), None);
-        assert_eq!(Wire::new(&[5, b'a']).bytes(), None);
+        assert_eq!(PostcardReader::new(&[2]).tag(), None);
+        assert_eq!(PostcardReader::new(&[2, 0xff, 0xfe]).str(), None);
+        assert_eq!(PostcardReader::new(&[5, b'a']).bytes(), None);
         let mut out = Vec::new();
-        assert_eq!(Wire::new(&[3, 0, 0, 0, 0, 0, 0, 0, 0]).f64s(&mut out), None);
+        assert_eq!(
+            PostcardReader::new(&[3, 0, 0, 0, 0, 0, 0, 0, 0]).f64s(&mut out),
+            None
+        );
     }
 }

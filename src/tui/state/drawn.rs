@@ -43,11 +43,11 @@ impl Scroll {
 /// Rows available to scrollable lists in the last frame, so that paging moves by what the
 /// user saw, and where lists and tabs were drawn, for mouse clicks.
 #[derive(Default)]
-pub(crate) struct Viewports {
+pub(crate) struct Drawn {
     pub events: Cell<usize>,
     pub keys: Cell<usize>,
     pub resources: Cell<usize>,
-    pub detail: Cell<usize>,
+    pub opened_key: Cell<usize>,
     pub encryption: Cell<usize>,
     pub help: Scroll,
     pub growth: Cell<usize>,
@@ -61,11 +61,11 @@ pub(crate) struct Viewports {
     pub events_rows: Cell<ListRows>,
     pub resources_rows: Cell<ListRows>,
     pub keys_rows: Cell<ListRows>,
-    /// The key list's selected row index (within [`Viewports::keys_rows`]), when shown.
+    /// The key list's selected row index (within [`Drawn::keys_rows`]), when shown.
     pub keys_selected: Cell<Option<usize>>,
 }
 
-/// Where a list's rows were drawn (see [`Viewports::events_rows`]).
+/// Where a list's rows were drawn (see [`Drawn::events_rows`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct ListRows {
     pub x0: u16,

@@ -1,6 +1,7 @@
-//! The replica's keys: a slab of entries addressed by slot number, a hash table of slots
-//! for the point lookups every watch event makes, and a key order that is brought up to
-//! date only when someone asks for ranges.
+//! The key table: the replica's keys in a slab of entries addressed by slot number, a hash
+//! table of slots for the point lookups every watch event makes, and a key order that is
+//! brought up to date only when someone asks for ranges. Each key's versions, in its
+//! entry, are the version store's ([`super::versions`]).
 //!
 //! Why this shape (`cargo bench --bench replica_apply`, `--bench record`):
 //! - Kubernetes keys share long prefixes (`/registry/events/default/web-…`), so ordered
@@ -8,7 +9,7 @@
 //!   answers an update in one comparison.
 //! - Ordering a new key costs ~20 such comparisons, whatever the structure. Most
 //!   consumers never need order (a replay running to a point, `snapshot`'s counts), so
-//!   new keys are only appended to `extra` and sorted in one batch ([`Keyspace::settle`])
+//!   new keys are only appended to `extra` and sorted in one batch ([`KeyTable::settle`])
 //!   when ranges are wanted; a key created and forgotten in between (an Event and its
 //!   TTL) is never sorted at all. Ranges asked for before a settle are still exact: they
 //!   sort a copy of `extra`.
@@ -56,9 +57,9 @@ struct Cell<V> {
 }
 
 /// Keys to values, iterated in key order. See the module docs.
-pub(crate) struct Keyspace<V> {
+pub(crate) struct KeyTable<V> {
     chunks: Vec<Vec<Cell<V>>>,
-    /// Slots with their key's [`Keyspace::hash`]: growing the table rehashes from it,
+    /// Slots with their key's [`KeyTable::hash`]: growing the table rehashes from it,
     /// without reading a key (a replay grows it from a checkpoint's size while applying
     /// a million events a second).
     table: HashTable<(Slot, u32)>,
@@ -73,9 +74,9 @@ pub(crate) struct Keyspace<V> {
     live: usize,
 }
 
-impl<V> Default for Keyspace<V> {
+impl<V> Default for KeyTable<V> {
     fn default() -> Self {
-        Keyspace {
+        KeyTable {
             chunks: Vec::new(),
             table: HashTable::new(),
             hasher: Default::default(),
@@ -88,7 +89,7 @@ impl<V> Default for Keyspace<V> {
     }
 }
 
-impl<V> Keyspace<V> {
+impl<V> KeyTable<V> {
     #[inline]
     fn cell(&self, s: Slot) -> &Cell<V> {
         &self.chunks[(s >> CHUNK_BITS) as usize][s as usize & (CHUNK - 1)]
@@ -419,7 +420,7 @@ impl<V> Keyspace<V> {
         self.range(Bound::Unbounded, Bound::Unbounded)
     }
 
-    /// Every entry in no particular order (cheaper than [`Keyspace::iter`] when the order
+    /// Every entry in no particular order (cheaper than [`KeyTable::iter`] when the order
     /// is not settled), with its slot.
     pub(crate) fn iter_unordered(&self) -> impl Iterator<Item = (Slot, &[u8], &V)> + '_ {
         self.chunks.iter().enumerate().flat_map(|(ci, chunk)| {
@@ -442,11 +443,11 @@ impl<V> Keyspace<V> {
         }
     }
 
-    /// A keyspace of `entries`, which must come in strictly ascending key order (a
+    /// A table of `entries`, which must come in strictly ascending key order (a
     /// checkpoint's): the order is taken as it is, without comparisons. Returns `None`
     /// when the keys are not strictly ascending.
-    pub(crate) fn from_sorted(entries: Vec<(Box<[u8]>, V)>) -> Option<Keyspace<V>> {
-        let mut ks = Keyspace::default();
+    pub(crate) fn from_sorted(entries: Vec<(Box<[u8]>, V)>) -> Option<KeyTable<V>> {
+        let mut ks = KeyTable::default();
         let n = entries.len();
         ks.table = HashTable::with_capacity(n);
         ks.main = Vec::with_capacity(n);
@@ -496,7 +497,7 @@ impl<V> Keyspace<V> {
 /// Entries of a key range in key order: the sorted `main` order merged with the sorted
 /// part of `extra` that falls in the range. Forgotten slots in `main` are skipped.
 pub(crate) struct Range<'a, V> {
-    ks: &'a Keyspace<V>,
+    ks: &'a KeyTable<V>,
     main: &'a [Slot],
     extra: Vec<Slot>,
     extra_front: usize,
@@ -525,7 +526,7 @@ impl<'a, V> Range<'a, V> {
     }
 
     fn item(&self, s: Slot) -> (&'a [u8], &'a V) {
-        let ks: &'a Keyspace<V> = self.ks;
+        let ks: &'a KeyTable<V> = self.ks;
         let c = ks.cell(s);
         (&c.key, c.value.as_ref().expect("live slot"))
     }
@@ -607,7 +608,7 @@ mod tests {
 
     #[test]
     fn ranges_are_in_key_order_and_follow_inserts_and_removes() {
-        let mut k = Keyspace::default();
+        let mut k = KeyTable::default();
         for (i, key) in ["/r/b", "/r/a", "/s/x", "/r/c"].iter().enumerate() {
             *k.get_or_insert_with(key.as_bytes(), || 0).2 += i;
         }
@@ -650,7 +651,7 @@ mod tests {
 
     #[test]
     fn a_reused_slot_has_a_new_generation() {
-        let mut k = Keyspace::default();
+        let mut k = KeyTable::default();
         let (s, g, _) = k.get_or_insert_with(b"/a", || 1);
         k.remove(b"/a");
         let (s2, g2, _) = k.get_or_insert_with(b"/b", || 2);
@@ -687,7 +688,7 @@ mod tests {
         /// ranges, whatever mix of inserts, removes and settles came before.
         #[test]
         fn behaves_as_an_ordered_map(ops in proptest::collection::vec(op(), 1..400), lo in 0u8..8, hi in 0u8..9) {
-            let mut k: Keyspace<u32> = Keyspace::default();
+            let mut k: KeyTable<u32> = KeyTable::default();
             let mut m = std::collections::BTreeMap::new();
             for (i, o) in ops.iter().enumerate() {
                 match o {
@@ -733,12 +734,12 @@ mod tests {
     #[test]
     fn from_sorted_takes_the_order_as_it_is() {
         let e: Vec<(Box<[u8]>, u32)> = vec![(b"/a".to_vec().into(), 1), (b"/b".to_vec().into(), 2)];
-        let k = Keyspace::from_sorted(e).unwrap();
+        let k = KeyTable::from_sorted(e).unwrap();
         assert!(k.is_settled());
         assert_eq!(k.get(b"/b"), Some(&2));
         assert_eq!(keys_of(k.iter()), vec![b"/a".to_vec(), b"/b".to_vec()]);
         let bad: Vec<(Box<[u8]>, u32)> =
             vec![(b"/b".to_vec().into(), 1), (b"/a".to_vec().into(), 2)];
-        assert!(Keyspace::from_sorted(bad).is_none());
+        assert!(KeyTable::from_sorted(bad).is_none());
     }
 }

@@ -1,6 +1,7 @@
-//! The replica's keys with everything that names them: each key's versions, the order in
-//! which versions became history (for compaction and the history budget), and packing —
-//! which values are packed with what, and the sweeps that find raw values to pack.
+//! The version store: each key's versions (the entries of a [`super::key_table::KeyTable`]),
+//! the order in which versions became history (for compaction and the history budget),
+//! and packing — which values are packed with what, and the sweeps that find raw values
+//! to pack.
 //!
 //! A version is named by (slot, slot generation, mod_revision) wherever it must be found
 //! again later (the history queue, a value coming back packed): slots are reused for
@@ -10,7 +11,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use super::discards::Discards;
-use super::keyspace::{Keyspace, Slot};
+use super::key_table::{KeyTable, Slot};
 use super::packing::{Codebook, Form, Job, Plan, Val};
 use crate::model::{Bytes, Revision};
 
@@ -126,8 +127,8 @@ impl KeyEntry {
 /// versions became history (for compaction and the budget), and how values are packed.
 /// A checkpoint holds it as one image ([`super::image`]).
 #[derive(Default)]
-pub(super) struct KeyStore {
-    pub(super) keys: Keyspace<KeyEntry>,
+pub(super) struct VersionStore {
+    pub(super) keys: KeyTable<KeyEntry>,
     /// (revision, slot, generation): at `revision` the key's oldest version became
     /// history. Entries whose slot was given up since are skipped when they come up.
     pub(super) history_queue: VecDeque<Queued>,
@@ -145,7 +146,7 @@ pub(super) struct KeyStore {
     pub(super) sweeps_deferred: bool,
 }
 
-impl KeyStore {
+impl VersionStore {
     /// Keys written and not swept yet, plus versions handed to the packing worker and not
     /// back yet: 0 when packing has caught up.
     #[inline]
@@ -156,18 +157,18 @@ impl KeyStore {
     /// A restored store; `raw` are the slots that hold raw values worth packing (the
     /// sweeps look at them).
     pub(super) fn new(
-        keys: Keyspace<KeyEntry>,
+        keys: KeyTable<KeyEntry>,
         history_queue: VecDeque<Queued>,
         codebook: Codebook,
         packed: PackedStats,
         raw: impl IntoIterator<Item = Slot>,
-    ) -> KeyStore {
-        let mut s = KeyStore {
+    ) -> VersionStore {
+        let mut s = VersionStore {
             keys,
             history_queue,
             codebook,
             packed,
-            ..KeyStore::default()
+            ..VersionStore::default()
         };
         for slot in raw {
             s.mark_dirty(slot);
@@ -251,7 +252,7 @@ const SWEEP_VERSIONS: usize = 32_768;
 /// Keys and events applied between two looks at the clock.
 const SWEEP_CHECK_EVERY: u32 = 256;
 
-impl KeyStore {
+impl VersionStore {
     /// Looks at the clock every few hundred keys and events, and sweeps when the last
     /// sweep is [`SWEEP_EVERY`] old.
     #[inline]

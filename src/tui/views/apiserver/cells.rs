@@ -4,7 +4,7 @@
 
 use crate::derive::apiserver::Reading;
 use crate::metrics::quantile::Quantile;
-use crate::tui::format::thousands;
+use crate::tui::text::thousands;
 use crate::tui::theme::Role;
 
 /// A cell: text and the role it is drawn in.
@@ -90,7 +90,7 @@ pub(super) fn count(v: f64) -> String {
 /// A per-second rate: one decimal below 100.
 pub(super) fn rate(v: f64) -> String {
     if v.is_finite() && v >= 0.0 {
-        crate::tui::format::rate(v)
+        crate::tui::text::rate(v)
     } else {
         NONE.into()
     }
@@ -145,7 +145,7 @@ pub(super) fn pct(p: f64) -> String {
 /// Bytes in binary units (`f64` from a gauge), `n/a` when negative or not finite.
 pub(super) fn bytes(v: f64) -> String {
     if v.is_finite() && v >= 0.0 {
-        crate::tui::format::bytes(v.round() as u64)
+        crate::tui::text::bytes(v.round() as u64)
     } else {
         "n/a".into()
     }
