@@ -3,7 +3,12 @@
 //!   >= 500,000 objects/s for a typical Pod);
 //! - `decode`, the full schema-driven decode of a stored value to the apiserver's JSON text
 //!   (target >= 20,000 objects/s for the fixture Pod, stretch 50,000/s), with and without
-//!   the mod_revision filled in as metadata.resourceVersion.
+//!   the mod_revision filled in as metadata.resourceVersion;
+//! - the worst shapes the mutation fuzzing (`tests/offline/decode_fuzz.rs`) makes: a value
+//!   grown to 2 MiB by repeating itself, and one wrapped in 400 nested length-delimited
+//!   fields behind a Pod's envelope, each through `summarize`, `decode` and `render` as the
+//!   fuzz test feeds every input (target: under 5 s per value; about 0.15 s measured when
+//!   the target was set).
 //!
 //! Run: `cargo bench --bench decode`. Inputs come from `../shared/testdata` (relative to the
 //! package); the bench prints a note and exits 0 when they are absent.
@@ -12,7 +17,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use regscope::decode::{decode, summarize, DecodeOptions};
+use regscope::decode::{decode, render, summarize, DecodeOptions, RenderOptions};
 
 /// Calls `f` in five rounds of `budget / 5` and returns the median calls per second (this
 /// machine is a shared VM: single rounds vary by ±30 %).
@@ -50,6 +55,55 @@ fn measure_full(value: &[u8], opts: &DecodeOptions<'_>, budget: Duration) -> (f6
     assert!(d.error.is_none(), "{:?}", d.error);
     let len = d.json.as_ref().map_or(0, String::len);
     (rate(budget, || decode(black_box(value), opts).json), len)
+}
+
+/// The fuzz test's largest inputs, made from `value`: (what, bytes).
+fn worst_shapes(value: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
+    const MAX_INPUT: usize = 2 << 20;
+    let mut grown = Vec::with_capacity(MAX_INPUT);
+    while grown.len() + value.len() < MAX_INPUT {
+        grown.extend_from_slice(value);
+    }
+    let mut nested = value.to_vec();
+    for _ in 0..400 {
+        let mut w = vec![0x12];
+        let mut n = nested.len();
+        while n >= 0x80 {
+            w.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        w.push(n as u8);
+        w.extend_from_slice(&nested);
+        nested = w;
+    }
+    let mut wrapped = b"k8s\x00\x0a\x09\x0a\x02v1\x12\x03Pod".to_vec();
+    wrapped.extend_from_slice(&nested);
+    vec![
+        ("repeated to 2 MiB", grown),
+        ("400 nested length fields in a Pod envelope", wrapped),
+    ]
+}
+
+/// `summarize`, `decode` and `render` of `value`, as the fuzz test calls them: the median
+/// of three rounds.
+fn fuzz_call_time(value: &[u8]) -> Duration {
+    let mut times: Vec<Duration> = (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(summarize(black_box(value)));
+            black_box(decode(black_box(value), &DecodeOptions::default()));
+            black_box(render(
+                black_box(value),
+                &RenderOptions {
+                    etcd_key: b"/registry/pods/default/p1",
+                    ..Default::default()
+                },
+            ));
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[1]
 }
 
 fn main() {
@@ -94,6 +148,14 @@ fn main() {
                 "{label} {what}: {} bytes -> {len} bytes JSON, {r:.0} objects/s ({:.1} µs/object)",
                 value.len(),
                 1e6 / r
+            );
+        }
+        for (shape, v) in worst_shapes(&value) {
+            let took = fuzz_call_time(&v);
+            println!(
+                "worst shape of {what}, {shape}: {} bytes -> summarize + decode + render in {:.3} s (target < 5 s)",
+                v.len(),
+                took.as_secs_f64()
             );
         }
         let s = summarize(&value);

@@ -5,8 +5,9 @@
 //! splices of two values, varint-length damage, growth up to 2 MiB — and fed to `summarize`,
 //! `decode` (with and without the mixed-encryption keyring) and `render`.
 //!
-//! Checks: no panic; every input decodes within a time bound; output stays bounded by the input
-//! (a proxy for memory). Runs `REGSCOPE_FUZZ_SECS` seconds (default 8, so CI stays quick;
+//! Checks: no panic; output stays bounded by the input (a proxy for memory). The slowest
+//! input's time is printed; the time a worst-shaped value may take is a target of `cargo
+//! bench --bench decode`, not of this test. Runs `REGSCOPE_FUZZ_SECS` seconds (default 8, so CI stays quick;
 //! `REGSCOPE_FUZZ_SECS=600` is a 10-minute run). The seed is printed, and
 //! `REGSCOPE_FUZZ_SEED` replays one.
 
@@ -161,14 +162,6 @@ fn decoder_survives_mutated_values() {
             },
         );
         let took = start.elapsed();
-        // Release builds take ~0.15 s for the largest inputs; unoptimised test builds ~20× that.
-        let bound = Duration::from_secs(if cfg!(debug_assertions) { 30 } else { 5 });
-        assert!(
-            took < bound,
-            "{} bytes took {took:?}: {}",
-            v.len(),
-            hex_prefix(&v)
-        );
         let out = d.json.as_ref().map_or(0, String::len)
             + r.lines.iter().map(String::len).sum::<usize>()
             + s.name.map_or(0, |n| n.len());
