@@ -4,11 +4,10 @@
 //! - `decode`, the full schema-driven decode of a stored value to the apiserver's JSON text
 //!   (target >= 20,000 objects/s for the fixture Pod, stretch 50,000/s), with and without
 //!   the mod_revision filled in as metadata.resourceVersion;
-//! - the worst shapes the mutation fuzzing (`tests/offline/decode_fuzz.rs`) makes: a value
-//!   grown to 2 MiB by repeating itself, and one wrapped in 400 nested length-delimited
-//!   fields behind a Pod's envelope, each through `summarize`, `decode` and `render` as the
-//!   fuzz test feeds every input (target: under 5 s per value; about 0.15 s measured when
-//!   the target was set).
+//! - the mutation fuzzing's values (`tests/offline/decode_fuzz.rs`, its mutator shared):
+//!   the slowest of a fixed-seed run through `summarize`, `decode` and `render`, as the
+//!   fuzz test feeds every input (target: under 5 s per value; about 0.15 s measured for
+//!   the largest inputs when the target was set).
 //!
 //! Run: `cargo bench --bench decode`. Inputs come from `../shared/testdata` (relative to the
 //! package); the bench prints a note and exits 0 when they are absent.
@@ -16,6 +15,8 @@
 use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+use rand::SeedableRng;
 
 use regscope::decode::{decode, render, summarize, DecodeOptions, RenderOptions};
 
@@ -57,53 +58,59 @@ fn measure_full(value: &[u8], opts: &DecodeOptions<'_>, budget: Duration) -> (f6
     (rate(budget, || decode(black_box(value), opts).json), len)
 }
 
-/// The fuzz test's largest inputs, made from `value`: (what, bytes).
-fn worst_shapes(value: &[u8]) -> Vec<(&'static str, Vec<u8>)> {
-    const MAX_INPUT: usize = 2 << 20;
-    let mut grown = Vec::with_capacity(MAX_INPUT);
-    while grown.len() + value.len() < MAX_INPUT {
-        grown.extend_from_slice(value);
-    }
-    let mut nested = value.to_vec();
-    for _ in 0..400 {
-        let mut w = vec![0x12];
-        let mut n = nested.len();
-        while n >= 0x80 {
-            w.push((n as u8) | 0x80);
-            n >>= 7;
-        }
-        w.push(n as u8);
-        w.extend_from_slice(&nested);
-        nested = w;
-    }
-    let mut wrapped = b"k8s\x00\x0a\x09\x0a\x02v1\x12\x03Pod".to_vec();
-    wrapped.extend_from_slice(&nested);
-    vec![
-        ("repeated to 2 MiB", grown),
-        ("400 nested length fields in a Pod envelope", wrapped),
-    ]
-}
+#[path = "../tests/offline/decode_fuzz/mutate.rs"]
+mod mutate;
 
-/// `summarize`, `decode` and `render` of `value`, as the fuzz test calls them: the median
-/// of three rounds.
-fn fuzz_call_time(value: &[u8]) -> Duration {
-    let mut times: Vec<Duration> = (0..3)
-        .map(|_| {
-            let start = Instant::now();
-            black_box(summarize(black_box(value)));
-            black_box(decode(black_box(value), &DecodeOptions::default()));
-            black_box(render(
-                black_box(value),
-                &RenderOptions {
-                    etcd_key: b"/registry/pods/default/p1",
-                    ..Default::default()
-                },
-            ));
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[1]
+/// The mutation fuzzing's per-value time: `FUZZ_INPUTS` values (default 20,000) mutated
+/// from the golden `.pb` values with a fixed seed, each through `summarize`, `decode` and
+/// `render` as the fuzz test feeds it; prints the slowest and its size.
+fn fuzz_worst(root: &Path) {
+    let mut corpus = Vec::new();
+    for sub in ["k8s-api/v1.30.3", "k8s-api/head"] {
+        let Ok(rd) = std::fs::read_dir(root.join(sub)) else {
+            continue;
+        };
+        let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for p in files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "pb"))
+        {
+            corpus.push(std::fs::read(p).expect("a golden value"));
+        }
+    }
+    if corpus.is_empty() {
+        println!("decode bench: no golden .pb values, fuzz figure skipped");
+        return;
+    }
+    let n: usize = std::env::var("FUZZ_INPUTS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let (mut slowest, mut slowest_len) = (Duration::ZERO, 0);
+    for _ in 0..n {
+        let v = mutate::mutate(&mut rng, &corpus);
+        let start = Instant::now();
+        black_box(summarize(black_box(&v)));
+        black_box(decode(black_box(&v), &DecodeOptions::default()));
+        black_box(render(
+            black_box(&v),
+            &RenderOptions {
+                etcd_key: b"/registry/pods/default/p1",
+                ..Default::default()
+            },
+        ));
+        let took = start.elapsed();
+        if took > slowest {
+            (slowest, slowest_len) = (took, v.len());
+        }
+    }
+    println!(
+        "mutated values ({n}, seed 1, up to {} bytes): slowest summarize + decode + render {:.3} s for {slowest_len} bytes (target < 5 s)",
+        mutate::MAX_INPUT,
+        slowest.as_secs_f64()
+    );
 }
 
 fn main() {
@@ -150,14 +157,6 @@ fn main() {
                 1e6 / r
             );
         }
-        for (shape, v) in worst_shapes(&value) {
-            let took = fuzz_call_time(&v);
-            println!(
-                "worst shape of {what}, {shape}: {} bytes -> summarize + decode + render in {:.3} s (target < 5 s)",
-                v.len(),
-                took.as_secs_f64()
-            );
-        }
         let s = summarize(&value);
         let rate = measure(&value, Duration::from_secs(2));
         println!(
@@ -180,6 +179,7 @@ fn main() {
         rate,
         1e9 / rate
     );
+    fuzz_worst(&root);
     if !any {
         println!("decode bench: no testdata found under {}", root.display());
     }
