@@ -3,7 +3,11 @@
 //!   >= 500,000 objects/s for a typical Pod);
 //! - `decode`, the full schema-driven decode of a stored value to the apiserver's JSON text
 //!   (target >= 20,000 objects/s for the fixture Pod, stretch 50,000/s), with and without
-//!   the mod_revision filled in as metadata.resourceVersion.
+//!   the mod_revision filled in as metadata.resourceVersion;
+//! - the mutation fuzzing's values (`tests/offline/decode_fuzz.rs`, its mutator shared):
+//!   the slowest of a fixed-seed run through `summarize`, `decode` and `render`, as the
+//!   fuzz test feeds every input (target: under 5 s per value; about 0.15 s measured for
+//!   the largest inputs when the target was set).
 //!
 //! Run: `cargo bench --bench decode`. Inputs come from `../shared/testdata` (relative to the
 //! package); the bench prints a note and exits 0 when they are absent.
@@ -12,7 +16,9 @@ use std::hint::black_box;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use regscope::decode::{decode, summarize, DecodeOptions};
+use rand::SeedableRng;
+
+use regscope::decode::{decode, render, summarize, DecodeOptions, RenderOptions};
 
 /// Calls `f` in five rounds of `budget / 5` and returns the median calls per second (this
 /// machine is a shared VM: single rounds vary by ±30 %).
@@ -50,6 +56,61 @@ fn measure_full(value: &[u8], opts: &DecodeOptions<'_>, budget: Duration) -> (f6
     assert!(d.error.is_none(), "{:?}", d.error);
     let len = d.json.as_ref().map_or(0, String::len);
     (rate(budget, || decode(black_box(value), opts).json), len)
+}
+
+#[path = "../tests/offline/decode_fuzz/mutate.rs"]
+mod mutate;
+
+/// The mutation fuzzing's per-value time: `FUZZ_INPUTS` values (default 20,000) mutated
+/// from the golden `.pb` values with a fixed seed, each through `summarize`, `decode` and
+/// `render` as the fuzz test feeds it; prints the slowest and its size.
+fn fuzz_worst(root: &Path) {
+    let mut corpus = Vec::new();
+    for sub in ["k8s-api/v1.30.3", "k8s-api/head"] {
+        let Ok(rd) = std::fs::read_dir(root.join(sub)) else {
+            continue;
+        };
+        let mut files: Vec<_> = rd.flatten().map(|e| e.path()).collect();
+        files.sort();
+        for p in files
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "pb"))
+        {
+            corpus.push(std::fs::read(p).expect("a golden value"));
+        }
+    }
+    if corpus.is_empty() {
+        println!("decode bench: no golden .pb values, fuzz figure skipped");
+        return;
+    }
+    let n: usize = std::env::var("FUZZ_INPUTS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(20_000);
+    let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+    let (mut slowest, mut slowest_len) = (Duration::ZERO, 0);
+    for _ in 0..n {
+        let v = mutate::mutate(&mut rng, &corpus);
+        let start = Instant::now();
+        black_box(summarize(black_box(&v)));
+        black_box(decode(black_box(&v), &DecodeOptions::default()));
+        black_box(render(
+            black_box(&v),
+            &RenderOptions {
+                etcd_key: b"/registry/pods/default/p1",
+                ..Default::default()
+            },
+        ));
+        let took = start.elapsed();
+        if took > slowest {
+            (slowest, slowest_len) = (took, v.len());
+        }
+    }
+    println!(
+        "mutated values ({n}, seed 1, up to {} bytes): slowest summarize + decode + render {:.3} s for {slowest_len} bytes (target < 5 s)",
+        mutate::MAX_INPUT,
+        slowest.as_secs_f64()
+    );
 }
 
 fn main() {
@@ -118,6 +179,7 @@ fn main() {
         rate,
         1e9 / rate
     );
+    fuzz_worst(&root);
     if !any {
         println!("decode bench: no testdata found under {}", root.display());
     }

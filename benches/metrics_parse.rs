@@ -2,7 +2,9 @@
 //! cycle's budget: below 2 % of a core at the default 5 s interval, i.e. under 100 ms per
 //! scrape for everything).
 //!
-//! Also the whole scrape cycle (store apply + derive) and the memory per series-hour.
+//! Also the whole scrape cycle (store apply + derive), the memory per series-hour, and
+//! `regscope snapshot --json` (the binary) on each kube-apiserver/etcd capture pair, start
+//! to exit (target: under 15 s each, the bound its test once held in an unoptimised build).
 //!
 //! Run: `cargo bench --bench metrics_parse`. Inputs come from `../shared/testdata`; the
 //! bench prints a note and exits 0 when they are absent.
@@ -165,4 +167,52 @@ fn main() {
         );
     }
     cycle(&root);
+    snapshots(&root);
+}
+
+/// `regscope snapshot --json` on each capture pair, as `tests/offline/apiserver_cli.rs`
+/// runs it: the median wall time of three runs, process start to exit.
+fn snapshots(root: &Path) {
+    let pairs = [
+        ("v1.28.3", "3.5.9"),
+        ("v1.30.0", "3.5.12"),
+        ("v1.32.0", "3.5.16"),
+        ("v1.34.0", "3.6.4"),
+    ];
+    let home = std::env::temp_dir();
+    for (k8s, etcd) in pairs {
+        let api = root.join(format!("apiserver-metrics/kube-apiserver-{k8s}.prom"));
+        let etcd_file = root.join(format!("etcd-metrics/etcd-{etcd}-k8s-{k8s}.prom"));
+        if !api.is_file() || !etcd_file.is_file() {
+            println!("metrics bench: the {k8s} capture pair is absent, skipped");
+            continue;
+        }
+        let took = median(
+            (0..3)
+                .map(|_| {
+                    let start = Instant::now();
+                    let out = std::process::Command::new(env!("CARGO_BIN_EXE_regscope"))
+                        .args(["snapshot", "--json", "--apiserver-metrics-file"])
+                        .arg(&api)
+                        .arg("--etcd-metrics-file")
+                        .arg(&etcd_file)
+                        .env_remove("KUBECONFIG")
+                        .env_remove("ETCDCTL_ENDPOINTS")
+                        .env("HOME", &home)
+                        .output()
+                        .expect("run regscope");
+                    assert!(
+                        out.status.success(),
+                        "{}",
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                    start.elapsed().as_secs_f64()
+                })
+                .collect(),
+        );
+        println!(
+            "snapshot --json on the {k8s} / etcd {etcd} capture pair: median {:.3} s (target < 15 s)",
+            took
+        );
+    }
 }

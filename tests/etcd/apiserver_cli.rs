@@ -210,9 +210,10 @@ fn live_snapshot_with_demo_apiserver() {
         assert_eq!(r["risk"], "ok", "{r}");
     }
 
+    // A figure, not a claim: each `snapshot` run is hang-guarded (`run`), and a live
+    // snapshot's time is a target of `cargo bench --bench initial_sync`.
     let took = started.elapsed();
     println!("live snapshot at revision {rev} after {stats:?}, in {took:?}");
-    assert!(took < Duration::from_secs(45), "took {took:?}");
 }
 
 /// A private etcd with 5 configmaps.
@@ -295,8 +296,8 @@ fn explicit_kubeconfig_problems_with_live_etcd() {
         v["etcd"]
     );
     drop(etcd);
-    let took = started.elapsed();
-    assert!(took < Duration::from_secs(30), "took {took:?}");
+    // Neither problem stalls the snapshot: each run above ended within `run`'s hang guard.
+    println!("took {:?}", started.elapsed());
 }
 
 /// An explicit `--kubeconfig` that is not YAML: exit 2 with one line naming the file (the

@@ -11,7 +11,7 @@ use regscope::demo::PrivateEtcd;
 use regscope::record::{Player, Target};
 
 use crate::common;
-use crate::common::recording::{secret_value, snapshot_from, state, BIN};
+use crate::common::recording::{recorded_so_far, secret_value, snapshot_from, state, BIN};
 use crate::common::require;
 
 fn snapshot_live(endpoint: &str) -> serde_json::Value {
@@ -103,7 +103,13 @@ async fn live_recording_with_compaction_restart_and_scrape_loss_replays_exactly(
     // A compaction: etcd's metrics (scraped every second) tell the session.
     let head = common::head_revision(&mut c).await;
     c.compact(head - 20, None).await.unwrap();
-    tokio::time::sleep(Duration::from_secs(3)).await;
+    // The recording holds it (from a scrape) before etcd goes down.
+    common::wait_until_async(
+        "the compaction in the recording",
+        Duration::from_secs(30),
+        || async { recorded_so_far(&file).is_some_and(|s| s.replica.compact_revision().is_some()) },
+    )
+    .await;
     // etcd restarts: the watch is lost and resumed, and the metrics endpoint is down.
     etcd.kill().unwrap();
     // An outage of a few seconds is the point: several scrapes of the metrics endpoint fail.
@@ -123,8 +129,13 @@ async fn live_recording_with_compaction_restart_and_scrape_loss_replays_exactly(
         .await
         .unwrap();
     let head = common::head_revision(&mut c).await;
-    // Let the recorder catch up (its own watch, plus a second of segment flushing).
-    tokio::time::sleep(Duration::from_secs(4)).await;
+    // The recorder has caught up (its own watch, then its writing out about once a second).
+    common::wait_until_async(
+        "the head revision in the recording",
+        Duration::from_secs(30),
+        || async { recorded_so_far(&file).is_some_and(|s| s.revision() >= head) },
+    )
+    .await;
     unsafe_kill(rec.id(), libc::SIGTERM);
     let status = rec.wait().unwrap();
     let mut err = String::new();
@@ -339,7 +350,7 @@ fn headless_recorder_survives_sigkill_and_timeout() {
     assert_eq!(child.wait().unwrap().code(), Some(0));
     let p = Player::open(&hup).unwrap();
     assert!(p.damage().is_empty(), "{:?}", p.damage());
-    // SIGKILL while writes are flowing: what was flushed (all but the last second) replays.
+    // SIGKILL after the writes: what was written out replays.
     let killed = dir.path().join("killed.rgs");
     let mut child = Command::new(BIN)
         .args(["record", "-o", killed.to_str().unwrap(), "--endpoints", &ep])
@@ -359,7 +370,13 @@ fn headless_recorder_survives_sigkill_and_timeout() {
         }
         common::head_revision(&mut c).await
     });
-    std::thread::sleep(Duration::from_millis(2500));
+    // The writes are on disk (written out about once a second, not at the end) before the
+    // kill.
+    common::wait_until(
+        "the writes in the recording",
+        Duration::from_secs(30),
+        || recorded_so_far(&killed).is_some_and(|s| s.revision() >= head),
+    );
     child.kill().unwrap();
     let _ = child.wait();
     let mut p = Player::open(&killed).unwrap();

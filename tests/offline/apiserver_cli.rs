@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::Value;
 
@@ -362,12 +362,10 @@ fn snapshot_json_on_each_capture_pair() {
         assert_eq!(se["version"], p.etcd, "{k}: {se}");
         assert_eq!(se["good_scrapes"], 1, "{k}: {se}");
 
+        // The time is a figure, not a claim: its target is in `cargo bench --bench
+        // metrics_parse`.
         let took = started.elapsed();
         println!("{k}: {} latency rows in {took:?}", latency.len());
-        assert!(
-            took < Duration::from_secs(15),
-            "{k}: snapshot took {took:?}"
-        );
     }
 }
 

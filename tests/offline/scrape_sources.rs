@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::fixtures;
 use crate::common::require;
-use crate::common::scrape::{body_of, bounded, init};
+use crate::common::scrape::{body_of, bounded, hang_guard, init};
 use regscope::cli::args::MetricsArgs;
 use regscope::model::{InformerWhat, Observation, ScrapeOutcome, ScrapeTarget, Stamped};
 use regscope::source::informer::{spawn_informers_with, InformerOptions, InformerResource};
@@ -242,10 +242,15 @@ async fn refused_connection_fails_quickly() {
             l.local_addr().unwrap().port()
         };
         let url = format!("http://127.0.0.1:{port}/metrics");
-        let t0 = Instant::now();
-        let out = scrape_once(&http_from(&url), Duration::from_secs(5)).await;
+        // The scrape's own timeout is an hour: only a failure that the refusal itself
+        // causes, without waiting for the timeout, ends within the hang guard.
+        let out = hang_guard(
+            "a scrape of a refused port",
+            Duration::from_secs(5),
+            scrape_once(&http_from(&url), Duration::from_secs(3600)),
+        )
+        .await;
         let err = error_of(&out);
-        assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
         assert!(err.starts_with(&format!("GET {url}: ")), "{err}");
         assert!(err.to_lowercase().contains("refused"), "{err}");
         assert!(!err.contains('\n'));
@@ -260,11 +265,16 @@ async fn silent_endpoint_times_out() {
         let srv = Server::start(Arc::new(|_| Reply::Hang)).await;
         let url = srv.url("/metrics");
         let t0 = Instant::now();
-        let out = scrape_once(&http_from(&url), Duration::from_millis(500)).await;
+        let out = hang_guard(
+            "a scrape with a 500 ms timeout of a silent endpoint",
+            Duration::from_secs(5),
+            scrape_once(&http_from(&url), Duration::from_millis(500)),
+        )
+        .await;
         let took = t0.elapsed();
         assert_eq!(error_of(&out), format!("GET {url}: timed out after 500ms"));
+        // The timeout is not cut short (a lower bound: a loaded machine only adds to it).
         assert!(took >= Duration::from_millis(500), "{took:?}");
-        assert!(took < Duration::from_millis(1500), "{took:?}");
     })
     .await;
 }
@@ -528,10 +538,13 @@ async fn kube_client_scrape_timeout_and_status() {
             .await
             .unwrap()
             .unwrap();
-        let t0 = Instant::now();
-        let out = scrape_once(&clients.metrics, Duration::from_millis(300)).await;
+        let out = hang_guard(
+            "a scrape with a 300 ms timeout of a silent apiserver",
+            Duration::from_secs(3),
+            scrape_once(&clients.metrics, Duration::from_millis(300)),
+        )
+        .await;
         assert!(error_of(&out).ends_with("timed out after 300ms"), "{out:?}");
-        assert!(t0.elapsed() < Duration::from_millis(1300));
     })
     .await;
 }

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 use std::fs::{self, Permissions};
 use std::io;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub(super) const HEADER: &[u8] = b"{\"cluster\":\"test\",\"started_ns\":1700000000000000000}";
 
@@ -534,19 +534,13 @@ fn damaged_key_scrape_loses_its_deltas_only() {
     assert_eq!(read_all(&mut r), want[3..].to_vec());
 }
 
-fn testdata(name: &str) -> Option<Vec<u8>> {
-    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/testdata/apiserver-metrics")
-        .join(name);
-    fs::read(p).ok()
-}
-
 #[test]
 fn prometheus_text_with_special_floats_round_trips_bit_for_bit() {
-    let mut body = testdata("kube-apiserver-v1.34.0.prom").unwrap_or_else(|| {
-        eprintln!("apiserver testdata not found; using a synthetic body");
-        prom_body(0, 0).repeat(2000)
-    });
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
+    let mut body = fs::read(td.join("apiserver-metrics/kube-apiserver-v1.34.0.prom"))
+        .expect("the kube-apiserver 1.34 capture in the golden data");
     body.extend_from_slice(
         b"# TYPE regscope_special gauge\n\
           regscope_special{v=\"nan\"} NaN\n\

@@ -6,23 +6,13 @@ use super::*;
 use crate::decode::protobuf_wire::{Reader, WireType};
 use proptest::prelude::*;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 // -- helpers ------------------------------------------------------------------------------
 
-/// A file under the shared golden test data (`<repo>/../shared/testdata`, see its
-/// README.md). `REGSCOPE_TESTDATA` overrides the folder.
-fn testdata(rel: &str) -> PathBuf {
-    if let Some(dir) = std::env::var_os("REGSCOPE_TESTDATA") {
-        return PathBuf::from(dir).join(rel);
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../shared/testdata")
-        .join(rel)
-}
-
-fn read(rel: &str) -> Vec<u8> {
-    let p = testdata(rel);
+/// A file under the shared golden test data folder `td` (see its README.md).
+fn read(td: &Path, rel: &str) -> Vec<u8> {
+    let p = td.join(rel);
     std::fs::read(&p).unwrap_or_else(|e| panic!("reading {}: {e}", p.display()))
 }
 
@@ -288,8 +278,11 @@ fn check_pb(input: &[u8]) -> Vec<u8> {
 
 #[test]
 fn fixture_protobuf_secrets() {
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
     for dir in FIXTURE_DIRS {
-        let input = read(&format!("{dir}/core.v1.Secret.pb"));
+        let input = read(&td, &format!("{dir}/core.v1.Secret.pb"));
         let before = walk_pb(&input).unwrap();
         // The fixture as documented: placeholder values, both maps populated.
         assert_eq!(before.name, b"nameValue");
@@ -310,8 +303,11 @@ fn fixture_protobuf_secrets() {
 
 #[test]
 fn fixture_json_secrets() {
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
     for dir in FIXTURE_DIRS {
-        let input = read(&format!("{dir}/core.v1.Secret.json"));
+        let input = read(&td, &format!("{dir}/core.v1.Secret.json"));
         let orig: Value = serde_json::from_slice(&input).unwrap();
         let r = redact_secret_value(&input);
         assert_eq!(r.kind(), RedactionKind::Json, "{dir}");
@@ -348,13 +344,16 @@ fn fixture_json_secrets() {
 
 #[test]
 fn fixture_other_kinds_are_filled_whole() {
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
     for dir in FIXTURE_DIRS {
         for (file, reason) in [
             ("core.v1.ConfigMap.pb", FillReason::NotSecret),
             ("core.v1.ConfigMap.json", FillReason::NotSecret),
             ("core.v1.WatchEvent.pb", FillReason::NotSecret),
         ] {
-            let input = read(&format!("{dir}/{file}"));
+            let input = read(&td, &format!("{dir}/{file}"));
             let r = redact_secret_value(&input);
             assert_eq!(r.kind(), RedactionKind::Filled(reason), "{dir}/{file}");
             assert_eq!(r.bytes(&input), vec![FILL; input.len()]);
@@ -364,9 +363,12 @@ fn fixture_other_kinds_are_filled_whole() {
 
 #[test]
 fn truncated_fixture_never_leaks_or_panics() {
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
     let mut inputs: Vec<Vec<u8>> = FIXTURE_DIRS
         .iter()
-        .map(|d| read(&format!("{d}/core.v1.Secret.pb")))
+        .map(|d| read(&td, &format!("{d}/core.v1.Secret.pb")))
         .collect();
     inputs.push(last_applied_secret().0);
     for input in inputs {
@@ -400,7 +402,10 @@ fn truncated_fixture_never_leaks_or_panics() {
 
 #[test]
 fn mutated_fixture_never_leaks_or_panics() {
-    let input = read("k8s-api/head/core.v1.Secret.pb");
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
+    let input = read(&td, "k8s-api/head/core.v1.Secret.pb");
     for i in 0..input.len() {
         for b in [0x00, 0x01, 0x02, 0x0a, 0x12, 0x22, 0x7f, 0x80, 0xff, FILL] {
             let mut m = input.clone();
@@ -620,7 +625,10 @@ fn protobuf_shapes_that_fall_back() {
 
 #[test]
 fn protobuf_trailing_newline_is_tolerated_and_kept() {
-    let mut v = read("k8s-api/v1.30.3/core.v1.Secret.pb");
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
+    let mut v = read(&td, "k8s-api/v1.30.3/core.v1.Secret.pb");
     v.push(b'\n');
     let r = redact_secret_value(&v);
     assert_eq!(r.kind(), RedactionKind::Protobuf);
@@ -872,8 +880,11 @@ fn wire_reader_offsets_and_errors() {
 #[test]
 #[ignore]
 fn timing() {
-    let pb = read("k8s-api/head/core.v1.Secret.pb");
-    let json = read("k8s-api/head/core.v1.Secret.json");
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
+    let pb = read(&td, "k8s-api/head/core.v1.Secret.pb");
+    let json = read(&td, "k8s-api/head/core.v1.Secret.json");
     let (la, _) = last_applied_secret();
     for (name, v) in [
         ("fixture pb", &pb),
@@ -942,7 +953,8 @@ proptest! {
     fn spliced_fixture_keeps_length(
         at in 0usize..441, cut in 0usize..8, insert in proptest::collection::vec(any::<u8>(), 0..8),
     ) {
-        let input = read("k8s-api/v1.30.3/core.v1.Secret.pb");
+        let Some(td) = crate::testdata::dir() else { return Ok(()); };
+        let input = read(&td, "k8s-api/v1.30.3/core.v1.Secret.pb");
         let at = at.min(input.len());
         let end = (at + cut).min(input.len());
         let v = [&input[..at], &insert, &input[end..]].concat();
