@@ -151,6 +151,9 @@ pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
             after = Some(last);
         }
     }
+    // The newest note already written (or held when the export began): notes the session
+    // adds after it become `note` lines.
+    let mut last_note = session.notes().back().cloned();
     player.advance(&mut session, Target::End, u64::MAX, |s, st, _| {
         if broken {
             return;
@@ -177,7 +180,10 @@ pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
             };
             key_lines += kvs.filter(|kv| kv.key.starts_with(p.as_bytes())).count() as u64;
         }
-        let lines = export_lines(st, s, &form);
+        let mut lines = export_lines(st, s, &form);
+        if !e.only_keys {
+            lines.extend(new_notes(s, &mut last_note).iter().map(Value::to_string));
+        }
         use std::io::Write;
         for l in lines {
             if let Err(e) = writeln!(stdout, "{l}") {
@@ -225,6 +231,34 @@ fn export_summary(lines: u64, observations: u64, ticks: u64) -> String {
         s(observations, "observation", "observations"),
         s(ticks, "clock tick", "clock ticks"),
     )
+}
+
+/// `note` lines for the session's notes newer than `last` (which then names the newest):
+/// `at`, `kind` and `text` as `snapshot --json` gives them. A source's own line
+/// (`Note::Text`) is not repeated: its observation's line carries it.
+fn new_notes(
+    s: &Session,
+    last: &mut Option<(std::time::SystemTime, crate::store::Note)>,
+) -> Vec<Value> {
+    let notes = s.notes();
+    let start = match last.as_ref() {
+        None => 0,
+        Some(l) => match notes.iter().rposition(|n| n == l) {
+            Some(i) => i + 1,
+            // Pushed out of the ring since: every note held is newer.
+            None => 0,
+        },
+    };
+    if start >= notes.len() {
+        return Vec::new();
+    }
+    *last = notes.back().cloned();
+    notes
+        .iter()
+        .skip(start)
+        .filter(|(_, n)| !matches!(n, crate::store::Note::Text(_)))
+        .map(|(at, n)| json!({"type": "note", "at": time_text(*at), "kind": n.kind(), "text": n.to_string()}))
+        .collect()
 }
 
 /// What every export line depends on besides the observation: the recording's prefix,

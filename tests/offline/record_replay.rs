@@ -1956,9 +1956,23 @@ fn a_gap_in_a_recording_replays_and_exports_its_unseen_rows() {
     assert_eq!(gap["changes"]["changed"], 1);
     assert_eq!(gap["changes"]["deleted"], 1);
     assert_eq!(gap["by_resource"]["pods"]["deleted"], 1);
-    let synthesized: Vec<serde_json::Value> = run_ok("UTC", &["export", file.to_str().unwrap()])
+    let exported: Vec<serde_json::Value> = run_ok("UTC", &["export", file.to_str().unwrap()])
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .collect();
+    // The resync is said once, as the session's note: its kind and its line.
+    let notes: Vec<&serde_json::Value> = exported.iter().filter(|l| l["type"] == "note").collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert_eq!(notes[0]["kind"], "resync");
+    assert!(
+        notes[0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("resync after compaction: revisions 6..12"),
+        "{notes:?}"
+    );
+    let synthesized: Vec<&serde_json::Value> = exported
+        .iter()
         .filter(|l| l["synthesized"] == true)
         .collect();
     let got: Vec<(String, String, Option<i64>, String)> = synthesized
