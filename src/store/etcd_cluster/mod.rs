@@ -144,13 +144,20 @@ impl EtcdCluster {
 
     /// Records that the source found etcd replaced (a reset of the replica) at `at`, when
     /// the replica stood at `revision_before`. The `Server` observation before the reset
-    /// brought the new cluster id; the old one is the id as of the last list.
+    /// brought the new cluster id; the old one is the id as of the last list. What was said
+    /// of the old etcd goes with it: its watch's head and anomalies, its Status answer, its
+    /// members (the new etcd's first poll is then no change of leader) and the failovers
+    /// between its members. The connection, the server read and the replacements stay.
     pub(in crate::store) fn replaced(
         &mut self,
         at: SystemTime,
         reason: &str,
         revision_before: Revision,
     ) -> &Replacement {
+        self.watch = WatchHealth::default();
+        self.etcd_status = None;
+        self.members = None;
+        self.failovers.clear();
         let (now_id, before_id) = self.cluster_ids;
         if self.replacements.len() == KEPT {
             self.replacements.remove(0);

@@ -45,7 +45,7 @@ use std::time::UNIX_EPOCH;
 
 use crate::model::{ConnState, EtcdStatus, MemberStatus, WatchEvent};
 use crate::store::notes::Notes;
-use crate::store::{member_changes, EtcdCluster, Note, Session};
+use crate::store::{member_changes, EtcdCluster, Note, Session, WatchHealth};
 
 fn kv(key: &str, val: &str, create: i64, modr: i64, ver: i64) -> KeyValue {
     KeyValue {
@@ -642,6 +642,23 @@ fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
         Some(at(2)),
         "since the first failure"
     );
+    // What the old etcd said of itself: a head its watch announced, its one member (the
+    // leader).
+    obs(&mut r, 1, Observation::HeadAtLeast { revision: 60 });
+    let member = |id: u64| MemberStatus {
+        id,
+        name: "default".into(),
+        endpoint: "http://127.0.0.1:2379".into(),
+        is_learner: false,
+        status: Some(EtcdStatus {
+            member_id: id,
+            leader: id,
+            ..Default::default()
+        }),
+        error: None,
+    };
+    obs(&mut r, 1, Observation::Members(vec![member(1)]));
+    assert_eq!(r.etcd.watch_health().head_at_least, 60);
     obs(&mut r, 4, server(0xb));
     obs(
         &mut r,
@@ -649,6 +666,18 @@ fn a_replaced_etcd_is_kept_on_record_and_the_head_series_survives_it() {
         Observation::Reset {
             reason: "etcd's cluster ID changed".into(),
         },
+    );
+    // None of it is the new etcd's: no head of 60 over its revision 3, no leader moving
+    // from the old member to the new one at the first poll.
+    assert_eq!(r.etcd.watch_health(), &WatchHealth::default());
+    assert!(r.etcd.members().is_none());
+    obs(&mut r, 4, Observation::Members(vec![member(2)]));
+    assert!(
+        !r.notes()
+            .iter()
+            .any(|(_, n)| matches!(n, Note::LeaderMoved { .. })),
+        "{:?}",
+        r.notes()
     );
     obs(&mut r, 5, Observation::ListBegin { revision: 3 });
     obs(&mut r, 5, Observation::ListPage { kvs: vec![] });
