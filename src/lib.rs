@@ -40,6 +40,7 @@ pub mod metrics;
 pub mod model;
 pub mod node;
 pub mod record;
+pub mod report;
 pub mod source;
 pub mod store;
 #[cfg(test)]

@@ -25,6 +25,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("derive", 4),
     ("record", 5),
     ("tui", 6),
+    ("report", 6),
     ("cli", 7),
 ];
 

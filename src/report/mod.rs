@@ -1,0 +1,9 @@
+//! `regscope report`: a recording becomes a postmortem document. One pass over the
+//! recording ([`collect`]) samples the derived signals ([`crate::derive::signals`]) on one
+//! time grid, gathers the markers, the bookmarks, what stands out and the keys changed
+//! between `--from` and `--to`, into a [`Report`] ([`model`]); the renderers write it as
+//! one self-contained HTML file, as Markdown with SVG charts beside it, or as JSON.
+
+pub mod model;
+
+pub use model::Report;

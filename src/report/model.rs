@@ -1,0 +1,277 @@
+//! What a report holds: the data `regscope report` collects from one pass over a
+//! recording ([`super::collect`]), rendered as HTML, Markdown with SVG charts, or JSON
+//! (this structure serialised as it is). Every number here comes from the derived-signal
+//! table ([`crate::derive::signals`]), the replica, the markers or the recording's
+//! header: the renderers compute nothing of their own.
+//!
+//! Times are `SystemTime` (serialised as RFC 3339 UTC); revisions are etcd revisions;
+//! sizes in bytes; rates per second over one sampling interval.
+
+use std::time::SystemTime;
+
+use serde::Serialize;
+
+use crate::model::humantime_serde_compat;
+use crate::model::Revision;
+
+/// The whole report.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// `regscope VERSION`.
+    pub generated_by: String,
+    pub source: Source,
+    pub cluster: Cluster,
+    pub span: Span,
+    /// Every marker of the span in time order: exactly what `replay --check` lists
+    /// between `--from` and `--to`.
+    pub markers: Vec<Marker>,
+    /// The sampling instants every chart shares (unix seconds, whole seconds, ascending).
+    /// A chart's series hold one value per interval ending at each of these (the first
+    /// instant starts the span and rate series have no value there).
+    pub times: Vec<i64>,
+    pub charts: Vec<Chart>,
+    pub stands_out: StandsOut,
+    /// The replica at `--from` and at `--to` compared.
+    pub changes: Changes,
+}
+
+/// The recording the report was made from.
+#[derive(Clone, Debug, Serialize)]
+pub struct Source {
+    /// The files read (one, or a `--keep-last` set oldest first).
+    pub files: Vec<String>,
+    /// Secret values were redacted when recorded (false only with `--show-secrets`).
+    pub secrets_redacted: bool,
+    /// One line per damaged part of the file (`replay --check`'s damage lines); empty
+    /// when whole.
+    pub damage: Vec<String>,
+    /// Lines the bookmarks file beside the recording had that could not be read.
+    pub bookmark_warnings: Vec<String>,
+}
+
+/// What the session knew about the cluster (at `--to`, with what changed during the span
+/// in [`Report::markers`]).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Cluster {
+    /// The session's title as the console showed it.
+    pub title: String,
+    /// etcd endpoints given or discovered, in order.
+    pub endpoints: Vec<String>,
+    /// The watched prefix (kube-apiserver's `--etcd-prefix`).
+    pub prefix: String,
+    /// The member read from (endpoint), when known.
+    pub server: Option<String>,
+    /// etcd's cluster id as hex text, when known.
+    pub cluster_id: Option<String>,
+    /// Every etcd cluster id seen during the span, in order (more than one: replaced).
+    pub replacements: Vec<String>,
+    pub members: Vec<Member>,
+    /// etcd's version from its Status call or its metrics.
+    pub etcd_version: Option<String>,
+    /// Kubernetes' version from the apiserver's metrics (`kubernetes_build_info`).
+    pub kubernetes_version: Option<String>,
+    /// The apiserver's storage flags as `(flag, value)` and the manifest they came from.
+    pub apiserver_flags: Vec<(String, String)>,
+    pub apiserver_flags_file: Option<String>,
+    /// kube-apiserver's other etcd clusters (`--etcd-servers-overrides`).
+    pub other_clusters: Vec<OtherCluster>,
+    /// etcd's quota when known (bytes).
+    pub quota_bytes: Option<f64>,
+}
+
+/// One etcd member as last polled.
+#[derive(Clone, Debug, Serialize)]
+pub struct Member {
+    pub name: String,
+    pub endpoint: String,
+    pub version: Option<String>,
+    pub leader: bool,
+    pub answering: bool,
+}
+
+/// One of kube-apiserver's other etcd clusters.
+#[derive(Clone, Debug, Serialize)]
+pub struct OtherCluster {
+    /// The resources it stores (`/events`).
+    pub resources: String,
+    pub endpoint: String,
+    pub version: Option<String>,
+    pub up: bool,
+}
+
+/// The span reported.
+#[derive(Clone, Debug, Serialize)]
+pub struct Span {
+    #[serde(with = "humantime_serde_compat")]
+    pub from: SystemTime,
+    #[serde(with = "humantime_serde_compat")]
+    pub to: SystemTime,
+    /// The whole recording's span (the report may cover part of it).
+    #[serde(with = "humantime_serde_compat")]
+    pub recording_start: SystemTime,
+    #[serde(with = "humantime_serde_compat")]
+    pub recording_end: SystemTime,
+    /// The recorder's UTC offset in seconds, when the recording says it.
+    pub recorder_utc_offset_seconds: Option<i64>,
+    /// The revision at `from` and at `to`.
+    pub from_revision: Revision,
+    pub to_revision: Revision,
+    /// Seconds between two sampling instants.
+    pub interval_seconds: i64,
+}
+
+/// One marker.
+#[derive(Clone, Debug, Serialize)]
+pub struct Marker {
+    #[serde(with = "humantime_serde_compat")]
+    pub at: SystemTime,
+    pub revision: Revision,
+    /// `compaction`, `gap`, `gone`, `reset`, … (`crate::record::MarkerKind::name`).
+    pub kind: &'static str,
+    pub label: String,
+}
+
+/// One chart: series over [`Report::times`] on one y axis.
+#[derive(Clone, Debug, Serialize)]
+pub struct Chart {
+    /// Stable id, used in file names (`report-<id>.svg`) and anchors.
+    pub id: &'static str,
+    pub title: String,
+    /// The y axis' label with its unit, e.g. "revisions per second".
+    pub y_label: String,
+    /// The unit of every value: "revisions/s", "bytes/s", "seconds", "revisions", "bytes",
+    /// "objects", "requests/s", "watchers".
+    pub unit: &'static str,
+    /// The derived signals the series come from (names in the signal table).
+    pub signals: Vec<&'static str>,
+    pub series: Vec<Series>,
+    /// What the chart cannot show (no scrape of the apiserver, a metric this version does
+    /// not expose); empty when the data is whole.
+    pub note: Option<String>,
+}
+
+/// One line of a chart.
+#[derive(Clone, Debug, Serialize)]
+pub struct Series {
+    pub name: String,
+    /// One value per [`Report::times`] entry; `None` where nothing was known.
+    pub values: Vec<Option<f64>>,
+}
+
+/// The few facts a postmortem reader wants first.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StandsOut {
+    pub largest_burst: Option<Burst>,
+    pub worst_lag: Option<WorstLag>,
+    /// Every 410 Gone and every relist, with its resource.
+    pub gone_and_relists: Vec<ResourceEvent>,
+    pub slowest_etcd: Option<Slowest>,
+    pub db_growth: Option<DbGrowth>,
+    /// The keys with the most writes during the span, most first.
+    pub most_written: Vec<KeyWrites>,
+    /// The counts in `most_written` are exact (false: at least these many, counted with
+    /// a bounded table that had to drop rarer keys).
+    pub most_written_exact: bool,
+}
+
+/// The interval with the most writes to one resource.
+#[derive(Clone, Debug, Serialize)]
+pub struct Burst {
+    #[serde(with = "humantime_serde_compat")]
+    pub at: SystemTime,
+    pub resource: String,
+    /// Writes per second over the interval ending at `at`.
+    pub writes_per_second: f64,
+    /// The writer with the most of them (managedFields manager and operation), or a name
+    /// in parentheses when unattributed.
+    pub writer: Option<String>,
+}
+
+/// The moment an informer's lag came closest to the compaction window.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorstLag {
+    #[serde(with = "humantime_serde_compat")]
+    pub at: SystemTime,
+    pub resource: String,
+    pub lag_revisions: i64,
+    pub lag_seconds: Option<f64>,
+    pub window_revisions: i64,
+    /// lag ÷ window (1 means a resume would get 410 Gone).
+    pub fraction_of_window: f64,
+}
+
+/// A 410 Gone or a relist of one resource's informer.
+#[derive(Clone, Debug, Serialize)]
+pub struct ResourceEvent {
+    #[serde(with = "humantime_serde_compat")]
+    pub at: SystemTime,
+    /// `gone` or `relist`.
+    pub what: &'static str,
+    pub resource: String,
+}
+
+/// The worst etcd request p99 seen.
+#[derive(Clone, Debug, Serialize)]
+pub struct Slowest {
+    #[serde(with = "humantime_serde_compat")]
+    pub at: SystemTime,
+    pub operation: String,
+    pub resource: String,
+    pub p99_seconds: f64,
+    /// The p99 is a lower bound (the rank fell in the histogram's open top bucket).
+    pub at_least: bool,
+}
+
+/// etcd's database size at the start and the end of the span.
+#[derive(Clone, Debug, Serialize)]
+pub struct DbGrowth {
+    pub first_bytes: f64,
+    pub last_bytes: f64,
+    pub first_in_use_bytes: Option<f64>,
+    pub last_in_use_bytes: Option<f64>,
+    pub quota_bytes: Option<f64>,
+}
+
+/// Writes to one key during the span.
+#[derive(Clone, Debug, Serialize)]
+pub struct KeyWrites {
+    pub key: String,
+    pub writes: u64,
+}
+
+/// The replica at `from` against the replica at `to`.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Changes {
+    pub from_revision: Revision,
+    pub to_revision: Revision,
+    /// Per resource, most changed first.
+    pub per_resource: Vec<ResourceChanges>,
+    /// The keys changed most in size (created, deleted or changed), largest first.
+    pub top_keys: Vec<KeyChange>,
+    /// Set when the comparison is incomplete (a replaced cluster between the two
+    /// moments: the revisions are of two different etcds).
+    pub note: Option<String>,
+}
+
+/// Keys created, deleted and changed in one resource.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ResourceChanges {
+    pub resource: String,
+    pub created: u64,
+    pub deleted: u64,
+    pub changed: u64,
+    /// Value bytes of the resource's live keys at `from` and at `to`.
+    pub bytes_from: u64,
+    pub bytes_to: u64,
+}
+
+/// One key's change between the two moments.
+#[derive(Clone, Debug, Serialize)]
+pub struct KeyChange {
+    pub key: String,
+    /// `created`, `deleted` or `changed`.
+    pub change: &'static str,
+    pub bytes_from: Option<u64>,
+    pub bytes_to: Option<u64>,
+    pub mod_revision_to: Option<Revision>,
+}
