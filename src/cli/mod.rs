@@ -27,6 +27,7 @@ pub mod progress;
 pub mod record;
 pub mod recording;
 pub mod replay;
+pub mod report;
 pub mod session;
 pub mod snapshot;
 pub mod verify;

@@ -258,6 +258,13 @@ pub fn snapshot_json(
     if let (Some(session), Some(o)) = (session, out.as_object_mut()) {
         o.extend(node_json(session));
     }
+    // The derived-signal table at the same moment: what a report samples (and charts).
+    if let (Some(s), Some(panels), Some(o)) = (etcd_side, panels, out.as_object_mut()) {
+        o.insert(
+            "signals".into(),
+            crate::derive::signals::read_with(s, panels).to_json(),
+        );
+    }
     Ok(serde_json::to_string_pretty(&out)?)
 }
 

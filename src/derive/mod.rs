@@ -18,4 +18,5 @@ pub mod diff;
 pub mod encryption;
 pub mod keys;
 pub mod progress;
+pub mod signals;
 pub mod units;

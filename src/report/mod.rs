@@ -4,6 +4,11 @@
 //! between `--from` and `--to`, into a [`Report`] ([`model`]); the renderers write it as
 //! one self-contained HTML file, as Markdown with SVG charts beside it, or as JSON.
 
+pub mod collect;
+pub mod figures;
+pub mod html;
+pub mod markdown;
 pub mod model;
+pub mod series;
 
 pub use model::Report;

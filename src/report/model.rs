@@ -25,14 +25,31 @@ pub struct Report {
     /// Every marker of the span in time order: exactly what `replay --check` lists
     /// between `--from` and `--to`.
     pub markers: Vec<Marker>,
-    /// The sampling instants every chart shares (unix seconds, whole seconds, ascending).
-    /// A chart's series hold one value per interval ending at each of these (the first
-    /// instant starts the span and rate series have no value there).
+    /// The sampling instants every chart shares, as unix seconds (rounded down) for
+    /// drawing. A chart's series hold one value per interval ending at each of these (the
+    /// first instant starts the span and rate series have no value there).
     pub times: Vec<i64>,
+    /// The same instants exactly (RFC 3339 with milliseconds): the span's start, whole
+    /// seconds, the span's end. The state sampled at each is what `snapshot --json --from
+    /// FILE --at` that text shows.
+    #[serde(serialize_with = "times_rfc3339")]
+    pub sampled_at: Vec<SystemTime>,
+    /// Every unlabelled derived signal at each of [`Report::times`], as sampled (etcd's
+    /// head and compacted revision, the compaction window, db sizes…): the raw figures the
+    /// charts are drawn from, each equal to `snapshot --json --from FILE --at T`'s
+    /// `signals` at that instant.
+    pub figures: std::collections::BTreeMap<&'static str, Vec<Option<f64>>>,
     pub charts: Vec<Chart>,
     pub stands_out: StandsOut,
     /// The replica at `--from` and at `--to` compared.
     pub changes: Changes,
+}
+
+fn times_rfc3339<S: serde::Serializer>(v: &[SystemTime], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(
+        v.iter()
+            .map(|t| humantime::format_rfc3339_millis(*t).to_string()),
+    )
 }
 
 /// The recording the report was made from.

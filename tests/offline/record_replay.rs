@@ -24,13 +24,13 @@ use regscope::store::Session;
 use regscope::tui::{App, Settings};
 
 /// The recording in the repository (scripts/record-demo.sh).
-fn demo_recording() -> PathBuf {
+pub(crate) fn demo_recording() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs")
 }
 
 /// The binary's stdout for `args` under the time zone `tz`; fails the test, with its
 /// stderr, when it does not exit 0.
-fn run_ok(tz: &str, args: &[&str]) -> String {
+pub(crate) fn run_ok(tz: &str, args: &[&str]) -> String {
     let out = Command::new(BIN).env("TZ", tz).args(args).output().unwrap();
     assert!(
         out.status.success(),
@@ -55,7 +55,7 @@ fn snapshot_output(file: &Path, at: &str) -> std::process::Output {
         .unwrap()
 }
 
-fn kv(key: &str, rev: i64, version: i64, value: Vec<u8>) -> KeyValue {
+pub(crate) fn kv(key: &str, rev: i64, version: i64, value: Vec<u8>) -> KeyValue {
     KeyValue {
         key: Bytes::from(key.to_string()),
         create_revision: rev - version + 1,
@@ -254,7 +254,12 @@ fn scrape_body() -> String {
     body
 }
 
-fn record_stream(path: &Path, all: &[Stamped], policy: CheckpointPolicy, show_secrets: bool) {
+pub(crate) fn record_stream(
+    path: &Path,
+    all: &[Stamped],
+    policy: CheckpointPolicy,
+    show_secrets: bool,
+) {
     record_stream_from(path, &[], all, policy, show_secrets);
 }
 
@@ -307,7 +312,7 @@ fn record_with(
     session
 }
 
-fn small_policy() -> CheckpointPolicy {
+pub(crate) fn small_policy() -> CheckpointPolicy {
     CheckpointPolicy {
         records: 40,
         interval: Duration::from_secs(3600),
@@ -1894,6 +1899,33 @@ fn alarms_and_watch_anomalies_are_markers_and_replay_exactly() {
     );
 }
 
+/// A list at `rev` of `kvs` stamped at second `s`, the relist after a gap when etcd had
+/// `compacted` past the revision to resume from.
+pub(crate) fn list_at(
+    rev: i64,
+    kvs: Vec<KeyValue>,
+    compacted: Option<i64>,
+    s: u64,
+) -> Vec<Stamped> {
+    vec![
+        Stamped {
+            at: at(s),
+            obs: Observation::ListBegin { revision: rev },
+        },
+        Stamped {
+            at: at(s),
+            obs: Observation::ListPage { kvs },
+        },
+        Stamped {
+            at: at(s),
+            obs: Observation::ListDone {
+                revision: rev,
+                compacted,
+            },
+        },
+    ]
+}
+
 /// A gap in a recording: the rows the replica synthesized from the relist come back in a
 /// replay (the console's event log and snapshot --json at the end) and in export, marked as
 /// synthesized with the gap they came through, and equal to what changed.
@@ -1901,25 +1933,7 @@ fn alarms_and_watch_anomalies_are_markers_and_replay_exactly() {
 fn a_gap_in_a_recording_replays_and_exports_its_unseen_rows() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("gap.rgs");
-    let list = |rev: i64, kvs: Vec<KeyValue>, compacted: Option<i64>, s: u64| {
-        vec![
-            Stamped {
-                at: at(s),
-                obs: Observation::ListBegin { revision: rev },
-            },
-            Stamped {
-                at: at(s),
-                obs: Observation::ListPage { kvs },
-            },
-            Stamped {
-                at: at(s),
-                obs: Observation::ListDone {
-                    revision: rev,
-                    compacted,
-                },
-            },
-        ]
-    };
+    let list = list_at;
     let mut all = list(
         5,
         vec![

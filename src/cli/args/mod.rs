@@ -23,7 +23,7 @@ pub use conn::{ConnArgs, MetricsArgs};
 pub use decode::{DecodeArgs, DecodeOutput};
 pub use live::{DemoArgs, DoctorArgs, SnapshotArgs, VerifyArgs};
 pub use parse::{parse_duration, parse_positive_duration, parse_record_size, parse_size};
-pub use recording::{ExportArgs, ExportFormat, RecordArgs, ReplayArgs};
+pub use recording::{ExportArgs, ExportFormat, RecordArgs, ReplayArgs, ReportArgs, ReportFormat};
 
 /// regscope: watch what kube-apiserver does to etcd, live.
 ///
@@ -110,6 +110,11 @@ pub enum Command {
     /// Write a recording's observations as JSON lines (one per event, per listed key, per
     /// scrape and per other observation; none for clock ticks).
     Export(ExportArgs),
+    /// Write a postmortem report of a recording: the cluster and session, a timeline of
+    /// markers, charts on one time axis, what stands out and the keys changed; one
+    /// self-contained HTML file, Markdown with SVG charts, or JSON.
+    #[command(after_help = recording::REPORT_EXAMPLES)]
+    Report(ReportArgs),
     /// Decode stored values offline: `etcdctl get -w json` output, a hex string or the raw
     /// value bytes, from FILE or stdin. Prints the object on stdout, a header on stderr.
     #[command(long_about = decode::DECODE_ABOUT, after_help = decode::DECODE_EXAMPLES)]

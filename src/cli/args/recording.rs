@@ -86,6 +86,49 @@ pub struct ExportArgs {
     pub decode: bool,
 }
 
+/// Output formats of `report`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ReportFormat {
+    /// One self-contained HTML file (charts inline, no network, prints cleanly).
+    Html,
+    /// Markdown with one SVG file per chart beside it (OUT-<chart>.svg).
+    Md,
+    /// The report's data as one JSON document.
+    Json,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// The recording (a file, or the base name of a --keep-last set).
+    pub file: PathBuf,
+    /// Where to write: report.html, report.md (its SVG charts beside it), report.json, or
+    /// `-` for standard output (HTML and JSON).
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: PathBuf,
+    /// html, md or json; by default from OUT's extension (.md, .json, else html).
+    #[arg(long, value_enum)]
+    pub format: Option<ReportFormat>,
+    /// Start of the span reported (as `snapshot --at`: a time, -10m, +5m, or rREV);
+    /// the recording's start by default.
+    #[arg(long, value_name = "TIME|REV")]
+    pub from: Option<String>,
+    /// End of the span reported; the recording's end by default.
+    #[arg(long, value_name = "TIME|REV")]
+    pub to: Option<String>,
+    /// Marker: etcd request p99 latency above this many seconds.
+    #[arg(long, default_value_t = 1.0)]
+    pub p99_threshold: f64,
+    /// Marker: informer lag above this many seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub lag_threshold: f64,
+}
+
+pub(super) const REPORT_EXAMPLES: &str = "Examples:
+  regscope report incident.rgs -o report.html             one file to attach to a ticket
+  regscope report incident.rgs --from 14:30 --to 14:45 -o report.md
+                                                          report.md with report-*.svg beside it
+  regscope report incident.rgs -o - --format json | jq .stands_out";
+
 pub(super) const RECORD_EXAMPLES: &str = "Examples:
   regscope record -o incident.rgs --duration 30m          a half-hour session
   nohup regscope record -o /var/lib/regscope/fr --keep-last 30m --max-size 2GiB &

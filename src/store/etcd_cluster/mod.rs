@@ -189,6 +189,12 @@ impl EtcdCluster {
         Some(r)
     }
 
+    /// etcd's cluster id (from the response headers of the etcd read), `None` before one
+    /// was seen.
+    pub fn cluster_id(&self) -> Option<u64> {
+        Some(self.cluster_ids.0).filter(|id| *id != 0)
+    }
+
     /// Each change of the member read from: (when, from endpoint, to endpoint), oldest
     /// first (the newest 64).
     pub fn failovers(&self) -> &VecDeque<(SystemTime, String, String)> {

@@ -1,0 +1,581 @@
+//! The derived signals: one table of named numbers computed from a session at one moment
+//! ([`SIGNALS`], read all at once with [`read`]). Each has a name, a kind (gauge or
+//! counter), a unit, its labels and how it is computed: every entry reads the same
+//! derivation the console's panels draw ([`super::apiserver::build`] and the replica's
+//! counters), so a figure in a report, in `snapshot --json` (`signals`) and on screen is
+//! the same number at the same moment. The report samples this table on a time grid;
+//! `snapshot --json --from FILE --at T` prints it at T.
+//!
+//! Names carry no prefix and their unit as a suffix where Prometheus' naming practice
+//! puts one (`_seconds`, `_bytes`, `_total` on counters). Counters count since the replica
+//! (or, for the apiserver's, since the apiserver) started; a replaced etcd restarts the
+//! replica's, so a consumer taking differences treats a decrease as a restart.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+use super::apiserver::{self, ApiserverPanels};
+use crate::metrics::quantile::Quantile;
+use crate::store::Session;
+
+/// How a signal's value moves.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalKind {
+    /// A value at the moment.
+    Gauge,
+    /// A count since a start, never decreasing except at a restart.
+    Counter,
+}
+
+/// One named derived signal.
+pub struct Signal {
+    /// `etcd_head_revision`, `informer_lag_seconds`, …
+    pub name: &'static str,
+    pub kind: SignalKind,
+    /// The unit of the value: `revisions`, `seconds`, `bytes`, `keys`, `objects`,
+    /// `writes`, `requests`, `watchers`, `ratio` (0–1), `events`.
+    pub unit: &'static str,
+    /// The label names, in the order of each [`Sample::labels`].
+    pub labels: &'static [&'static str],
+    /// One line: what it is and where it comes from.
+    pub help: &'static str,
+    read: fn(&Inputs<'_>, &mut Vec<Sample>),
+}
+
+impl std::fmt::Debug for Signal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signal").field("name", &self.name).finish()
+    }
+}
+
+/// One value of a signal: its label values (in [`Signal::labels`] order) and the value.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Sample {
+    pub labels: Vec<String>,
+    pub value: f64,
+}
+
+/// What every signal reads: the session and its apiserver-side panels, derived once at
+/// the session's clock ([`Session::now`]), as the console and `snapshot --json` derive
+/// them.
+struct Inputs<'a> {
+    session: &'a Session,
+    panels: &'a ApiserverPanels,
+}
+
+/// Every signal's samples at one moment, in [`SIGNALS`] order; a signal with nothing
+/// known has no sample (never a 0 it does not know).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Readings {
+    /// Signal name → its samples.
+    pub signals: BTreeMap<&'static str, Vec<Sample>>,
+}
+
+impl Readings {
+    /// The samples of `name` (empty when unknown or nothing known).
+    pub fn get(&self, name: &str) -> &[Sample] {
+        self.signals.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// The one value of an unlabelled signal.
+    pub fn scalar(&self, name: &str) -> Option<f64> {
+        self.get(name).first().map(|s| s.value)
+    }
+
+    /// As `snapshot --json` prints them: signal name → one object per sample, its labels
+    /// by name and `value` (`{"resource": "pods", "operation": "put", "value": 12}`).
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut out = serde_json::Map::new();
+        for (name, samples) in &self.signals {
+            let names = signal(name).map_or(&[][..], |s| s.labels);
+            let rows = samples
+                .iter()
+                .map(|x| {
+                    let mut o = serde_json::Map::new();
+                    for (k, v) in names.iter().zip(&x.labels) {
+                        o.insert((*k).to_string(), serde_json::Value::from(v.as_str()));
+                    }
+                    o.insert("value".into(), serde_json::Value::from(x.value));
+                    serde_json::Value::Object(o)
+                })
+                .collect();
+            out.insert((*name).to_string(), serde_json::Value::Array(rows));
+        }
+        serde_json::Value::Object(out)
+    }
+}
+
+/// Reads every signal of [`SIGNALS`] from `session` and the `panels` already derived from
+/// it at its clock (`apiserver::build(…, session.now())`).
+pub fn read_with(session: &Session, panels: &ApiserverPanels) -> Readings {
+    let inputs = Inputs { session, panels };
+    let mut r = Readings::default();
+    for s in SIGNALS {
+        let mut out = Vec::new();
+        (s.read)(&inputs, &mut out);
+        if !out.is_empty() {
+            r.signals.insert(s.name, out);
+        }
+    }
+    r
+}
+
+/// Reads every signal of `session` at its own clock ([`Session::now`]).
+pub fn read(session: &Session) -> Readings {
+    let panels = apiserver::build(
+        &session.metrics,
+        Some(session),
+        &session.informers,
+        session.now(),
+    );
+    read_with(session, &panels)
+}
+
+/// The signal named `name`.
+pub fn signal(name: &str) -> Option<&'static Signal> {
+    SIGNALS.iter().find(|s| s.name == name)
+}
+
+fn one(out: &mut Vec<Sample>, v: Option<f64>) {
+    if let Some(value) = v {
+        out.push(Sample {
+            labels: Vec::new(),
+            value,
+        });
+    }
+}
+
+fn labelled(out: &mut Vec<Sample>, labels: &[&str], v: Option<f64>) {
+    if let Some(value) = v {
+        out.push(Sample {
+            labels: labels.iter().map(|s| s.to_string()).collect(),
+            value,
+        });
+    }
+}
+
+/// A quantile as a number: the value, or the bound of an open top bucket.
+pub fn quantile_value(q: &Quantile) -> Option<f64> {
+    match q {
+        Quantile::Value(v) | Quantile::AtLeast(v) => Some(*v),
+        Quantile::NoData => None,
+    }
+}
+
+/// `etcd_request_duration_seconds` as the apiserver measures its storage calls.
+const ETCD_REQUEST: &str = "etcd_request_duration_seconds";
+/// `apiserver_request_duration_seconds`, whole requests.
+const APISERVER_REQUEST: &str = "apiserver_request_duration_seconds";
+
+fn latency(
+    i: &Inputs<'_>,
+    out: &mut Vec<Sample>,
+    metric: &str,
+    q: fn(&apiserver::LatencyRow) -> &Quantile,
+) {
+    for r in i.panels.latency.iter().filter(|r| r.metric == metric) {
+        labelled(
+            out,
+            &[&r.operation, &r.group, &r.resource],
+            quantile_value(q(r)),
+        );
+    }
+}
+
+/// The table. Kept in the order a reader meets the things they measure: etcd's history,
+/// lag, the watch cache, writes, keys, latency, etcd's database.
+pub static SIGNALS: &[Signal] = &[
+    Signal {
+        name: "etcd_head_revision",
+        kind: SignalKind::Gauge,
+        unit: "revisions",
+        labels: &[],
+        help: "etcd's head revision: the replica's, else etcd's metrics (the compaction window panel's head)",
+        read: |i, o| one(o, i.panels.window.head.map(|r| r as f64)),
+    },
+    Signal {
+        name: "etcd_compacted_revision",
+        kind: SignalKind::Gauge,
+        unit: "revisions",
+        labels: &[],
+        help: "etcd's compacted revision, however learned (compact_rev_key, a cancelled watch, etcd's metrics)",
+        read: |i, o| one(o, i.panels.window.compact_revision.map(|r| r as f64)),
+    },
+    Signal {
+        name: "compaction_window_revisions",
+        kind: SignalKind::Gauge,
+        unit: "revisions",
+        labels: &[],
+        help: "head − compacted revision: how far back a watch can resume before 410 Gone",
+        read: |i, o| one(o, i.panels.window.window_revisions.map(|r| r as f64)),
+    },
+    Signal {
+        name: "compaction_window_seconds",
+        kind: SignalKind::Gauge,
+        unit: "seconds",
+        labels: &[],
+        help: "the compaction window in seconds, through the replica's revision→time map",
+        read: |i, o| one(o, i.panels.window.window_seconds),
+    },
+    Signal {
+        name: "regscope_watch_lag_revisions",
+        kind: SignalKind::Gauge,
+        unit: "revisions",
+        labels: &[],
+        help: "etcd's head per its metrics − the replica's head: regscope's own watch lag",
+        read: |i, o| one(o, i.panels.window.regscope_lag_revisions.map(|r| r as f64)),
+    },
+    Signal {
+        name: "informer_lag_revisions",
+        kind: SignalKind::Gauge,
+        unit: "revisions",
+        labels: &["group", "resource"],
+        help: "regscope's informer through the apiserver: etcd head when an event arrived − its resourceVersion",
+        read: |i, o| {
+            for r in &i.panels.window.rows {
+                labelled(o, &[&r.group, &r.resource], r.informer_lag_revisions.map(|v| v as f64));
+            }
+        },
+    },
+    Signal {
+        name: "informer_lag_seconds",
+        kind: SignalKind::Gauge,
+        unit: "seconds",
+        labels: &["group", "resource"],
+        help: "the same lag in seconds (replica's revision→time map)",
+        read: |i, o| {
+            for r in &i.panels.window.rows {
+                labelled(o, &[&r.group, &r.resource], r.informer_lag_seconds);
+            }
+        },
+    },
+    Signal {
+        name: "informer_lag_window_ratio",
+        kind: SignalKind::Gauge,
+        unit: "ratio",
+        labels: &["group", "resource"],
+        help: "informer lag ÷ compaction window in revisions: 1 means a resume gets 410 Gone",
+        read: |i, o| {
+            let Some(w) = i.panels.window.window_revisions.filter(|w| *w > 0) else {
+                return;
+            };
+            for r in &i.panels.window.rows {
+                let v = r.informer_lag_revisions.map(|l| l as f64 / w as f64);
+                labelled(o, &[&r.group, &r.resource], v);
+            }
+        },
+    },
+    Signal {
+        name: "watch_cache_lag_revisions",
+        kind: SignalKind::Gauge,
+        unit: "revisions",
+        labels: &["group", "resource"],
+        help: "head − apiserver_watch_cache_resource_version (Kubernetes 1.31+)",
+        read: |i, o| {
+            for r in &i.panels.window.rows {
+                let v = r.watch_cache_lag_revisions.value().map(|v| *v as f64);
+                labelled(o, &[&r.group, &r.resource], v);
+            }
+        },
+    },
+    Signal {
+        name: "informer_relists_total",
+        kind: SignalKind::Counter,
+        unit: "lists",
+        labels: &["group", "resource"],
+        help: "relists of regscope's informer after its first list",
+        read: |i, o| {
+            for r in i.panels.window.rows.iter().filter(|r| r.informer_state.is_some()) {
+                labelled(o, &[&r.group, &r.resource], Some(r.relists as f64));
+            }
+        },
+    },
+    Signal {
+        name: "informer_gone_total",
+        kind: SignalKind::Counter,
+        unit: "answers",
+        labels: &["group", "resource"],
+        help: "410 Gone answers regscope's informer received",
+        read: |i, o| {
+            for r in i.panels.window.rows.iter().filter(|r| r.informer_state.is_some()) {
+                labelled(o, &[&r.group, &r.resource], Some(r.gone_410 as f64));
+            }
+        },
+    },
+    Signal {
+        name: "watch_cache_capacity",
+        kind: SignalKind::Gauge,
+        unit: "events",
+        labels: &["group", "resource"],
+        help: "watch_cache_capacity: events the apiserver's watch cache ring holds",
+        read: |i, o| {
+            for r in &i.panels.watch_cache {
+                labelled(o, &[&r.group, &r.resource], r.capacity.value().copied());
+            }
+        },
+    },
+    Signal {
+        name: "watch_cache_history_span_seconds",
+        kind: SignalKind::Gauge,
+        unit: "seconds",
+        labels: &["group", "resource"],
+        help: "events the cache holds ÷ the resource's event rate: how far back a watcher can resume from the cache",
+        read: |i, o| {
+            for r in &i.panels.watch_cache {
+                labelled(o, &[&r.group, &r.resource], r.history_span_seconds);
+            }
+        },
+    },
+    Signal {
+        name: "terminated_watchers_total",
+        kind: SignalKind::Counter,
+        unit: "watchers",
+        labels: &["group", "resource"],
+        help: "apiserver_terminated_watchers_total: watchers closed as unresponsive, since the apiserver started",
+        read: |i, o| {
+            for r in &i.panels.watch_cache {
+                labelled(o, &[&r.group, &r.resource], r.terminated_watchers.value().copied());
+            }
+        },
+    },
+    Signal {
+        name: "writes_total",
+        kind: SignalKind::Counter,
+        unit: "writes",
+        labels: &["resource", "operation"],
+        help: "PUT and DELETE events the replica applied per resource (list items are not writes)",
+        read: |i, o| {
+            for r in i.session.replica.resources() {
+                labelled(o, &[&r.resource, "put"], Some(r.puts as f64));
+                labelled(o, &[&r.resource, "delete"], Some(r.deletes as f64));
+            }
+        },
+    },
+    Signal {
+        name: "written_bytes_total",
+        kind: SignalKind::Counter,
+        unit: "bytes",
+        labels: &["resource"],
+        help: "value bytes of the PUTs the replica applied per resource",
+        read: |i, o| {
+            let r = &i.session.replica;
+            let mut by: BTreeMap<&str, u64> = BTreeMap::new();
+            for w in r.writers() {
+                *by.entry(r.resource_name(w.resource)).or_default() += w.bytes;
+            }
+            for (res, b) in by {
+                labelled(o, &[res], Some(b as f64));
+            }
+        },
+    },
+    Signal {
+        name: "writer_writes_total",
+        kind: SignalKind::Counter,
+        unit: "writes",
+        labels: &["resource", "manager", "operation"],
+        help: "writes per managedFields writer (manager, how); names in parentheses are writes no manager is named for",
+        read: |i, o| {
+            let r = &i.session.replica;
+            for w in r.writers() {
+                labelled(
+                    o,
+                    &[r.resource_name(w.resource), &w.manager, &w.how()],
+                    Some((w.puts + w.deletes) as f64),
+                );
+            }
+        },
+    },
+    Signal {
+        name: "keys",
+        kind: SignalKind::Gauge,
+        unit: "keys",
+        labels: &["resource"],
+        help: "live keys per resource in the replica",
+        read: |i, o| {
+            for r in i.session.replica.resources().iter().filter(|r| r.keys > 0) {
+                labelled(o, &[&r.resource], Some(r.keys as f64));
+            }
+        },
+    },
+    Signal {
+        name: "stored_bytes",
+        kind: SignalKind::Gauge,
+        unit: "bytes",
+        labels: &["resource"],
+        help: "value bytes of every live key's newest version per resource",
+        read: |i, o| {
+            for r in i.session.replica.resources().iter().filter(|r| r.keys > 0) {
+                labelled(o, &[&r.resource], Some(r.bytes as f64));
+            }
+        },
+    },
+    Signal {
+        name: "objects",
+        kind: SignalKind::Gauge,
+        unit: "objects",
+        labels: &["group", "resource"],
+        help: "the apiserver's object count per resource (apiserver_storage_objects or apiserver_resource_objects)",
+        read: |i, o| {
+            for r in &i.panels.objects {
+                labelled(o, &[&r.group, &r.resource], r.apiserver.value().map(|v| *v as f64));
+            }
+        },
+    },
+    Signal {
+        name: "etcd_request_p50_seconds",
+        kind: SignalKind::Gauge,
+        unit: "seconds",
+        labels: &["operation", "group", "resource"],
+        help: "median of etcd_request_duration_seconds over the newest scrape interval",
+        read: |i, o| latency(i, o, ETCD_REQUEST, |r| &r.p50),
+    },
+    Signal {
+        name: "etcd_request_p99_seconds",
+        kind: SignalKind::Gauge,
+        unit: "seconds",
+        labels: &["operation", "group", "resource"],
+        help: "99th percentile of etcd_request_duration_seconds over the newest scrape interval",
+        read: |i, o| latency(i, o, ETCD_REQUEST, |r| &r.p99),
+    },
+    Signal {
+        name: "apiserver_request_p99_seconds",
+        kind: SignalKind::Gauge,
+        unit: "seconds",
+        labels: &["operation", "group", "resource"],
+        help: "99th percentile of apiserver_request_duration_seconds over the newest scrape interval",
+        read: |i, o| latency(i, o, APISERVER_REQUEST, |r| &r.p99),
+    },
+    Signal {
+        name: "apf_rejected_total",
+        kind: SignalKind::Counter,
+        unit: "requests",
+        labels: &["priority_level"],
+        help: "apiserver_flowcontrol_rejected_requests_total per priority level",
+        read: |i, o| {
+            for r in i.panels.apf.iter().flatten() {
+                labelled(o, &[&r.priority_level], r.rejected_total);
+            }
+        },
+    },
+    Signal {
+        name: "etcd_db_size_bytes",
+        kind: SignalKind::Gauge,
+        unit: "bytes",
+        labels: &[],
+        help: "etcd's database file size (etcd_mvcc_db_total_size_in_bytes)",
+        read: |i, o| one(o, i.panels.etcd_health.as_ref().and_then(|h| h.db_size_bytes)),
+    },
+    Signal {
+        name: "etcd_db_in_use_bytes",
+        kind: SignalKind::Gauge,
+        unit: "bytes",
+        labels: &[],
+        help: "the part of etcd's database file in use (etcd_mvcc_db_total_size_in_use_in_bytes)",
+        read: |i, o| one(o, i.panels.etcd_health.as_ref().and_then(|h| h.db_in_use_bytes)),
+    },
+    Signal {
+        name: "etcd_quota_bytes",
+        kind: SignalKind::Gauge,
+        unit: "bytes",
+        labels: &[],
+        help: "etcd's --quota-backend-bytes (etcd_server_quota_backend_bytes)",
+        read: |i, o| one(o, i.panels.etcd_health.as_ref().and_then(|h| h.quota_bytes)),
+    },
+    Signal {
+        name: "etcd_leader_changes_total",
+        kind: SignalKind::Counter,
+        unit: "changes",
+        labels: &[],
+        help: "etcd_server_leader_changes_seen_total of the member scraped",
+        read: |i, o| one(o, i.panels.etcd_health.as_ref().and_then(|h| h.leader_changes)),
+    },
+    Signal {
+        name: "watch_anomalies_total",
+        kind: SignalKind::Counter,
+        unit: "anomalies",
+        labels: &[],
+        help: "departures from etcd's watch contract counted by the replica",
+        read: |i, o| one(o, Some(i.session.etcd.watch_health().anomalies() as f64)),
+    },
+    Signal {
+        name: "gaps_total",
+        kind: SignalKind::Counter,
+        unit: "gaps",
+        labels: &[],
+        help: "relists after etcd compacted past the revision the watch would resume from",
+        read: |i, o| one(o, Some(i.session.replica.gaps().len() as f64)),
+    },
+    Signal {
+        name: "cluster_replacements_total",
+        kind: SignalKind::Counter,
+        unit: "replacements",
+        labels: &[],
+        help: "times etcd was replaced under regscope (new cluster id, or a revision that went back)",
+        read: |i, o| one(o, Some(i.session.etcd.replacements().len() as f64)),
+    },
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{KeyValue, Observation, SessionInfo, Stamped};
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn names_are_unique_and_counters_end_in_total() {
+        let mut seen = std::collections::BTreeSet::new();
+        for s in SIGNALS {
+            assert!(seen.insert(s.name), "{} twice", s.name);
+            assert_eq!(
+                s.kind == SignalKind::Counter,
+                s.name.ends_with("_total"),
+                "{}",
+                s.name
+            );
+        }
+    }
+
+    #[test]
+    fn a_replica_reads_as_its_head_and_writes() {
+        let mut s = Session::new(SessionInfo::default());
+        let at = |n| SystemTime::UNIX_EPOCH + Duration::from_secs(1_000 + n);
+        let kv = |rev| KeyValue::joined(b"/registry/configmaps/default/a", 2, rev, 1, 0, b"x");
+        for (n, obs) in [
+            Observation::ListBegin { revision: 2 },
+            Observation::ListPage { kvs: vec![kv(2)] },
+            Observation::ListDone {
+                revision: 2,
+                compacted: None,
+            },
+            Observation::Events {
+                revision: 3,
+                events: vec![crate::model::WatchEvent {
+                    kind: crate::model::EventKind::Put,
+                    kv: kv(3),
+                    prev_kv: None,
+                }],
+            },
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            s.apply(&Stamped {
+                at: at(n as u64),
+                obs,
+            });
+        }
+        let r = read(&s);
+        assert_eq!(r.scalar("etcd_head_revision"), Some(3.0));
+        // Nothing compacted yet: no window, never a 0 it does not know.
+        assert_eq!(r.scalar("compaction_window_revisions"), None);
+        let puts: Vec<_> = r
+            .get("writes_total")
+            .iter()
+            .filter(|x| x.labels == ["configmaps", "put"])
+            .map(|x| x.value)
+            .collect();
+        assert_eq!(puts, vec![1.0]);
+        assert_eq!(r.get("keys")[0].labels, vec!["configmaps".to_string()]);
+    }
+}

@@ -1,0 +1,338 @@
+//! `regscope report` on recordings: the figures equal `snapshot --json --from FILE --at T`
+//! at the report's own instants, `--from`/`--to` bound everything, and a recording with a
+//! gap, a replaced etcd and damage says each plainly.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::common::recording::{at, snapshot_from, BIN};
+use crate::record_replay::{demo_recording, kv, list_at, record_stream, small_policy};
+use regscope::model::{Observation, Stamped};
+
+/// `regscope report FILE ARGS… -o - --format json`, parsed; fails the test unless the exit
+/// code is `code`.
+pub(crate) fn report_json(file: &Path, args: &[&str], code: i32) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            file.to_str().unwrap(),
+            "-o",
+            "-",
+            "--format",
+            "json",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "report {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A report instant (unix seconds) as `--at` text naming exactly that instant.
+fn instant(secs: i64) -> String {
+    humantime::format_rfc3339_millis(unix(secs)).to_string()
+}
+
+fn unix(secs: i64) -> std::time::SystemTime {
+    std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs as u64)
+}
+
+/// The one value of a signal in `snapshot --json`'s `signals` with these labels.
+fn signal(snap: &serde_json::Value, name: &str, labels: &[(&str, &str)]) -> Option<f64> {
+    snap["signals"][name]
+        .as_array()?
+        .iter()
+        .find(|s| labels.iter().all(|(k, v)| s[*k] == *v))?["value"]
+        .as_f64()
+}
+
+/// The series `name` of chart `id`.
+fn series<'a>(r: &'a serde_json::Value, id: &str, name: &str) -> &'a Vec<serde_json::Value> {
+    let chart = r["charts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap_or_else(|| panic!("no chart {id}"));
+    chart["series"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no series {name} in {id}: {}", chart["series"]))["values"]
+        .as_array()
+        .unwrap()
+}
+
+#[test]
+fn the_demo_report_has_the_figures_snapshot_gives_at_each_instant() {
+    let file = demo_recording();
+    let r = report_json(&file, &[], 0);
+    let times: Vec<i64> = r["times"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_i64().unwrap())
+        .collect();
+    assert!(times.len() > 20, "{} instants", times.len());
+    let mut compared = [0usize; 4];
+    // Every fifth instant, and the last.
+    let picks: Vec<usize> = (1..times.len())
+        .step_by(5)
+        .chain([times.len() - 1])
+        .collect();
+    for i in picks {
+        let when = r["sampled_at"][i].as_str().unwrap();
+        let snap = snapshot_from(&file, Some(when));
+        let fig = |name: &str| r["figures"][name][i].as_f64();
+        assert_eq!(
+            fig("etcd_head_revision"),
+            signal(&snap, "etcd_head_revision", &[]),
+            "head at {when}"
+        );
+        assert_eq!(
+            fig("etcd_head_revision"),
+            snap["revision"].as_f64().filter(|r| *r > 0.0)
+        );
+        compared[0] += 1;
+        assert_eq!(
+            fig("compaction_window_revisions"),
+            signal(&snap, "compaction_window_revisions", &[])
+        );
+        if fig("compaction_window_revisions").is_some() {
+            compared[1] += 1;
+        }
+        // Informer lag of the events informer, as the window chart draws it.
+        let lag = series(&r, "window_revisions", "informer lag: events")[i].as_f64();
+        assert_eq!(
+            lag,
+            signal(
+                &snap,
+                "informer_lag_revisions",
+                &[("group", ""), ("resource", "events")]
+            ),
+            "lag at {when}"
+        );
+        compared[2] += usize::from(lag.is_some());
+        // A p99 of the etcd latency chart.
+        let p99 = series(&r, "etcd_latency", "p99 update deployments.apps")[i].as_f64();
+        assert_eq!(
+            p99,
+            signal(
+                &snap,
+                "etcd_request_p99_seconds",
+                &[
+                    ("operation", "update"),
+                    ("group", "apps"),
+                    ("resource", "deployments")
+                ]
+            ),
+            "p99 at {when}"
+        );
+        compared[3] += usize::from(p99.is_some());
+    }
+    // Each figure was compared where it has a value, not only where both are null.
+    assert!(compared.iter().all(|n| *n >= 3), "{compared:?}");
+    // What stands out names the demo's slow watcher: its 410 and relist, with the resource.
+    let events = r["stands_out"]["gone_and_relists"].as_array().unwrap();
+    assert!(events
+        .iter()
+        .any(|e| e["what"] == "gone" && e["resource"] == "events"));
+    assert!(events
+        .iter()
+        .any(|e| e["what"] == "relist" && e["resource"] == "events"));
+    assert!(
+        r["stands_out"]["slowest_etcd"]["p99_seconds"]
+            .as_f64()
+            .unwrap()
+            > 1.0
+    );
+    assert_eq!(r["cluster"]["etcd_version"], "3.4.23");
+    assert!(r["cluster"]["kubernetes_version"]
+        .as_str()
+        .unwrap()
+        .starts_with("v1."));
+}
+
+#[test]
+fn from_and_to_bound_every_chart_and_table() {
+    let file = demo_recording();
+    let whole = report_json(&file, &[], 0);
+    let start = whole["times"][0].as_i64().unwrap();
+    let (from, to) = (instant(start + 20), instant(start + 50));
+    let r = report_json(&file, &["--from", &from, "--to", &to], 0);
+    let times: Vec<i64> = r["times"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_i64().unwrap())
+        .collect();
+    assert_eq!((times[0], *times.last().unwrap()), (start + 20, start + 50));
+    assert_eq!(r["sampled_at"][0].as_str(), Some(from.as_str()));
+    assert_eq!(r["sampled_at"][times.len() - 1].as_str(), Some(to.as_str()));
+    for c in r["charts"].as_array().unwrap() {
+        for s in c["series"].as_array().unwrap() {
+            assert_eq!(
+                s["values"].as_array().unwrap().len(),
+                times.len(),
+                "{}",
+                c["id"]
+            );
+        }
+    }
+    for m in r["markers"].as_array().unwrap() {
+        let t = humantime::parse_rfc3339(m["at"].as_str().unwrap()).unwrap();
+        assert!(t >= unix(start + 20) && t <= unix(start + 50), "{m}");
+    }
+    // Fewer markers than the whole recording's, and the span says what was asked.
+    assert!(r["markers"].as_array().unwrap().len() < whole["markers"].as_array().unwrap().len());
+    assert_eq!(r["span"]["from"].as_str(), Some(from.as_str()));
+    // The keys changed are the replica at the two moments compared.
+    let c = &r["changes"];
+    let snap_from = snapshot_from(&file, Some(&from));
+    let snap_to = snapshot_from(&file, Some(&to));
+    assert_eq!(c["from_revision"], snap_from["revision"]);
+    assert_eq!(c["to_revision"], snap_to["revision"]);
+    assert!(!c["per_resource"].as_array().unwrap().is_empty());
+    // A reversed span is refused, with nothing written.
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            file.to_str().unwrap(),
+            "-o",
+            "-",
+            "--from",
+            &to,
+            "--to",
+            &from,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not before"));
+}
+
+#[test]
+fn a_gap_a_replaced_etcd_and_damage_are_each_said() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("incident.rgs");
+    let list = list_at;
+    let server = |id, s| Stamped {
+        at: at(s),
+        obs: Observation::Server {
+            endpoint: "http://127.0.0.1:2379".into(),
+            version: "3.5.1".into(),
+            cluster_id: id,
+        },
+    };
+    let tick = |s| Stamped {
+        at: at(s),
+        obs: Observation::Tick,
+    };
+    let mut all = vec![server(0xaaaa, 0)];
+    all.extend(list(
+        5,
+        vec![
+            kv("/registry/configmaps/ns/a", 2, 1, b"a1".to_vec()),
+            kv("/registry/pods/ns/p", 4, 1, b"p1".to_vec()),
+        ],
+        None,
+        0,
+    ));
+    all.extend((1..30).map(tick));
+    // Away, and back after etcd compacted past the revision to resume from: a gap.
+    all.extend(list(
+        12,
+        vec![
+            kv("/registry/configmaps/ns/a", 9, 2, b"a2".to_vec()),
+            kv("/registry/configmaps/ns/b", 10, 1, b"b1".to_vec()),
+        ],
+        Some(12),
+        30,
+    ));
+    all.extend((31..60).map(tick));
+    // A new etcd on the same endpoint: another cluster id, revisions from the start.
+    all.push(server(0xbbbb, 60));
+    all.push(Stamped {
+        at: at(60),
+        obs: Observation::Reset {
+            reason: "cluster id changed".into(),
+        },
+    });
+    all.extend(list(
+        3,
+        vec![kv("/registry/configmaps/ns/c", 3, 1, b"c1".to_vec())],
+        None,
+        60,
+    ));
+    all.extend((61..90).map(tick));
+    record_stream(&file, &all, small_policy(), false);
+    let r = report_json(&file, &[], 0);
+    let kinds: Vec<&str> = r["markers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["label"].as_str().unwrap())
+        .collect();
+    assert!(
+        kinds
+            .iter()
+            .any(|l| l.contains("relist at revision 12 after compaction")),
+        "{kinds:?}"
+    );
+    assert!(
+        kinds.iter().any(|l| l.contains("history reset")),
+        "{kinds:?}"
+    );
+    assert_eq!(r["cluster"]["cluster_id"], "bbbb");
+    assert_eq!(
+        r["cluster"]["replacements"],
+        serde_json::json!(["aaaa", "bbbb"])
+    );
+    assert!(r["changes"]["note"]
+        .as_str()
+        .unwrap()
+        .contains("replaced between the two moments"));
+    assert_eq!(r["source"]["damage"], serde_json::json!([]));
+    // Damage: bytes flipped in the middle of the file. The report is still written, says
+    // what was lost, and exits 1 as every reader of a damaged recording does.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 64] {
+        *b ^= 0x5a;
+    }
+    let damaged = dir.path().join("damaged.rgs");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let r = report_json(&damaged, &[], 1);
+    assert!(
+        !r["source"]["damage"].as_array().unwrap().is_empty(),
+        "{}",
+        r["source"]
+    );
+}
+
+#[test]
+fn a_report_never_overwrites_the_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("demo.rgs");
+    std::fs::copy(demo_recording(), &file).unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            file.to_str().unwrap(),
+            "-o",
+            file.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is the recording itself"));
+    assert_eq!(std::fs::read(&file).unwrap(), before);
+}
