@@ -985,3 +985,53 @@ fn a_time_from_replay_check_typed_into_the_seek_lands_on_its_marker_in_any_zone(
         wait_dead(&t, "replay did not quit on q");
     }
 }
+
+/// `b` in a replay asks for a line of text and, on Enter, saves it as a bookmark in the
+/// file beside the recording (a copy of the demo's here), which then lists it; the
+/// recording itself is not written.
+#[test]
+fn a_bookmark_typed_in_a_replay_lands_beside_the_recording() {
+    require!(TMUX);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("demo.rgs");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs"),
+        &file,
+    )
+    .unwrap();
+    let before = std::fs::read(&file).unwrap();
+    let t = Tmux::start(
+        120,
+        40,
+        &format!(
+            "HOME=/nonexistent {BIN} replay --at +40s {}",
+            file.display()
+        ),
+    );
+    t.wait_for("the timeline", Duration::from_secs(20), |s| {
+        s.contains("REPLAY")
+    });
+    t.keys(&["b"]);
+    t.wait_for("the bookmark prompt", Duration::from_secs(5), |s| {
+        s.contains("bookmark (Enter saves, Esc cancels)")
+    });
+    t.text("outage starts here");
+    t.keys(&["Enter"]);
+    t.wait_for("the bookmark saved", Duration::from_secs(10), |s| {
+        s.contains("bookmark saved in")
+    });
+    t.keys(&["q"]);
+    wait_dead(&t, "replay did not quit on q");
+    let side = std::fs::read_to_string(dir.path().join("demo.rgs.bookmarks")).unwrap();
+    let lines: Vec<&str> = side.lines().collect();
+    assert_eq!(lines.len(), 1, "{side}");
+    let v: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(v["text"], "outage starts here", "{side}");
+    assert!(v["revision"].as_i64().unwrap() > 0, "{side}");
+    assert!(v["at"].as_str().unwrap().ends_with('Z'), "{side}");
+    assert_eq!(
+        std::fs::read(&file).unwrap(),
+        before,
+        "the recording is not written"
+    );
+}

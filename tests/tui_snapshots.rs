@@ -2619,6 +2619,7 @@ fn replay_timeline_120x30() {
         secrets_shown: false,
         damage: String::new(),
         marker: Some("compaction at revision 110 (compact_rev_key) at 22:13:40".into()),
+        markers: None,
     }));
     keys(&mut a, " ");
     assert!(a.paused());
@@ -2651,6 +2652,103 @@ fn replay_timeline_120x30() {
     for (w, h) in [(0, 0), (1, 1), (20, 5), (40, 10)] {
         let _ = render(&mut a, w, h);
     }
+}
+
+/// The replay timeline with the recording's markers as ticks, each in its kind's colour
+/// (the most severe of a column; the cursor keeps its own), and the bookmark prompt `b`
+/// opens in the hint bar.
+#[test]
+fn replay_timeline_ticks_by_kind_120x12() {
+    use regscope::record::{Marker, MarkerKind};
+    use regscope::tui::{ReplayStatus, Speed};
+    let mark = |secs: u64, kind: MarkerKind, label: &str| Marker {
+        position: secs * 100,
+        at: at(secs),
+        kind,
+        revision: 100 + secs as i64,
+        label: label.into(),
+    };
+    let mut a = app();
+    let status = ReplayStatus {
+        file: "incident.rgs".into(),
+        start: at(0),
+        end: at(60),
+        total: 6_000,
+        position: 3_000,
+        speed: Speed::Times(1),
+        secrets_shown: false,
+        damage: String::new(),
+        marker: None,
+        markers: None,
+    };
+    a.set_replay(Some(status.clone()));
+    keys(&mut a, " ");
+    let plain = render(&mut a, 120, 12);
+    assert!(
+        !plain.contains('┃'),
+        "no ticks before the markers are read\n{plain}"
+    );
+    let markers = vec![
+        mark(
+            5,
+            MarkerKind::Compaction,
+            "compaction at revision 90 (compact_rev_key)",
+        ),
+        mark(
+            12,
+            MarkerKind::ConnectionLost,
+            "connection lost: broken pipe",
+        ),
+        mark(14, MarkerKind::ConnectionRestored, "connection restored"),
+        // One column: the gap shows over the compaction.
+        mark(
+            20,
+            MarkerKind::Compaction,
+            "compaction at revision 120 (compact_rev_key)",
+        ),
+        mark(
+            20,
+            MarkerKind::Gap,
+            "relist at revision 130 after compaction at 120 (gap)",
+        ),
+        // The cursor's column: the cursor shows.
+        mark(
+            30,
+            MarkerKind::Threshold,
+            "etcd p99 over 1s: update pods 1.2s",
+        ),
+        mark(40, MarkerKind::Bookmark, "bookmark: outage starts here"),
+        mark(50, MarkerKind::ScrapeFailed, "etcd scrape failed: refused"),
+    ];
+    a.set_replay(Some(ReplayStatus {
+        markers: Some(std::sync::Arc::new(markers)),
+        ..status
+    }));
+    let ticks = render_styles(&mut a, 120, 12);
+    let row = ticks
+        .lines()
+        .find(|l| l.contains('⏸'))
+        .unwrap_or_else(|| panic!("the timeline row\n{ticks}"));
+    assert_eq!(row.matches('┃').count(), 6, "{ticks}");
+    insta::assert_snapshot!("replay_timeline_ticks_by_kind_120x12", ticks);
+    keys(&mut a, "boutage starts here");
+    let prompt = render(&mut a, 120, 12);
+    assert!(
+        prompt.contains("bookmark (Enter saves, Esc cancels): outage starts here"),
+        "{prompt}"
+    );
+    keys(&mut a, "\n");
+    let reqs = a.take_requests();
+    let [regscope::tui::Request::Bookmark(b)] = reqs.as_slice() else {
+        panic!("one bookmark request: {reqs:?}");
+    };
+    assert_eq!(b.text, "outage starts here");
+    assert_eq!(b.at, at(30), "the cursor's time");
+    // Esc cancels; Enter on nothing typed saves nothing.
+    keys(&mut a, "bnot this\x1b");
+    keys(&mut a, "b\n");
+    assert!(a.take_requests().is_empty());
+    assert!(!render(&mut a, 120, 12).contains("bookmark (Enter"));
 }
 
 /// A value as kube-apiserver stores a JSON object whose newest managedFields entry is

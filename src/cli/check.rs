@@ -1,6 +1,8 @@
 //! `regscope replay --check FILE`: every frame of a recording read and its checksum
 //! verified, without a terminal; prints the span, revisions, counts, notes, markers and
-//! damage.
+//! damage. The markers are [`crate::record::Player::complete_markers`]'s list, the bookmarks
+//! of the file beside the recording included; a bookmark line that cannot be read is a
+//! `note`, never damage, and does not change the exit code.
 
 use std::path::Path;
 use std::process::ExitCode;

@@ -1,6 +1,13 @@
 //! `regscope export FILE`: a recording's observations as JSON lines, one per event, per
 //! listed key, per scrape and per other observation (none for clock ticks); values
 //! decoded with `--decode`, keys filtered with `--prefix`.
+//!
+//! The line types (`type`): `list_item` and `event` (a key), `scrape`, one per other
+//! observation named by its kind (`conn`, `compacted`, `informer`, …), `note` (what the
+//! session noted that no key shows: `at`, `kind`, `text`), and `marker` (each marker
+//! `replay --check` lists, bookmarks included: `at`, `revision`, `kind` as
+//! [`crate::record::MarkerKind::name`], `label`), placed in time order among the others.
+//! Notes and markers are left out with `--only-keys`.
 
 use std::process::ExitCode;
 
@@ -10,7 +17,7 @@ use serde_json::{json, Value};
 use super::args::{ExportArgs, UiArgs};
 use super::recording::{open, parse_at, time_text};
 use crate::model::{escape_bytes, Bytes, KeyPath, KeyValue, Observation, ScrapeOutcome, Stamped};
-use crate::record::{Player, Target};
+use crate::record::{Marker, Player, Target};
 use crate::store::Session;
 
 /// `regscope export FILE --format jsonl`: one JSON object per observation (list items and
@@ -64,7 +71,24 @@ pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     let prefix = player.header().info.prefix.clone();
     // Checkpoints after the first are not on an export's way: check them too.
     player.verify(false);
+    let markers = if e.only_keys {
+        Vec::new()
+    } else {
+        let (markers, notes) = all_markers(&player, e);
+        for n in notes {
+            eprintln!("regscope export: {n}");
+        }
+        markers
+    };
     let mut session = player.seek(from.unwrap_or(Target::Position(0)));
+    // Markers from where the export starts (those of the observations before it are not
+    // in it).
+    let start = player.position();
+    let markers: Vec<&Marker> = markers
+        .iter()
+        .filter(|m| from.is_none() || m.position > start)
+        .collect();
+    let mut next_marker = 0usize;
     // A time and a revision are compared where --from lands.
     let past_to = match (from, to) {
         (Some(Target::Revision(_)), Some(Target::Time(b))) => session.now() > b,
@@ -154,7 +178,7 @@ pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     // The newest note already written (or held when the export began): notes the session
     // adds after it become `note` lines.
     let mut last_note = session.notes().back().cloned();
-    player.advance(&mut session, Target::End, u64::MAX, |s, st, _| {
+    player.advance(&mut session, Target::End, u64::MAX, |s, st, pos| {
         if broken {
             return;
         }
@@ -180,9 +204,23 @@ pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
             };
             key_lines += kvs.filter(|kv| kv.key.starts_with(p.as_bytes())).count() as u64;
         }
-        let mut lines = export_lines(st, s, &form);
+        // Markers of earlier moments (a bookmark between two observations, a lost frame),
+        // this observation's lines, then the markers it made.
+        let mut lines = Vec::new();
+        while let Some(m) = markers.get(next_marker).filter(|m| m.at < st.at) {
+            lines.push(marker_line(m));
+            next_marker += 1;
+        }
+        lines.extend(export_lines(st, s, &form));
         if !e.only_keys {
             lines.extend(new_notes(s, &mut last_note).iter().map(Value::to_string));
+        }
+        while let Some(m) = markers
+            .get(next_marker)
+            .filter(|m| m.at <= st.at && m.position <= pos)
+        {
+            lines.push(marker_line(m));
+            next_marker += 1;
         }
         use std::io::Write;
         for l in lines {
@@ -195,6 +233,23 @@ pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
         }
     });
     use std::io::Write;
+    // Markers after the last observation (a frame lost at the end), within --to.
+    for m in markers.get(next_marker..).unwrap_or_default() {
+        let within = match to {
+            Some(Target::Time(t)) => m.at <= t,
+            Some(Target::Revision(r)) => m.revision <= r,
+            _ => true,
+        };
+        if broken || !within {
+            continue;
+        }
+        if let Err(e) = writeln!(stdout, "{}", marker_line(m)) {
+            super::stdout_error(&e);
+            broken = true;
+        } else {
+            lines_written += 1;
+        }
+    }
     if let Err(e) = stdout.flush() {
         super::stdout_error(&e);
         broken = true;
@@ -231,6 +286,36 @@ fn export_summary(lines: u64, observations: u64, ticks: u64) -> String {
         s(observations, "observation", "observations"),
         s(ticks, "clock tick", "clock ticks"),
     )
+}
+
+/// Every marker of the recording, as `replay --check` lists them (the same scan and
+/// [`Player::complete_markers`], on a player of its own, with `--p99-threshold` and
+/// `--lag-threshold`), and the notes reading them added (a bookmark line skipped).
+fn all_markers(player: &Player, e: &ExportArgs) -> (Vec<Marker>, Vec<String>) {
+    let Ok(mut p) = Player::open(player.name()) else {
+        return (Vec::new(), Vec::new());
+    };
+    p.set_bodies(false);
+    let markers = p.markers(e.p99_threshold, e.lag_threshold);
+    let notes = p
+        .notes()
+        .iter()
+        .filter(|n| !player.notes().contains(n))
+        .cloned()
+        .collect();
+    (markers, notes)
+}
+
+/// A `marker` line: `at`, `revision`, `kind` and `label`.
+fn marker_line(m: &Marker) -> String {
+    json!({
+        "type": "marker",
+        "at": time_text(m.at),
+        "revision": m.revision,
+        "kind": m.kind.name(),
+        "label": m.label,
+    })
+    .to_string()
 }
 
 /// `note` lines for the session's notes newer than `last` (which then names the newest):

@@ -1,9 +1,11 @@
 //! Markers: the moments of a recording worth jumping to (compactions, watch anomalies,
 //! relists after a gap, resets, failovers, alarms and member changes, lost connections,
-//! 410 Gone, failed scrapes, and etcd p99 latency or informer lag crossing a threshold).
-//! A [`MarkerScan`] looks at each observation just after the session applied it;
-//! [`Player::markers`](super::Player::markers) runs one over a whole recording, and
-//! `replay --check` runs one in the same pass that counts the recording.
+//! 410 Gone, failed scrapes, and etcd p99 latency or informer lag crossing a threshold),
+//! each of a [`MarkerKind`]. A [`MarkerScan`] looks at each observation just after the
+//! session applied it; [`Player::markers`](super::Player::markers) runs one over a whole
+//! recording, and `replay --check` runs one in the same pass that counts the recording.
+//! [`Player::complete_markers`](super::Player::complete_markers) adds what no observation
+//! makes: what damaged frames lost, and the user's bookmarks (see [`super::bookmarks`]).
 
 use std::time::SystemTime;
 
@@ -12,12 +14,128 @@ use crate::model::{
 };
 use crate::store::Session;
 
+/// What a marker is about. The names ([`MarkerKind::name`], the same in JSON) are a
+/// stable surface: `export` writes them and reports group by them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkerKind {
+    /// etcd compacted its history (however learned: `compact_rev_key`, a cancelled
+    /// watch, etcd's metrics).
+    Compaction,
+    /// A relist after the watch fell behind a compaction: the revisions in between were
+    /// never seen one by one.
+    Gap,
+    /// An informer was answered 410 Gone.
+    Gone,
+    /// The session's history was reset (etcd replaced by another cluster).
+    Reset,
+    /// etcd stopped answering, the watch is reconnecting, or the source failed.
+    ConnectionLost,
+    /// Watching again after a lost connection.
+    ConnectionRestored,
+    /// The client moved to another etcd endpoint.
+    Failover,
+    /// A member or leader change seen by the member polls.
+    Member,
+    /// An etcd alarm was raised or cleared.
+    Alarm,
+    /// One of kube-apiserver's other etcd clusters became unreachable or reachable.
+    OtherCluster,
+    /// A `/metrics` scrape failed.
+    ScrapeFailed,
+    /// etcd's request p99 latency or an informer's lag crossed its threshold upwards.
+    Threshold,
+    /// A departure from etcd's watch contract (see `store::WatchHealth`).
+    WatchAnomaly,
+    /// What a damaged stretch of the file lost.
+    Damage,
+    /// A bookmark the user added in a replay.
+    Bookmark,
+}
+
+impl MarkerKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [MarkerKind; 15] = [
+        MarkerKind::Compaction,
+        MarkerKind::Gap,
+        MarkerKind::Gone,
+        MarkerKind::Reset,
+        MarkerKind::ConnectionLost,
+        MarkerKind::ConnectionRestored,
+        MarkerKind::Failover,
+        MarkerKind::Member,
+        MarkerKind::Alarm,
+        MarkerKind::OtherCluster,
+        MarkerKind::ScrapeFailed,
+        MarkerKind::Threshold,
+        MarkerKind::WatchAnomaly,
+        MarkerKind::Damage,
+        MarkerKind::Bookmark,
+    ];
+
+    /// The snake_case name, as serde writes it: `compaction`, `connection_lost`, …
+    pub fn name(self) -> &'static str {
+        match self {
+            MarkerKind::Compaction => "compaction",
+            MarkerKind::Gap => "gap",
+            MarkerKind::Gone => "gone",
+            MarkerKind::Reset => "reset",
+            MarkerKind::ConnectionLost => "connection_lost",
+            MarkerKind::ConnectionRestored => "connection_restored",
+            MarkerKind::Failover => "failover",
+            MarkerKind::Member => "member",
+            MarkerKind::Alarm => "alarm",
+            MarkerKind::OtherCluster => "other_cluster",
+            MarkerKind::ScrapeFailed => "scrape_failed",
+            MarkerKind::Threshold => "threshold",
+            MarkerKind::WatchAnomaly => "watch_anomaly",
+            MarkerKind::Damage => "damage",
+            MarkerKind::Bookmark => "bookmark",
+        }
+    }
+
+    /// How much a marker of this kind asks for attention, for showing the worst of
+    /// several in one place: 3 something was lost or broken (a gap, 410 Gone, a reset, a
+    /// lost connection, damage, an alarm), 2 a warning (a threshold crossed, a failed
+    /// scrape, a watch anomaly, a failover, a member change, another etcd cluster), 1 the
+    /// user's own bookmark, 0 information (a compaction, a connection restored).
+    pub fn severity(self) -> u8 {
+        match self {
+            MarkerKind::Gap
+            | MarkerKind::Gone
+            | MarkerKind::Reset
+            | MarkerKind::ConnectionLost
+            | MarkerKind::Damage
+            | MarkerKind::Alarm => 3,
+            MarkerKind::Threshold
+            | MarkerKind::ScrapeFailed
+            | MarkerKind::WatchAnomaly
+            | MarkerKind::Failover
+            | MarkerKind::Member
+            | MarkerKind::OtherCluster => 2,
+            MarkerKind::Bookmark => 1,
+            MarkerKind::Compaction | MarkerKind::ConnectionRestored => 0,
+        }
+    }
+}
+
+impl std::fmt::Display for MarkerKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Something worth jumping to in a recording.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Marker {
-    /// The position just after the observation that made it.
+    /// The position just after the observation that made it (a bookmark: just after the
+    /// first observation stamped at or after it; damage: where the lost frame was).
     pub position: u64,
     pub at: SystemTime,
+    pub kind: MarkerKind,
+    /// The session's revision when the marker was made (damage: the highest known where
+    /// the lost frame starts; a bookmark: as the user saw it).
+    pub revision: Revision,
     /// One line: "compaction at revision 1,200", "410 Gone: events", …
     pub label: String,
 }
@@ -84,10 +202,13 @@ impl MarkerScan {
 
     /// Looks at one observation just applied to `s`; `pos` is the position after it.
     pub fn observe(&mut self, s: &Session, st: &Stamped, pos: u64) {
-        let mut mark = |label: String| {
+        let revision = s.revision();
+        let mut mark = |kind: MarkerKind, label: String| {
             self.out.push(Marker {
                 position: pos,
                 at: st.at,
+                kind,
+                revision,
                 label,
             })
         };
@@ -112,7 +233,10 @@ impl MarkerScan {
             if let (Some(rev), Some(seen), false) =
                 (c, s.replica.compactions().back(), known_before)
             {
-                mark(format!("compaction at revision {rev} ({})", seen.source));
+                mark(
+                    MarkerKind::Compaction,
+                    format!("compaction at revision {rev} ({})", seen.source),
+                );
             }
             self.compacted = c;
         }
@@ -125,7 +249,7 @@ impl MarkerScan {
         let note = s.notes().back();
         if anomalies > self.anomalies && note.is_some() && note != self.last_note.as_ref() {
             let why = note.map_or(String::new(), |(_, n)| n.to_string());
-            mark(format!("watch anomaly: {why}"));
+            mark(MarkerKind::WatchAnomaly, format!("watch anomaly: {why}"));
         }
         if note != self.last_note.as_ref() {
             self.last_note = note.cloned();
@@ -142,11 +266,17 @@ impl MarkerScan {
                 match c {
                     Some(c) if !c.up && !was_down => {
                         let why = c.error.as_deref().unwrap_or("");
-                        mark(format!("etcd for {} unreachable: {why}", c.resources));
+                        mark(
+                            MarkerKind::OtherCluster,
+                            format!("etcd for {} unreachable: {why}", c.resources),
+                        );
                         self.others_down.push(c.resources.clone());
                     }
                     Some(c) if c.up && was_down => {
-                        mark(format!("etcd for {} reachable again", c.resources));
+                        mark(
+                            MarkerKind::OtherCluster,
+                            format!("etcd for {} reachable again", c.resources),
+                        );
                         self.others_down.retain(|r| *r != c.resources);
                     }
                     _ => {}
@@ -154,35 +284,41 @@ impl MarkerScan {
             }
             Observation::Members(now) => {
                 for note in crate::store::member_changes(&self.members, now) {
-                    mark(note.to_string());
+                    mark(MarkerKind::Member, note.to_string());
                 }
                 self.members.clone_from(now);
             }
             Observation::EtcdStatus(status) => {
                 let alarms = status.alarms();
                 if alarms != self.alarms {
-                    mark(if alarms.is_empty() {
-                        format!("etcd alarms cleared ({})", self.alarms.join(", "))
-                    } else {
-                        format!("etcd alarm {}", alarms.join(", "))
-                    });
+                    mark(
+                        MarkerKind::Alarm,
+                        if alarms.is_empty() {
+                            format!("etcd alarms cleared ({})", self.alarms.join(", "))
+                        } else {
+                            format!("etcd alarm {}", alarms.join(", "))
+                        },
+                    );
                     self.alarms = alarms;
                 }
             }
             Observation::ListDone {
                 revision,
                 compacted: Some(c),
-            } => mark(format!(
-                "relist at revision {revision} after compaction at {c} (gap)"
-            )),
-            Observation::Reset { reason } => mark(format!("history reset: {reason}")),
+            } => mark(
+                MarkerKind::Gap,
+                format!("relist at revision {revision} after compaction at {c} (gap)"),
+            ),
+            Observation::Reset { reason } => {
+                mark(MarkerKind::Reset, format!("history reset: {reason}"))
+            }
             Observation::Server { endpoint, .. }
                 if s.etcd
                     .failovers()
                     .back()
                     .is_some_and(|(at, _, to)| *at == st.at && to == endpoint) =>
             {
-                mark(format!("failover to {endpoint}"));
+                mark(MarkerKind::Failover, format!("failover to {endpoint}"));
             }
             Observation::Conn(c) => {
                 let bad = matches!(
@@ -192,16 +328,19 @@ impl MarkerScan {
                         | ConnState::Failed { .. }
                 );
                 if bad && !self.conn_bad {
-                    mark(match c {
-                        ConnState::NotResponding { .. } => "etcd not responding".into(),
-                        ConnState::Reconnecting { error, .. } => {
-                            format!("connection lost: {error}")
-                        }
-                        ConnState::Failed { error } => format!("source failed: {error}"),
-                        _ => String::new(),
-                    });
+                    mark(
+                        MarkerKind::ConnectionLost,
+                        match c {
+                            ConnState::NotResponding { .. } => "etcd not responding".into(),
+                            ConnState::Reconnecting { error, .. } => {
+                                format!("connection lost: {error}")
+                            }
+                            ConnState::Failed { error } => format!("source failed: {error}"),
+                            _ => String::new(),
+                        },
+                    );
                 } else if !bad && self.conn_bad && *c == ConnState::Watching {
-                    mark("connection restored".into());
+                    mark(MarkerKind::ConnectionRestored, "connection restored".into());
                 }
                 if bad || *c == ConnState::Watching {
                     self.conn_bad = bad;
@@ -209,7 +348,10 @@ impl MarkerScan {
             }
             Observation::Informer(i) => {
                 if let InformerWhat::Gone { .. } = i.what {
-                    mark(format!("410 Gone: informer {}", i.resource));
+                    mark(
+                        MarkerKind::Gone,
+                        format!("410 Gone: informer {}", i.resource),
+                    );
                 }
                 if let Some(lag) = s
                     .informers
@@ -218,10 +360,13 @@ impl MarkerScan {
                 {
                     let high = lag > self.lag_threshold;
                     if high && !self.lag_high {
-                        mark(format!(
-                            "informer lag over {}s: {} {:.1}s",
-                            self.lag_threshold, i.resource, lag
-                        ));
+                        mark(
+                            MarkerKind::Threshold,
+                            format!(
+                                "informer lag over {}s: {} {:.1}s",
+                                self.lag_threshold, i.resource, lag
+                            ),
+                        );
                     }
                     self.lag_high = high;
                 }
@@ -231,7 +376,10 @@ impl MarkerScan {
                 let slot = &mut self.scrape_bad[*target as usize];
                 if bad && !*slot {
                     if let ScrapeOutcome::Failed { error, .. } = outcome {
-                        mark(format!("{} scrape failed: {error}", target.label()));
+                        mark(
+                            MarkerKind::ScrapeFailed,
+                            format!("{} scrape failed: {error}", target.label()),
+                        );
                     }
                 }
                 *slot = bad;
@@ -239,10 +387,10 @@ impl MarkerScan {
                     if let Some((row, p99)) = worst_etcd_p99(s) {
                         let high = p99 > self.p99_threshold;
                         if high && !self.p99_high {
-                            mark(format!(
-                                "etcd p99 over {}s: {row} {p99:.3}s",
-                                self.p99_threshold
-                            ));
+                            mark(
+                                MarkerKind::Threshold,
+                                format!("etcd p99 over {}s: {row} {p99:.3}s", self.p99_threshold),
+                            );
                         }
                         self.p99_high = high;
                     }
@@ -294,6 +442,24 @@ mod tests {
     }
 
     #[test]
+    fn kind_names_are_serdes_and_unique() {
+        let mut seen = std::collections::HashSet::new();
+        for k in MarkerKind::ALL {
+            let json = serde_json::to_value(k).unwrap();
+            assert_eq!(json, serde_json::json!(k.name()), "{k:?}");
+            assert_eq!(k.to_string(), k.name());
+            assert!(seen.insert(k.name()), "{k:?} twice");
+            assert!(k.severity() <= 3);
+        }
+        assert_eq!(MarkerKind::ConnectionLost.name(), "connection_lost");
+        assert_eq!(MarkerKind::OtherCluster.name(), "other_cluster");
+        assert_eq!(MarkerKind::WatchAnomaly.name(), "watch_anomaly");
+        assert!(MarkerKind::Gap.severity() > MarkerKind::Threshold.severity());
+        assert!(MarkerKind::Threshold.severity() > MarkerKind::Bookmark.severity());
+        assert!(MarkerKind::Bookmark.severity() > MarkerKind::Compaction.severity());
+    }
+
+    #[test]
     fn a_compaction_older_than_the_recording_is_no_marker_and_a_new_one_is() {
         let mut s = Session::new(SessionInfo::default());
         let mut scan = MarkerScan::new(&s, 1.0, 10.0);
@@ -320,10 +486,16 @@ mod tests {
         assert!(scan.out.is_empty(), "{:?}", scan.out);
         // Compacted again while the recording runs: a moment worth jumping to.
         play(&mut s, &mut scan, vec![compacted(45)]);
-        let labels: Vec<_> = scan.markers().into_iter().map(|m| m.label).collect();
+        let marks = scan.markers();
+        let labels: Vec<_> = marks.iter().map(|m| m.label.clone()).collect();
         assert_eq!(
             labels,
             vec!["compaction at revision 45 (compact_rev_key)".to_string()]
+        );
+        assert_eq!(marks[0].kind, MarkerKind::Compaction);
+        assert_eq!(
+            marks[0].revision, 50,
+            "the session's revision when it was made"
         );
     }
 

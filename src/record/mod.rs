@@ -47,6 +47,7 @@
 //! ([`redact`]) unless the recording is made with `--show-secrets`; values encrypted at
 //! rest are written as the ciphertext etcd holds; no key material is ever written.
 
+pub mod bookmarks;
 pub mod files;
 pub mod format;
 mod markers;
@@ -60,7 +61,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-pub use markers::{Marker, MarkerScan};
+pub use bookmarks::Bookmark;
+pub use markers::{Marker, MarkerKind, MarkerScan};
 pub use player::{Player, ReplayReport, ReportMarker, Target};
 pub use recorder::{CheckpointPolicy, RecordOptions, Recorder};
 
@@ -206,15 +208,18 @@ pub fn check(mut player: Player, p99_threshold: f64, lag_threshold: f64) -> Repl
     // is the span a seek accepts; what the pass saw first when the index cannot say.
     r.first_revision = player.first_revision().or(first_rev);
     r.last_revision = (session.revision() > 0).then(|| session.revision());
-    r.damage = player.damage().to_vec();
-    r.notes = player.notes().to_vec();
     r.markers = player
-        .with_lost(scan.markers())
+        .complete_markers(scan.markers())
         .into_iter()
         .map(|m| player::ReportMarker {
             at: m.at,
+            kind: m.kind,
+            revision: m.revision,
             label: m.label,
         })
         .collect();
+    r.damage = player.damage().to_vec();
+    // After the markers: a bookmark line that could not be read is a note.
+    r.notes = player.notes().to_vec();
     r
 }

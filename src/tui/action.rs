@@ -259,7 +259,7 @@ actions! {
     NextMarker {
         name: "next_marker",
         hint: "next mark",
-        help: "replay: jump to the next marker (compaction, relist, 410, connection, failed scrape, p99 or lag threshold, damage)",
+        help: "replay: jump to the next marker (compaction, relist, 410, connection, failed scrape, p99 or lag threshold, damage, bookmark)",
     },
     /// Replay: jump to the previous marker.
     PrevMarker {
@@ -272,6 +272,13 @@ actions! {
         name: "seek_prompt",
         hint: "seek",
         help: "replay: seek to a time (14:32:10, -5m) or a revision (r1234)",
+    },
+    /// Replay: bookmark the cursor's moment with a line of text, saved in a file beside
+    /// the recording (never in it).
+    Bookmark {
+        name: "bookmark",
+        hint: "bookmark",
+        help: "replay: bookmark this moment with a line of text (saved beside the recording, in FILE.bookmarks)",
     },
     /// Save the screen as SVG and plain text (into `--screenshot-dir`).
     Screenshot {
@@ -361,6 +368,7 @@ impl Action {
                 | Action::NextMarker
                 | Action::PrevMarker
                 | Action::SeekPrompt
+                | Action::Bookmark
         )
     }
 }

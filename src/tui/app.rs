@@ -111,6 +111,8 @@ pub(crate) enum InputTarget {
     Seek,
     /// The command palette ([`super::state::palette`]).
     Palette,
+    /// A replay bookmark's text (see [`crate::record::bookmarks`]).
+    Bookmark,
 }
 
 /// The console: the replica it displays plus all UI state. See the module docs.
@@ -608,6 +610,13 @@ impl App {
         self.input
             .as_ref()
             .is_some_and(|i| i.target == InputTarget::Seek)
+    }
+
+    /// The line being typed is a bookmark's text (the prompt says so).
+    pub(crate) fn typing_bookmark(&self) -> bool {
+        self.input
+            .as_ref()
+            .is_some_and(|i| i.target == InputTarget::Bookmark)
     }
 
     /// The typed filter, if the user is typing one.

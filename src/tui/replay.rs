@@ -1,13 +1,18 @@
 //! The replay side of the console's loop: moves the player's cursor (play at a speed,
-//! step, seek, markers) and applies what it passes to the app's session. The app and the
-//! views are the same as live; only the source of observations differs.
+//! step, seek, markers, bookmarks) and applies what it passes to the app's session. The
+//! app and the views are the same as live; only the source of observations differs.
+//!
+//! A replay is read-only towards the recording it is pointed at. The one write it makes
+//! is a bookmark, on the user's explicit key press, into the sidecar file beside the
+//! recording ([`crate::record::bookmarks`]), never into the recording itself.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::app::App;
 use super::state::{ReplayStatus, Request, Speed};
 use crate::record::seek::SeekTo;
-use crate::record::{Marker, Player, Target};
+use crate::record::{Bookmark, Marker, Player, Target};
 
 /// Most observations applied between two looks at input and the frame budget.
 const BUDGET: u64 = 100_000;
@@ -20,8 +25,12 @@ pub(crate) struct ReplayDriver {
     /// (wall clock, recording time) when play last (re)started, to map elapsed wall time
     /// to recording time at the current speed.
     anchor: Option<(Instant, SystemTime, Speed)>,
-    markers: Option<Vec<Marker>>,
+    /// The complete list ([`Player::complete_markers`]) once read, with the bookmarks
+    /// added since, in time order.
+    markers: Option<Arc<Vec<Marker>>>,
     markers_rx: Option<std::sync::mpsc::Receiver<Vec<Marker>>>,
+    /// Bookmarks added in this replay, as markers: kept for the list still being read.
+    added: Vec<Marker>,
     /// The marker asked for before the markers were read.
     pending_marker: Option<bool>,
     status: ReplayStatus,
@@ -46,13 +55,13 @@ impl ReplayDriver {
         app.replace_session(session);
         let (start, end) = player.span();
         let (tx, rx) = std::sync::mpsc::channel();
-        let paths = player.paths().to_vec();
+        // The recording as named (a --keep-last set by its base: all its files, and the
+        // bookmarks beside it).
+        let name = player.name().to_path_buf();
         std::thread::spawn(move || {
-            if let Some(first) = paths.first() {
-                if let Ok(mut p) = Player::open(first) {
-                    p.set_bodies(false);
-                    let _ = tx.send(p.markers(p99_threshold, lag_threshold));
-                }
+            if let Ok(mut p) = Player::open(&name) {
+                p.set_bodies(false);
+                let _ = tx.send(p.markers(p99_threshold, lag_threshold));
             }
         });
         let status = ReplayStatus {
@@ -65,6 +74,7 @@ impl ReplayDriver {
             secrets_shown: !player.header().secrets_redacted,
             damage: player.damage().first().cloned().unwrap_or_default(),
             marker: None,
+            markers: None,
         };
         app.cursor.paused = true;
         app.set_replay(Some(status.clone()));
@@ -73,6 +83,7 @@ impl ReplayDriver {
             anchor: None,
             markers: None,
             markers_rx: Some(rx),
+            added: Vec::new(),
             pending_marker: None,
             status,
         }
@@ -128,8 +139,15 @@ impl ReplayDriver {
     /// Reads the markers once the thread has them.
     pub(crate) fn poll_markers(&mut self, app: &mut App) {
         if let Some(rx) = &self.markers_rx {
-            if let Ok(m) = rx.try_recv() {
-                self.markers = Some(m);
+            if let Ok(mut m) = rx.try_recv() {
+                // A bookmark added while the list was read may be in it already.
+                for b in &self.added {
+                    if !m.contains(b) {
+                        m.push(b.clone());
+                    }
+                }
+                m.sort_by_key(|m| m.at);
+                self.markers = Some(Arc::new(m));
                 self.markers_rx = None;
                 if let Some(next) = self.pending_marker.take() {
                     self.jump_marker(app, next);
@@ -143,6 +161,7 @@ impl ReplayDriver {
         let mut s = self.status.clone();
         s.position = self.player.position();
         s.speed = Self::speed(app);
+        s.markers = self.markers.clone();
         s.damage = match self.player.damage() {
             [] => String::new(),
             [one] => one.clone(),
@@ -182,10 +201,18 @@ impl ReplayDriver {
             return;
         };
         let pos = self.player.position();
+        // By position: the list is in time order, which a clock set back while recording
+        // can make differ.
         let m = if next {
-            markers.iter().find(|m| m.position > pos)
+            markers
+                .iter()
+                .filter(|m| m.position > pos)
+                .min_by_key(|m| m.position)
         } else {
-            markers.iter().rev().find(|m| m.position < pos)
+            markers
+                .iter()
+                .filter(|m| m.position < pos)
+                .max_by_key(|m| m.position)
         }
         .cloned();
         match m {
@@ -207,6 +234,35 @@ impl ReplayDriver {
                 self.update(app);
             }
         }
+    }
+
+    /// Saves bookmark `b` beside the recording and shows it on the timeline at once; when
+    /// it cannot be saved (a directory not writable), the timeline's message row says so
+    /// and the replay goes on.
+    fn bookmark(&mut self, app: &mut App, b: Bookmark) {
+        let path = crate::record::bookmarks::bookmarks_path(self.player.name());
+        match crate::record::bookmarks::append(self.player.name(), &b) {
+            Ok(()) => {
+                let m = self.player.bookmark_marker(&b).unwrap_or_else(|| Marker {
+                    position: self.player.position(),
+                    at: b.at,
+                    kind: crate::record::MarkerKind::Bookmark,
+                    revision: b.revision,
+                    label: format!("bookmark: {}", b.text),
+                });
+                if let Some(list) = self.markers.as_mut() {
+                    let list = Arc::make_mut(list);
+                    list.push(m.clone());
+                    list.sort_by_key(|m| m.at);
+                }
+                self.added.push(m);
+                self.status.marker = Some(format!("bookmark saved in {}", path.display()));
+            }
+            Err(e) => {
+                self.status.marker = Some(format!("bookmark not saved: {e}"));
+            }
+        }
+        self.update(app);
     }
 
     pub(crate) fn request(&mut self, app: &mut App, req: Request) {
@@ -311,6 +367,7 @@ impl ReplayDriver {
                 self.status.marker = Some(n);
                 self.update(app);
             }
+            Request::Bookmark(b) => self.bookmark(app, b),
             Request::StartRecording | Request::StopRecording => {}
         }
     }

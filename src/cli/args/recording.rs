@@ -84,6 +84,12 @@ pub struct ExportArgs {
     /// unless --show-secrets and the recording holds it).
     #[arg(long)]
     pub decode: bool,
+    /// Marker: etcd request p99 latency above this many seconds (as `replay`).
+    #[arg(long, default_value_t = 1.0)]
+    pub p99_threshold: f64,
+    /// Marker: informer lag above this many seconds (as `replay`).
+    #[arg(long, default_value_t = 10.0)]
+    pub lag_threshold: f64,
 }
 
 /// Output formats of `report`.
@@ -142,4 +148,4 @@ pub(super) const REPLAY_EXAMPLES: &str = "Examples:
   regscope replay --check incident.rgs                    span, counts and damage
   regscope snapshot --json --from incident.rgs --at r1234 the summary at a revision
   regscope export incident.rgs --decode --prefix /registry/pods | jq .
-Keys in replay: space play/pause, + - speed, . step, < > 10 s, : seek, n N markers, ? help.";
+Keys in replay: space plays, + - speed, . step, < > 10 s, : seek, n N markers, b bookmark, ? help.";

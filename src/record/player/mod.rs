@@ -7,6 +7,7 @@
 //! observations after it; playing forward applies the same observations in the same order,
 //! so both reach identical sessions (the replay tests assert it).
 
+mod marking;
 mod reading;
 mod seeking;
 
@@ -80,15 +81,17 @@ pub struct ReplayReport {
     pub notes: Vec<String>,
     /// Each damaged or lost stretch, one line (from which time/revision to which).
     pub damage: Vec<String>,
-    /// What a replay's `n`/`N` jump to, in recorded order.
+    /// What a replay's `n`/`N` jump to, in time order (see [`Player::complete_markers`]).
     pub markers: Vec<ReportMarker>,
 }
 
-/// One marker of a [`ReplayReport`]: when, and one line.
+/// One marker of a [`ReplayReport`]: when, of what kind, at which revision, and one line.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct ReportMarker {
     #[serde(with = "crate::model::humantime_serde_compat")]
     pub at: SystemTime,
+    pub kind: super::markers::MarkerKind,
+    pub revision: Revision,
     pub label: String,
 }
 
@@ -161,6 +164,9 @@ pub struct Player {
     lost: bool,
     /// Frames lost while playing, as markers at their place (see [`Player::markers`]).
     lost_marks: Vec<Marker>,
+    /// The recording as named when opened (a file, or a set's base): its bookmarks sit
+    /// beside it (see [`super::bookmarks`]).
+    name: PathBuf,
     /// That checkpoint, once [`Player::fill`] reached it: restored by
     /// [`Player::advance`] before the observations after it.
     resync: Option<FrameRef>,
@@ -333,6 +339,7 @@ impl Player {
             spent_digests: Vec::new(),
             lost: false,
             lost_marks: Vec::new(),
+            name: path.to_path_buf(),
             resync: None,
             resyncs: 0,
         })
@@ -648,28 +655,6 @@ impl Player {
             )),
             _ => None,
         }
-    }
-
-    /// Reads the whole recording once into a fresh session (from the first checkpoint)
-    /// and collects the markers: compactions, relists and gaps, resets, connection lost
-    /// and restored, 410 Gone, failed scrapes, etcd p99 latency over `p99_threshold`
-    /// seconds or informer lag over `lag_threshold` seconds (each crossing upwards), and
-    /// damaged frames. Leaves the cursor at the end.
-    pub fn markers(&mut self, p99_threshold: f64, lag_threshold: f64) -> Vec<Marker> {
-        let mut session = self.seek(Target::Position(0));
-        let mut scan = MarkerScan::new(&session, p99_threshold, lag_threshold);
-        self.advance(&mut session, Target::End, u64::MAX, |s, st, pos| {
-            scan.observe(s, st, pos)
-        });
-        self.with_lost(scan.markers())
-    }
-
-    /// `markers` with the frames lost while playing so far, at their places (so that
-    /// jumping from marker to marker stops at damage too), in position order.
-    pub fn with_lost(&self, mut markers: Vec<Marker>) -> Vec<Marker> {
-        markers.extend(self.lost_marks.iter().cloned());
-        markers.sort_by_key(|m| m.position);
-        markers
     }
 }
 

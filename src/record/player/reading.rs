@@ -114,6 +114,8 @@ impl Player {
                     self.lost_marks.push(Marker {
                         position: f.position,
                         at: from_ns(f.first_ns),
+                        kind: super::super::markers::MarkerKind::Damage,
+                        revision: f.first_rev.max(0),
                         label: format!(
                             "damaged {}: {} observation(s) lost",
                             if f.kind == FrameKind::Scrape {

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{App, Input, InputTarget, Panel};
+use crate::record::bookmarks::{Bookmark, TEXT_MAX};
 use crate::record::seek::{parse_seek, SeekTo};
 use crate::tui::action::Action;
 use crate::tui::keymap::Mode;
@@ -156,9 +157,13 @@ impl App {
             return;
         }
         if let (Some(input), KeyCode::Char(c)) = (self.input.as_mut(), key.code) {
-            if !key
-                .modifiers
-                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+            // A bookmark's text is one line of at most `TEXT_MAX` characters.
+            let full = input.target == InputTarget::Bookmark
+                && (c.is_control() || input.text.chars().count() >= TEXT_MAX);
+            if !full
+                && !key
+                    .modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
             {
                 input.text.push(c);
                 self.palette_selected = 0;
@@ -343,6 +348,16 @@ impl App {
                     );
                 }
             }
+            Action::Bookmark => {
+                if self.cursor.replay.is_some() {
+                    self.input = Some(Input {
+                        target: InputTarget::Bookmark,
+                        text: String::new(),
+                    });
+                } else {
+                    self.notify("bookmarks are for replays (regscope replay FILE)".into());
+                }
+            }
             Action::ToggleFollow => self.events.toggle_follow(),
             Action::OlderVersion => self.with_opened_key(|d, cx| d.select_version(-1, cx)),
             Action::NewerVersion => self.with_opened_key(|d, cx| d.select_version(1, cx)),
@@ -380,6 +395,15 @@ impl App {
                                 Ok(to) => self.requests.push(Request::Seek(to)),
                                 Err(e) => self.requests.push(Request::Notice(e)),
                             }
+                        }
+                        // Enter with nothing typed saves nothing.
+                        InputTarget::Bookmark if input.text.trim().is_empty() => {}
+                        InputTarget::Bookmark => {
+                            self.requests.push(Request::Bookmark(Bookmark::new(
+                                self.now(),
+                                self.session.revision(),
+                                &input.text,
+                            )));
                         }
                         // Enter on an empty palette closes it: nothing was asked for.
                         InputTarget::Palette

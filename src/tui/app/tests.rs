@@ -68,6 +68,7 @@ fn replay_status() -> ReplayStatus {
         secrets_shown: false,
         damage: String::new(),
         marker: None,
+        markers: None,
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 
 use crate::model::Stamped;
 use crate::record::seek::SeekTo;
+use crate::record::{Bookmark, Marker};
 
 /// Live, paused and replay as one cursor over one session: live, the cursor follows the
 /// newest observation; paused, it stays where it was while observations queue behind it
@@ -93,6 +94,9 @@ pub struct ReplayStatus {
     pub damage: String,
     /// The marker the cursor last passed or jumped to, one line.
     pub marker: Option<String>,
+    /// Every marker of the recording ([`crate::record::Player::complete_markers`]), for
+    /// the ticks on the timeline; `None` until they are read (on a thread of their own).
+    pub markers: Option<std::sync::Arc<Vec<Marker>>>,
 }
 
 /// The recording indicator.
@@ -126,6 +130,8 @@ pub enum Request {
     /// A one-line answer to what the user just typed (a seek that cannot be read): shown
     /// where replay shows its messages, replaced by the next.
     Notice(String),
+    /// Save a bookmark beside the replayed recording (the one write a replay makes).
+    Bookmark(Bookmark),
 }
 
 #[cfg(test)]

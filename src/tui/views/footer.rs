@@ -38,6 +38,8 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
             } else {
                 " seek to: "
             }
+        } else if app.typing_bookmark() {
+            " bookmark (Enter saves, Esc cancels): "
         } else if app.palette_open() {
             " : "
         } else {

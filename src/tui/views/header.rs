@@ -11,6 +11,7 @@ use std::time::SystemTime;
 
 use super::sp;
 use crate::model::ConnState;
+use crate::record::{Marker, MarkerKind};
 use crate::tui::app::{App, Panel};
 use crate::tui::text::{bytes, clock, rate, thousands, thousands_i};
 use crate::tui::theme::Role;
@@ -462,8 +463,9 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
 }
 
 /// The timeline row: in replay, play state, speed, the cursor's time on a bar from the
-/// recording's start to its end, the position and the last marker; paused live, how much
-/// is queued behind the cursor. `None` when live and following.
+/// recording's start to its end with a tick where each marker falls (once they are read;
+/// see [`ticks`]), the position and the last marker; paused live, how much is queued
+/// behind the cursor. `None` when live and following.
 pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
     let t = &app.settings.theme;
     let c = &app.cursor;
@@ -513,17 +515,38 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
     // Short enough to leave room for the marker at 120 columns.
     let bar_w = (width as usize).saturating_sub(fixed).clamp(0, 36);
     let pos = ((bar_w as f64) * frac).round() as usize;
-    let bar: String = (0..bar_w)
-        .map(|i| {
-            if i == pos.min(bar_w.saturating_sub(1)) {
+    let cursor = pos.min(bar_w.saturating_sub(1));
+    let marks = r
+        .markers
+        .as_deref()
+        .map(|m| ticks(m, r.start, r.end, bar_w))
+        .unwrap_or_default();
+    // Runs of one style: the bar, and each tick in its kind's colour.
+    let mut bar: Vec<Span<'static>> = Vec::new();
+    let mut run = String::new();
+    for i in 0..bar_w {
+        let tick = marks.get(i).copied().flatten().filter(|_| i != cursor);
+        let Some(kind) = tick else {
+            run.push(if i == cursor {
                 '●'
             } else if i < pos {
                 '━'
             } else {
                 '─'
-            }
-        })
-        .collect();
+            });
+            continue;
+        };
+        if !run.is_empty() {
+            bar.push(Span::styled(
+                std::mem::take(&mut run),
+                t.get(Role::SeriesHead),
+            ));
+        }
+        bar.push(Span::styled("┃", t.get(tick_role(kind))));
+    }
+    if !run.is_empty() {
+        bar.push(Span::styled(run, t.get(Role::SeriesHead)));
+    }
     let mut spans = vec![
         Span::styled(
             left,
@@ -534,9 +557,9 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
             }),
         ),
         Span::styled(times, t.get(Role::HeaderValue)),
-        Span::styled(bar, t.get(Role::SeriesHead)),
-        Span::styled(tail, t.get(Role::Muted)),
     ];
+    spans.extend(bar);
+    spans.push(Span::styled(tail, t.get(Role::Muted)));
     if let Some(m) = &r.marker {
         spans.push(Span::styled(format!("  ◆ {m}"), t.get(Role::Note)));
     } else if c.paused {
@@ -558,4 +581,101 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
         ));
     }
     Some(Line::from(spans))
+}
+
+/// The marker shown in each of the `width` columns of a timeline bar from `start` to
+/// `end`: a marker falls in the column its time's fraction of the span rounds to (as the
+/// cursor does), and of several in one column the most severe shows
+/// ([`MarkerKind::severity`]; the earliest of equals).
+pub(crate) fn ticks(
+    markers: &[Marker],
+    start: SystemTime,
+    end: SystemTime,
+    width: usize,
+) -> Vec<Option<MarkerKind>> {
+    let mut out: Vec<Option<MarkerKind>> = vec![None; width];
+    if width == 0 {
+        return out;
+    }
+    let total = end.duration_since(start).unwrap_or_default().as_secs_f64();
+    for m in markers {
+        let done = m.at.duration_since(start).unwrap_or_default().as_secs_f64();
+        let frac = if total > 0.0 {
+            (done / total).clamp(0.0, 1.0)
+        } else {
+            1.0
+        };
+        let col = (((width as f64) * frac).round() as usize).min(width - 1);
+        let slot = &mut out[col];
+        if slot.is_none_or(|k| m.kind.severity() > k.severity()) {
+            *slot = Some(m.kind);
+        }
+    }
+    out
+}
+
+/// A tick's colour by its kind's severity: lost or broken in the alert colour, warnings in
+/// the warning colour, bookmarks as notes, a restored connection as healthy, compactions
+/// muted.
+pub(crate) fn tick_role(kind: MarkerKind) -> Role {
+    match kind.severity() {
+        3 => Role::Alert,
+        2 => Role::StatusWarn,
+        1 => Role::Note,
+        _ if kind == MarkerKind::ConnectionRestored => Role::StatusOk,
+        _ => Role::Muted,
+    }
+}
+
+#[cfg(test)]
+mod tick_tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    fn mark(secs: u64, kind: MarkerKind) -> Marker {
+        Marker {
+            position: secs,
+            at: UNIX_EPOCH + Duration::from_secs(secs),
+            kind,
+            revision: 1,
+            label: String::new(),
+        }
+    }
+
+    #[test]
+    fn ticks_fall_in_their_column_and_the_most_severe_shows() {
+        let (start, end) = (UNIX_EPOCH, UNIX_EPOCH + Duration::from_secs(100));
+        let m = [
+            mark(0, MarkerKind::Compaction),
+            mark(50, MarkerKind::Compaction),
+            mark(50, MarkerKind::Gap),
+            mark(51, MarkerKind::Bookmark),
+            mark(75, MarkerKind::Threshold),
+            mark(100, MarkerKind::Bookmark),
+            // Outside the span: at its ends.
+            mark(200, MarkerKind::Member),
+        ];
+        let t = ticks(&m, start, end, 10);
+        assert_eq!(t.len(), 10);
+        assert_eq!(t[0], Some(MarkerKind::Compaction));
+        assert_eq!(
+            t[5],
+            Some(MarkerKind::Gap),
+            "the gap over the compaction and the bookmark"
+        );
+        // 75 % of 10 rounds to 8 (as the cursor's column does).
+        assert_eq!(t[8], Some(MarkerKind::Threshold));
+        assert_eq!(
+            t[9],
+            Some(MarkerKind::Member),
+            "member (2) over bookmark (1)"
+        );
+        assert_eq!(t.iter().filter(|k| k.is_some()).count(), 4);
+        assert!(ticks(&m, start, end, 0).is_empty());
+        assert_eq!(tick_role(MarkerKind::Gap), Role::Alert);
+        assert_eq!(tick_role(MarkerKind::Threshold), Role::StatusWarn);
+        assert_eq!(tick_role(MarkerKind::Bookmark), Role::Note);
+        assert_eq!(tick_role(MarkerKind::Compaction), Role::Muted);
+        assert_eq!(tick_role(MarkerKind::ConnectionRestored), Role::StatusOk);
+    }
 }
