@@ -407,20 +407,13 @@ impl MarkerScan {
 }
 
 /// The worst `etcd_request_duration_seconds` p99 over the last scrape interval, with its
-/// operation and resource.
+/// operation and resource: the derived signal `etcd_request_p99_seconds`, as the report
+/// charts it.
 fn worst_etcd_p99(s: &Session) -> Option<(String, f64)> {
-    let panels = crate::derive::apiserver::build(&s.metrics, Some(s), &s.informers, s.now());
-    panels
-        .latency
+    crate::derive::signals::read(s)
+        .get("etcd_request_p99_seconds")
         .iter()
-        .filter(|r| r.metric.starts_with("etcd_request"))
-        .filter_map(|r| match r.p99 {
-            crate::metrics::quantile::Quantile::Value(v)
-            | crate::metrics::quantile::Quantile::AtLeast(v) => {
-                Some((format!("{} {}", r.operation, r.resource), v))
-            }
-            crate::metrics::quantile::Quantile::NoData => None,
-        })
+        .map(|x| (format!("{} {}", x.labels[0], x.labels[2]), x.value))
         .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 

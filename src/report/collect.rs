@@ -115,13 +115,13 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
     }
     let to_revision = session.revision();
     let markers: Vec<Marker> = player
-        .with_lost(scan.markers())
+        .complete_markers(scan.markers())
         .into_iter()
         .filter(|m| m.at >= from && m.at <= to)
         .map(|m| Marker {
             at: m.at,
-            revision: 0,
-            kind: "marker",
+            revision: m.revision,
+            kind: m.kind.name(),
             label: m.label,
         })
         .collect();
@@ -156,7 +156,7 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
                 .collect(),
             secrets_redacted: player.header().secrets_redacted,
             damage: player.damage().to_vec(),
-            bookmark_warnings: Vec::new(),
+            bookmark_warnings: player.notes().to_vec(),
         },
         cluster: cluster(&session, &table),
         span: Span {

@@ -62,7 +62,8 @@ pub struct Source {
     /// One line per damaged part of the file (`replay --check`'s damage lines); empty
     /// when whole.
     pub damage: Vec<String>,
-    /// Lines the bookmarks file beside the recording had that could not be read.
+    /// What `replay --check` notes about the file besides damage (a bookmark line beside
+    /// the recording that could not be read, …).
     pub bookmark_warnings: Vec<String>,
 }
 

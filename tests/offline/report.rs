@@ -6,8 +6,9 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::recording::{at, snapshot_from, BIN};
-use crate::record_replay::{demo_recording, kv, list_at, record_stream, small_policy};
+use crate::record_replay::{demo_recording, kv, list_at, record_stream, run_ok, small_policy};
 use regscope::model::{Observation, Stamped};
+use regscope::record::bookmarks::{self, Bookmark};
 
 /// `regscope report FILE ARGS… -o - --format json`, parsed; fails the test unless the exit
 /// code is `code`.
@@ -138,6 +139,27 @@ fn the_demo_report_has_the_figures_snapshot_gives_at_each_instant() {
     }
     // Each figure was compared where it has a value, not only where both are null.
     assert!(compared.iter().all(|n| *n >= 3), "{compared:?}");
+    // The timeline lists exactly what replay --check lists, with the same times.
+    let check = run_ok("UTC", &["replay", "--check", file.to_str().unwrap()]);
+    let listed: Vec<String> = check
+        .lines()
+        .filter_map(|l| l.strip_prefix("  marker     "))
+        .map(str::to_string)
+        .collect();
+    let reported: Vec<String> = r["markers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            format!(
+                "{}  {}",
+                m["at"].as_str().unwrap(),
+                m["label"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(reported, listed);
+    assert!(listed.len() >= 5, "{listed:?}");
     // What stands out names the demo's slow watcher: its 410 and relist, with the resource.
     let events = r["stands_out"]["gone_and_relists"].as_array().unwrap();
     assert!(events
@@ -273,7 +295,29 @@ fn a_gap_a_replaced_etcd_and_damage_are_each_said() {
     ));
     all.extend((61..90).map(tick));
     record_stream(&file, &all, small_policy(), false);
+    // The user's bookmark, and a line of the bookmarks file torn by a crash.
+    bookmarks::append(&file, &Bookmark::new(at(45), 12, "outage starts here")).unwrap();
+    let sidecar = bookmarks::bookmarks_path(&file);
+    let mut text = std::fs::read(&sidecar).unwrap();
+    text.extend_from_slice(br#"{"at":"2023-11"#);
+    std::fs::write(&sidecar, text).unwrap();
     let r = report_json(&file, &[], 0);
+    let bookmark = r["markers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["kind"] == "bookmark")
+        .expect("the bookmark is a marker");
+    assert_eq!(bookmark["label"], "bookmark: outage starts here");
+    assert_eq!(bookmark["revision"], 12);
+    assert!(
+        r["source"]["bookmark_warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("torn"),
+        "{}",
+        r["source"]
+    );
     let kinds: Vec<&str> = r["markers"]
         .as_array()
         .unwrap()
