@@ -17,7 +17,8 @@
 //!
 //! - **header** (first): [`RecordingHeader`] as `postcard` — format version, regscope
 //!   version, the session's [`SessionInfo`] (title, endpoints, prefix, budgets, scrape
-//!   targets, start time), etcd's cluster id and whether Secrets are redacted;
+//!   targets, start time), etcd's cluster id and whether Secrets are redacted — then a
+//!   [`HeaderTail`] (the recorder's UTC offset), which older readers leave unread;
 //! - **checkpoint**: the whole [`Session`] as `postcard`, zstd-compressed. A file starts
 //!   with one (a recording begun mid-session stands alone), and more follow by
 //!   [`CheckpointPolicy`], so that a seek reads one checkpoint and at most a few seconds
@@ -107,6 +108,23 @@ pub struct RecordingHeader {
     /// [`crate::metrics::concepts::table_fingerprint`] of the writer: its scrape digests
     /// are used only by a reader with the same regscope version and concept table.
     pub concepts_fingerprint: u64,
+}
+
+/// What a header frame holds after its [`RecordingHeader`] (from regscope 0.1 with the
+/// report): fields a reader before it ignores, as `postcard` leaves bytes after a value
+/// unread, so older versions still open the file. A file without it reads as `None`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HeaderTail {
+    /// The recorder's local offset from UTC at the start, in seconds (east positive), so
+    /// that a report can say what the recorder's clock showed.
+    pub utc_offset_seconds: i64,
+}
+
+/// Reads a header frame's payload: the header and its tail when present.
+pub(crate) fn read_header(bytes: &[u8]) -> Result<(RecordingHeader, Option<HeaderTail>), String> {
+    let (h, rest) =
+        postcard::take_from_bytes::<RecordingHeader>(bytes).map_err(|e| e.to_string())?;
+    Ok((h, postcard::from_bytes::<HeaderTail>(rest).ok()))
 }
 
 /// A stamp as unix nanoseconds (0 for times before 1970; `i64` reaches 2262).
@@ -222,4 +240,38 @@ pub fn check(mut player: Player, p99_threshold: f64, lag_threshold: f64) -> Repl
     // After the markers: a bookmark line that could not be read is a note.
     r.notes = player.notes().to_vec();
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header() -> RecordingHeader {
+        RecordingHeader {
+            format_version: FORMAT_VERSION,
+            regscope_version: "0.1.0".into(),
+            info: SessionInfo::default(),
+            cluster_id: 7,
+            recording_started: UNIX_EPOCH,
+            secrets_redacted: true,
+            concepts_fingerprint: 1,
+        }
+    }
+
+    #[test]
+    fn a_header_tail_is_read_when_present_and_left_unread_by_an_older_reader() {
+        let mut bytes = postcard::to_stdvec(&header()).unwrap();
+        // Without a tail (files written before it): the header, no offset.
+        assert_eq!(read_header(&bytes).unwrap(), (header(), None));
+        let tail = HeaderTail {
+            utc_offset_seconds: -18_000,
+        };
+        bytes.extend(postcard::to_stdvec(&tail).unwrap());
+        assert_eq!(read_header(&bytes).unwrap(), (header(), Some(tail)));
+        // What a reader before the tail runs: the header alone, the rest unread.
+        assert_eq!(
+            postcard::from_bytes::<RecordingHeader>(&bytes).unwrap(),
+            header()
+        );
+    }
 }

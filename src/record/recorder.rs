@@ -208,10 +208,18 @@ impl Recorder {
             secrets_redacted: !self.opts.show_secrets,
             concepts_fingerprint: crate::metrics::concepts::table_fingerprint(),
         };
-        let header = postcard::to_stdvec(&header).map_err(|e| RecordError::Format {
-            path: path.display().to_string(),
-            what: e.to_string(),
-        })?;
+        let tail = super::HeaderTail {
+            utc_offset_seconds: crate::config::zone::local_offset_at(session.now()),
+        };
+        let header = postcard::to_stdvec(&header)
+            .and_then(|mut h| {
+                h.extend(postcard::to_stdvec(&tail)?);
+                Ok(h)
+            })
+            .map_err(|e| RecordError::Format {
+                path: path.display().to_string(),
+                what: e.to_string(),
+            })?;
         let fmt_err = |what: String| RecordError::Format {
             path: path.display().to_string(),
             what,

@@ -164,7 +164,7 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
             to: *instants.last().unwrap_or(&instants[0]),
             recording_start: first,
             recording_end: last,
-            recorder_utc_offset_seconds: None,
+            recorder_utc_offset_seconds: player.recorder_utc_offset(),
             from_revision: start_revision,
             to_revision,
             interval_seconds: interval,

@@ -335,6 +335,12 @@ fn a_gap_a_replaced_etcd_and_damage_are_each_said() {
         "{kinds:?}"
     );
     assert_eq!(r["cluster"]["cluster_id"], "bbbb");
+    // Written by this regscope: the recorder's UTC offset is in the file.
+    assert!(
+        r["span"]["recorder_utc_offset_seconds"].is_i64(),
+        "{}",
+        r["span"]
+    );
     assert_eq!(
         r["cluster"]["replacements"],
         serde_json::json!(["aaaa", "bbbb"])

@@ -120,6 +120,8 @@ pub struct Player {
     /// Content format of each file (its header's `format_version`).
     formats: Vec<u32>,
     header: RecordingHeader,
+    /// What the first file's header frame holds after the header, when it does.
+    tail: Option<super::HeaderTail>,
     frames: Vec<FrameRef>,
     total: u64,
     /// Index into `frames` of the next frame to read.
@@ -193,6 +195,7 @@ impl Player {
         let mut readers = Vec::new();
         let mut formats = Vec::new();
         let mut header: Option<RecordingHeader> = None;
+        let mut tail: Option<super::HeaderTail> = None;
         let mut frames = Vec::new();
         let mut damage = Vec::new();
         let mut notes = Vec::new();
@@ -235,8 +238,11 @@ impl Player {
                     ));
                 }
             }
-            let h: RecordingHeader = postcard::from_bytes(r.header())
+            let (h, t) = super::read_header(r.header())
                 .map_err(|e| io_err(p, format!("unreadable recording header: {e}")))?;
+            if header.is_none() {
+                tail = t;
+            }
             if h.format_version > FORMAT_VERSION {
                 return Err(io_err(
                     p,
@@ -320,6 +326,7 @@ impl Player {
             readers,
             formats,
             header,
+            tail,
             frames,
             total,
             next_frame: 0,
@@ -362,6 +369,12 @@ impl Player {
     }
 
     /// The recording's header (of its first file).
+    /// The recorder's local offset from UTC at the start, in seconds, when the file says
+    /// it (see [`super::HeaderTail`]).
+    pub fn recorder_utc_offset(&self) -> Option<i64> {
+        self.tail.as_ref().map(|t| t.utc_offset_seconds)
+    }
+
     pub fn header(&self) -> &RecordingHeader {
         &self.header
     }
