@@ -4,6 +4,13 @@
 //! between `--from` and `--to`, into a [`Report`] ([`model`]); the renderers write it as
 //! one self-contained HTML file, as Markdown with SVG charts beside it, or as JSON.
 
+pub mod chart;
+pub mod html;
+pub mod markdown;
 pub mod model;
+#[cfg(test)]
+mod sample;
+mod tables;
+mod text;
 
 pub use model::Report;
