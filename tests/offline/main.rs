@@ -14,6 +14,7 @@ mod demo_objects;
 mod metrics_captures;
 mod metrics_mapping;
 mod record_replay;
+mod report_render;
 mod scrape_sources;
 mod scripted_etcd;
 mod tls_auth;
