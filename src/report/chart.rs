@@ -288,7 +288,14 @@ fn draw(
     let multi_day = x0.div_euclid(86_400) != x1.div_euclid(86_400);
     let x_fmt = |x: &i64| time_label(*x, span, multi_day);
     let unit = chart.unit;
-    let y_fmt = |y: &f64| axis_value(*y, unit);
+    // Without data the y axis has no scale to show: a "0" there would read as a value.
+    let y_fmt = |y: &f64| {
+        if has_data {
+            axis_value(*y, unit)
+        } else {
+            String::new()
+        }
+    };
     c.configure_mesh()
         .x_labels(8)
         .y_labels(6)

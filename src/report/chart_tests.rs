@@ -109,6 +109,10 @@ fn a_chart_without_data_keeps_its_axes_and_says_so() {
     assert!(texts.contains(&"no data"), "{texts:?}");
     assert!(texts.contains(&"no apiserver scrapes in this recording"));
     assert!(texts.contains(&"time (UTC)") && texts.contains(&"seconds"));
+    assert!(
+        !texts.iter().any(|t| t.ends_with(" ms")),
+        "a scale without data: {texts:?}"
+    );
     assert!(with_class(&doc, "polyline", "series").is_empty());
     // No times at all either.
     let svg = chart_svg(&r.charts[2], &[], &[], &Palette::default());

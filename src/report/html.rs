@@ -214,12 +214,12 @@ fn charts(o: &mut String, r: &Report, palette: &Palette) {
     for c in &r.charts {
         let _ = writeln!(o, "<figure id=\"figure-{}\">", e(c.id));
         o.push_str(&chart_svg(c, &r.times, &r.markers, palette));
+        let t = tables::chart_data(r, c);
         let _ = write!(o, "<figcaption>{}", e(&c.title));
-        if let Some(n) = &c.note {
+        if let Some(n) = c.note.as_ref().filter(|_| !t.rows.is_empty()) {
             let _ = write!(o, " <span class=\"note\">— {}</span>", e(n));
         }
         o.push_str("</figcaption>\n");
-        let t = tables::chart_data(r, c);
         if t.rows.is_empty() {
             let _ = writeln!(o, "<p class=\"muted\">{}</p>", e(&tables::no_chart_data(c)));
         } else {

@@ -101,10 +101,10 @@ pub fn markdown(report: &Report, svg_stem: &str) -> (String, Vec<(String, String
         let svg = chart_svg(c, &report.times, &report.markers, &palette);
         let _ = writeln!(o, "### {}\n", md(&c.title));
         let _ = writeln!(o, "![{}]({})\n", md(&c.title), link_target(&file));
-        if let Some(n) = &c.note {
+        let t = tables::chart_data(report, c);
+        if let Some(n) = c.note.as_ref().filter(|_| !t.rows.is_empty()) {
             let _ = writeln!(o, "*{}*\n", md(n));
         }
-        let t = tables::chart_data(report, c);
         if t.rows.is_empty() {
             let _ = writeln!(o, "{}\n", md(&tables::no_chart_data(c)));
         } else {
