@@ -22,11 +22,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-/// The colour scheme the page is shown in (CSS `prefers-color-scheme`).
+/// How the page is shown: on screen in the light or the dark scheme (CSS
+/// `prefers-color-scheme`), or as printed (CSS `@media print`, light).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Look {
     Light,
     Dark,
+    Print,
 }
 
 /// What loading a page produced.
@@ -49,6 +51,10 @@ pub struct PageLoad {
     /// (`rgb(r, g, b)`; empty when there is no chart), as the browser resolved the CSS.
     pub background: String,
     pub chart_text: String,
+    /// Whether the first table inside a `<details>` is rendered (the browser's
+    /// `checkVisibility`: false when folded away, as a closed `<details>` hides its
+    /// content, or absent).
+    pub details_table_visible: bool,
 }
 
 /// How long one page may take from the browser's start to its exit.
@@ -255,10 +261,18 @@ pub fn load(file: &Path, look: Look, height: u32, screenshot: Option<&Path>) -> 
         json!({ "width": 1280, "height": height, "deviceScaleFactor": 1, "mobile": false }),
     );
     let scheme = if look == Look::Dark { "dark" } else { "light" };
+    let media = if look == Look::Print {
+        "print"
+    } else {
+        "screen"
+    };
     b.call(
         s,
         "Emulation.setEmulatedMedia",
-        json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+        json!({
+            "media": media,
+            "features": [{ "name": "prefers-color-scheme", "value": scheme }]
+        }),
     );
     b.events.clear();
     let nav = b.call(s, "Page.navigate", json!({ "url": url }));
@@ -274,18 +288,18 @@ pub fn load(file: &Path, look: Look, height: u32, screenshot: Option<&Path>) -> 
         .unwrap_or_default()
         .to_string();
     // DevTools' own evaluation, which the page's policy (no script at all) does not bind.
-    let colours = b.call(
+    let probe = b.call(
         s,
         "Runtime.evaluate",
         json!({
             "expression": "JSON.stringify([getComputedStyle(document.documentElement).backgroundColor, \
-                (t => t ? getComputedStyle(t).fill : '')(document.querySelector('svg.chart text'))])",
+                (t => t ? getComputedStyle(t).fill : '')(document.querySelector('svg.chart text')), \
+                (t => t ? String(t.checkVisibility()) : 'false')(document.querySelector('details table'))])",
             "returnByValue": true
         }),
     );
-    let colours: Vec<String> =
-        serde_json::from_str(colours["result"]["value"].as_str().unwrap_or("[]"))
-            .unwrap_or_default();
+    let probe: Vec<String> =
+        serde_json::from_str(probe["result"]["value"].as_str().unwrap_or("[]")).unwrap_or_default();
     if let Some(path) = screenshot {
         let shot = b.call(s, "Page.captureScreenshot", json!({ "format": "png" }));
         let data = shot["data"].as_str().expect("screenshot data");
@@ -297,8 +311,9 @@ pub fn load(file: &Path, look: Look, height: u32, screenshot: Option<&Path>) -> 
     }
     let mut out = PageLoad {
         dom,
-        background: colours.first().cloned().unwrap_or_default(),
-        chart_text: colours.get(1).cloned().unwrap_or_default(),
+        background: probe.first().cloned().unwrap_or_default(),
+        chart_text: probe.get(1).cloned().unwrap_or_default(),
+        details_table_visible: probe.get(2).is_some_and(|v| v == "true"),
         ..Default::default()
     };
     let events = std::mem::take(&mut b.events);

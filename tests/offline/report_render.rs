@@ -154,6 +154,8 @@ fn the_report_loads_in_chromium_without_errors_or_requests() {
     // Light: a white page, dark chart text.
     assert_eq!(seen.background, "rgb(255, 255, 255)");
     assert_eq!(seen.chart_text, "rgb(31, 35, 40)");
+    // On screen the data tables are folded away.
+    assert!(!seen.details_table_visible);
     // The screenshot is a PNG 1280 pixels wide.
     let bytes = std::fs::read(&png).expect("screenshot written");
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
@@ -171,6 +173,19 @@ fn the_report_turns_dark_with_the_reader_and_its_charts_follow() {
     assert_eq!(seen.background, "rgb(13, 17, 23)");
     // The charts' ink is currentColor: their text takes the page's light foreground.
     assert_eq!(seen.chart_text, "rgb(230, 237, 243)");
+}
+
+#[test]
+fn printed_the_report_is_black_on_white_with_its_data_tables_unfolded() {
+    require!(CHROMIUM);
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("report.html");
+    std::fs::write(&page, regscope::report::html::html(&report())).unwrap();
+    let seen = chromium::load(&page, Look::Print, 1200, None);
+    assert!(seen.console_errors.is_empty(), "{:?}", seen.console_errors);
+    assert_eq!(seen.background, "rgb(255, 255, 255)");
+    assert_eq!(seen.chart_text, "rgb(0, 0, 0)");
+    assert!(seen.details_table_visible);
 }
 
 #[test]
