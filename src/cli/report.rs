@@ -151,8 +151,15 @@ fn write_out(path: &Path, bytes: &[u8]) -> Result<()> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        anyhow::bail!(
+            "cannot write {}: {} is not a directory",
+            path.display(),
+            dir.display()
+        );
+    }
     let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .with_context(|| format!("cannot write in {}", dir.display()))?;
+        .map_err(|e| anyhow::anyhow!("cannot write in {}: {e}", dir.display()))?;
     tmp.write_all(bytes)
         .and_then(|()| tmp.flush())
         .with_context(|| format!("writing {}", path.display()))?;

@@ -373,7 +373,9 @@ fn rgb_to_256(r: u8, g: u8, b: u8) -> u8 {
     cube
 }
 
-fn index_to_rgb(i: u8) -> (u8, u8, u8) {
+/// The RGB value of an xterm palette index (the 16 ANSI colours as xterm shows them, the
+/// 6×6×6 cube, the grey ramp).
+pub fn index_to_rgb(i: u8) -> (u8, u8, u8) {
     match i {
         0..=15 => ANSI16[i as usize].1,
         16..=231 => {

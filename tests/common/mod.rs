@@ -2,11 +2,12 @@
 //! replica, a TCP proxy that can be cut to simulate a network partition, and [`wait_until`]
 //! for waiting on a condition. Beside them: what a test needs from outside the repository
 //! and what happens when it is missing ([`needs`], [`require!`]), the golden inputs
-//! ([`fixtures`]), certificates ([`pki`]), a tmux driver ([`tmux`]), and the helpers that
-//! the offline and the etcd binaries share per topic ([`recording`], [`scrape`],
-//! [`snapshot_cli`], [`decode_cli`]).
+//! ([`fixtures`]), certificates ([`pki`]), a tmux driver ([`tmux`]), headless Chromium
+//! ([`chromium`]), and the helpers that the offline and the etcd binaries share per topic
+//! ([`recording`], [`scrape`], [`snapshot_cli`], [`decode_cli`]).
 #![allow(dead_code)]
 
+pub mod chromium;
 pub mod decode_cli;
 pub mod fixtures;
 pub mod needs;

@@ -1,7 +1,7 @@
 //! What a test needs that the repository does not hold (the shared golden data in
-//! `../shared/testdata`, and the etcd, etcdctl, tmux, openssl and `script` programs), and
-//! the one rule for when it is missing, set by `REGSCOPE_TEST_REQUIRE` (its code is
-//! [`rule`], which the library's unit tests follow too):
+//! `../shared/testdata`, and the etcd, etcdctl, tmux, openssl, `script` and chromium
+//! programs), and the one rule for when it is missing, set by `REGSCOPE_TEST_REQUIRE` (its
+//! code is [`rule`], which the library's unit tests follow too):
 //!
 //! - `all` (the default, and what `scripts/test.sh` sets): the test fails, naming what is
 //!   missing and how to install it. A test never passes by skipping.
@@ -32,6 +32,7 @@ pub const ETCDCTL: Need = Need::Program("etcdctl");
 pub const TMUX: Need = Need::Program("tmux");
 pub const OPENSSL: Need = Need::Program("openssl");
 pub const SCRIPT: Need = Need::Program("script");
+pub const CHROMIUM: Need = Need::Program("chromium");
 
 /// `../shared/testdata`, or the folder `REGSCOPE_TESTDATA` names (whether or not it is
 /// there).

@@ -16,6 +16,7 @@ mod metrics_captures;
 mod metrics_mapping;
 mod record_replay;
 mod report;
+mod report_render;
 mod scrape_sources;
 mod scripted_etcd;
 mod tls_auth;

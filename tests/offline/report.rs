@@ -386,3 +386,55 @@ fn a_report_never_overwrites_the_recording() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("is the recording itself"));
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
+
+#[test]
+fn markdown_references_svg_files_that_exist_and_parse() {
+    let dir = tempfile::tempdir().unwrap();
+    let md = dir.path().join("incident.md");
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            demo_recording().to_str().unwrap(),
+            "-o",
+            md.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(&md).unwrap();
+    let refs: Vec<&str> = text
+        .split("](")
+        .skip(1)
+        .filter_map(|s| s.split(')').next())
+        .filter(|s| s.ends_with(".svg"))
+        .collect();
+    let charts = report_json(&demo_recording(), &[], 0)["charts"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(refs.len(), charts, "{refs:?}");
+    for name in refs {
+        assert!(name.starts_with("incident-"), "{name}");
+        let svg = std::fs::read_to_string(dir.path().join(name))
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        let doc = roxmltree::Document::parse(&svg).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(doc.root_element().tag_name().name(), "svg");
+    }
+    // Markdown cannot go to standard output: its charts are files beside it.
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            demo_recording().to_str().unwrap(),
+            "-o",
+            "-",
+            "--format",
+            "md",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
