@@ -350,6 +350,33 @@ fn a_gap_a_replaced_etcd_and_damage_are_each_said() {
         .unwrap()
         .contains("replaced between the two moments"));
     assert_eq!(r["source"]["damage"], serde_json::json!([]));
+    // The HTML says each plainly, in words a reader finds without the JSON.
+    let page = dir.path().join("incident.html");
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            file.to_str().unwrap(),
+            "-o",
+            page.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    for said in [
+        "relist at revision 12 after compaction at 12 (gap)",
+        "history reset: cluster id changed",
+        "bookmark: outage starts here",
+        "torn",
+        "bbbb",
+        "replaced between the two moments",
+    ] {
+        assert!(html.contains(said), "the HTML does not say {said:?}");
+    }
     // Damage: bytes flipped in the middle of the file. The report is still written, says
     // what was lost, and exits 1 as every reader of a damaged recording does.
     let mut bytes = std::fs::read(&file).unwrap();
@@ -360,11 +387,24 @@ fn a_gap_a_replaced_etcd_and_damage_are_each_said() {
     let damaged = dir.path().join("damaged.rgs");
     std::fs::write(&damaged, &bytes).unwrap();
     let r = report_json(&damaged, &[], 1);
-    assert!(
-        !r["source"]["damage"].as_array().unwrap().is_empty(),
-        "{}",
-        r["source"]
-    );
+    let damage = r["source"]["damage"].as_array().unwrap();
+    assert!(!damage.is_empty(), "{}", r["source"]);
+    let page = dir.path().join("damaged.html");
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            damaged.to_str().unwrap(),
+            "-o",
+            page.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let html = std::fs::read_to_string(&page).unwrap();
+    let first = damage[0].as_str().unwrap();
+    // The damage line as replay --check words it (the path and what was lost).
+    let lost = first.rsplit(": ").next().unwrap();
+    assert!(html.contains(lost), "the HTML does not say {lost:?}");
 }
 
 #[test]
