@@ -382,7 +382,13 @@ fn cluster(s: &Session, table: &SeriesTable) -> Cluster {
                 .map(|m| Member {
                     name: m.name.clone(),
                     endpoint: m.endpoint.clone(),
-                    version: None,
+                    // etcd's Status answer carries no version: the one read from says its
+                    // own when connected.
+                    version: s
+                        .etcd
+                        .server()
+                        .filter(|(e, v)| *e == m.endpoint && !v.is_empty())
+                        .map(|(_, v)| v.to_string()),
                     leader: m
                         .status
                         .as_ref()
