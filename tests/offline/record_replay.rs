@@ -69,7 +69,7 @@ pub(crate) fn kv(key: &str, rev: i64, version: i64, value: Vec<u8>) -> KeyValue 
 /// A synthetic session: a list, a minute of watch events (a Secret among them, with its
 /// previous version), clock ticks, scrapes of a real apiserver capture with NaN/±Inf/−0
 /// lines added, a failed scrape and a compaction.
-fn stream(seconds: u64) -> Vec<Stamped> {
+pub(crate) fn stream(seconds: u64) -> Vec<Stamped> {
     let mut out = vec![
         Stamped {
             at: at(0),
@@ -1126,7 +1126,7 @@ fn snapshot_from_a_recording_at_a_time_and_a_revision() {
 
 /// Records `all` as a `--keep-last keep` set based at `base` (with `max_size`), calling
 /// `check` after each observation's upkeep; the live session at the end.
-fn record_set(
+pub(crate) fn record_set(
     base: &Path,
     all: &[Stamped],
     keep: Duration,

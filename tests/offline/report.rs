@@ -478,3 +478,37 @@ fn markdown_references_svg_files_that_exist_and_parse() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// A flight recorder's rolling set is reported whole, by its base name, with its
+/// bookmarks beside it.
+#[test]
+fn a_keep_last_set_is_reported_by_its_base_name() {
+    crate::common::require!(TESTDATA);
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("fr.rgs");
+    let all = crate::record_replay::stream(120);
+    crate::record_replay::record_set(
+        &base,
+        &all,
+        std::time::Duration::from_secs(40),
+        None,
+        &mut |_| {},
+    );
+    bookmarks::append(&base, &Bookmark::new(at(110), 0, "in the set")).unwrap();
+    let r = report_json(&base, &[], 0);
+    let files = r["source"]["files"].as_array().unwrap();
+    assert!(files.len() >= 2, "{files:?}");
+    assert_eq!(
+        r["span"]["recording_end"].as_str(),
+        Some(
+            humantime::format_rfc3339_millis(at(120))
+                .to_string()
+                .as_str()
+        )
+    );
+    assert!(r["markers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m["label"] == "bookmark: in the set"));
+}
