@@ -282,7 +282,7 @@ fn draw(
         .margin(8)
         .margin_right(24)
         .x_label_area_size(40)
-        .y_label_area_size(76)
+        .y_label_area_size(100)
         .build_cartesian_2d((x0..x1).with_key_points(time_ticks(x0, x1)), y0..y1)?;
     let span = x1 - x0;
     let multi_day = x0.div_euclid(86_400) != x1.div_euclid(86_400);

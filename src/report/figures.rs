@@ -23,6 +23,7 @@ pub fn build(table: &SeriesTable, times: &[SystemTime]) -> Vec<Chart> {
         window_revisions(&t),
         window_seconds(&t),
         watch_cache(&t),
+        capacity(&t),
         terminated(&t),
         etcd_latency(&t),
         apiserver_latency(&t),
@@ -294,24 +295,27 @@ fn watch_cache(t: &Tables<'_>) -> Chart {
     )
 }
 
-fn terminated(t: &Tables<'_>) -> Chart {
-    let mut series = top(t.max_by("watch_cache_capacity", gr), TOP, "capacity: ");
-    series.extend(top(
-        t.rates_by("terminated_watchers_total", gr)
-            .into_iter()
-            .map(|(k, v)| (k, v.into_iter().map(|x| x.map(|x| x * 60.0)).collect()))
-            .collect(),
-        TOP,
-        "terminated watchers per minute: ",
-    ));
+fn capacity(t: &Tables<'_>) -> Chart {
     chart(
         "watch_cache_capacity",
-        "Watch cache capacity (events) and terminated watchers (per minute)",
-        "events / watchers per minute",
+        "Watch cache capacity by resource (events the ring holds)",
         "events",
-        &["watch_cache_capacity", "terminated_watchers_total"],
-        series,
+        "events",
+        &["watch_cache_capacity"],
+        top(t.max_by("watch_cache_capacity", gr), TOP, ""),
         "no apiserver scrape with the watch cache's metrics in this span",
+    )
+}
+
+fn terminated(t: &Tables<'_>) -> Chart {
+    chart(
+        "terminated_watchers",
+        "Watchers the apiserver terminated as unresponsive, per second",
+        "watchers per second",
+        "watchers/s",
+        &["terminated_watchers_total"],
+        top(t.rates_by("terminated_watchers_total", gr), TOP, ""),
+        "no apiserver scrape with apiserver_terminated_watchers_total in this span",
     )
 }
 
@@ -404,7 +408,6 @@ fn db(t: &Tables<'_>) -> Chart {
     for (signal, name) in [
         ("etcd_db_size_bytes", "database file"),
         ("etcd_db_in_use_bytes", "in use"),
-        ("etcd_quota_bytes", "quota"),
     ] {
         if let Some(v) = t.scalar(signal) {
             series.push(Series {
@@ -413,9 +416,32 @@ fn db(t: &Tables<'_>) -> Chart {
             });
         }
     }
+    let largest = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten())
+        .fold(0.0f64, |a, b| a.max(*b));
+    let quota = t.scalar("etcd_quota_bytes");
+    let last_quota = quota.and_then(|q| q.iter().rev().flatten().next().copied());
+    let mut title = "etcd database size against in use and quota".to_string();
+    match (quota, last_quota) {
+        // The quota on the same axis would flatten the sizes into its floor: drawn only
+        // when the database comes within a fifth of it, else named in the title.
+        (Some(q), Some(last)) if largest >= last * 0.2 => series.push(Series {
+            name: "quota".into(),
+            values: q.clone(),
+        }),
+        (Some(_), Some(last)) => {
+            title = format!(
+                "etcd database size and in use (quota {}, at most {:.1} % of it)",
+                crate::derive::units::bytes(last as u64),
+                100.0 * largest / last
+            );
+        }
+        _ => {}
+    }
     chart(
         "etcd_db",
-        "etcd database size against in use and quota",
+        &title,
         "bytes",
         "bytes",
         &[
