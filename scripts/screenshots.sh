@@ -183,7 +183,7 @@ for _ in $(seq 1 20); do
 done
 
 # --- The postmortem report --------------------------------------------------------------
-"$REGSCOPE_BIN" report recordings/demo.rgs -o "$out/report.html"
+"$REGSCOPE_BIN" report recordings/demo.rgs -o "$out/report.html" --force
 # A fresh profile under the temp dir; root in a container needs --no-sandbox. The window is
 # the picture: 1280 wide, tall enough for the header, what stands out and the first charts.
 chromium --headless --no-sandbox --disable-gpu --no-first-run --no-default-browser-check \

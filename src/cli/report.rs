@@ -38,6 +38,29 @@ pub fn run(r: &ReportArgs, ui: &UiArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
+    // Every file this run would write, checked before anything is read or written: a
+    // refusal leaves everything as it was.
+    let targets = if to_stdout {
+        Vec::new()
+    } else {
+        let mut t = vec![r.output.clone()];
+        if format == ReportFormat::Md {
+            let dir = out_dir(&r.output);
+            let stem = svg_stem(&r.output);
+            t.extend(
+                crate::report::figures::CHART_IDS
+                    .iter()
+                    .map(|id| dir.join(format!("{stem}-{id}.svg"))),
+            );
+        }
+        t
+    };
+    for t in &targets {
+        if let Err(why) = writable(t, r.force) {
+            eprintln!("regscope: {why}");
+            return Ok(ExitCode::from(2));
+        }
+    }
     let (from, to) = match (
         moment("--from", r.from.as_deref(), &mut player, ui),
         moment("--to", r.to.as_deref(), &mut player, ui),
@@ -73,11 +96,7 @@ pub fn run(r: &ReportArgs, ui: &UiArgs) -> Result<ExitCode> {
         ReportFormat::Md => {
             let stem = svg_stem(&r.output);
             let (md, svgs) = crate::report::markdown::markdown(&report, &stem);
-            let dir = r
-                .output
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            let dir = out_dir(&r.output);
             for (name, svg) in &svgs {
                 write_out(&dir.join(name), svg.as_bytes())?;
             }
@@ -96,6 +115,51 @@ pub fn run(r: &ReportArgs, ui: &UiArgs) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// The directory `out` is written in.
+fn out_dir(out: &Path) -> PathBuf {
+    out.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Whether `path` may be written: its directory exists; it does not exist, or `force` is
+/// given and it is a regular file that is no recording (a symlink, a directory or a
+/// device is never replaced).
+fn writable(path: &Path, force: bool) -> Result<(), String> {
+    let dir = out_dir(path);
+    if !dir.is_dir() {
+        return Err(format!(
+            "cannot write {}: {} is not a directory",
+            path.display(),
+            dir.display()
+        ));
+    }
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return Ok(());
+    };
+    if !meta.file_type().is_file() {
+        return Err(format!(
+            "{} exists and is not a regular file: choose another -o",
+            path.display()
+        ));
+    }
+    let mut magic = [0u8; 8];
+    let is_recording = std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok()
+        && magic == crate::record::format::FILE_MAGIC;
+    if is_recording {
+        return Err(format!(
+            "{} is a recording: a report never replaces one",
+            path.display()
+        ));
+    }
+    if !force {
+        return Err(format!("{} exists: --force replaces it", path.display()));
+    }
+    Ok(())
 }
 
 /// The format an output name asks for: `.md`, `.json`, else HTML.
@@ -151,23 +215,14 @@ fn write_out(path: &Path, bytes: &[u8]) -> Result<()> {
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    if !dir.is_dir() {
-        anyhow::bail!(
-            "cannot write {}: {} is not a directory",
-            path.display(),
-            dir.display()
-        );
-    }
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| anyhow::anyhow!("cannot write in {}: {e}", dir.display()))?;
+    let fail = |e: std::io::Error| anyhow::anyhow!("cannot write {}: {e}", path.display());
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
     tmp.write_all(bytes)
         .and_then(|()| tmp.flush())
-        .with_context(|| format!("writing {}", path.display()))?;
+        .map_err(fail)?;
     use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644))
-        .with_context(|| format!("writing {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o644)).map_err(fail)?;
+    tmp.persist(path).map_err(|e| fail(e.error))?;
     Ok(())
 }
 

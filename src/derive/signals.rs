@@ -64,6 +64,12 @@ struct Inputs<'a> {
     panels: &'a ApiserverPanels,
 }
 
+/// The counters the replica keeps from etcd's watch: they stand still while etcd is out
+/// of reach, so a rate over such a stretch is not known (a reader must not take it for no
+/// writes).
+pub const REPLICA_COUNTERS: [&str; 3] =
+    ["writes_total", "written_bytes_total", "writer_writes_total"];
+
 /// Every signal's samples at one moment, in [`SIGNALS`] order; a signal with nothing
 /// known has no sample (never a 0 it does not know).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -117,6 +123,11 @@ pub fn read_with(session: &Session, panels: &ApiserverPanels) -> Readings {
         if !out.is_empty() {
             r.signals.insert(s.name, out);
         }
+    }
+    // While etcd is out of reach its head is not known: the replica's revision is only
+    // where the watch stopped.
+    if session.etcd.outage_since().is_some() {
+        r.signals.remove("etcd_head_revision");
     }
     r
 }
@@ -191,7 +202,7 @@ pub static SIGNALS: &[Signal] = &[
         kind: SignalKind::Gauge,
         unit: "revisions",
         labels: &[],
-        help: "etcd's head revision: the replica's, else etcd's metrics (the compaction window panel's head)",
+        help: "etcd's head revision: the replica's, else etcd's metrics (the compaction window panel's head); absent while etcd is out of reach",
         read: |i, o| one(o, i.panels.window.head.map(|r| r as f64)),
     },
     Signal {

@@ -58,47 +58,70 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
         ));
     }
     let instants = grid(from, to);
+    // Each instant names its whole millisecond, as `snapshot --at` reads a time written
+    // with milliseconds: the state after every observation stamped within it.
+    let whole_ms = Duration::from_nanos(999_999);
     let times: Vec<i64> = instants.iter().map(|t| secs(*t)).collect();
     let interval = times.get(2).map_or(1, |t| t - times[1]).max(1);
     player.set_bodies(false);
     player.verify(false);
-    let mut session = player.seek(Target::Time(instants[0]));
+    let mut session = player.seek(Target::Time(instants[0] + whole_ms));
     // The keys are compared from the first instant the replica holds a listed keyspace:
     // a recording starts with its list, and before it ends no key is known yet (every
     // key would read as created).
     let mut keys_from: Option<(KeysAt, Revision, usize)> = None;
-    let start_revision = session.revision();
+    // Before the recording's first list the replica is at revision 0: the span then
+    // starts at the first revision the recording holds, as `replay --check` says.
+    let start_revision = Some(session.revision())
+        .filter(|r| *r > 0)
+        .or_else(|| player.first_revision())
+        .unwrap_or(0);
+    let mut lost = 0usize;
     let mut scan = MarkerScan::new(&session, opts.p99_threshold, opts.lag_threshold);
     let mut counter = KeyCounter::default();
     let mut events: Vec<ResourceEvent> = Vec::new();
     let mut table = SeriesTable::new();
     let mut slowest: Option<Slowest> = None;
     for (i, t) in instants.iter().enumerate() {
+        let damaged = player.damage().len();
         if i > 0 {
-            player.advance(&mut session, Target::Time(*t), u64::MAX, |s, st, pos| {
-                scan.observe(s, st, pos);
-                match &st.obs {
-                    Observation::Events { events: evs, .. } => {
-                        for e in evs {
-                            counter.count(&e.kv.key);
+            player.advance(
+                &mut session,
+                Target::Time(*t + whole_ms),
+                u64::MAX,
+                |s, st, pos| {
+                    scan.observe(s, st, pos);
+                    match &st.obs {
+                        Observation::Events { events: evs, .. } => {
+                            for e in evs {
+                                counter.count(&e.kv.key);
+                            }
                         }
-                    }
-                    Observation::Informer(inf) => match &inf.what {
-                        InformerWhat::Gone { .. } => events.push(ResourceEvent {
-                            at: st.at,
-                            what: "gone",
-                            resource: inf.resource.clone(),
-                        }),
-                        InformerWhat::Listed { relist: true, .. } => events.push(ResourceEvent {
-                            at: st.at,
-                            what: "relist",
-                            resource: inf.resource.clone(),
-                        }),
+                        Observation::Informer(inf) => match &inf.what {
+                            InformerWhat::Gone { .. } => events.push(ResourceEvent {
+                                at: st.at,
+                                what: "gone",
+                                resource: inf.resource.clone(),
+                            }),
+                            InformerWhat::Listed { relist: true, .. } => {
+                                events.push(ResourceEvent {
+                                    at: st.at,
+                                    what: "relist",
+                                    resource: inf.resource.clone(),
+                                })
+                            }
+                            _ => {}
+                        },
                         _ => {}
-                    },
-                    _ => {}
-                }
-            });
+                    }
+                },
+            );
+        }
+        // A state that misses observations (lost to damage, not yet restored from a
+        // checkpoint) is not sampled: its numbers would be drawn as if whole.
+        if i > 0 && (player.is_lost() || player.damage().len() > damaged) {
+            lost += 1;
+            continue;
         }
         let panels = crate::derive::apiserver::build(
             &session.metrics,
@@ -106,18 +129,30 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
             &session.informers,
             session.now(),
         );
-        let readings = signals::read_with(&session, &panels);
+        let mut readings = signals::read_with(&session, &panels);
+        if session.etcd.outage_since().is_some() {
+            // While etcd is out of reach the replica's head and counters stand still:
+            // not known is not zero.
+            for name in signals::REPLICA_COUNTERS {
+                readings.signals.remove(name);
+            }
+        }
         if keys_from.is_none() && session.revision() > 0 && session.replica.listing().is_none() {
             keys_from = Some((KeysAt::of(&session), session.revision(), i));
         }
-        slowest = slowest_of(&panels, *t, slowest);
+        // A p99 is of the interval before the apiserver scrape that carried it.
+        let scraped = panels.apiserver.last_good.unwrap_or(*t);
+        slowest = slowest_of(&panels, scraped, slowest);
         record(&mut table, &readings, i, times.len());
     }
     let to_revision = session.revision();
     let markers: Vec<Marker> = player
         .complete_markers(scan.markers())
         .into_iter()
-        .filter(|m| m.at >= from && m.at <= to)
+        .filter(|m| {
+            (opts.from.is_none() || m.at >= instants[0])
+                && (opts.to.is_none() || m.at <= *instants.last().unwrap_or(&to) + whole_ms)
+        })
         .map(|m| Marker {
             at: m.at,
             revision: m.revision,
@@ -128,6 +163,8 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
     let changes = match keys_from {
         Some((keys, rev, t)) => {
             let mut c = keys.compare(&session, rev);
+            c.from_at = Some(instants[t]);
+            c.to_at = instants.last().copied();
             if t != 0 {
                 let why = format!(
                     "the replica held no listed keyspace at the span's start; compared from {} (revision {rev}), the first instant it did",
@@ -156,14 +193,15 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
                 .collect(),
             secrets_redacted: player.header().secrets_redacted,
             damage: player.damage().to_vec(),
-            bookmark_warnings: player.notes().to_vec(),
+            notes: player.notes().to_vec(),
+            lost_instants: lost,
         },
         cluster: cluster(&session, &table),
         span: Span {
             from: instants[0],
             to: *instants.last().unwrap_or(&instants[0]),
-            recording_start: first,
-            recording_end: last,
+            recording_start: ms(first),
+            recording_end: ms(last),
             recorder_utc_offset_seconds: player.recorder_utc_offset(),
             from_revision: start_revision,
             to_revision,
@@ -193,15 +231,17 @@ fn secs(t: SystemTime) -> i64 {
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
+/// `t` cut to whole milliseconds.
+fn ms(t: SystemTime) -> SystemTime {
+    let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    UNIX_EPOCH + Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// The sampling instants: `from`, then whole seconds in steps of a round interval
 /// (1 s … 1 h) chosen so that at most [`MAX_POINTS`] fit, then `to`; `from` and `to` are
 /// cut to whole milliseconds, so that each instant printed as RFC 3339 with milliseconds
 /// (as `snapshot --at` reads it) names the state sampled.
 pub fn grid(from: SystemTime, to: SystemTime) -> Vec<SystemTime> {
-    let ms = |t: SystemTime| {
-        let d = t.duration_since(UNIX_EPOCH).unwrap_or_default();
-        UNIX_EPOCH + Duration::from_millis(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
-    };
     let (from, to) = (ms(from), ms(to));
     let span = (secs(to) - secs(from)).max(1);
     let step = [
@@ -314,32 +354,52 @@ fn stands_out(
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(l, _)| writer_name(&l[1], &l[2]));
     }
-    // The worst lag relative to the window.
-    let mut worst_lag = None::<WorstLag>;
+    // The largest lag, and the one closest to the compaction window.
     let window = table
         .get("compaction_window_revisions")
         .and_then(|m| m.get(&Vec::new()));
-    for (labels, v) in table.get("informer_lag_window_ratio").into_iter().flatten() {
+    let mut worst_lag = None::<WorstLag>;
+    let mut closest = None::<WorstLag>;
+    for (labels, v) in table.get("informer_lag_revisions").into_iter().flatten() {
         for (i, x) in v.iter().enumerate() {
-            let Some(f) = *x else { continue };
-            if worst_lag.as_ref().is_none_or(|w| f > w.fraction_of_window) {
-                let get = |name: &str| {
-                    table
-                        .get(name)
-                        .and_then(|m| m.get(labels))
-                        .and_then(|v| v[i])
-                };
-                worst_lag = Some(WorstLag {
-                    at: times[i],
-                    resource: labels[1].clone(),
-                    lag_revisions: get("informer_lag_revisions").unwrap_or(0.0) as i64,
-                    lag_seconds: get("informer_lag_seconds"),
-                    window_revisions: window.and_then(|w| w[i]).unwrap_or(0.0) as i64,
-                    fraction_of_window: f,
-                });
+            let Some(lag) = *x else { continue };
+            let get = |name: &str| {
+                table
+                    .get(name)
+                    .and_then(|m| m.get(labels))
+                    .and_then(|v| v[i])
+            };
+            let window_revisions = window.and_then(|w| w[i]).map(|w| w as i64);
+            let here = WorstLag {
+                at: times[i],
+                resource: super::figures::group_resource(labels),
+                lag_revisions: lag as i64,
+                lag_seconds: get("informer_lag_seconds"),
+                window_revisions,
+                fraction_of_window: get("informer_lag_window_ratio"),
+            };
+            if worst_lag
+                .as_ref()
+                .is_none_or(|w| here.lag_revisions > w.lag_revisions)
+            {
+                worst_lag = Some(here.clone());
+            }
+            if let Some(f) = here.fraction_of_window {
+                if closest
+                    .as_ref()
+                    .is_none_or(|c| f > c.fraction_of_window.unwrap_or(0.0))
+                {
+                    closest = Some(here);
+                }
             }
         }
     }
+    let closest_to_window = closest.filter(|c| {
+        worst_lag
+            .as_ref()
+            .is_none_or(|w| (w.at, &w.resource) != (c.at, &c.resource))
+            && c.lag_revisions > 0
+    });
     let db = |name: &str| {
         table
             .get(name)
@@ -362,7 +422,8 @@ fn stands_out(
     let (most_written, most_written_exact) = counter.top(TOP_KEYS);
     StandsOut {
         largest_burst,
-        worst_lag,
+        worst_lag: worst_lag.filter(|w| w.lag_revisions > 0),
+        closest_to_window,
         gone_and_relists,
         slowest_etcd,
         db_growth,
@@ -597,6 +658,8 @@ impl KeysAt {
         Changes {
             from_revision,
             to_revision: r.revision(),
+            from_at: None,
+            to_at: None,
             per_resource,
             top_keys: top,
             note: replaced.then(|| {

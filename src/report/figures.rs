@@ -13,6 +13,23 @@ use super::series::{increases, interval_seconds, writer_name, SeriesTable};
 /// Lines per chart besides totals.
 const TOP: usize = 5;
 
+/// The ids of [`build`]'s charts, in order (the Markdown's SVG files are named by them).
+pub const CHART_IDS: [&str; 13] = [
+    "revisions",
+    "bytes_written",
+    "writers",
+    "window_revisions",
+    "window_seconds",
+    "watch_cache",
+    "watch_cache_capacity",
+    "terminated_watchers",
+    "etcd_latency",
+    "apiserver_latency",
+    "apf",
+    "etcd_db",
+    "objects",
+];
+
 /// Every chart, in the order the report shows them.
 pub fn build(table: &SeriesTable, times: &[SystemTime]) -> Vec<Chart> {
     let t = Tables { table, times };
@@ -121,6 +138,10 @@ fn top(by: BTreeMap<String, Vec<Option<f64>>>, n: usize, prefix: &str) -> Vec<Se
 }
 
 /// The group/resource label pair as one name: `pods`, `deployments.apps`.
+pub fn group_resource(labels: &[String]) -> String {
+    gr(labels)
+}
+
 fn gr(labels: &[String]) -> String {
     match (labels.first(), labels.get(1)) {
         (Some(g), Some(r)) if !g.is_empty() => format!("{r}.{g}"),
@@ -167,7 +188,7 @@ fn revisions(t: &Tables<'_>) -> Chart {
         "revisions",
         "Revisions per second, and writes per second of the busiest resources",
         "per second",
-        "revisions/s",
+        "per second",
         &["etcd_head_revision", "writes_total"],
         series,
         "no revision was seen in this span",
@@ -479,4 +500,18 @@ fn objects(t: &Tables<'_>) -> Chart {
         series,
         "no object count in this span",
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_chart_ids_are_the_charts_built() {
+        let ids: Vec<&str> = build(&SeriesTable::new(), &[std::time::UNIX_EPOCH])
+            .iter()
+            .map(|c| c.id)
+            .collect();
+        assert_eq!(ids, CHART_IDS);
+    }
 }

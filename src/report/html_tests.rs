@@ -143,7 +143,7 @@ fn missing_facts_are_said_and_warnings_come_first() {
     let warn = h.find("Read this first").expect("warnings box");
     assert!(warn < h.find("id=\"stands-out\"").unwrap());
     assert!(h.contains("Damaged recording: frame at byte 4,096"));
-    assert!(h.contains("Bookmarks file: line 3: no time"));
+    assert!(h.contains("Note on the recording: line 3: no time"));
     // A report with none of the optional parts still says what is missing.
     let mut bare = sample_report();
     bare.cluster = Default::default();
@@ -151,7 +151,7 @@ fn missing_facts_are_said_and_warnings_come_first() {
     bare.markers.clear();
     bare.changes = Default::default();
     bare.source.damage.clear();
-    bare.source.bookmark_warnings.clear();
+    bare.source.notes.clear();
     let h = html(&bare);
     parse(&h);
     for said in [

@@ -59,12 +59,16 @@ pub struct Source {
     pub files: Vec<String>,
     /// Secret values were redacted when recorded (false only with `--show-secrets`).
     pub secrets_redacted: bool,
+    /// Sampling instants whose state misses observations (a damaged stretch of the file
+    /// before the next checkpoint restored it): their values are left out of every chart
+    /// and table, never drawn from the partial state.
+    pub lost_instants: usize,
     /// One line per damaged part of the file (`replay --check`'s damage lines); empty
     /// when whole.
     pub damage: Vec<String>,
     /// What `replay --check` notes about the file besides damage (a bookmark line beside
     /// the recording that could not be read, …).
-    pub bookmark_warnings: Vec<String>,
+    pub notes: Vec<String>,
 }
 
 /// What the session knew about the cluster (at `--to`, with what changed during the span
@@ -180,7 +184,11 @@ pub struct Series {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct StandsOut {
     pub largest_burst: Option<Burst>,
+    /// The largest informer lag in revisions.
     pub worst_lag: Option<WorstLag>,
+    /// The lag that came closest to the compaction window, when not the same as
+    /// `worst_lag` (a smaller lag against a narrower window).
+    pub closest_to_window: Option<WorstLag>,
     /// Every 410 Gone and every relist, with its resource.
     pub gone_and_relists: Vec<ResourceEvent>,
     pub slowest_etcd: Option<Slowest>,
@@ -205,7 +213,7 @@ pub struct Burst {
     pub writer: Option<String>,
 }
 
-/// The moment an informer's lag came closest to the compaction window.
+/// One informer's lag at one instant, against the compaction window then.
 #[derive(Clone, Debug, Serialize)]
 pub struct WorstLag {
     #[serde(with = "humantime_serde_compat")]
@@ -213,9 +221,11 @@ pub struct WorstLag {
     pub resource: String,
     pub lag_revisions: i64,
     pub lag_seconds: Option<f64>,
-    pub window_revisions: i64,
-    /// lag ÷ window (1 means a resume would get 410 Gone).
-    pub fraction_of_window: f64,
+    /// The compaction window then; `None` before the first compaction (the window was all
+    /// of history: a 410 could then only come from the watch cache's ring).
+    pub window_revisions: Option<i64>,
+    /// lag ÷ window (1 means a resume would get 410 Gone), when the window is known.
+    pub fraction_of_window: Option<f64>,
 }
 
 /// A 410 Gone or a relist of one resource's informer.
@@ -262,6 +272,11 @@ pub struct KeyWrites {
 pub struct Changes {
     pub from_revision: Revision,
     pub to_revision: Revision,
+    /// The instants the two states were sampled at.
+    #[serde(with = "crate::model::humantime_serde_compat::opt")]
+    pub from_at: Option<SystemTime>,
+    #[serde(with = "crate::model::humantime_serde_compat::opt")]
+    pub to_at: Option<SystemTime>,
     /// Per resource, most changed first.
     pub per_resource: Vec<ResourceChanges>,
     /// The keys changed most in size (created, deleted or changed), largest first.

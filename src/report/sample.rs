@@ -38,8 +38,9 @@ pub(crate) fn sample_report() -> Report {
         source: Source {
             files: vec!["recordings/demo.rgs".into()],
             secrets_redacted: true,
+            lost_instants: 0,
             damage: vec!["frame at byte 4,096: checksum mismatch (skipped)".into()],
-            bookmark_warnings: vec!["line 3: no time".into()],
+            notes: vec!["line 3: no time".into()],
         },
         cluster: Cluster {
             title: "demo <cluster>".into(),
@@ -132,8 +133,8 @@ pub(crate) fn sample_report() -> Report {
                 resource: "events".into(),
                 lag_revisions: 80,
                 lag_seconds: Some(12.5),
-                window_revisions: 100,
-                fraction_of_window: 0.8,
+                window_revisions: Some(100),
+                fraction_of_window: Some(0.8),
             }),
             gone_and_relists: vec![ResourceEvent {
                 at: at(T0 + 52),
@@ -159,10 +160,13 @@ pub(crate) fn sample_report() -> Report {
                 writes: 42,
             }],
             most_written_exact: true,
+            closest_to_window: None,
         },
         changes: Changes {
             from_revision: 1000,
             to_revision: 1132,
+            from_at: Some(at(T0)),
+            to_at: Some(at(T0 + 110)),
             per_resource: vec![ResourceChanges {
                 resource: "configmaps".into(),
                 created: 3,

@@ -269,16 +269,22 @@ pub(crate) fn top_keys(r: &Report) -> Table {
 
 /// The changes section's opening line.
 pub(crate) fn changes_line(r: &Report) -> String {
+    let at = |t: Option<std::time::SystemTime>| {
+        t.map_or_else(String::new, |t| {
+            format!(" ({})", humantime::format_rfc3339_millis(t))
+        })
+    };
     format!(
-        "The replica at revision {} ({}) compared with revision {} ({}).",
+        "The replica at revision {}{} compared with revision {}{}.",
         units::thousands_i(r.changes.from_revision),
-        text::rfc3339(r.span.from),
+        at(r.changes.from_at),
         units::thousands_i(r.changes.to_revision),
-        text::rfc3339(r.span.to)
+        at(r.changes.to_at)
     )
 }
 
-/// Damage and bookmark warnings, the lines a reader must not miss (empty: none).
+/// Damage and the notes `replay --check` makes about the file (an unreadable bookmark
+/// line, an index rebuilt by scanning), the lines a reader must not miss (empty: none).
 pub(crate) fn warnings(r: &Report) -> Vec<String> {
     let mut w: Vec<String> = r
         .source
@@ -288,10 +294,18 @@ pub(crate) fn warnings(r: &Report) -> Vec<String> {
         .collect();
     w.extend(
         r.source
-            .bookmark_warnings
+            .notes
             .iter()
-            .map(|b| format!("Bookmarks file: {b}")),
+            .map(|b| format!("Note on the recording: {b}")),
     );
+    if r.source.lost_instants > 0 {
+        w.push(format!(
+            "{} sampling instant{} fell where the damage left the state incomplete (until \
+             the next checkpoint): left out of every chart and table, shown as —.",
+            r.source.lost_instants,
+            if r.source.lost_instants == 1 { "" } else { "s" }
+        ));
+    }
     if !r.source.secrets_redacted {
         w.push(
             "Secrets were recorded unredacted (--show-secrets): keys and values in this report \

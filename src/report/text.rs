@@ -202,27 +202,23 @@ pub(crate) fn stands_out(report: &Report) -> Vec<Item> {
     match &s.worst_lag {
         Some(l) => out.push(item(
             Some(l.at),
-            format!(
-                "Worst informer lag: {} was {} revisions{} behind, {:.0}% of the compaction \
-                 window of {} revisions (at 100% a resumed watch gets 410 Gone).",
-                l.resource,
-                units::thousands_i(l.lag_revisions),
-                l.lag_seconds
-                    .map(|s| format!(" ({})", value(s, "seconds")))
-                    .unwrap_or_default(),
-                l.fraction_of_window * 100.0,
-                units::thousands_i(l.window_revisions)
-            ),
+            format!("Worst informer lag: {}.", lag_words(l)),
         )),
         None => out.push(item(
             None,
-            "Informer lag: not recorded (no informers in this recording).".into(),
+            "Informer lag: none measured (no informers in this recording, or never behind).".into(),
         )),
+    }
+    if let Some(l) = &s.closest_to_window {
+        out.push(item(
+            Some(l.at),
+            format!("Closest to the compaction window: {}.", lag_words(l)),
+        ));
     }
     for e in &s.gone_and_relists {
         let text = match e.what {
             "gone" => format!(
-                "410 Gone: {}'s watch was too old and had to relist.",
+                "410 Gone: the {} informer's watch was too old and had to relist.",
                 e.resource
             ),
             "relist" => format!("Relist of {}.", e.resource),
@@ -283,6 +279,38 @@ pub(crate) fn stands_out(report: &Report) -> Vec<Item> {
         )),
     }
     out
+}
+
+/// `N revision(s)`.
+fn revisions(n: i64) -> String {
+    format!(
+        "{} revision{}",
+        units::thousands_i(n),
+        if n == 1 { "" } else { "s" }
+    )
+}
+
+/// One informer's lag against the window, as a clause.
+fn lag_words(l: &super::model::WorstLag) -> String {
+    let seconds = l
+        .lag_seconds
+        .map(|s| format!(" ({})", value(s, "seconds")))
+        .unwrap_or_default();
+    let window = match (l.window_revisions, l.fraction_of_window) {
+        (Some(w), Some(f)) => format!(
+            ", {:.0}% of the compaction window of {} (at 100% a resumed watch gets 410 Gone)",
+            f * 100.0,
+            revisions(w)
+        ),
+        _ => ", before any compaction (etcd still held all of history; a 410 could only come \
+               from the watch cache)"
+            .to_string(),
+    };
+    format!(
+        "the {} informer was {}{seconds} behind{window}",
+        l.resource,
+        revisions(l.lag_revisions)
+    )
 }
 
 /// The heading of the most-written keys' table.

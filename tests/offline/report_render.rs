@@ -22,8 +22,9 @@ fn report() -> Report {
         source: Source {
             files: vec!["test.rgs".into()],
             secrets_redacted: true,
+            lost_instants: 0,
             damage: vec![],
-            bookmark_warnings: vec![],
+            notes: vec![],
         },
         cluster: Cluster {
             title: "browser <check>".into(),

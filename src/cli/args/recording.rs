@@ -114,6 +114,10 @@ pub struct ReportArgs {
     /// html, md or json; by default from OUT's extension (.md, .json, else html).
     #[arg(long, value_enum)]
     pub format: Option<ReportFormat>,
+    /// Replace an existing OUT (and, for md, its SVG files); never a directory, device or
+    /// symlink, and never a recording.
+    #[arg(long)]
+    pub force: bool,
     /// Start of the span reported (as `snapshot --at`: a time, -10m, +5m, or rREV);
     /// the recording's start by default.
     #[arg(long, value_name = "TIME|REV")]

@@ -369,6 +369,13 @@ impl Player {
     }
 
     /// The recording's header (of its first file).
+    /// Whether the session played to the cursor misses observations: a segment or scrape
+    /// frame on the way could not be read and no checkpoint after it has been restored
+    /// yet (see [`Player::advance`]).
+    pub fn is_lost(&self) -> bool {
+        self.lost
+    }
+
     /// The recorder's local offset from UTC at the start, in seconds, when the file says
     /// it (see [`super::HeaderTail`]).
     pub fn recorder_utc_offset(&self) -> Option<i64> {
