@@ -48,17 +48,25 @@ pub struct Palette {
     /// Series colours in order of use (`#rrggbb`); a chart's n-th series takes the n-th,
     /// cycling.
     pub series: Vec<String>,
-    /// Markers whose kind means something broke (410 Gone, reset, lost connection,
-    /// failover, alarm, damage).
+    /// Markers whose kind means something broke (`MarkerKind::severity` 3: a gap, 410
+    /// Gone, a reset, a lost connection, an alarm, damage).
     pub alert: String,
-    /// Markers worth a look (gaps, thresholds, watch anomalies, failed scrapes, member and
-    /// other-cluster changes).
+    /// Markers worth a look (severity 2: thresholds, watch anomalies, failed scrapes,
+    /// failovers, member and other-cluster changes).
     pub warn: String,
-    /// Routine markers (compactions, restored connections) and kinds not known here.
+    /// Routine markers (compactions) and kinds not known here.
     pub note: String,
     /// The user's bookmarks.
     pub bookmark: String,
+    /// A connection restored (as the console's timeline colours it).
+    pub ok: String,
 }
+
+/// Colours a chart's series take after the theme's, distinct from them and from each
+/// other, so that no two lines of one chart share a colour (a chart draws at most ten).
+const MORE_SERIES: [&str; 6] = [
+    "#8c564b", "#ff7f0e", "#1f3a93", "#e377c2", "#006d6f", "#808000",
+];
 
 impl Default for Palette {
     /// From the embedded default theme.
@@ -99,6 +107,11 @@ impl Palette {
             .map(String::from)
             .to_vec();
         }
+        for c in MORE_SERIES {
+            if !series.iter().any(|s| s == c) {
+                series.push(c.to_string());
+            }
+        }
         Palette {
             series,
             alert: bg(Role::Alert)
@@ -106,7 +119,8 @@ impl Palette {
                 .unwrap_or_else(|| "#d7263d".into()),
             warn: fg(Role::StatusWarn).unwrap_or_else(|| "#c99a00".into()),
             note: fg(Role::Muted).unwrap_or_else(|| "#8a8a8a".into()),
-            bookmark: fg(Role::Filter).unwrap_or_else(|| "#c155c9".into()),
+            bookmark: fg(Role::Note).unwrap_or_else(|| "#c155c9".into()),
+            ok: fg(Role::StatusOk).unwrap_or_else(|| "#3fae4f".into()),
         }
     }
 
@@ -117,11 +131,15 @@ impl Palette {
 
     /// The colour of a marker of `kind` (`crate::record::MarkerKind::name` strings).
     pub fn marker_colour(&self, kind: &str) -> &str {
+        // By the kind's severity, as the replay timeline colours its ticks.
+        let kind = crate::record::MarkerKind::ALL
+            .into_iter()
+            .find(|k| k.name() == kind);
         match kind {
-            "gone" | "reset" | "connection_lost" | "failover" | "alarm" | "damage" => &self.alert,
-            "gap" | "threshold" | "watch_anomaly" | "scrape_failed" | "member"
-            | "other_cluster" => &self.warn,
-            "bookmark" => &self.bookmark,
+            Some(crate::record::MarkerKind::Bookmark) => &self.bookmark,
+            Some(crate::record::MarkerKind::ConnectionRestored) => &self.ok,
+            Some(k) if k.severity() >= 3 => &self.alert,
+            Some(k) if k.severity() == 2 => &self.warn,
             _ => &self.note,
         }
     }
