@@ -399,6 +399,8 @@ fn stands_out(
             .as_ref()
             .is_none_or(|w| (w.at, &w.resource) != (c.at, &c.resource))
             && c.lag_revisions > 0
+            // Under 1 % of the window is no finding.
+            && c.fraction_of_window.is_some_and(|f| f >= 0.01)
     });
     let db = |name: &str| {
         table

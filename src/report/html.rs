@@ -245,11 +245,7 @@ fn changes(o: &mut String, r: &Report) {
     o.push_str("<section id=\"changes\">\n<h2>Changes between from and to</h2>\n");
     let _ = writeln!(o, "<p>{}</p>", e(&tables::changes_line(r)));
     if let Some(n) = &r.changes.note {
-        let _ = writeln!(
-            o,
-            "<div class=\"warnings\"><strong>Incomplete:</strong> {}</div>",
-            e(n)
-        );
+        let _ = writeln!(o, "<p><strong>Note:</strong> {}</p>", e(n));
     }
     o.push_str("<h3>Per resource</h3>\n");
     let t = tables::per_resource(r);

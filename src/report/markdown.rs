@@ -123,7 +123,7 @@ pub fn markdown(report: &Report, svg_stem: &str) -> (String, Vec<(String, String
     o.push_str("## Changes between from and to\n\n");
     let _ = writeln!(o, "{}\n", md(&tables::changes_line(report)));
     if let Some(n) = &report.changes.note {
-        let _ = writeln!(o, "**Incomplete:** {}\n", md(n));
+        let _ = writeln!(o, "**Note:** {}\n", md(n));
     }
     o.push_str("### Per resource\n\n");
     let t = tables::per_resource(report);
