@@ -2744,10 +2744,20 @@ fn replay_timeline_ticks_by_kind_120x12() {
     };
     assert_eq!(b.text, "outage starts here");
     assert_eq!(b.at, at(30), "the cursor's time");
-    // Esc cancels; Enter on nothing typed saves nothing.
+    // Esc cancels.
     keys(&mut a, "bnot this\x1b");
-    keys(&mut a, "b\n");
     assert!(a.take_requests().is_empty());
+    // Enter on nothing typed (or only spaces) saves nothing and says so.
+    for typed in ["b\n", "b   \n"] {
+        keys(&mut a, typed);
+        assert_eq!(
+            a.take_requests(),
+            [regscope::tui::Request::Notice(
+                "empty bookmark not saved".into()
+            )],
+            "{typed:?}"
+        );
+    }
     assert!(!render(&mut a, 120, 12).contains("bookmark (Enter"));
 }
 

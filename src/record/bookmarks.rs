@@ -159,21 +159,41 @@ pub fn load(recording: &Path) -> (Vec<Bookmark>, Vec<String>) {
 /// opened for writing. A file whose last line was torn gets a newline first, so the torn
 /// line stays one skipped line and this one reads.
 ///
-/// Errors: the directory is not writable, the disk is full (the message names the file).
+/// The sidecar is never followed through a symbolic link (opened with `O_NOFOLLOW`) and
+/// must be a regular file: a link or a FIFO planted in its place is refused, so a
+/// bookmark can never append to some other file.
+///
+/// Errors: the directory is not writable, the disk is full, the sidecar is a symbolic
+/// link or not a regular file (the message names the file).
 pub fn append(recording: &Path, b: &Bookmark) -> Result<(), RecordError> {
     let path = bookmarks_path(recording);
     let io = |source| RecordError::Io {
         path: path.display().to_string(),
         source,
     };
+    let refused = |what: &str| RecordError::Format {
+        path: path.display().to_string(),
+        what: format!("{what}; bookmarks are only written to a regular file"),
+    };
     let mut opts = std::fs::OpenOptions::new();
     opts.append(true).create(true).read(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
+        // O_NONBLOCK: opening a FIFO planted there must not hang the console.
+        opts.mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
     }
-    let mut f = opts.open(&path).map_err(io)?;
+    let mut f = match opts.open(&path) {
+        Ok(f) => f,
+        Err(_) if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) => {
+            return Err(refused("a symbolic link"))
+        }
+        Err(e) => return Err(io(e)),
+    };
+    if !f.metadata().map_err(io)?.is_file() {
+        return Err(refused("not a regular file"));
+    }
     let torn = {
         use std::io::{Read, Seek, SeekFrom};
         let len = f.metadata().map_err(io)?.len();
@@ -313,5 +333,32 @@ mod tests {
         assert!(warnings[0].contains("line 1 unreadable"), "{warnings:?}");
         assert!(warnings[1].contains("line 3 unreadable"), "{warnings:?}");
         assert!(warnings[1].contains("RFC 3339"), "{warnings:?}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_sidecar_that_is_a_symlink_or_no_regular_file_is_refused() {
+        let (d, rec) = dir();
+        let victim = d.path().join("victim.txt");
+        std::fs::write(&victim, b"keep me").unwrap();
+        std::os::unix::fs::symlink(&victim, bookmarks_path(&rec)).unwrap();
+        let e = append(&rec, &Bookmark::new(at(0), 1, "x")).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("incident.rgs.bookmarks: a symbolic link"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep me");
+        // A dangling link is not followed to create its target either.
+        let (d, rec) = dir();
+        let target = d.path().join("made.txt");
+        std::os::unix::fs::symlink(&target, bookmarks_path(&rec)).unwrap();
+        assert!(append(&rec, &Bookmark::new(at(0), 1, "x")).is_err());
+        assert!(!target.exists());
+        // A directory in its place.
+        let (_d, rec) = dir();
+        std::fs::create_dir(bookmarks_path(&rec)).unwrap();
+        let e = append(&rec, &Bookmark::new(at(0), 1, "x")).unwrap_err();
+        assert!(e.to_string().contains(".bookmarks: "), "{e}");
     }
 }

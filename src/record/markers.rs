@@ -153,7 +153,9 @@ pub struct MarkerScan {
     conn_bad: bool,
     scrape_bad: [bool; 2],
     p99_high: bool,
-    lag_high: bool,
+    /// The informers (group, resource) whose lag is over the threshold: one marker when
+    /// a resource's lag goes over, none again until it has gone back under.
+    lag_high: std::collections::HashSet<(String, String)>,
     /// etcd's alarms as last seen, and the watch anomalies counted so far.
     alarms: Vec<String>,
     anomalies: u64,
@@ -177,7 +179,7 @@ impl MarkerScan {
             conn_bad: false,
             scrape_bad: [false, false],
             p99_high: false,
-            lag_high: false,
+            lag_high: std::collections::HashSet::new(),
             alarms: session
                 .etcd
                 .etcd_status()
@@ -358,17 +360,20 @@ impl MarkerScan {
                     .get(&i.group, &i.resource)
                     .and_then(|x| x.lag_seconds)
                 {
-                    let high = lag > self.lag_threshold;
-                    if high && !self.lag_high {
+                    let key = (i.group.clone(), i.resource.clone());
+                    if lag <= self.lag_threshold {
+                        self.lag_high.remove(&key);
+                    } else if self.lag_high.insert(key) {
                         mark(
                             MarkerKind::Threshold,
                             format!(
-                                "informer lag over {}s: {} {:.1}s",
-                                self.lag_threshold, i.resource, lag
+                                "informer lag over {}s: {} {}s",
+                                self.lag_threshold,
+                                i.resource,
+                                over(lag, self.lag_threshold, lag_decimals(lag))
                             ),
                         );
                     }
-                    self.lag_high = high;
                 }
             }
             Observation::Scrape { target, outcome } => {
@@ -389,7 +394,11 @@ impl MarkerScan {
                         if high && !self.p99_high {
                             mark(
                                 MarkerKind::Threshold,
-                                format!("etcd p99 over {}s: {row} {p99:.3}s", self.p99_threshold),
+                                format!(
+                                    "etcd p99 over {}s: {row} {}s",
+                                    self.p99_threshold,
+                                    over(p99, self.p99_threshold, 3)
+                                ),
                             );
                         }
                         self.p99_high = high;
@@ -403,6 +412,30 @@ impl MarkerScan {
     /// The markers found, in recorded order.
     pub fn markers(self) -> Vec<Marker> {
         self.out
+    }
+}
+
+/// The decimals an informer lag of `lag` seconds is shown with: one from a second up,
+/// else three significant digits (0.0123 → 4).
+fn lag_decimals(lag: f64) -> usize {
+    if lag >= 1.0 || lag <= 0.0 || !lag.is_finite() {
+        1
+    } else {
+        // 0.5 → 3, 0.05 → 4; capped so a vanishing lag stays one short word.
+        (2 - lag.log10().floor() as i64).clamp(1, 12) as usize
+    }
+}
+
+/// `value` (over `threshold`) with at least `decimals` decimals, and more while the
+/// rounded text would not read as over the threshold (a lag of 1.04 over 1 → "1.04").
+fn over(value: f64, threshold: f64, decimals: usize) -> String {
+    let mut d = decimals;
+    loop {
+        let text = format!("{value:.d$}");
+        if d >= 12 || text.parse::<f64>().is_ok_and(|shown| shown > threshold) {
+            return text;
+        }
+        d += 1;
     }
 }
 
@@ -522,5 +555,73 @@ mod tests {
         assert_eq!(labels.len(), 2, "{labels:?}");
         assert!(labels[0].contains("(1 so far)"), "{labels:?}");
         assert!(labels[1].contains("(10 so far)"), "{labels:?}");
+    }
+
+    #[test]
+    fn lag_over_the_threshold_marks_once_per_resource_until_it_goes_back_under() {
+        let mut s = Session::new(SessionInfo::default());
+        let mut scan = MarkerScan::new(&s, 1.0, 0.5);
+        let kv = |rev| KeyValue::joined(b"/registry/configmaps/default/a", 1, rev, 1, 0, b"x");
+        let informer = |resource: &str, rv| {
+            Observation::Informer(crate::model::InformerObs {
+                group: String::new(),
+                resource: resource.into(),
+                what: InformerWhat::Event {
+                    resource_version: rv,
+                    bookmark: false,
+                },
+            })
+        };
+        play(
+            &mut s,
+            &mut scan,
+            vec![
+                Observation::ListBegin { revision: 5 },
+                Observation::ListPage { kvs: vec![kv(5)] },
+                Observation::ListDone {
+                    revision: 5,
+                    compacted: None,
+                },
+                // Revision 6 written at second 1003; informers at 5 lag from then on.
+                Observation::Events {
+                    revision: 6,
+                    events: vec![crate::model::WatchEvent {
+                        kind: crate::model::EventKind::Put,
+                        kv: kv(6),
+                        prev_kv: None,
+                    }],
+                },
+                informer("pods", 5),   // 1 s behind: over
+                informer("pods", 5),   // still over: no second marker
+                informer("events", 6), // another informer, caught up
+                informer("pods", 5),   // still over: no marker (it was one before)
+                informer("pods", 6),   // back under
+                informer("pods", 5),   // over again: a marker
+                informer("events", 5), // another informer over: its own marker
+            ],
+        );
+        let labels: Vec<_> = scan.markers().into_iter().map(|m| m.label).collect();
+        assert_eq!(
+            labels,
+            [
+                "informer lag over 0.5s: pods 1.0s",
+                "informer lag over 0.5s: pods 6.0s",
+                "informer lag over 0.5s: events 7.0s",
+            ],
+        );
+    }
+
+    #[test]
+    fn a_value_over_a_threshold_is_shown_with_the_digits_that_tell() {
+        // Informer lags: one decimal from a second up, three significant digits below.
+        assert_eq!(over(7.04, 1.0, lag_decimals(7.04)), "7.0");
+        assert_eq!(over(0.0123, 0.001, lag_decimals(0.0123)), "0.0123");
+        assert_eq!(over(0.4567, 0.001, lag_decimals(0.4567)), "0.457");
+        // Rounding would hide the crossing: more digits.
+        assert_eq!(over(1.04, 1.0, lag_decimals(1.04)), "1.04");
+        assert_eq!(over(0.0010004, 0.001, lag_decimals(0.0010004)), "0.0010004");
+        // etcd p99: three decimals at least.
+        assert_eq!(over(1.4851, 1.0, 3), "1.485");
+        assert_eq!(over(0.00123, 0.001, 3), "0.0012");
     }
 }

@@ -33,6 +33,10 @@ pub(crate) struct ReplayDriver {
     added: Vec<Marker>,
     /// The marker asked for before the markers were read.
     pending_marker: Option<bool>,
+    /// The marker last jumped to: its position and its index among the markers at that
+    /// position (several can share one observation), so `n`/`N` step through them one by
+    /// one. Meaningful while the cursor is still at that position.
+    here: Option<(u64, usize)>,
     status: ReplayStatus,
 }
 
@@ -85,6 +89,7 @@ impl ReplayDriver {
             markers_rx: Some(rx),
             added: Vec::new(),
             pending_marker: None,
+            here: None,
             status,
         }
     }
@@ -201,29 +206,31 @@ impl ReplayDriver {
             return;
         };
         let pos = self.player.position();
-        // By position: the list is in time order, which a clock set back while recording
-        // can make differ.
-        let m = if next {
-            markers
-                .iter()
-                .filter(|m| m.position > pos)
-                .min_by_key(|m| m.position)
-        } else {
-            markers
-                .iter()
-                .filter(|m| m.position < pos)
-                .max_by_key(|m| m.position)
-        }
-        .cloned();
-        match m {
-            Some(m) => {
+        let here = self.here.filter(|(p, _)| *p == pos).map(|(_, i)| i);
+        let found = step_marker(markers, pos, here, next).and_then(|(p, i)| {
+            let mut same = markers.iter().filter(|m| m.position == p);
+            let count = same.clone().count();
+            same.nth(i).map(|m| (m.clone(), i, count))
+        });
+        match found {
+            Some((m, i, count)) => {
+                let of = if count > 1 {
+                    format!(" · {} of {count} here", i + 1)
+                } else {
+                    String::new()
+                };
                 self.status.marker = Some(format!(
-                    "{} at {}",
+                    "{} at {}{of}",
                     m.label,
                     super::text::clock(m.at, app.settings.utc_offset)
                 ));
                 app.cursor.paused = true;
-                self.seek(app, Target::Position(m.position));
+                self.here = Some((m.position, i));
+                if m.position == pos {
+                    self.update(app);
+                } else {
+                    self.seek(app, Target::Position(m.position));
+                }
             }
             None => {
                 self.status.marker = Some(if next {
@@ -370,5 +377,85 @@ impl ReplayDriver {
             Request::Bookmark(b) => self.bookmark(app, b),
             Request::StartRecording | Request::StopRecording => {}
         }
+    }
+}
+
+/// Where `n` (`next`) or `N` goes from the cursor at `pos`: the position of a marker and
+/// its index among the markers at that position (in the list's order). Markers are
+/// ordered by position (the list is in time order, which a clock set back while
+/// recording can make differ); several at one position are stepped through one by one:
+/// `here` is the index of the one the cursor jumped to at `pos`, if it did. `n` from the
+/// last of a position (or from none) goes to the first of the next position, `N` from
+/// the first to the last of the previous one.
+pub(crate) fn step_marker(
+    markers: &[Marker],
+    pos: u64,
+    here: Option<usize>,
+    next: bool,
+) -> Option<(u64, usize)> {
+    let count = |p: u64| markers.iter().filter(|m| m.position == p).count();
+    match here {
+        Some(i) if next && i + 1 < count(pos) => return Some((pos, i + 1)),
+        Some(i) if !next && i > 0 && i <= count(pos) => return Some((pos, i - 1)),
+        _ => {}
+    }
+    let positions = markers.iter().map(|m| m.position);
+    if next {
+        let p = positions.filter(|&p| p > pos).min()?;
+        Some((p, 0))
+    } else {
+        let p = positions.filter(|&p| p < pos).max()?;
+        Some((p, count(p) - 1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::MarkerKind;
+
+    fn mark(position: u64, kind: MarkerKind, label: &str) -> Marker {
+        Marker {
+            position,
+            at: std::time::UNIX_EPOCH + Duration::from_secs(position),
+            kind,
+            revision: 1,
+            label: label.into(),
+        }
+    }
+
+    /// The labels `n` (or `N`) visits from `pos`, as the driver keeps its place.
+    fn walk(markers: &[Marker], mut pos: u64, next: bool) -> Vec<String> {
+        let mut here = None;
+        let mut seen = Vec::new();
+        while let Some((p, i)) = step_marker(markers, pos, here, next) {
+            let m = markers.iter().filter(|m| m.position == p).nth(i).unwrap();
+            seen.push(m.label.clone());
+            pos = p;
+            here = Some(i);
+        }
+        seen
+    }
+
+    #[test]
+    fn markers_sharing_an_observation_are_each_reached_both_ways() {
+        // A bookmark saved on the p99 marker's observation.
+        let markers = [
+            mark(10, MarkerKind::Compaction, "a"),
+            mark(20, MarkerKind::Threshold, "p99"),
+            mark(20, MarkerKind::Bookmark, "bookmark"),
+            mark(30, MarkerKind::Gap, "z"),
+        ];
+        assert_eq!(walk(&markers, 0, true), ["a", "p99", "bookmark", "z"]);
+        assert_eq!(walk(&markers, 40, false), ["z", "bookmark", "p99", "a"]);
+        // Arrived at 20 some other way (a seek): `n` goes on to the next position, `N` back
+        // to the previous.
+        assert_eq!(step_marker(&markers, 20, None, true), Some((30, 0)));
+        assert_eq!(step_marker(&markers, 20, None, false), Some((10, 0)));
+        // Turning round inside a position.
+        assert_eq!(step_marker(&markers, 20, Some(1), false), Some((20, 0)));
+        assert_eq!(step_marker(&markers, 20, Some(0), true), Some((20, 1)));
+        assert_eq!(step_marker(&markers, 30, Some(0), true), None);
+        assert_eq!(step_marker(&[], 30, None, false), None);
     }
 }

@@ -246,3 +246,40 @@ fn a_torn_bookmarks_file_is_a_note_and_the_earlier_bookmarks_still_list() {
     assert_eq!(out.matches("bookmark: ").count(), 2, "{out}");
     assert_eq!(std::fs::read(&file).unwrap(), before);
 }
+
+/// A hand-edited bookmark whose revision is beyond the recording (or before it) is
+/// shown at the revision of the state at its time, not as typed; one within its
+/// segment's revisions is kept as the user saw it.
+#[test]
+fn a_bookmark_revision_outside_the_recording_is_replaced_by_the_one_at_its_time() {
+    let (_dir, file) = demo_copy();
+    let good = bookmark_at(&file, 41, "as seen");
+    let mut p = Player::open(&file).unwrap();
+    let last = p.last_revision().unwrap();
+    let at = p.span().0 + Duration::from_secs(30);
+    let state = p.seek(Target::Time(at)).revision();
+    for typed in [99_999, last + 1, 1] {
+        bookmarks::append(&file, &Bookmark::new(at, typed, &format!("typed {typed}"))).unwrap();
+    }
+    bookmarks::append(&file, &good).unwrap();
+    let markers = p.complete_markers(Vec::new());
+    let revision = |text: &str| {
+        markers
+            .iter()
+            .find(|m| m.label == format!("bookmark: {text}"))
+            .unwrap_or_else(|| panic!("{text} in {markers:?}"))
+            .revision
+    };
+    assert_eq!(revision("as seen"), good.revision);
+    for typed in [99_999, last + 1, 1] {
+        let shown = revision(&format!("typed {typed}"));
+        assert!(shown <= last, "{typed}: {shown} beyond {last}");
+        // The state at the bookmark's time, to within the observation at its position.
+        let pos = p.position_at_or_after(at);
+        let after = p.seek(Target::Position(pos)).revision();
+        assert!(
+            (state..=after).contains(&shown),
+            "{typed}: {shown} not in {state}..={after}"
+        );
+    }
+}

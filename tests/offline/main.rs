@@ -15,6 +15,7 @@ mod demo_objects;
 mod metrics_captures;
 mod metrics_mapping;
 mod record_replay;
+mod recording_flags;
 mod report;
 mod report_render;
 mod scrape_sources;

@@ -59,7 +59,12 @@ pub struct SnapshotArgs {
     /// HH:MM[:SS[.fff]] UTC on the recording's first day), an offset from the recording's start (+90s) or end
     /// (--at=-5m), a revision (r1234, or a bare number: 1234), `start` or `end`. Default:
     /// the end of the recording.
-    #[arg(long, value_name = "TIME|REV", requires = "from")]
+    #[arg(
+        long,
+        value_name = "TIME|REV",
+        requires = "from",
+        allow_hyphen_values = true
+    )]
     pub at: Option<String>,
     #[command(flatten)]
     pub conn: ConnArgs,

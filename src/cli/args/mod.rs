@@ -332,10 +332,24 @@ mod tests {
         assert_eq!(seek("+90s"), Ok(crate::record::seek::SeekTo::Relative(90)));
         assert_eq!(seek("-5m"), Ok(crate::record::seek::SeekTo::Relative(-300)));
         assert!(seek("14:32").is_ok() && seek("14:32:10").is_ok());
-        // A value starting with '-' needs the `=` form.
+        // A value starting with '-' reads with `=` and after a space.
         assert!(
             Cli::try_parse_merged_from(["regscope", "snapshot", "--from", "f", "--at=-5m"]).is_ok()
         );
+    }
+
+    #[test]
+    fn times_counted_back_from_the_end_read_after_a_space() {
+        let c = parse(&["snapshot", "--from", "f", "--at", "-5m", "--json"]);
+        let Some(Command::Snapshot(s)) = c.command else {
+            panic!()
+        };
+        assert_eq!((s.at.as_deref(), s.json), (Some("-5m"), true));
+        let c = parse(&["replay", "f", "--at", "-10m", "--lag-threshold", "2"]);
+        let Some(Command::Replay(r)) = c.command else {
+            panic!()
+        };
+        assert_eq!((r.at.as_deref(), r.lag_threshold), (Some("-10m"), 2.0));
     }
 
     #[test]

@@ -33,6 +33,17 @@ pub fn parse_positive_duration(s: &str) -> Result<std::time::Duration, String> {
     }
 }
 
+/// A marker threshold in seconds (`--p99-threshold`, `--lag-threshold`): a finite number
+/// greater than 0 (`0.5`, `10`); a negative one, zero, `NaN` or `inf` is refused.
+pub fn parse_threshold_seconds(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!(
+            "'{s}' is not a threshold: give a number of seconds greater than 0 (e.g. 0.5)"
+        )),
+    }
+}
+
 /// [`parse_size`] for a recording's `--max-size`: at least 1 MiB, as a recording starts
 /// with a checkpoint of the whole session (often larger) and a file cut before it holds
 /// nothing to replay.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::parse::{parse_positive_duration, parse_record_size};
+use super::parse::{parse_positive_duration, parse_record_size, parse_threshold_seconds};
 use super::ConnArgs;
 
 #[derive(Debug, Args, Clone)]
@@ -44,13 +44,28 @@ pub struct ReplayArgs {
     pub check: bool,
     /// Open at this moment (as `snapshot --at`) instead of the start. Not with --check,
     /// which reads the whole file (`snapshot --json --from FILE --at T` prints a moment).
-    #[arg(long, value_name = "TIME|REV", conflicts_with = "check")]
+    #[arg(
+        long,
+        value_name = "TIME|REV",
+        conflicts_with = "check",
+        allow_hyphen_values = true
+    )]
     pub at: Option<String>,
     /// Marker: etcd request p99 latency above this many seconds.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_parser = parse_threshold_seconds,
+        allow_negative_numbers = true
+    )]
     pub p99_threshold: f64,
     /// Marker: informer lag above this many seconds.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        value_parser = parse_threshold_seconds,
+        allow_negative_numbers = true
+    )]
     pub lag_threshold: f64,
 }
 
@@ -68,10 +83,10 @@ pub struct ExportArgs {
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: ExportFormat,
     /// Only observations stamped at or after this (as `snapshot --at`; revisions allowed).
-    #[arg(long, value_name = "TIME|REV")]
+    #[arg(long, value_name = "TIME|REV", allow_hyphen_values = true)]
     pub from: Option<String>,
     /// Only observations stamped at or before this.
-    #[arg(long, value_name = "TIME|REV")]
+    #[arg(long, value_name = "TIME|REV", allow_hyphen_values = true)]
     pub to: Option<String>,
     /// Only keys under this prefix (events and list items; other observations are kept
     /// unless --only-keys).
@@ -85,10 +100,20 @@ pub struct ExportArgs {
     #[arg(long)]
     pub decode: bool,
     /// Marker: etcd request p99 latency above this many seconds (as `replay`).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_parser = parse_threshold_seconds,
+        allow_negative_numbers = true
+    )]
     pub p99_threshold: f64,
     /// Marker: informer lag above this many seconds (as `replay`).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        value_parser = parse_threshold_seconds,
+        allow_negative_numbers = true
+    )]
     pub lag_threshold: f64,
 }
 
@@ -120,16 +145,26 @@ pub struct ReportArgs {
     pub force: bool,
     /// Start of the span reported (as `snapshot --at`: a time, -10m, +5m, or rREV);
     /// the recording's start by default.
-    #[arg(long, value_name = "TIME|REV")]
+    #[arg(long, value_name = "TIME|REV", allow_hyphen_values = true)]
     pub from: Option<String>,
     /// End of the span reported; the recording's end by default.
-    #[arg(long, value_name = "TIME|REV")]
+    #[arg(long, value_name = "TIME|REV", allow_hyphen_values = true)]
     pub to: Option<String>,
     /// Marker: etcd request p99 latency above this many seconds.
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(
+        long,
+        default_value_t = 1.0,
+        value_parser = parse_threshold_seconds,
+        allow_negative_numbers = true
+    )]
     pub p99_threshold: f64,
     /// Marker: informer lag above this many seconds.
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(
+        long,
+        default_value_t = 10.0,
+        value_parser = parse_threshold_seconds,
+        allow_negative_numbers = true
+    )]
     pub lag_threshold: f64,
 }
 

@@ -82,17 +82,28 @@ impl Player {
     /// ([`Player::position_at_or_after`]); `None` when its time is outside the recording
     /// (before its first millisecond or after its last stamp: a `--keep-last` set whose
     /// older files were deleted since).
+    ///
+    /// The marker keeps the bookmark's revision (as the user saw it) when it lies within
+    /// the revisions of the segment holding its time; one outside (a hand-edited line, a
+    /// revision beyond the recording's last) is replaced by the revision the index
+    /// stamps on the observation at the marker's position, which costs nothing more than
+    /// finding the position.
     pub fn bookmark_marker(&mut self, b: &Bookmark) -> Option<Marker> {
         let (start, end) = self.span();
         let start_ms = Bookmark::new(start, 0, "").at;
         if b.at < start_ms || b.at > end {
             return None;
         }
+        let found = self.locate(b.at);
+        let revision = match found.span {
+            Some((first, last)) if b.revision < first || b.revision > last => found.revision,
+            _ => b.revision,
+        };
         Some(Marker {
-            position: self.position_at_or_after(b.at),
+            position: found.position,
             at: b.at,
             kind: MarkerKind::Bookmark,
-            revision: b.revision,
+            revision,
             label: format!("bookmark: {}", b.text),
         })
     }
@@ -102,35 +113,71 @@ impl Player {
     /// is read. A segment that cannot be read gives its start, where its damage marker is.
     /// The cursor does not move.
     pub fn position_at_or_after(&mut self, t: SystemTime) -> u64 {
+        self.locate(t).position
+    }
+
+    /// [`Player::position_at_or_after`], with the revision the index stamps there.
+    fn locate(&mut self, t: SystemTime) -> Located {
         let t = time_ns(t);
-        for f in self.frames.clone() {
+        let frames = self.frames.clone();
+        for (i, f) in frames.iter().copied().enumerate() {
             if f.kind == FrameKind::Checkpoint || f.last_ns < t {
                 continue;
             }
+            // From the revision before the segment's first record (the frame before it
+            // ended there) to the one after its last.
+            let before = frames[..i]
+                .iter()
+                .rev()
+                .find(|p| p.rev > 0)
+                .map_or(f.first_rev, |p| p.rev.min(f.first_rev));
+            let at = |position, revision| Located {
+                position,
+                revision,
+                span: Some((before, f.rev)).filter(|(a, b)| *a > 0 && a <= b),
+            };
             if f.kind == FrameKind::Scrape {
-                return f.position + f.records;
+                return at(f.position + f.records, f.rev);
             }
             let Ok(items) = self.readers[f.file].read_frame(f.frame) else {
-                return f.position;
+                return at(f.position, f.first_rev);
             };
-            let stamps: Vec<i64> = items
+            // (stamp, revision) of each observation: the highest revision the stream
+            // had seen, that observation included.
+            let stamps: Vec<(i64, i64)> = items
                 .iter()
                 .filter_map(|it| match it {
                     Item::Record {
                         time_ns,
+                        revision,
                         kind: RECORD_OBSERVATION,
                         ..
-                    } => Some(*time_ns),
+                    } => Some((*time_ns, *revision)),
                     _ => None,
                 })
                 .collect();
             // Records that are no observation count with the segment's last one.
-            match stamps.iter().position(|ns| *ns >= t) {
-                Some(k) if k + 1 == stamps.len() => return f.position + f.records,
-                Some(k) => return f.position + k as u64 + 1,
+            match stamps.iter().position(|(ns, _)| *ns >= t) {
+                Some(k) if k + 1 == stamps.len() => return at(f.position + f.records, stamps[k].1),
+                Some(k) => return at(f.position + k as u64 + 1, stamps[k].1),
                 None => {}
             }
         }
-        self.total
+        Located {
+            position: self.total,
+            revision: self.last_revision().unwrap_or(0),
+            span: None,
+        }
     }
+}
+
+/// Where a moment falls in the recording ([`Player::locate`]).
+struct Located {
+    /// Just after the first observation stamped at or after the moment.
+    position: u64,
+    /// The highest revision the stream had seen there.
+    revision: Revision,
+    /// The revisions of the segment holding it (from before its first record to after
+    /// its last), when known.
+    span: Option<(Revision, Revision)>,
 }

@@ -396,8 +396,12 @@ impl App {
                                 Err(e) => self.requests.push(Request::Notice(e)),
                             }
                         }
-                        // Enter with nothing typed saves nothing.
-                        InputTarget::Bookmark if input.text.trim().is_empty() => {}
+                        // Enter with nothing typed (or only spaces) saves nothing, and
+                        // says so: a bookmark silently dropped reads as one saved.
+                        InputTarget::Bookmark if input.text.trim().is_empty() => {
+                            self.requests
+                                .push(Request::Notice("empty bookmark not saved".into()));
+                        }
                         InputTarget::Bookmark => {
                             self.requests.push(Request::Bookmark(Bookmark::new(
                                 self.now(),

@@ -586,7 +586,9 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
 /// The marker shown in each of the `width` columns of a timeline bar from `start` to
 /// `end`: a marker falls in the column its time's fraction of the span rounds to (as the
 /// cursor does), and of several in one column the most severe shows
-/// ([`MarkerKind::severity`]; the earliest of equals).
+/// ([`MarkerKind::severity`]; the earliest of equals), except that the user's own
+/// bookmark shows over warnings and information: only something lost or broken
+/// (severity 3) hides a bookmark's tick.
 pub(crate) fn ticks(
     markers: &[Marker],
     start: SystemTime,
@@ -607,11 +609,21 @@ pub(crate) fn ticks(
         };
         let col = (((width as f64) * frac).round() as usize).min(width - 1);
         let slot = &mut out[col];
-        if slot.is_none_or(|k| m.kind.severity() > k.severity()) {
+        if slot.is_none_or(|k| tick_rank(m.kind) > tick_rank(k)) {
             *slot = Some(m.kind);
         }
     }
     out
+}
+
+/// Which tick a column shows of several: the severity, with a bookmark between the
+/// alerts and the warnings.
+fn tick_rank(kind: MarkerKind) -> u8 {
+    match kind {
+        MarkerKind::Bookmark => 3,
+        k if k.severity() >= 3 => 4,
+        k => k.severity(),
+    }
 }
 
 /// A tick's colour by its kind's severity: lost or broken in the alert colour, warnings in
@@ -667,11 +679,25 @@ mod tick_tests {
         assert_eq!(t[8], Some(MarkerKind::Threshold));
         assert_eq!(
             t[9],
-            Some(MarkerKind::Member),
-            "member (2) over bookmark (1)"
+            Some(MarkerKind::Bookmark),
+            "the user's bookmark over a member change (a warning)"
         );
         assert_eq!(t.iter().filter(|k| k.is_some()).count(), 4);
         assert!(ticks(&m, start, end, 0).is_empty());
+        // A bookmark and a threshold in one column: the bookmark; an alert hides it.
+        let both = [
+            mark(40, MarkerKind::Threshold),
+            mark(40, MarkerKind::Bookmark),
+        ];
+        assert_eq!(ticks(&both, start, end, 10)[4], Some(MarkerKind::Bookmark));
+        let lost = [
+            mark(40, MarkerKind::Bookmark),
+            mark(40, MarkerKind::ConnectionLost),
+        ];
+        assert_eq!(
+            ticks(&lost, start, end, 10)[4],
+            Some(MarkerKind::ConnectionLost)
+        );
         assert_eq!(tick_role(MarkerKind::Gap), Role::Alert);
         assert_eq!(tick_role(MarkerKind::Threshold), Role::StatusWarn);
         assert_eq!(tick_role(MarkerKind::Bookmark), Role::Note);
