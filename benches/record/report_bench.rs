@@ -7,14 +7,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
-use regscope::record::Player;
+use regscope::record::{Player, Target};
 use regscope::report;
 
 use super::{median, process_cpu};
 
-/// Makes the bench binary a child that writes one report and prints its peak resident
-/// memory (see [`memory`]): `SECONDS:FILE` reports the first SECONDS of the
-/// recording FILE, `all:FILE` the whole of it.
+/// Makes the bench binary a child that reads one span of a recording and prints its peak
+/// resident memory (see [`memory`]): `report:SECONDS:FILE` reports the first SECONDS of
+/// the recording FILE (`all` for the whole of it), `replay:SECONDS:FILE` only replays
+/// them into a session, for what the session alone holds.
 pub const CHILD: &str = "RECORD_BENCH_REPORT_CHILD";
 
 /// What `regscope report` does with the recording at `path` up to `to` (its end when
@@ -99,71 +100,112 @@ pub fn against_check(path: &Path) {
 
 /// The report's peak resident memory (`VmHWM`) for the first 15 minutes of the hour and
 /// for the whole hour, each in a fresh child process (this binary again, with
-/// [`CHILD`]) so that neither inherits the other's heap; two rounds, alternated.
+/// [`CHILD`]) so that neither inherits the other's heap, beside the peak of replaying the
+/// same span alone (the session: its replica grows with the keyspace, and the hour's
+/// workload leaves more Event keys than it deletes); two rounds, alternated.
 pub fn memory(path: &Path) {
     let exe = std::env::current_exe().expect("the bench binary");
-    let child = |span: &str| -> (f64, f64) {
+    let child = |what: &str| -> [f64; 3] {
         let out = std::process::Command::new(&exe)
-            .env(CHILD, format!("{span}:{}", path.display()))
+            .env(CHILD, format!("{what}:{}", path.display()))
             .output()
             .expect("run the child");
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
             out.status.success(),
-            "report child failed: {stdout}{}",
+            "child failed: {stdout}{}",
             String::from_utf8_lossy(&out.stderr)
         );
         let line = stdout
             .lines()
-            .find_map(|l| l.strip_prefix("report child: "))
+            .find_map(|l| l.strip_prefix("child: "))
             .expect("the child's line");
-        let mut it = line
-            .split_whitespace()
-            .filter_map(|w| w.parse::<f64>().ok());
-        (it.next().unwrap_or(0.0), it.next().unwrap_or(0.0))
+        let mut v = [0.0; 3];
+        for (x, w) in v.iter_mut().zip(line.split_whitespace()) {
+            *x = w.parse().unwrap_or(0.0);
+        }
+        v
     };
-    let (mut quarter, mut hour) = (Vec::new(), Vec::new());
+    let spans = [("first 15 min", "900"), ("whole hour", "all")];
+    let mut peaks = [[(); 2].map(|_| Vec::new()), [(); 2].map(|_| Vec::new())];
+    let mut keys = [0.0; 2];
     for _ in 0..2 {
-        quarter.push(child("900"));
-        hour.push(child("all"));
+        for (i, (_, secs)) in spans.iter().enumerate() {
+            for (j, kind) in ["report", "replay"].iter().enumerate() {
+                let [kib, _, k] = child(&format!("{kind}:{secs}"));
+                peaks[i][j].push(kib / 1024.0);
+                if *kind == "replay" {
+                    keys[i] = k;
+                }
+            }
+        }
     }
-    let peak = |v: &[(f64, f64)]| v.iter().map(|x| x.0).fold(0.0, f64::max);
-    let mib = |v: &[(f64, f64)]| {
+    let show = |v: &[f64]| {
         v.iter()
-            .map(|x| format!("{:.1}", x.0 / 1024.0))
+            .map(|x| format!("{x:.1}"))
             .collect::<Vec<_>>()
             .join(", ")
     };
-    let (q, h) = (peak(&quarter), peak(&hour));
+    let high = |v: &[f64]| v.iter().copied().fold(0.0, f64::max);
+    for (i, (name, _)) in spans.iter().enumerate() {
+        println!(
+            "  peak resident memory, {name} ({} keys at its end), each in its own process: report {:.1} MiB (runs {}), replaying it alone {:.1} MiB (runs {})",
+            keys[i],
+            high(&peaks[i][0]),
+            show(&peaks[i][0]),
+            high(&peaks[i][1]),
+            show(&peaks[i][1])
+        );
+    }
+    let (q, h) = (high(&peaks[0][0]), high(&peaks[1][0]));
     println!(
-        "  peak resident memory of a report, each in its own process, the higher of 2 runs: first 15 min {:.1} MiB ({} MiB; {:.1} s), whole hour {:.1} MiB ({} MiB; {:.1} s) = {:.2}x for 4x the length (target: well below 4x, bounded by the keyspace)",
-        q / 1024.0,
-        mib(&quarter),
-        quarter[0].1,
-        h / 1024.0,
-        mib(&hour),
-        hour[0].1,
-        h / q
+        "  report's peak: the hour {:.2}x the first 15 min's, for 4x the length and {:.1}x the keys (target: well below 4x, with the keyspace); over replaying alone: +{:.1} MiB, +{:.1} MiB",
+        h / q,
+        keys[1] / keys[0].max(1.0),
+        q - high(&peaks[0][1]),
+        h - high(&peaks[1][1])
     );
 }
 
-/// The child of [`memory`]: one report of `spec` (`SECONDS:FILE` or `all:FILE`),
-/// then its peak resident memory in KiB and the seconds it took, on one line.
+/// The child of [`memory`]: reads the span `spec` names (see [`CHILD`]), then prints its
+/// peak resident memory in KiB, the seconds it took and the replica's live keys at the
+/// span's end, on one line.
 pub fn child(spec: &str) {
-    let (span, file) = spec.split_once(':').expect("SECONDS:FILE or all:FILE");
+    let mut parts = spec.splitn(3, ':');
+    let (kind, span, file) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(k), Some(s), Some(f)) => (k, s, f),
+        _ => panic!("{CHILD}: KIND:SECONDS:FILE, not {spec}"),
+    };
     let path = Path::new(file);
     let to = span.parse::<u64>().ok().map(|s| {
         let (start, _) = Player::open(path).expect("open").span();
         start + Duration::from_secs(s)
     });
     let t = Instant::now();
-    let (shape, _, _) = make_report(path, to);
-    std::hint::black_box(shape);
+    let keys = if kind == "report" {
+        let (shape, _, _) = make_report(path, to);
+        std::hint::black_box(shape);
+        // `collect` keeps its session to itself: the replay child says the keys.
+        0
+    } else {
+        let mut p = Player::open(path).expect("open");
+        p.set_bodies(false);
+        p.verify(false);
+        let mut s = p.seek(Target::Position(0));
+        p.advance(
+            &mut s,
+            to.map_or(Target::End, Target::Time),
+            u64::MAX,
+            |_, _, _| {},
+        );
+        s.replica.live_keys()
+    };
+    let secs = t.elapsed().as_secs_f64();
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
     let kib = status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
         .expect("VmHWM");
-    println!("report child: {kib} {:.2}", t.elapsed().as_secs_f64());
+    println!("child: {kib} {secs:.2} {keys}");
 }
