@@ -8,7 +8,15 @@
 //! - a 1-hour, 1,000,000-event recording (with a scrape every 5 s and the apiserver's
 //!   compaction every 5 min, as live; `RECORD_BENCH_NO_COMPACTION=1` without): seek to 20
 //!   points, worst and median (target ≤ 200 ms), and replay "as fast as possible" into
-//!   the session (target ≥ 1,000,000 events/s), scrapes applied from their digests.
+//!   the session (target ≥ 1,000,000 events/s), scrapes applied from their digests;
+//! - `report`, on that hour: `regscope report` (one pass sampling the derived signals,
+//!   then rendered as HTML and as JSON) against `replay --check` of the same file,
+//!   alternated, medians (target: the report ≤ 3× the check); and the report's peak
+//!   resident memory for the first 15 minutes against the whole hour, each in a child
+//!   process (target: well below 4× for 4× the length), beside the peak of replaying the
+//!   same span alone: what grows is the session's replica with the keyspace (this
+//!   workload creates Events faster than it deletes them, about 25,000 keys after 15
+//!   minutes and 100,000 after the hour), the report's own share is the difference.
 
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
@@ -22,6 +30,9 @@ use regscope::model::{
 };
 use regscope::record::{Player, RecordOptions, Recorder, Target};
 use regscope::store::Session;
+
+#[path = "record/report_bench.rs"]
+mod report_bench;
 
 /// The demo's highest write rate measured into the console (revisions/s).
 const DEMO_MAX_RATE: f64 = 5_183.0;
@@ -224,12 +235,17 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// `cargo bench --bench record [-- SECTION…]` runs the named sections (`events`,
-/// `scrapes`, `hour`; all when none is named; `replay` replays a kept `hour.rgs` only).
-/// `RECORD_BENCH_DIR=DIR` writes the recordings there and keeps them (e.g. to profile a
-/// replay of `DIR/hour.rgs`); with `RECORD_BENCH_REUSE=1` as well, `hour` reads the
-/// `DIR/hour.rgs` a previous run left instead of writing it again.
-/// `RECORD_BENCH_NO_COMPACTION=1`: the hour without compactions (`hour-uncompacted.rgs`).
+/// `scrapes`, `hour`, `report`; all when none is named; `replay` replays a kept
+/// `hour.rgs` only). `RECORD_BENCH_DIR=DIR` writes the recordings there and keeps them
+/// (e.g. to profile a replay of `DIR/hour.rgs`); with `RECORD_BENCH_REUSE=1` as well,
+/// `hour` and `report` read the `DIR/hour.rgs` a previous run left instead of writing it
+/// again. `RECORD_BENCH_NO_COMPACTION=1`: the hour without compactions
+/// (`hour-uncompacted.rgs`). `RECORD_BENCH_ROUNDS=N`: rounds of `report`'s alternation
+/// (default 3).
 fn main() {
+    if let Some(spec) = std::env::var_os(report_bench::CHILD) {
+        return report_bench::child(&spec.to_string_lossy());
+    }
     let wanted: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -248,6 +264,16 @@ fn main() {
     }
     if run("hour") {
         hour(&dir);
+    }
+    if run("report") {
+        let path = dir.join(hour_file());
+        let kept =
+            path.exists() && (run("hour") || std::env::var_os("RECORD_BENCH_REUSE").is_some());
+        if !kept {
+            write_hour(&dir);
+        }
+        report_bench::against_check(&path);
+        report_bench::memory(&path);
     }
     if wanted.iter().any(|w| w == "apply") {
         apply_only();
@@ -359,6 +385,17 @@ fn scrapes(dir: &Path) {
 }
 
 fn hour(dir: &Path) {
+    let path = dir.join(hour_file());
+    if std::env::var_os("RECORD_BENCH_REUSE").is_some() && path.exists() {
+        println!("1-hour recording: reusing {}", path.display());
+    } else {
+        write_hour(dir);
+    }
+    hour_read(&path);
+}
+
+/// Writes the 1-hour recording (see `hour`) into `dir`.
+fn write_hour(dir: &Path) {
     let events = 1_000_000u64;
     let secs = 3_600u64;
     let bodies = scrape_bodies(12);
@@ -371,10 +408,6 @@ fn hour(dir: &Path) {
     let compaction = compacted_hour();
     let mut compact_next = None::<i64>;
     let path = dir.join(hour_file());
-    if std::env::var_os("RECORD_BENCH_REUSE").is_some() && path.exists() {
-        println!("1-hour recording: reusing {}", path.display());
-        return hour_read(&path);
-    }
     let _ = std::fs::remove_file(&path);
     let info = SessionInfo {
         started_at: t0(),
@@ -458,7 +491,6 @@ fn hour(dir: &Path) {
         bytes as f64 / 1048576.0,
         build.elapsed().as_secs_f64()
     );
-    hour_read(&path);
 }
 
 /// Whether the 1-hour recording has the apiserver's compactions (see `hour`).

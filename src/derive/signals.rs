@@ -15,7 +15,9 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 
 use super::apiserver::{self, ApiserverPanels};
-use crate::metrics::quantile::Quantile;
+use crate::metrics::concepts::{self, Concept, SeriesKey, Value};
+use crate::metrics::quantile::{histogram_increase, histogram_quantile, Quantile};
+use crate::model::ScrapeTarget;
 use crate::store::Session;
 
 /// How a signal's value moves.
@@ -141,6 +143,67 @@ pub fn read(session: &Session) -> Readings {
         session.now(),
     );
     read_with(session, &panels)
+}
+
+/// The worst sample of `etcd_request_p99_seconds` (labels operation, group, resource),
+/// derived from the apiserver's newest scrape alone instead of every panel: the marker
+/// scan asks for it after each apiserver scrape. It is the sample that the highest value
+/// among [`read`]'s samples of that signal names, and of equal values the last in the
+/// latency panel's order (as `Iterator::max_by` picks), so that a label made from it is
+/// the same either way.
+pub fn worst_etcd_request_p99(session: &Session) -> Option<Sample> {
+    let t = concepts::table();
+    let api = session.metrics.target(ScrapeTarget::Apiserver);
+    // The panels have no latency rows before the first scrape.
+    api.latest()?;
+    let ci = t.idx(Concept::EtcdRequestDuration);
+    let newest = api.newest_seq();
+    let mut rows: Vec<(Quantile, f64, &str, &SeriesKey)> = Vec::new();
+    for (k, pts) in api.series() {
+        if k.concept != ci || pts.back().map(|p| p.seq) != newest {
+            continue;
+        }
+        let Some(Value::Histogram(cur)) = pts.back().map(|p| &p.value) else {
+            continue;
+        };
+        let prev = pts
+            .len()
+            .checked_sub(2)
+            .and_then(|i| pts.get(i))
+            .filter(|p| Some(p.seq + 1) == newest)
+            .and_then(|p| match &p.value {
+                Value::Histogram(h) => Some(&**h),
+                _ => None,
+            });
+        let inc = histogram_increase(prev, cur);
+        let p99 = histogram_quantile(0.99, &cur.bounds, &inc);
+        let resource = if k.resource.is_empty() {
+            "(non-resource URLs)"
+        } else {
+            k.resource.as_str()
+        };
+        rows.push((p99, cur.count, resource, k));
+    }
+    // The latency panel's order: worst first (an open top bucket above its bound), then
+    // more requests first, then by resource and operation.
+    let rank = |q: &Quantile| match q {
+        Quantile::Value(v) => *v,
+        Quantile::AtLeast(v) => v * 1.0001 + 1e-9,
+        Quantile::NoData => -1.0,
+    };
+    rows.sort_by(|a, b| {
+        rank(&b.0)
+            .total_cmp(&rank(&a.0))
+            .then_with(|| b.1.total_cmp(&a.1))
+            .then_with(|| (a.2, a.3.op.as_str()).cmp(&(b.2, b.3.op.as_str())))
+    });
+    rows.iter()
+        .filter_map(|(q, _, resource, k)| quantile_value(q).map(|v| (v, *resource, *k)))
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(value, resource, k)| Sample {
+            labels: vec![k.op.to_string(), k.group.to_string(), resource.to_string()],
+            value,
+        })
 }
 
 /// The signal named `name`.

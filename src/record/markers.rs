@@ -440,14 +440,11 @@ fn over(value: f64, threshold: f64, decimals: usize) -> String {
 }
 
 /// The worst `etcd_request_duration_seconds` p99 over the last scrape interval, with its
-/// operation and resource: the derived signal `etcd_request_p99_seconds`, as the report
-/// charts it.
+/// operation and resource: the worst sample of the derived signal
+/// `etcd_request_p99_seconds`, as the report charts it, read without the other signals.
 fn worst_etcd_p99(s: &Session) -> Option<(String, f64)> {
-    crate::derive::signals::read(s)
-        .get("etcd_request_p99_seconds")
-        .iter()
+    crate::derive::signals::worst_etcd_request_p99(s)
         .map(|x| (format!("{} {}", x.labels[0], x.labels[2]), x.value))
-        .max_by(|a, b| a.1.total_cmp(&b.1))
 }
 
 #[cfg(test)]
@@ -465,6 +462,52 @@ mod tests {
             s.apply(&st);
             scan.observe(s, &st, i as u64 + 1);
         }
+    }
+
+    #[test]
+    fn the_worst_etcd_p99_is_the_signal_tables_worst_at_every_apiserver_scrape() {
+        // The demo recording's real apiserver scrapes: the narrow read names the same
+        // sample as the whole table, ties included (several rows at the worst value), so
+        // the threshold markers' labels are the same.
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recordings/demo.rgs");
+        let mut p = crate::record::Player::open(&file).expect("recordings/demo.rgs");
+        p.set_bodies(false);
+        let mut s = p.seek(crate::record::Target::Position(0));
+        let (mut scrapes, mut known, mut ties) = (0, 0, 0);
+        p.advance(&mut s, crate::record::Target::End, u64::MAX, |s, st, _| {
+            if !matches!(
+                st.obs,
+                Observation::Scrape {
+                    target: ScrapeTarget::Apiserver,
+                    ..
+                }
+            ) {
+                return;
+            }
+            scrapes += 1;
+            let all = crate::derive::signals::read(s);
+            let whole = all
+                .get("etcd_request_p99_seconds")
+                .iter()
+                .max_by(|a, b| a.value.total_cmp(&b.value))
+                .cloned();
+            let narrow = crate::derive::signals::worst_etcd_request_p99(s);
+            known += usize::from(narrow.is_some());
+            let top = whole.as_ref().map_or(0, |w| {
+                let same = all.get("etcd_request_p99_seconds").iter();
+                same.filter(|x| x.value == w.value).count()
+            });
+            ties += usize::from(top > 1);
+            assert_eq!(narrow, whole, "at {:?}", st.at);
+        });
+        assert!(
+            scrapes > 10 && known > 10,
+            "{scrapes} scrapes, {known} with a p99"
+        );
+        assert!(
+            ties > 0,
+            "the demo has a scrape whose worst p99 several rows share"
+        );
     }
 
     #[test]
