@@ -39,6 +39,7 @@ th, td { border: 1px solid var(--rule); padding: .2rem .5rem; text-align: left;
   vertical-align: top; }
 th { background: var(--head); }
 td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
+table.timeline td:first-child, table.timeline td:nth-child(3), details td:first-child { white-space: nowrap; }
 td.key { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; word-break: break-all; }
 dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: .15rem 1rem; }
 dl.facts dt { font-weight: 600; }
