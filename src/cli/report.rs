@@ -21,9 +21,9 @@ pub fn run(r: &ReportArgs, ui: &UiArgs) -> Result<ExitCode> {
     if let Err(code) = files_exist(&r.file) {
         return Ok(code);
     }
-    let format = r.format.unwrap_or_else(|| format_of(&r.output));
+    let format = r.format.or_else(|| format_of(&r.output));
     let to_stdout = r.output.as_os_str() == "-";
-    if to_stdout && format == ReportFormat::Md {
+    if to_stdout && format == Some(ReportFormat::Md) {
         eprintln!("regscope: --format md writes SVG files beside the report: give -o FILE.md");
         return Ok(ExitCode::from(2));
     }
@@ -38,6 +38,13 @@ pub fn run(r: &ReportArgs, ui: &UiArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
+    let Some(format) = format else {
+        eprintln!(
+            "regscope: -o {}: the report is HTML, Markdown or JSON: name it .html, .md or .json, or give --format",
+            r.output.display()
+        );
+        return Ok(ExitCode::from(2));
+    };
     // Every file this run would write, checked before anything is read or written: a
     // refusal leaves everything as it was.
     let targets = if to_stdout {
@@ -55,7 +62,15 @@ pub fn run(r: &ReportArgs, ui: &UiArgs) -> Result<ExitCode> {
         }
         t
     };
+    let sidecar = crate::record::bookmarks::bookmarks_path(player.name());
     for t in &targets {
+        if same_file(t, &sidecar) {
+            eprintln!(
+                "regscope: {} holds the recording's bookmarks: choose another -o",
+                t.display()
+            );
+            return Ok(ExitCode::from(2));
+        }
         if let Err(why) = writable(t, r.force) {
             eprintln!("regscope: {why}");
             return Ok(ExitCode::from(2));
@@ -163,11 +178,12 @@ fn writable(path: &Path, force: bool) -> Result<(), String> {
 }
 
 /// The format an output name asks for: `.md`, `.json`, else HTML.
-fn format_of(out: &Path) -> ReportFormat {
+fn format_of(out: &Path) -> Option<ReportFormat> {
     match out.extension().and_then(|e| e.to_str()) {
-        Some("md") | Some("markdown") => ReportFormat::Md,
-        Some("json") => ReportFormat::Json,
-        _ => ReportFormat::Html,
+        Some("md") | Some("markdown") => Some(ReportFormat::Md),
+        Some("json") => Some(ReportFormat::Json),
+        Some("html") | Some("htm") | None => Some(ReportFormat::Html),
+        Some(_) => None,
     }
 }
 
@@ -177,6 +193,17 @@ fn svg_stem(out: &Path) -> String {
         || "report".to_string(),
         |s| s.to_string_lossy().into_owned(),
     )
+}
+
+/// Whether `a` and `b` name one file (or would: the same path when neither exists).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => {
+            let abs = |p: &Path| std::path::absolute(p).ok();
+            abs(a).is_some() && abs(a) == abs(b)
+        }
+    }
 }
 
 /// Whether `out` names one of the recording's own files.
@@ -232,10 +259,11 @@ mod tests {
 
     #[test]
     fn the_format_follows_the_extension() {
-        assert_eq!(format_of(Path::new("r.md")), ReportFormat::Md);
-        assert_eq!(format_of(Path::new("r.json")), ReportFormat::Json);
-        assert_eq!(format_of(Path::new("r.html")), ReportFormat::Html);
-        assert_eq!(format_of(Path::new("-")), ReportFormat::Html);
+        assert_eq!(format_of(Path::new("r.md")), Some(ReportFormat::Md));
+        assert_eq!(format_of(Path::new("r.json")), Some(ReportFormat::Json));
+        assert_eq!(format_of(Path::new("r.html")), Some(ReportFormat::Html));
+        assert_eq!(format_of(Path::new("-")), Some(ReportFormat::Html));
+        assert_eq!(format_of(Path::new("r.pdf")), None);
         assert_eq!(svg_stem(Path::new("out/postmortem.md")), "postmortem");
     }
 }

@@ -327,7 +327,16 @@ fn draw(
         .label_style(ink_font(LABEL))
         .axis_desc_style(ink_font(DESC))
         .draw()?;
-    for m in markers {
+    // The most severe last, so that it is on top where two fall on one column (a lost
+    // connection and the scrape that failed with it).
+    let mut by_severity: Vec<&&Marker> = markers.iter().collect();
+    by_severity.sort_by_key(|m| {
+        crate::record::MarkerKind::ALL
+            .into_iter()
+            .find(|k| k.name() == m.kind)
+            .map_or(0, |k| k.severity())
+    });
+    for m in by_severity {
         let x = text::secs(m.at);
         let colour = rgb_of(palette.marker_colour(m.kind));
         c.draw_series(LineSeries::new(

@@ -57,7 +57,15 @@ fn a_chart_draws_its_title_axes_legend_and_a_line_per_marker() {
     // One vertical line per marker, in its kind's colour.
     let markers = with_class(&doc, "polyline", "marker");
     assert_eq!(markers.len(), r.markers.len(), "{svg}");
-    for (line, m) in markers.iter().zip(&r.markers) {
+    // Drawn least severe first, so the most severe is on top where two share a column.
+    let mut by_severity: Vec<&Marker> = r.markers.iter().collect();
+    by_severity.sort_by_key(|m| {
+        crate::record::MarkerKind::ALL
+            .into_iter()
+            .find(|k| k.name() == m.kind)
+            .map_or(0, |k| k.severity())
+    });
+    for (line, m) in markers.iter().zip(by_severity) {
         assert_eq!(
             line.attribute("stroke")
                 .map(str::to_ascii_lowercase)

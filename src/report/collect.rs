@@ -18,7 +18,7 @@ use super::model::{
     Burst, Changes, Cluster, KeyChange, KeyWrites, Marker, Member, OtherCluster, Report,
     ResourceChanges, ResourceEvent, Slowest, Source, Span, StandsOut, WorstLag,
 };
-use super::series::{increases, interval_seconds, writer_name, SeriesTable};
+use super::series::{counter_increases, interval_seconds, writer_name, Presence, SeriesTable};
 use crate::derive::signals::{self, Readings};
 use crate::model::{escape_bytes, InformerWhat, KeyPath, Observation, Revision};
 use crate::record::{MarkerScan, Player, Target};
@@ -65,7 +65,14 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
     let interval = times.get(2).map_or(1, |t| t - times[1]).max(1);
     player.set_bodies(false);
     player.verify(false);
-    let mut session = player.seek(Target::Time(instants[0] + whole_ms));
+    // Seek to just before the first instant and advance into it with the scans, so that
+    // what happened within its millisecond (a marker copied from `replay --check` as
+    // `--from`) is seen.
+    let mut session = player.seek(Target::Time(
+        instants[0]
+            .checked_sub(Duration::from_nanos(1))
+            .unwrap_or(instants[0]),
+    ));
     // The keys are compared from the first instant the replica holds a listed keyspace:
     // a recording starts with its list, and before it ends no key is known yet (every
     // key would read as created).
@@ -81,10 +88,11 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
     let mut counter = KeyCounter::default();
     let mut events: Vec<ResourceEvent> = Vec::new();
     let mut table = SeriesTable::new();
+    let mut presence = Presence::new();
     let mut slowest: Option<Slowest> = None;
     for (i, t) in instants.iter().enumerate() {
         let damaged = player.damage().len();
-        if i > 0 {
+        {
             player.advance(
                 &mut session,
                 Target::Time(*t + whole_ms),
@@ -119,7 +127,7 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
         }
         // A state that misses observations (lost to damage, not yet restored from a
         // checkpoint) is not sampled: its numbers would be drawn as if whole.
-        if i > 0 && (player.is_lost() || player.damage().len() > damaged) {
+        if player.is_lost() || player.damage().len() > damaged {
             lost += 1;
             continue;
         }
@@ -143,11 +151,19 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
         // A p99 is of the interval before the apiserver scrape that carried it.
         let scraped = panels.apiserver.last_good.unwrap_or(*t);
         slowest = slowest_of(&panels, scraped, slowest);
-        record(&mut table, &readings, i, times.len());
+        record(&mut table, &mut presence, &readings, i, times.len());
     }
     let to_revision = session.revision();
-    let markers: Vec<Marker> = player
-        .complete_markers(scan.markers())
+    // A report of the whole recording lists what its one pass scanned; one of a part of it
+    // lists the whole recording's markers within the part, as `export` does, since a scan
+    // begun at `--from` would not know what led there (a restored connection needs the
+    // loss before it).
+    let scanned = if opts.from.is_some() {
+        player.markers(opts.p99_threshold, opts.lag_threshold)
+    } else {
+        player.complete_markers(scan.markers())
+    };
+    let markers: Vec<Marker> = scanned
         .into_iter()
         .filter(|m| {
             (opts.from.is_none() || m.at >= instants[0])
@@ -159,6 +175,18 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
             kind: m.kind.name(),
             label: m.label,
         })
+        .collect();
+    let mut stands_out = stands_out(&table, &presence, &instants, slowest, events, counter);
+    stands_out.incidents = markers
+        .iter()
+        .filter(|m| {
+            crate::record::MarkerKind::ALL
+                .into_iter()
+                .find(|k| k.name() == m.kind)
+                .is_some_and(|k| k.severity() >= 2 && k != crate::record::MarkerKind::Gone)
+        })
+        .take(super::model::MAX_INCIDENTS)
+        .cloned()
         .collect();
     let changes = match keys_from {
         Some((keys, rev, t)) => {
@@ -181,8 +209,7 @@ pub fn collect(mut player: Player, opts: &Options) -> Result<Report, String> {
             ..Default::default()
         },
     };
-    let charts = figures::build(&table, &instants);
-    let stands_out = stands_out(&table, &instants, slowest, events, counter);
+    let charts = figures::build(&table, &presence, &instants);
     Ok(Report {
         generated_by: format!("regscope {}", env!("CARGO_PKG_VERSION")),
         source: Source {
@@ -264,8 +291,9 @@ pub fn grid(from: SystemTime, to: SystemTime) -> Vec<SystemTime> {
 }
 
 /// Adds one instant's readings to the table (column `i` of `n`).
-fn record(table: &mut SeriesTable, r: &Readings, i: usize, n: usize) {
+fn record(table: &mut SeriesTable, presence: &mut Presence, r: &Readings, i: usize, n: usize) {
     for (name, samples) in &r.signals {
+        presence.entry(name).or_insert_with(|| vec![false; n])[i] = true;
         let by = table.entry(name).or_default();
         for s in samples {
             let v = by.entry(s.labels.clone()).or_insert_with(|| vec![None; n]);
@@ -308,6 +336,7 @@ fn slowest_of(
 /// What stands out over the span.
 fn stands_out(
     table: &SeriesTable,
+    presence: &Presence,
     times: &[SystemTime],
     slowest_etcd: Option<Slowest>,
     gone_and_relists: Vec<ResourceEvent>,
@@ -320,7 +349,10 @@ fn stands_out(
         let row = per_resource
             .entry(labels[0].as_str())
             .or_insert_with(|| vec![0.0; times.len()]);
-        for (i, x) in increases(v).into_iter().enumerate() {
+        for (i, x) in counter_increases(v, presence.get("writes_total"))
+            .into_iter()
+            .enumerate()
+        {
             row[i] += x.unwrap_or(0.0);
         }
     }
@@ -337,19 +369,33 @@ fn stands_out(
                     at: times[i],
                     resource: (*res).to_string(),
                     writes_per_second: rate,
+                    median_writes_per_second: None,
                     writer: None,
                 });
             }
         }
     }
     if let Some(b) = largest_burst.as_mut() {
+        let mut rates: Vec<f64> = per_resource
+            .get(b.resource.as_str())
+            .map(|row| {
+                (1..times.len())
+                    .map(|i| row[i] / dt(i))
+                    .filter(|r| *r > 0.0)
+                    .collect()
+            })
+            .unwrap_or_default();
+        rates.sort_by(f64::total_cmp);
+        b.median_writes_per_second = rates.get(rates.len() / 2).copied();
         let i = times.iter().position(|t| *t == b.at).unwrap_or(0);
         b.writer = table
             .get("writer_writes_total")
             .into_iter()
             .flatten()
             .filter(|(l, _)| l[0] == b.resource)
-            .filter_map(|(l, v)| increases(v)[i].map(|x| (l, x)))
+            .filter_map(|(l, v)| {
+                counter_increases(v, presence.get("writer_writes_total"))[i].map(|x| (l, x))
+            })
             .filter(|(_, x)| *x > 0.0)
             .max_by(|a, b| a.1.total_cmp(&b.1))
             .map(|(l, _)| writer_name(&l[1], &l[2]));
@@ -423,6 +469,7 @@ fn stands_out(
     });
     let (most_written, most_written_exact) = counter.top(TOP_KEYS);
     StandsOut {
+        incidents: Vec::new(),
         largest_burst,
         worst_lag: worst_lag.filter(|w| w.lag_revisions > 0),
         closest_to_window,

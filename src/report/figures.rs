@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::SystemTime;
 
 use super::model::{Chart, Series};
-use super::series::{increases, interval_seconds, writer_name, SeriesTable};
+use super::series::{counter_increases, interval_seconds, writer_name, Presence, SeriesTable};
 
 /// Lines per chart besides totals.
 const TOP: usize = 5;
@@ -31,8 +31,12 @@ pub const CHART_IDS: [&str; 13] = [
 ];
 
 /// Every chart, in the order the report shows them.
-pub fn build(table: &SeriesTable, times: &[SystemTime]) -> Vec<Chart> {
-    let t = Tables { table, times };
+pub fn build(table: &SeriesTable, presence: &Presence, times: &[SystemTime]) -> Vec<Chart> {
+    let t = Tables {
+        table,
+        presence,
+        times,
+    };
     vec![
         revisions(&t),
         bytes_written(&t),
@@ -52,6 +56,7 @@ pub fn build(table: &SeriesTable, times: &[SystemTime]) -> Vec<Chart> {
 
 struct Tables<'a> {
     table: &'a SeriesTable,
+    presence: &'a Presence,
     times: &'a [SystemTime],
 }
 
@@ -66,9 +71,10 @@ impl Tables<'_> {
         self.table.get(signal).and_then(|m| m.get(&Vec::new()))
     }
 
-    /// A counter's increase per second over each interval.
-    fn rate(&self, v: &[Option<f64>]) -> Vec<Option<f64>> {
-        increases(v)
+    /// A counter's increase per second over each interval (`signal` says when it was
+    /// read, see [`counter_increases`]).
+    fn rate(&self, signal: &str, v: &[Option<f64>]) -> Vec<Option<f64>> {
+        counter_increases(v, self.presence.get(signal))
             .into_iter()
             .enumerate()
             .map(|(i, x)| x.map(|x| x / interval_seconds(self.times, i)))
@@ -87,7 +93,7 @@ impl Tables<'_> {
             let row = by
                 .entry(key(labels))
                 .or_insert_with(|| vec![None; self.times.len()]);
-            for (i, x) in self.rate(v).into_iter().enumerate() {
+            for (i, x) in self.rate(signal, v).into_iter().enumerate() {
                 if let Some(x) = x {
                     row[i] = Some(row[i].unwrap_or(0.0) + x);
                 }
@@ -118,8 +124,21 @@ impl Tables<'_> {
 }
 
 /// The `n` series with the largest sum (then by name), as chart lines named `prefix name`.
+/// Series with exactly the same values are one line naming them all (five watch caches
+/// of capacity 100 would otherwise hide each other).
 fn top(by: BTreeMap<String, Vec<Option<f64>>>, n: usize, prefix: &str) -> Vec<Series> {
-    let mut v: Vec<_> = by
+    let mut merged: Vec<(String, Vec<Option<f64>>)> = Vec::new();
+    let bits = |v: &[Option<f64>]| v.iter().map(|x| x.map(f64::to_bits)).collect::<Vec<_>>();
+    for (name, values) in by {
+        match merged.iter_mut().find(|(_, v)| bits(v) == bits(&values)) {
+            Some((names, _)) => {
+                names.push_str(", ");
+                names.push_str(&name);
+            }
+            None => merged.push((name, values)),
+        }
+    }
+    let mut v: Vec<_> = merged
         .into_iter()
         .map(|(name, values)| {
             let sum: f64 = values.iter().flatten().sum();
@@ -176,7 +195,7 @@ fn revisions(t: &Tables<'_>) -> Chart {
     if let Some(head) = t.scalar("etcd_head_revision") {
         series.push(Series {
             name: "revisions (etcd head)".into(),
-            values: t.rate(head),
+            values: t.rate("etcd_head_revision", head),
         });
     }
     series.extend(top(
@@ -404,6 +423,7 @@ fn apf(t: &Tables<'_>) -> Chart {
             name: "all priority levels".into(),
             values: t
                 .rate(
+                    "apf_rejected_total",
                     t.of("apf_rejected_total")
                         .next()
                         .map_or(&Vec::new(), |x| x.1),
@@ -508,10 +528,14 @@ mod tests {
 
     #[test]
     fn the_chart_ids_are_the_charts_built() {
-        let ids: Vec<&str> = build(&SeriesTable::new(), &[std::time::UNIX_EPOCH])
-            .iter()
-            .map(|c| c.id)
-            .collect();
+        let ids: Vec<&str> = build(
+            &SeriesTable::new(),
+            &Presence::new(),
+            &[std::time::UNIX_EPOCH],
+        )
+        .iter()
+        .map(|c| c.id)
+        .collect();
         assert_eq!(ids, CHART_IDS);
     }
 }

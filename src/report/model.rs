@@ -183,6 +183,11 @@ pub struct Series {
 /// The few facts a postmortem reader wants first.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct StandsOut {
+    /// What broke or crossed a line, in time order (markers of the timeline whose kind's
+    /// severity is a warning or worse: lost connections, gaps, resets, damage, alarms,
+    /// failovers, thresholds, failed scrapes…; 410s are in `gone_and_relists`), at most
+    /// [`MAX_INCIDENTS`].
+    pub incidents: Vec<Marker>,
     pub largest_burst: Option<Burst>,
     /// The largest informer lag in revisions.
     pub worst_lag: Option<WorstLag>,
@@ -200,6 +205,9 @@ pub struct StandsOut {
     pub most_written_exact: bool,
 }
 
+/// Most incidents listed in what stands out (the timeline has them all).
+pub const MAX_INCIDENTS: usize = 20;
+
 /// The interval with the most writes to one resource.
 #[derive(Clone, Debug, Serialize)]
 pub struct Burst {
@@ -208,6 +216,8 @@ pub struct Burst {
     pub resource: String,
     /// Writes per second over the interval ending at `at`.
     pub writes_per_second: f64,
+    /// The resource's median over the intervals with writes, for scale.
+    pub median_writes_per_second: Option<f64>,
     /// The writer with the most of them (managedFields manager and operation), or a name
     /// in parentheses when unattributed.
     pub writer: Option<String>,

@@ -122,10 +122,12 @@ pub(crate) fn sample_report() -> Report {
             },
         ],
         stands_out: StandsOut {
+            incidents: Vec::new(),
             largest_burst: Some(Burst {
                 at: at(T0 + 40),
                 resource: "configmaps".into(),
                 writes_per_second: 6.0,
+                median_writes_per_second: Some(2.0),
                 writer: Some("kube-controller-manager (Update)".into()),
             }),
             worst_lag: Some(WorstLag {

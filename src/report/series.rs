@@ -20,6 +20,24 @@ pub fn interval_seconds(times: &[SystemTime], i: usize) -> f64 {
         .map_or(0.001, |d| d.as_secs_f64().max(0.001))
 }
 
+/// Per signal, whether it was read at each instant (any label set): a label set that
+/// first appears where its signal was already read is a counter that started at zero.
+pub type Presence = BTreeMap<&'static str, Vec<bool>>;
+
+/// [`increases`] of a counter whose signal was read at the instants `read` says: where a
+/// label set first appears after an instant its signal was read at, it started at zero
+/// there (a writer's first write, a lazily created apiserver counter), so its first
+/// value is its increase.
+pub fn counter_increases(v: &[Option<f64>], read: Option<&Vec<bool>>) -> Vec<Option<f64>> {
+    let mut out = increases(v);
+    if let (Some(first), Some(read)) = (v.iter().position(Option::is_some), read) {
+        if first > 0 && read.get(first - 1).copied().unwrap_or(false) {
+            out[first] = v[first];
+        }
+    }
+    out
+}
+
 /// Per-interval increases of a counter series (a decrease is a restart: the new value is
 /// the increase), `None` at the first instant and where either end is unknown.
 pub fn increases(v: &[Option<f64>]) -> Vec<Option<f64>> {
@@ -44,6 +62,23 @@ pub fn writer_name(manager: &str, how: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_counter_appearing_where_its_signal_was_read_started_at_zero() {
+        let v = [None, None, Some(4.0), Some(6.0)];
+        // Its signal was read at instant 1 (other writers): the new row counts from 0.
+        let read = vec![true, true, true, true];
+        assert_eq!(
+            counter_increases(&v, Some(&read)),
+            vec![None, None, Some(4.0), Some(2.0)]
+        );
+        // Not read at instant 1 (etcd out of reach, damage): the first value is no increase.
+        let read = vec![true, false, true, true];
+        assert_eq!(
+            counter_increases(&v, Some(&read)),
+            vec![None, None, None, Some(2.0)]
+        );
+    }
 
     #[test]
     fn a_counter_that_restarts_counts_its_new_value() {

@@ -183,14 +183,34 @@ pub(crate) fn stands_out(report: &Report) -> Vec<Item> {
         at: at.map(|t| c.utc(t)),
         text,
     };
+    if report.source.lost_instants > 0 {
+        out.push(item(
+            None,
+            format!(
+                "These findings cover only the readable part of the recording: {} of {} \
+                 sampling instants fell where damage left the state incomplete.",
+                report.source.lost_instants,
+                report.times.len()
+            ),
+        ));
+    }
+    for m in &s.incidents {
+        out.push(item(
+            Some(m.at),
+            format!("{} (revision {}).", m.label, units::thousands_i(m.revision)),
+        ));
+    }
     match &s.largest_burst {
         Some(b) => out.push(item(
             Some(b.at),
             format!(
-                "Largest burst: {} writes/s to {} over the {} s ending then{}.",
+                "Largest burst: {} writes/s to {} over the {} s ending then{}{}.",
                 trim(b.writes_per_second),
                 b.resource,
                 report.span.interval_seconds,
+                b.median_writes_per_second
+                    .map(|m| format!(" (its median in this span: {}/s)", trim(m)))
+                    .unwrap_or_default(),
                 b.writer
                     .as_ref()
                     .map(|w| format!(", most of them by {w}"))

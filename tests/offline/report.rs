@@ -234,6 +234,43 @@ fn from_and_to_bound_every_chart_and_table() {
     assert_eq!(c["from_revision"], snap_from["revision"]);
     assert_eq!(c["to_revision"], snap_to["revision"]);
     assert!(!c["per_resource"].as_array().unwrap().is_empty());
+    // A span that starts on a marker copied from replay --check keeps it, and one zoomed
+    // onto the outage lists the restore (the loss before it is outside).
+    let check = run_ok("UTC", &["replay", "--check", file.to_str().unwrap()]);
+    let gone_at = check
+        .lines()
+        .find(|l| l.contains("410 Gone"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .to_string();
+    let r = report_json(&file, &["--from", &gone_at], 0);
+    assert_eq!(r["markers"][0]["kind"], "gone", "{}", r["markers"]);
+    assert_eq!(r["stands_out"]["gone_and_relists"][0]["what"], "gone");
+    let restored_at = check
+        .lines()
+        .find(|l| l.contains("connection restored"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .unwrap()
+        .to_string();
+    let restored = humantime::parse_rfc3339(&restored_at).unwrap();
+    let r = report_json(
+        &file,
+        &[
+            "--from",
+            &humantime::format_rfc3339_millis(restored - std::time::Duration::from_secs(1))
+                .to_string(),
+            "--to",
+            &restored_at,
+        ],
+        0,
+    );
+    let kinds: Vec<&str> = r["markers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["connection_restored"], "{}", r["markers"]);
     // A reversed span is refused, with nothing written.
     let out = Command::new(BIN)
         .args([
@@ -448,8 +485,9 @@ fn a_report_never_overwrites_the_recording() {
         }
         c.output().unwrap()
     };
-    // Another recording is never replaced, not even with --force.
-    let other = dir.path().join("other.rgs");
+    // Another recording is never replaced, not even with --force (here named as a
+    // report would be, so that only its content tells it).
+    let other = dir.path().join("other.html");
     std::fs::copy(&file, &other).unwrap();
     let out = report(&other, true);
     assert_eq!(out.status.code(), Some(2));
@@ -469,6 +507,26 @@ fn a_report_never_overwrites_the_recording() {
     let out = report(dir.path(), true);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a regular file"));
+    // Nor the recording's bookmarks, nor a name whose format is unknown.
+    let sidecar = regscope::record::bookmarks::bookmarks_path(&file);
+    std::fs::write(&sidecar, "").unwrap();
+    let out = Command::new(BIN)
+        .args([
+            "report",
+            file.to_str().unwrap(),
+            "-o",
+            sidecar.to_str().unwrap(),
+            "--format",
+            "html",
+            "--force",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds the recording's bookmarks"));
+    let out = report(&dir.path().join("r.pdf"), false);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("name it .html"));
     // Markdown: one of its SVG names taken by a directory refuses before writing anything.
     let md = dir.path().join("m.md");
     std::fs::create_dir(dir.path().join("m-etcd_db.svg")).unwrap();
