@@ -30,6 +30,7 @@ pub fn release_free_memory() {
     unsafe { libmimalloc_sys::mi_collect(true) }
 }
 
+pub mod bbolt;
 pub mod cli;
 pub mod config;
 pub mod decode;

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 /// Each top-level room of `src/` and its layer (ARCHITECTURE.md's table).
 const LAYERS: &[(&str, u8)] = &[
     ("model", 1),
+    ("bbolt", 1),
     ("config", 1),
     ("decrypt", 1),
     ("decode", 2),

@@ -255,13 +255,17 @@ pub enum CompactionSource {
     Metrics,
     /// A list or range refused with "required revision has been compacted".
     List,
+    /// An etcd db file's `finishedCompactRev` (its `meta` bucket).
+    DbFile,
 }
 
 impl CompactionSource {
-    /// Short label for screens and JSON: `compact_rev_key`, `watch`, `metrics`, `list`.
+    /// Short label for screens and JSON: `compact_rev_key`, `watch`, `metrics`, `list`,
+    /// `db_file`.
     pub fn label(self) -> &'static str {
         match self {
             CompactionSource::CompactRevKey => "compact_rev_key",
+            CompactionSource::DbFile => "db_file",
             CompactionSource::Watch => "watch",
             CompactionSource::Metrics => "metrics",
             CompactionSource::List => "list",

@@ -5,6 +5,7 @@
 
 pub mod connect;
 pub mod etcd;
+pub mod etcd_db;
 pub mod informer;
 pub mod kubeconfig;
 pub mod list;
