@@ -24,6 +24,9 @@ use crate::store::Session;
 /// watch events one per key), in recorded order, from `--from` to `--to`; the live keys
 /// where the export starts come first. Exit 1 when the recording is damaged.
 pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
+    if super::db_file::is_db_file(&e.file) {
+        return super::export_db::run(e, ui);
+    }
     let mut player = match open(&e.file) {
         Ok(p) => p,
         Err(code) => return Ok(code),
@@ -55,12 +58,9 @@ pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
         );
         return Ok(ExitCode::from(2));
     }
-    let keyring = match super::options::load_keyring(ui) {
-        Ok((k, _)) => k,
-        Err(err) => {
-            eprintln!("regscope: {err:#}");
-            return Ok(ExitCode::from(2));
-        }
+    let keyring = match super::options::keyring_or_exit(ui) {
+        Ok(k) => k,
+        Err(code) => return Ok(code),
     };
     let show_secrets = ui.show_secrets && !player.header().secrets_redacted;
     if ui.show_secrets && !show_secrets {
@@ -348,15 +348,17 @@ fn new_notes(
 
 /// What every export line depends on besides the observation: the recording's prefix,
 /// `--prefix`, the flags, the keys to decrypt with and whether Secrets show.
-struct ExportLines<'a> {
-    prefix: &'a str,
-    key_filter: Option<&'a str>,
-    e: &'a ExportArgs,
-    keyring: Option<&'a crate::decrypt::Keyring>,
-    show_secrets: bool,
+/// How key lines are written: the session's prefix (for the resource), `--prefix`, the
+/// flags, the keyring for `--decode`, and whether Secret data is shown.
+pub(super) struct ExportLines<'a> {
+    pub prefix: &'a str,
+    pub key_filter: Option<&'a str>,
+    pub e: &'a ExportArgs,
+    pub keyring: Option<&'a crate::decrypt::Keyring>,
+    pub show_secrets: bool,
 }
 
-fn kv_json(kind: &str, op: Option<&str>, kv: &KeyValue, x: &ExportLines<'_>) -> Value {
+pub(super) fn kv_json(kind: &str, op: Option<&str>, kv: &KeyValue, x: &ExportLines<'_>) -> Value {
     let ExportLines {
         prefix,
         e,

@@ -36,6 +36,17 @@ pub fn scrape_config(m: &MetricsArgs) -> Result<ScrapeConfig, ExitCode> {
 }
 
 /// Renders the snapshot JSON for a replica. `with_keys` adds `key_list` (every live key).
+/// [`load_keyring`] for a command that prints: the keyring, or the error said on stderr
+/// and the exit code (2) to return.
+pub fn keyring_or_exit(
+    ui: &UiArgs,
+) -> std::result::Result<Option<crate::decrypt::Keyring>, std::process::ExitCode> {
+    load_keyring(ui).map(|(k, _)| k).map_err(|err| {
+        eprintln!("regscope: {err:#}");
+        std::process::ExitCode::from(2)
+    })
+}
+
 /// The EncryptionConfiguration to decrypt with: `--encryption-config FILE` (an error if it
 /// cannot be read or parsed), else the file the node's kube-apiserver manifest names in
 /// `--encryption-provider-config` ([`crate::node::discover`], filled into

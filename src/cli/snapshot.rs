@@ -130,6 +130,9 @@ pub fn from_recording(s: &SnapshotArgs, zone: Zone) -> Result<ExitCode> {
     let Some(path) = s.from.as_deref() else {
         return Ok(ExitCode::from(2));
     };
+    if super::db_file::is_db_file(path) {
+        return from_db_file(s, path);
+    }
     let mut player = match open(path) {
         Ok(p) => p,
         Err(code) => return Ok(code),
@@ -162,6 +165,34 @@ pub fn from_recording(s: &SnapshotArgs, zone: Zone) -> Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `regscope snapshot --json --from DB [--at REV]`: the summary at a revision of etcd's
+/// own db file (default its head), with `db_file` ([`super::db_file::db_json`]) saying what
+/// the file is. The replica is filled with a list at that revision, as a live snapshot's.
+fn from_db_file(s: &SnapshotArgs, path: &std::path::Path) -> Result<ExitCode> {
+    use super::db_file;
+    let db = match db_file::open(path) {
+        Ok(d) => d,
+        Err(code) => return Ok(code),
+    };
+    let rev = match s.at.as_deref() {
+        Some(a) => match db_file::parse_revision("--at", a, &db) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("regscope: {e}");
+                return Ok(ExitCode::from(2));
+            }
+        },
+        None => db.head()?,
+    };
+    let mut info = s.conn.session_info(format!("file {}", path.display()));
+    info.endpoints.clear();
+    let session = db_file::session_at(&db, rev, info)?;
+    let mut v: serde_json::Value = serde_json::from_str(&snapshot_of(&session, s.keys)?)?;
+    v["db_file"] = db_file::db_json(&db, rev)?;
+    out(format_args!("{}\n", serde_json::to_string_pretty(&v)?));
+    Ok(ExitCode::SUCCESS)
 }
 
 /// The `snapshot --json` text of a session (the replica and the apiserver side derived at

@@ -52,7 +52,9 @@ pub struct SnapshotArgs {
     /// Add every key with its revisions, version, lease and size.
     #[arg(long)]
     pub keys: bool,
-    /// Read the session from a recording instead of etcd (see `regscope record`).
+    /// Read the session from a recording instead of etcd (see `regscope record`), or from
+    /// etcd's db file (`etcdctl snapshot save`'s output, a member's member/snap/db; --at is
+    /// then a revision from the file's finished compaction to its head).
     #[arg(long, value_name = "FILE")]
     pub from: Option<PathBuf>,
     /// With --from: the moment to print — a time (RFC 3339 with `Z` or an offset, or

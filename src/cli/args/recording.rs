@@ -78,7 +78,9 @@ pub enum ExportFormat {
 
 #[derive(Debug, Args, Clone)]
 pub struct ExportArgs {
-    /// The recording (a file, or the base name of a --keep-last set).
+    /// The recording (a file, or the base name of a --keep-last set), or etcd's db file (what
+    /// `etcdctl snapshot save` writes, or a member's member/snap/db; told apart by content:
+    /// --from/--to are then revisions, `start` the file's compaction, `end` its head).
     pub file: PathBuf,
     #[arg(long, value_enum, default_value = "jsonl")]
     pub format: ExportFormat,

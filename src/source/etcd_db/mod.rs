@@ -322,9 +322,17 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
         }
     }
 
-    /// The newest revision in the `key` bucket (etcd's head when the file was written),
-    /// or the finished compaction's when the bucket is empty, 0 for a new store.
+    /// etcd's revision when the file was written: the newest in the `key` bucket, or the
+    /// finished compaction when that is newer (writes since deleted and compacted leave no
+    /// entry; etcd's `store.restore` in `mvcc/kvstore.go` takes the larger of the two), 0
+    /// for a new store.
     pub fn head(&self) -> Result<Revision, DbError> {
+        Ok(self.last_key_revision()?.max(self.compacted()))
+    }
+
+    /// The main revision of the `key` bucket's last entry (what `etcdctl snapshot status`
+    /// prints as `revision`), 0 when the bucket is empty.
+    pub fn last_key_revision(&self) -> Result<Revision, DbError> {
         let last = self
             .db
             .last_entry(&self.key)
@@ -338,7 +346,7 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
                         e.key
                     ))
                 }),
-            None => Ok(self.meta.finished_compact_revision.unwrap_or(0)),
+            None => Ok(0),
         }
     }
 

@@ -41,7 +41,14 @@ fn the_auger_db_reads_as_etcd_with_its_items() {
     let storage = std::fs::read(td.join("etcd-registry/auger/storage/pod.bin")).unwrap();
     // storage/pod.bin is the value plus the newline auger's extract adds.
     assert_eq!(pod.kv.value.as_ref(), &storage[..storage.len() - 1]);
-    assert_eq!(db.head().unwrap(), versions.last().unwrap().main);
+    assert_eq!(
+        db.last_key_revision().unwrap(),
+        versions.last().unwrap().main
+    );
+    // Compacted at 241828, after the last entry left (later writes were deleted and
+    // compacted away): etcd's revision is the compaction's.
+    assert_eq!(db.compacted(), 241828);
+    assert_eq!(db.head().unwrap(), 241828);
     let from = db
         .versions_from(82703)
         .map(|v| v.unwrap().main)

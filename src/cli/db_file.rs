@@ -1,0 +1,107 @@
+//! What the subcommands that take a recording do when given etcd's own db file instead
+//! (told apart by content, [`is_db_file`]): open it ([`open`]), read `--at`/`--from`/`--to`
+//! as revisions of it ([`parse_revision`]), and feed a session the state at one revision
+//! ([`session_at`]).
+
+use std::io::Read;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::SystemTime;
+
+use crate::model::{Revision, SessionInfo, Stamped};
+use crate::source::etcd_db::{self, EtcdDb};
+use crate::store::Session;
+
+/// Whether `path` is a bbolt file (page 0 a meta page with bbolt's magic), by its first
+/// bytes. A path that is not a readable file (a `--keep-last` set's base name) is not.
+pub fn is_db_file(path: &Path) -> bool {
+    let mut head = [0u8; 20];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && etcd_db::looks_like_bbolt(&head)
+}
+
+/// Opens etcd's db file at `path`; what is wrong is said on stderr (exit 2).
+pub fn open(path: &Path) -> Result<EtcdDb, ExitCode> {
+    EtcdDb::open(path).map_err(|e| {
+        eprintln!("regscope: {e}");
+        ExitCode::from(2)
+    })
+}
+
+/// Reads `--at`/`--from`/`--to` against a db file: a revision (`rN` or a number), `start`
+/// (the finished compaction, the oldest state the file holds whole) or `end` (its head).
+/// A db file holds no times: a time or an offset is refused, naming the revisions held.
+pub fn parse_revision(flag: &str, text: &str, db: &EtcdDb) -> Result<Revision, String> {
+    let head = db.head().map_err(|e| e.to_string())?;
+    let compacted = db.compacted();
+    let held = format!("the file holds revisions {compacted} to {head}");
+    let t = text.trim();
+    let rev = match t {
+        "start" => return Ok(compacted),
+        "end" => return Ok(head),
+        _ => t.strip_prefix('r').unwrap_or(t).parse::<Revision>().map_err(|_| {
+            format!("{flag} {t}: a db file holds revisions, not times: give a revision (r{head}), `start` or `end` ({held})")
+        })?,
+    };
+    if rev <= 0 {
+        return Err(format!(
+            "{flag} {t}: a revision is a positive number (etcd's first is 1)"
+        ));
+    }
+    if rev < compacted {
+        return Err(format!(
+            "{flag} {t}: revision {rev} is compacted (the file's finished compaction is {compacted}): {held}"
+        ));
+    }
+    if rev > head {
+        return Err(format!(
+            "{flag} {t}: revision {rev} is after the file's head: {held}"
+        ));
+    }
+    Ok(rev)
+}
+
+/// The file's modification time: the stamp every observation read from it carries (a db
+/// file records revisions, not when they were written).
+pub fn file_time(path: &Path) -> SystemTime {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+/// A session holding the keys under `info.prefix` as they were at revision `rev` of `db`.
+pub fn session_at(db: &EtcdDb, rev: Revision, info: SessionInfo) -> anyhow::Result<Session> {
+    let at = file_time(db.path());
+    let prefix = info.prefix.clone().into_bytes();
+    let mut session = Session::new(info);
+    etcd_db::state_at(db, rev, &prefix, |obs| {
+        session.apply(&Stamped { at, obs });
+    })?;
+    Ok(session)
+}
+
+/// What `snapshot --json` adds for a db file under `db_file`: `{path, revision (shown),
+/// head, compacted, scheduled_compaction, storage_version, cluster_version, members,
+/// leases, alarms, file_bytes, bbolt_bytes, page_size}`.
+pub fn db_json(db: &EtcdDb, rev: Revision) -> anyhow::Result<serde_json::Value> {
+    let m = db.meta();
+    Ok(serde_json::json!({
+        "path": db.path().display().to_string(),
+        "revision": rev,
+        "head": db.head()?,
+        "compacted": db.compacted(),
+        "scheduled_compaction": m.scheduled_compact_revision,
+        "consistent_index": m.consistent_index,
+        "term": m.term,
+        "storage_version": m.storage_version,
+        "cluster_version": m.cluster_version,
+        "members": db.members()?,
+        "leases": db.leases()?,
+        "alarms": db.alarms()?.iter().map(|(id, a)| serde_json::json!({"member_id": format!("{id:x}"), "alarm": a})).collect::<Vec<_>>(),
+        "file_bytes": db.bolt().file_len(),
+        "bbolt_bytes": db.bolt().size(),
+        "page_size": db.bolt().meta().page_size,
+    }))
+}
