@@ -3,12 +3,14 @@
 //! for waiting on a condition. Beside them: what a test needs from outside the repository
 //! and what happens when it is missing ([`needs`], [`require!`]), the golden inputs
 //! ([`fixtures`]), certificates ([`pki`]), a tmux driver ([`tmux`]), headless Chromium
-//! ([`chromium`]), and the helpers that the offline and the etcd binaries share per topic
-//! ([`recording`], [`scrape`], [`snapshot_cli`], [`decode_cli`]).
+//! ([`chromium`]), the helpers that the offline and the etcd binaries share per topic
+//! ([`recording`], [`scrape`], [`snapshot_cli`], [`decode_cli`]), and a backend file saved
+//! by real etcd beside what etcd said at each of its revisions ([`etcd_db`]).
 #![allow(dead_code)]
 
 pub mod chromium;
 pub mod decode_cli;
+pub mod etcd_db;
 pub mod fixtures;
 pub mod needs;
 pub mod pki;
