@@ -2,6 +2,8 @@
 //! listed key, per scrape and per other observation (none for clock ticks); values
 //! decoded with `--decode`, keys filtered with `--prefix`.
 //!
+//! With `--decode`, a key's line adds `object` (or `null`), `decode_error` when it did not
+//! decode, and `encryption` (`{provider, decrypted, message}`) for a value encrypted at rest.
 //! The line types (`type`): `list_item` and `event` (a key), `scrape`, one per other
 //! observation named by its kind (`conn`, `compacted`, `informer`, …), `note` (what the
 //! session noted that no key shows: `at`, `kind`, `text`), and `marker` (each marker
@@ -380,6 +382,16 @@ pub(super) fn kv_json(kind: &str, op: Option<&str>, kv: &KeyValue, x: &ExportLin
     if let Some(op) = op {
         v["op"] = json!(op);
     }
+    if e.values {
+        // `show_secrets` is off for a recording made without it: it holds no Secret value.
+        if path.resource == "secrets" && !show_secrets && !kv.value.is_empty() {
+            v["value"] = Value::Null;
+            v["value_redacted"] = json!(true);
+        } else {
+            use base64::Engine as _;
+            v["value"] = json!(base64::engine::general_purpose::STANDARD.encode(&kv.value));
+        }
+    }
     if e.decode && !kv.value.is_empty() {
         let d = crate::decode::decode(
             &kv.value,
@@ -398,6 +410,14 @@ pub(super) fn kv_json(kind: &str, op: Option<&str>, kv: &KeyValue, x: &ExportLin
         };
         if let Some(err) = &d.error {
             v["decode_error"] = json!(err);
+        }
+        // Encrypted at rest: by which provider and key, and whether it opened (and why not).
+        if let Some(enc) = &d.encryption {
+            v["encryption"] = json!({
+                "provider": enc.label,
+                "decrypted": enc.decrypted,
+                "message": enc.message,
+            });
         }
     }
     v

@@ -7,6 +7,7 @@
 mod common;
 
 mod apiserver_cli;
+mod db_file;
 mod db_fixture;
 mod decode_cli;
 mod demo;

@@ -101,6 +101,10 @@ pub struct ExportArgs {
     /// unless --show-secrets and the recording holds it).
     #[arg(long)]
     pub decode: bool,
+    /// Add each written value as etcd stores it, base64 (`value`; a Secret's only with
+    /// --show-secrets and when the source holds it, else `null` and `value_redacted`).
+    #[arg(long)]
+    pub values: bool,
     /// Marker: etcd request p99 latency above this many seconds (as `replay`).
     #[arg(
         long,

@@ -1,0 +1,290 @@
+//! etcd's own db file as regscope's input, against what etcd said: real etcd writes a
+//! workload (creates, updates, deletes, a transaction, leases, a revoke, a compaction,
+//! encrypted Secrets), `etcdctl get --prefix /registry --rev REV -w json` answers every
+//! revision the compaction left, and `etcdctl snapshot save` writes the file under test
+//! (`common::etcd_db`). For every one of those revisions, `snapshot --json --from DB --at
+//! REV --keys` and the state `export DB` replays to agree with etcdctl; compacted and
+//! future revisions are refused naming what the file holds; values decrypt with the
+//! encryption config.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::common::etcd_db::{write_workload_and_snapshot, DbFixture, Kv};
+use crate::common::require;
+use crate::common::snapshot_cli::{run, s, stderr};
+
+#[test]
+fn a_db_file_reads_as_etcd_answered_at_every_revision() {
+    require!(ETCD, ETCDCTL, TESTDATA);
+    let fx = write_workload_and_snapshot();
+    snapshot_at_every_revision(&fx);
+    export_replays_every_revision(&fx);
+    revisions_outside_the_file_are_refused(&fx);
+    leases_and_meta(&fx);
+    encrypted_values_decrypt(&fx);
+}
+
+/// `(key, create, mod, version, lease, bytes)` of each key, in key order.
+type Row = (String, i64, i64, i64, i64, usize);
+
+fn rows_of_etcd(kvs: &[Kv]) -> Vec<Row> {
+    kvs.iter()
+        .map(|kv| {
+            (
+                kv.key.clone(),
+                kv.create_revision,
+                kv.mod_revision,
+                kv.version,
+                kv.lease,
+                kv.value.len(),
+            )
+        })
+        .collect()
+}
+
+fn json(out: &std::process::Output) -> Value {
+    assert!(out.status.success(), "regscope failed: {}", stderr(out));
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+fn snapshot_at_every_revision(fx: &DbFixture) {
+    for rev in fx.compacted..=fx.head {
+        let v = json(&run(&[
+            "snapshot",
+            "--json",
+            "--keys",
+            "--from",
+            s(&fx.db),
+            "--at",
+            &format!("r{rev}"),
+        ]));
+        let got: Vec<Row> = v["key_list"]
+            .as_array()
+            .expect("key_list")
+            .iter()
+            .map(|k| {
+                (
+                    k["key"].as_str().unwrap().to_string(),
+                    k["create_revision"].as_i64().unwrap(),
+                    k["mod_revision"].as_i64().unwrap(),
+                    k["version"].as_i64().unwrap(),
+                    k["lease"].as_i64().unwrap(),
+                    k["bytes"].as_u64().unwrap() as usize,
+                )
+            })
+            .collect();
+        assert_eq!(got, rows_of_etcd(&fx.kvs_at(rev)), "snapshot --at r{rev}");
+        assert_eq!(v["revision"].as_i64(), Some(rev), "revision at r{rev}");
+        assert_eq!(v["compact_revision"].as_i64(), Some(fx.compacted));
+        assert_eq!(v["db_file"]["head"].as_i64(), Some(fx.head));
+    }
+    // Without --at: the head.
+    let v = json(&run(&["snapshot", "--json", "--from", s(&fx.db)]));
+    assert_eq!(v["revision"].as_i64(), Some(fx.head));
+    assert_eq!(v["keys"].as_u64(), Some(fx.kvs_at(fx.head).len() as u64));
+}
+
+/// The export's lines replayed: the keys at `--from`, then each event applied in order;
+/// after each revision the state equals etcd's at it, values included.
+fn export_replays_every_revision(fx: &DbFixture) {
+    let out = run(&["export", s(&fx.db), "--values", "--show-secrets"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut state: BTreeMap<String, Kv> = BTreeMap::new();
+    let mut checked = Vec::new();
+    let mut last_rev = fx.compacted;
+    let check = |state: &BTreeMap<String, Kv>, rev: i64| {
+        let want = fx.kvs_at(rev);
+        let got: Vec<Kv> = state.values().cloned().collect();
+        assert_eq!(
+            rows_of_kv(&got),
+            rows_of_kv(&want),
+            "export state at r{rev}"
+        );
+        for (g, w) in got.iter().zip(&want) {
+            assert!(g.value == w.value, "value of {} at r{rev}", w.key);
+        }
+    };
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let l: Value = serde_json::from_str(line).expect("a JSON line");
+        let rev = l["revision"].as_i64().expect("revision on every line");
+        if l["type"] == "event" && rev != last_rev {
+            check(&state, last_rev);
+            checked.push(last_rev);
+            last_rev = rev;
+        }
+        let key = l["key"].as_str().unwrap().to_string();
+        match (l["type"].as_str(), l["op"].as_str()) {
+            (Some("event"), Some("delete")) => {
+                assert!(state.remove(&key).is_some(), "delete of {key} not held");
+                assert_eq!(l["mod_revision"].as_i64(), Some(rev));
+            }
+            (Some("list_item"), _) | (Some("event"), Some("put")) => {
+                let value = base64::engine::general_purpose::STANDARD
+                    .decode(l["value"].as_str().expect("value with --values"))
+                    .unwrap();
+                let kv = Kv {
+                    key: key.clone(),
+                    value,
+                    create_revision: l["create_revision"].as_i64().unwrap(),
+                    mod_revision: l["mod_revision"].as_i64().unwrap(),
+                    version: l["version"].as_i64().unwrap(),
+                    lease: l["lease"].as_i64().unwrap(),
+                };
+                state.insert(key, kv);
+            }
+            other => panic!("unexpected line {other:?}: {line}"),
+        }
+    }
+    check(&state, last_rev);
+    checked.push(last_rev);
+    // Every revision that wrote under /registry was checked right after it.
+    let writes: Vec<i64> = (fx.compacted + 1..=fx.head)
+        .filter(|r| rows_of_kv(&fx.kvs_at(*r)) != rows_of_kv(&fx.kvs_at(r - 1)))
+        .collect();
+    for w in &writes {
+        assert!(
+            checked.contains(w),
+            "r{w} was not an event revision: {checked:?}"
+        );
+    }
+    assert!(writes.len() >= 8, "the workload wrote at {writes:?}");
+    // Secrets without --show-secrets: no value.
+    let out = run(&[
+        "export",
+        s(&fx.db),
+        "--values",
+        "--prefix",
+        "/registry/secrets/",
+    ]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(!text.is_empty());
+    for line in text.lines() {
+        let l: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(l["value"], Value::Null, "{line}");
+        assert!(l["op"] == "delete" || l["value_redacted"] == true, "{line}");
+    }
+}
+
+fn rows_of_kv(kvs: &[Kv]) -> Vec<Row> {
+    rows_of_etcd(kvs)
+}
+
+fn revisions_outside_the_file_are_refused(fx: &DbFixture) {
+    for (at, says) in [
+        (format!("r{}", fx.compacted - 1), "compacted"),
+        ("r1".to_string(), "compacted"),
+        (format!("r{}", fx.head + 1), "after the file's head"),
+        ("12:00".to_string(), "holds revisions, not times"),
+    ] {
+        let out = run(&["snapshot", "--json", "--from", s(&fx.db), "--at", &at]);
+        assert_eq!(out.status.code(), Some(2), "--at {at}");
+        let e = stderr(&out);
+        assert!(e.contains(says), "--at {at}: {e}");
+        assert!(
+            e.contains(&format!("revisions {} to {}", fx.compacted, fx.head)),
+            "--at {at} names what the file holds: {e}"
+        );
+        assert!(out.stdout.is_empty());
+    }
+    let out = run(&[
+        "export",
+        s(&fx.db),
+        "--from",
+        &format!("r{}", fx.compacted - 1),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("compacted"), "{}", stderr(&out));
+}
+
+fn leases_and_meta(fx: &DbFixture) {
+    let v = json(&run(&["snapshot", "--json", "--from", s(&fx.db)]));
+    let leases = v["db_file"]["leases"].as_array().expect("leases");
+    let got: Vec<(i64, i64)> = leases
+        .iter()
+        .map(|l| (l["id"].as_i64().unwrap(), l["ttl"].as_i64().unwrap()))
+        .collect();
+    let want: Vec<(i64, i64)> = fx.leases.iter().map(|(id, ttl, _)| (*id, *ttl)).collect();
+    assert_eq!(got, want);
+    // The keys attached to each lease at the head, as etcd names them.
+    let keys = v["key_list"].as_array().map(Vec::len);
+    assert!(keys.is_none(), "no key list without --keys");
+    let with_keys = json(&run(&["snapshot", "--json", "--keys", "--from", s(&fx.db)]));
+    for (id, _, lease_keys) in &fx.leases {
+        let mut held: Vec<&str> = with_keys["key_list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|k| k["lease"].as_i64() == Some(*id))
+            .map(|k| k["key"].as_str().unwrap())
+            .collect();
+        held.sort();
+        let want: Vec<&str> = lease_keys
+            .iter()
+            .map(String::as_str)
+            .filter(|k| k.starts_with("/registry"))
+            .collect();
+        assert_eq!(held, want, "keys of lease {id:x}");
+    }
+    assert_eq!(v["db_file"]["compacted"].as_i64(), Some(fx.compacted));
+    assert_eq!(
+        v["db_file"]["members"].as_array().map(Vec::len),
+        Some(1),
+        "one member"
+    );
+}
+
+fn encrypted_values_decrypt(fx: &DbFixture) {
+    let decoded = |extra: &[&str]| -> BTreeMap<String, Value> {
+        let mut args = vec![
+            "export",
+            s(&fx.db),
+            "--decode",
+            "--prefix",
+            "/registry/secrets/",
+            "--from",
+            "end",
+        ];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                (v["key"].as_str().unwrap().to_string(), v)
+            })
+            .collect()
+    };
+    let with = decoded(&[
+        "--encryption-config",
+        s(&fx.encryption_config),
+        "--show-secrets",
+    ]);
+    for key in [
+        "/registry/secrets/default/db-password",
+        "/registry/secrets/default/api-token",
+    ] {
+        let l = &with[key];
+        assert_eq!(l["decode_error"], Value::Null, "{key}: {l}");
+        assert_eq!(l["object"]["kind"], "Secret", "{key}: {l}");
+        assert!(l["object"]["data"].is_object(), "{key} decrypted: {l}");
+    }
+    assert_eq!(
+        with["/registry/secrets/default/db-password"]["encryption"]["provider"],
+        "aescbc:key1"
+    );
+    assert_eq!(
+        with["/registry/secrets/default/api-token"]["encryption"]["provider"],
+        "secretbox:key2"
+    );
+    // Without the config: said encrypted and not opened, no object.
+    let without = decoded(&["--show-secrets"]);
+    let l = &without["/registry/secrets/default/db-password"];
+    assert_eq!(l["object"], Value::Null, "{l}");
+    assert_eq!(l["encryption"]["decrypted"], false, "{l}");
+    assert_eq!(l["encryption"]["provider"], "aescbc:key1", "{l}");
+}
