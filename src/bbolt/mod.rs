@@ -22,6 +22,7 @@
 
 pub mod cursor;
 pub mod page;
+pub mod usage;
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;

@@ -105,3 +105,111 @@ pub fn db_json(db: &EtcdDb, rev: Revision) -> anyhow::Result<serde_json::Value> 
         "page_size": db.bolt().meta().page_size,
     }))
 }
+
+/// Writes `db`'s retained history under `prefix` as a recording at `out` (replaced if
+/// there), so that the console's replay, with its timeline, seeks and markers, runs over
+/// it: the keys alive at the finished compaction as a list, then each later revision's
+/// writes as one watch response (a revision that wrote nothing under the prefix as a
+/// progress notification at it), then a progress notification at the head when that is
+/// newer (a compaction after the last write). Every
+/// observation carries the file's modification time ([`file_time`]): a db file keeps no
+/// times, and a note first in the recording says so. The replica keeps every version (its history
+/// budget is the file's size), as the file does. `progress` is told each revision written.
+///
+/// Errors: the db file is damaged (the error names where), or `out` cannot be written.
+pub fn to_recording(
+    db: &EtcdDb,
+    out: &Path,
+    prefix: &str,
+    show_secrets: bool,
+    mut progress: impl FnMut(Revision, Revision),
+) -> anyhow::Result<()> {
+    use crate::model::{EventKind, Observation, WatchEvent};
+    use crate::record::{RecordOptions, Recorder};
+    let at = file_time(db.path());
+    let head = db.head()?;
+    let info = SessionInfo {
+        title: format!("file {}", db.path().display()),
+        prefix: prefix.to_string(),
+        // Every version the file holds: their values take at most the file's bytes.
+        history_budget: db.bolt().file_len().max(256 << 20),
+        started_at: at,
+        ..Default::default()
+    };
+    let mut session = Session::new(info);
+    let mut opts = RecordOptions::new(out);
+    opts.show_secrets = show_secrets;
+    opts.overwrite = true;
+    let mut rec = Recorder::create(opts, &session, 0)?;
+    let put = |session: &mut Session, rec: &mut Recorder, obs: Observation| {
+        let st = Stamped { at, obs };
+        let applied = session.apply(&st);
+        rec.record_applied(&st, &applied);
+        rec.maintain(Some(session));
+    };
+    put(
+        &mut session,
+        &mut rec,
+        Observation::Note(format!(
+            "{}: etcd's db file, revisions {} to {head}; it keeps no times, so every revision is shown at the file's modification time ({}); seek by revision",
+            db.path().display(),
+            db.compacted(),
+            humantime::format_rfc3339_seconds(at)
+        )),
+    );
+    let start = db.compacted().max(1);
+    let bytes = prefix.as_bytes();
+    etcd_db::state_at(db, start, bytes, |obs| put(&mut session, &mut rec, obs))?;
+    let mut batch: Vec<WatchEvent> = Vec::new();
+    let mut current = start;
+    // A revision that wrote only outside the prefix (`compact_rev_key`, another
+    // application's keys) is still a revision of etcd's: a progress notification moves
+    // the replica to it, as a watch's would.
+    let flush =
+        |session: &mut Session, rec: &mut Recorder, revision, batch: &mut Vec<WatchEvent>| {
+            let obs = if batch.is_empty() {
+                Observation::Progress { revision }
+            } else {
+                Observation::Events {
+                    revision,
+                    events: std::mem::take(batch),
+                }
+            };
+            put(session, rec, obs);
+        };
+    for v in db.versions_from(start + 1) {
+        let v = v?;
+        if v.main != current {
+            if current != start {
+                flush(&mut session, &mut rec, current, &mut batch);
+            }
+            current = v.main;
+            progress(current, head);
+        }
+        if !v.kv.key.starts_with(bytes) {
+            continue;
+        }
+        batch.push(WatchEvent {
+            kind: if v.tombstone {
+                EventKind::Delete
+            } else {
+                EventKind::Put
+            },
+            kv: v.kv,
+            prev_kv: None,
+        });
+    }
+    if current != start {
+        flush(&mut session, &mut rec, current, &mut batch);
+    }
+    if head > current {
+        put(
+            &mut session,
+            &mut rec,
+            Observation::Progress { revision: head },
+        );
+    }
+    rec.finish()
+        .map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
+    Ok(())
+}

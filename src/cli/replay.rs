@@ -14,21 +14,20 @@ use crate::record::Target;
 /// `regscope replay FILE`: the console over a recording, paused at its start (or at
 /// `--at`).
 pub async fn run(r: &ReplayArgs, ui: &UiArgs) -> Result<ExitCode> {
-    use std::io::IsTerminal;
+    if super::db_file::is_db_file(&r.file) {
+        return run_db(r, ui).await;
+    }
     if let Err(code) = files_exist(&r.file) {
         return Ok(code);
     }
     let opts = ui_options(ui)?;
     // The file first: a missing or damaged file is the error to report, terminal or not.
-    let mut player = match open(&r.file) {
+    let player = match open(&r.file) {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        eprintln!(
-            "regscope: replay opens the console and needs a terminal; for scripts use `replay --check`, `export` or `snapshot --json --from`"
-        );
-        return Ok(ExitCode::from(2));
+    if let Some(code) = needs_terminal() {
+        return Ok(code);
     }
     let at = match r
         .at
@@ -42,7 +41,90 @@ pub async fn run(r: &ReplayArgs, ui: &UiArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let mut opts = opts;
+    console(player, r.file.display().to_string(), at, r, opts).await
+}
+
+/// Without a terminal on both ends, the exit code to return after saying so.
+fn needs_terminal() -> Option<ExitCode> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        eprintln!(
+            "regscope: replay opens the console and needs a terminal; for scripts use `replay --check`, `export` or `snapshot --json --from`"
+        );
+        return Some(ExitCode::from(2));
+    }
+    None
+}
+
+/// `regscope replay DB` for etcd's own db file: its retained history written as a
+/// recording in a temporary directory (removed when the console closes), then the console
+/// over that, paused at the file's finished compaction (or at `--at`, a revision).
+async fn run_db(r: &ReplayArgs, ui: &UiArgs) -> Result<ExitCode> {
+    use super::db_file;
+    let db = match db_file::open(&r.file) {
+        Ok(d) => d,
+        Err(code) => return Ok(code),
+    };
+    let at = match r
+        .at
+        .as_deref()
+        .map(|a| db_file::parse_revision("--at", a, &db))
+    {
+        Some(Ok(rev)) => Some(Target::Revision(rev)),
+        Some(Err(e)) => {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        None => None,
+    };
+    if let Some(code) = needs_terminal() {
+        return Ok(code);
+    }
+    let mut opts = ui_options(ui)?;
+    let dir = tempfile::Builder::new().prefix("regscope-db-").tempdir()?;
+    let rgs = dir.path().join("history.rgs");
+    let mut said = std::time::Instant::now();
+    let mut printed = false;
+    let written = db_file::to_recording(&db, &rgs, "/registry", opts.show_secrets, |rev, head| {
+        if said.elapsed() >= std::time::Duration::from_secs(1) {
+            said = std::time::Instant::now();
+            printed = true;
+            eprint!(
+                "\rregscope: reading {}: revision {rev} of {head}",
+                r.file.display()
+            );
+        }
+    });
+    if printed {
+        eprintln!();
+    }
+    if let Err(e) = written {
+        eprintln!("regscope: {e:#}");
+        return Ok(ExitCode::from(2));
+    }
+    let player = match open(&rgs) {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    opts.warnings.push(format!(
+        "etcd's db file: revisions {} to {}; it keeps no times (every revision is shown at the file's modification time): seek by revision",
+        db.compacted(),
+        db.head()?
+    ));
+    let code = console(player, r.file.display().to_string(), at, r, opts).await;
+    drop(dir);
+    code
+}
+
+/// The console over an open recording.
+async fn console(
+    player: crate::record::Player,
+    file: String,
+    at: Option<Target>,
+    r: &ReplayArgs,
+    mut opts: crate::tui::UiOptions,
+) -> Result<ExitCode> {
+    let mut player = player;
     if !player.header().secrets_redacted {
         opts.warnings.push(
             "this recording was made with --show-secrets: it holds Secret data in the clear".into(),
@@ -59,7 +141,7 @@ pub async fn run(r: &ReplayArgs, ui: &UiArgs) -> Result<ExitCode> {
     let session = player.seek(Target::Position(0));
     let feed = crate::tui::Feed::Replay {
         player: Box::new(player),
-        file: r.file.display().to_string(),
+        file,
         at,
         p99_threshold: r.p99_threshold,
         lag_threshold: r.lag_threshold,

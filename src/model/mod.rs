@@ -213,6 +213,9 @@ pub enum ConnState {
     Failed {
         error: String,
     },
+    /// No connection: the source is etcd's own db file, read whole (see
+    /// `crate::source::etcd_db`).
+    File,
 }
 
 /// Why the replica skipped a range of revisions it could not observe one by one.

@@ -288,3 +288,93 @@ fn encrypted_values_decrypt(fx: &DbFixture) {
     assert_eq!(l["encryption"]["decrypted"], false, "{l}");
     assert_eq!(l["encryption"]["provider"], "aescbc:key1", "{l}");
 }
+
+/// `replay --check DB` walks every page and prints what `etcdctl snapshot status` prints
+/// for the same file (hash, entries as etcd 3.4/3.5 count them, size); `replay DB` opens
+/// the console over the file's history in tmux, paused at its finished compaction, and
+/// seeks to revisions across it, each showing etcd's state at that revision; quitting
+/// removes the temporary recording it read through.
+#[test]
+fn the_console_opens_a_db_file_and_seeks_its_revisions() {
+    require!(ETCD, ETCDCTL, TESTDATA, TMUX);
+    use crate::common::tmux::Tmux;
+    use std::time::Duration;
+    let fx = write_workload_and_snapshot();
+
+    let out = run(&["replay", "--check", s(&fx.db)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let status = &fx.status;
+    for want in [
+        format!("hash       {}", status["hash"]),
+        format!("entries    {} in all buckets", status["totalKey"]),
+        format!("size       {} bytes of pages", status["totalSize"]),
+        format!("revisions  {} .. {}", fx.compacted, fx.head),
+        "damage     none".to_string(),
+    ] {
+        assert!(
+            text.contains(&want),
+            "replay --check lacks {want:?}:\n{text}"
+        );
+    }
+
+    let tmp = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        140,
+        40,
+        &format!(
+            "TMPDIR={} {} replay {}",
+            tmp.path().display(),
+            crate::common::snapshot_cli::BIN,
+            fx.db.display()
+        ),
+    );
+    let screen = t.wait_for("the console over the file", Duration::from_secs(30), |s| {
+        s.contains("REPLAY") && s.contains("db file")
+    });
+    assert!(
+        screen.contains(&format!("rev {}", fx.compacted)),
+        "opens at the finished compaction:\n{screen}"
+    );
+    assert!(
+        screen.contains("keeps no times"),
+        "says times are unknown:\n{screen}"
+    );
+    // The temporary recording lives under TMPDIR while the console is open.
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    let txn = fx.revision_of("txn");
+    for rev in [fx.head, fx.compacted + 1, txn, txn - 1] {
+        t.keys(&["t"]);
+        t.wait_for("the seek prompt", Duration::from_secs(5), |s| {
+            s.contains("seek to")
+        });
+        t.text(&format!("r{rev}"));
+        t.keys(&["Enter"]);
+        let keys = fx.kvs_at(rev).len();
+        let screen = t.wait_for(&format!("r{rev}"), Duration::from_secs(10), |s| {
+            s.contains(&format!("rev {rev} ")) && s.contains(&format!("keys {keys} "))
+        });
+        assert!(!screen.contains("FAILED"), "{screen}");
+    }
+    // A compacted revision is refused, naming the file's compaction.
+    t.keys(&["t"]);
+    t.wait_for("the seek prompt", Duration::from_secs(5), |s| {
+        s.contains("seek to")
+    });
+    t.text(&format!("r{}", fx.compacted - 2));
+    t.keys(&["Enter"]);
+    let screen = t.wait_for("the refusal", Duration::from_secs(10), |s| {
+        s.contains("is outside the recording")
+    });
+    assert!(
+        screen.contains(&format!("revisions {} .. {}", fx.compacted, fx.head)),
+        "{screen}"
+    );
+    t.keys(&["Escape", "q"]);
+    crate::common::wait_until("replay quits", Duration::from_secs(15), || t.pane_dead());
+    assert_eq!(
+        std::fs::read_dir(tmp.path()).unwrap().count(),
+        0,
+        "the temporary recording is removed on quit"
+    );
+}

@@ -267,7 +267,8 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
         }
     }
 
-    pub(crate) fn bolt_err(&self, source: BoltError) -> DbError {
+    /// `source` as this file's error.
+    pub fn bolt_err(&self, source: BoltError) -> DbError {
         DbError::Bolt {
             path: self.path.display().to_string(),
             source,

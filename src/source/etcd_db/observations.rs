@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 
 use crate::bbolt::ReadAt;
-use crate::model::{CompactionSource, KeyValue, Observation, Revision};
+use crate::model::{CompactionSource, ConnState, KeyValue, Observation, Revision};
 
 use super::{DbError, EtcdDb};
 
@@ -37,7 +37,7 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
 }
 
 /// Hands `f` the observations that make a session hold the keys under `prefix` as they
-/// were at revision `rev`: the source (`Server`), the compaction, and a list at `rev`
+/// were at revision `rev`: the source (`Server`, `Conn(File)`), the compaction, and a list at `rev`
 /// (`ListBegin`, `ListCount`, pages of at most [`PAGE_KEYS`] keys, each ascending, `ListDone`).
 ///
 /// Two walks over the `key` bucket up to `rev`: the first finds each key's newest version
@@ -74,6 +74,7 @@ pub fn state_at<R: ReadAt + ?Sized>(
             .unwrap_or_default(),
         cluster_id: 0,
     });
+    f(Observation::Conn(ConnState::File));
     let compacted = db.compacted();
     if compacted > 0 {
         f(Observation::Compacted {

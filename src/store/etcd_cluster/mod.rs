@@ -103,7 +103,9 @@ impl EtcdCluster {
             }
             Observation::Conn(c) => {
                 match c {
-                    ConnState::Watching | ConnState::Listing { .. } => self.outage_since = None,
+                    ConnState::Watching | ConnState::Listing { .. } | ConnState::File => {
+                        self.outage_since = None
+                    }
                     ConnState::NotResponding { since } => {
                         self.outage_since = Some(self.outage_since.unwrap_or(*since))
                     }
@@ -246,6 +248,7 @@ impl EtcdCluster {
                 ConnState::Connecting => "connecting",
                 ConnState::Listing { .. } => "listing",
                 ConnState::Watching => "watching",
+                ConnState::File => "file",
                 ConnState::NotResponding { .. } => "not_responding",
                 ConnState::Reconnecting { .. } => "reconnecting",
                 ConnState::Failed { .. } => "failed",

@@ -73,6 +73,7 @@ fn conn_label(app: &App, room: u16) -> (String, Role) {
             (text, Role::StatusWarn)
         }
         ConnState::Watching => ("● watching".into(), Role::StatusOk),
+        ConnState::File => ("■ db file".into(), Role::StatusOk),
         ConnState::NotResponding { since } => (
             format!(
                 "NOT RESPONDING since {}",
