@@ -52,6 +52,9 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
             cli::check::run(&r.file, r.p99_threshold, r.lag_threshold, ui.zone())
         }
         Some(Command::Replay(r)) => cli::replay::run(&r, ui).await,
+        Some(Command::Export(e)) if cli::db_file::is_db_file(&e.file) => {
+            cli::export_db::run(&e, ui)
+        }
         Some(Command::Export(e)) => cli::export::run(&e, ui),
         Some(Command::Report(r)) => cli::report::run(&r, ui),
         Some(Command::Decode(d)) => cli::decode::run(&d, ui),

@@ -26,9 +26,6 @@ use crate::store::Session;
 /// watch events one per key), in recorded order, from `--from` to `--to`; the live keys
 /// where the export starts come first. Exit 1 when the recording is damaged.
 pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
-    if super::db_file::is_db_file(&e.file) {
-        return super::export_db::run(e, ui);
-    }
     let mut player = match open(&e.file) {
         Ok(p) => p,
         Err(code) => return Ok(code),
