@@ -57,6 +57,7 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
         }
         Some(Command::Export(e)) => cli::export::run(&e, ui),
         Some(Command::Report(r)) => cli::report::run(&r, ui),
+        Some(Command::Diff(d)) => cli::diff::run(&d, ui),
         Some(Command::Decode(d)) => cli::decode::run(&d, ui),
         Some(Command::Completions { shell }) => Ok(cli::completions::completions(shell)),
         Some(Command::Man) => cli::completions::man(),

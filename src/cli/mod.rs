@@ -1,7 +1,7 @@
 //! The subcommands, one module each, which `main` dispatches to after [`prepare`]: the
 //! console (no subcommand: [`console`]), [`demo`], [`snapshot`], [`verify`], [`record`],
-//! [`replay`], `replay --check` ([`check`]), [`export`], [`decode`], [`doctor`],
-//! [`completions`] (and `man`) and [`print_config`]. Those that watch etcd or read a
+//! [`replay`], `replay --check` ([`check`]), [`export`], [`report`], [`diff`], [`decode`],
+//! [`doctor`], [`completions`] (and `man`) and [`print_config`]. Those that watch etcd or read a
 //! recording drive the same sources and the same [`crate::store::Session`] as the console,
 //! so what they print is what the console shows.
 //!
@@ -17,6 +17,7 @@ pub mod console;
 pub mod db_file;
 pub mod decode;
 pub mod demo;
+pub mod diff;
 pub mod doctor;
 pub mod etcdctl_json;
 pub mod export;

@@ -49,7 +49,9 @@ fn discover_node(cli: &mut Cli) -> Option<crate::node::Discovery> {
         Some(Command::Verify(v)) => Some(&mut v.conn),
         Some(Command::Record(r)) => Some(&mut r.conn),
         Some(Command::Doctor(d)) => Some(&mut d.conn),
-        Some(Command::Decode(_) | Command::Export(_) | Command::Snapshot(_)) => None,
+        Some(Command::Decode(_) | Command::Export(_) | Command::Snapshot(_) | Command::Diff(_)) => {
+            None
+        }
         Some(Command::Replay(r)) if !r.check => None,
         _ => return None,
     };

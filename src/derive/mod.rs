@@ -10,10 +10,13 @@
 //!   encrypted under which provider and key, from the replica's values.
 //! - [`keys`]: the key browser's pages of one resource's keys, filtered, from the replica.
 //! - [`diff`]: what changed between two revisions of one object, and who wrote it.
+//! - [`changes`]: two states of the keyspace compared key by key (keys created, deleted
+//!   and changed, per resource, with bytes), for the report and `regscope diff`.
 //! - [`progress`]: a list's progress and what `--memory-limit` did, as one line each.
 //! - [`units`]: counts, sizes and seconds as text.
 
 pub mod apiserver;
+pub mod changes;
 pub mod diff;
 pub mod encryption;
 pub mod keys;

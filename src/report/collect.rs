@@ -15,12 +15,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::figures;
 use super::model::{
-    Burst, Changes, Cluster, KeyChange, KeyWrites, Marker, Member, OtherCluster, Report,
-    ResourceChanges, ResourceEvent, Slowest, Source, Span, StandsOut, WorstLag,
+    Burst, Changes, Cluster, KeyWrites, Marker, Member, OtherCluster, Report, ResourceEvent,
+    Slowest, Source, Span, StandsOut, WorstLag,
 };
 use super::series::{counter_increases, interval_seconds, writer_name, Presence, SeriesTable};
+use crate::derive::changes;
 use crate::derive::signals::{self, Readings};
-use crate::model::{escape_bytes, InformerWhat, KeyPath, Observation, Revision};
+use crate::model::{escape_bytes, InformerWhat, Observation, Revision};
 use crate::record::{MarkerScan, Player, Target};
 use crate::store::Session;
 
@@ -610,107 +611,45 @@ impl KeyCounter {
     }
 }
 
-/// The replica's live keys at one moment: key, mod_revision and value size, in key
-/// order.
+/// The replica's live keys at one moment ([`changes::KeysAt`]), and how many times etcd
+/// had been replaced by then.
 struct KeysAt {
-    keys: Vec<(Box<[u8]>, Revision, u64)>,
+    keys: changes::KeysAt,
     replacements: usize,
 }
 
 impl KeysAt {
     fn of(s: &Session) -> KeysAt {
-        let r = &s.replica;
-        let prefix = r.prefix().to_vec();
-        let keys = r
-            .range_meta_at(&prefix, r.revision())
-            .map(|it| {
-                it.map(|(k, m)| (Box::from(k), m.mod_revision, m.size.unwrap_or(0) as u64))
-                    .collect()
-            })
-            .unwrap_or_default();
         KeysAt {
-            keys,
+            keys: changes::KeysAt::of(&s.replica, s.replica.prefix()),
             replacements: s.etcd.replacements().len(),
         }
     }
 
-    /// Keys created, deleted and changed from these to `s`'s live keys.
+    /// Keys created, deleted and changed from these to `s`'s live keys: one history, so
+    /// a key changed when its mod_revision did.
     fn compare(self, s: &Session, from_revision: Revision) -> Changes {
         let r = &s.replica;
-        let prefix = r.prefix().to_vec();
-        let mut per: BTreeMap<String, ResourceChanges> = BTreeMap::new();
-        let mut top: Vec<KeyChange> = Vec::new();
-        let resource = |k: &[u8]| KeyPath::parse(&prefix, k).resource.into_owned();
-        let mut olds = self.keys.iter().peekable();
-        let mut change = |k: &[u8], old: Option<(Revision, u64)>, new: Option<(Revision, u64)>| {
-            let row = per.entry(resource(k)).or_insert_with(|| ResourceChanges {
-                resource: resource(k),
-                ..Default::default()
-            });
-            row.bytes_from += old.map_or(0, |o| o.1);
-            row.bytes_to += new.map_or(0, |n| n.1);
-            let what = match (old, new) {
-                (None, Some(_)) => {
-                    row.created += 1;
-                    "created"
-                }
-                (Some(_), None) => {
-                    row.deleted += 1;
-                    "deleted"
-                }
-                (Some(o), Some(n)) if o.0 != n.0 => {
-                    row.changed += 1;
-                    "changed"
-                }
-                _ => return,
-            };
-            let kc = KeyChange {
-                key: escape_bytes(k).into_owned(),
-                change: what,
-                bytes_from: old.map(|o| o.1),
-                bytes_to: new.map(|n| n.1),
-                mod_revision_to: new.map(|n| n.0),
-            };
-            top.push(kc);
-            if top.len() > TOP_KEYS * 8 {
-                sort_top(&mut top);
-                top.truncate(TOP_KEYS);
-            }
-        };
-        if let Ok(it) = r.range_meta_at(&prefix, r.revision()) {
-            for (k, m) in it {
-                let new = (m.mod_revision, m.size.unwrap_or(0) as u64);
-                while let Some((ok, rev, size)) = olds.next_if(|(ok, _, _)| &ok[..] < k) {
-                    change(ok, Some((*rev, *size)), None);
-                }
-                match olds.next_if(|(ok, _, _)| &ok[..] == k) {
-                    Some((_, rev, size)) => change(k, Some((*rev, *size)), Some(new)),
-                    None => change(k, None, Some(new)),
-                }
-            }
-        }
-        for (ok, rev, size) in olds {
-            change(ok, Some((*rev, *size)), None);
-        }
-        sort_top(&mut top);
-        top.truncate(TOP_KEYS);
-        let mut per_resource: Vec<ResourceChanges> = per
-            .into_values()
-            .filter(|r| r.created + r.deleted + r.changed > 0)
-            .collect();
-        per_resource.sort_by(|a, b| {
-            (b.created + b.deleted + b.changed)
-                .cmp(&(a.created + a.deleted + a.changed))
-                .then_with(|| a.resource.cmp(&b.resource))
-        });
+        let prefix = r.prefix();
+        let c = changes::compare(
+            self.keys.iter(),
+            changes::live_keys(r, prefix),
+            &changes::CompareOptions {
+                root: prefix,
+                top: TOP_KEYS,
+                every_key: false,
+            },
+            |_| false,
+        );
         let replaced = s.etcd.replacements().len() > self.replacements;
         Changes {
             from_revision,
             to_revision: r.revision(),
             from_at: None,
             to_at: None,
-            per_resource,
-            top_keys: top,
+            per_resource: c.per_resource,
+            total: c.total,
+            top_keys: c.top_keys,
             note: replaced.then(|| {
                 "etcd was replaced between the two moments: its revisions restarted, so a key \
                  counts as changed when its mod_revision differs, even if its value did not"
@@ -718,12 +657,6 @@ impl KeysAt {
             }),
         }
     }
-}
-
-/// Largest change in size first, then by key.
-fn sort_top(top: &mut [KeyChange]) {
-    let size = |k: &KeyChange| k.bytes_to.unwrap_or(0).abs_diff(k.bytes_from.unwrap_or(0));
-    top.sort_by(|a, b| size(b).cmp(&size(a)).then_with(|| a.key.cmp(&b.key)));
 }
 
 #[cfg(test)]

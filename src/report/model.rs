@@ -287,8 +287,11 @@ pub struct Changes {
     pub from_at: Option<SystemTime>,
     #[serde(with = "crate::model::humantime_serde_compat::opt")]
     pub to_at: Option<SystemTime>,
-    /// Per resource, most changed first.
+    /// Per resource, most changed first ([`crate::derive::changes`], the comparison
+    /// `regscope diff` makes).
     pub per_resource: Vec<ResourceChanges>,
+    /// Every resource together (`resource` left out).
+    pub total: ResourceChanges,
     /// The keys changed most in size (created, deleted or changed), largest first.
     pub top_keys: Vec<KeyChange>,
     /// Set when the comparison is incomplete (a replaced cluster between the two
@@ -296,25 +299,4 @@ pub struct Changes {
     pub note: Option<String>,
 }
 
-/// Keys created, deleted and changed in one resource.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct ResourceChanges {
-    pub resource: String,
-    pub created: u64,
-    pub deleted: u64,
-    pub changed: u64,
-    /// Value bytes of the resource's live keys at `from` and at `to`.
-    pub bytes_from: u64,
-    pub bytes_to: u64,
-}
-
-/// One key's change between the two moments.
-#[derive(Clone, Debug, Serialize)]
-pub struct KeyChange {
-    pub key: String,
-    /// `created`, `deleted` or `changed`.
-    pub change: &'static str,
-    pub bytes_from: Option<u64>,
-    pub bytes_to: Option<u64>,
-    pub mod_revision_to: Option<Revision>,
-}
+pub use crate::derive::changes::{ChangeKind, KeyChange, ResourceChanges};

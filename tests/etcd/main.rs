@@ -12,6 +12,7 @@ mod db_fixture;
 mod decode_cli;
 mod demo;
 mod demo_apiserver;
+mod diff;
 mod faults;
 mod ha;
 mod node_doctor;

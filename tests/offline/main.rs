@@ -12,6 +12,7 @@ mod decode_cli;
 mod decode_conformance;
 mod decode_fuzz;
 mod demo_objects;
+mod diff;
 mod metrics_captures;
 mod metrics_mapping;
 mod record_replay;

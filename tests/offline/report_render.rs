@@ -100,9 +100,11 @@ fn report() -> Report {
             to_revision: 400,
             top_keys: vec![KeyChange {
                 key: "/registry/configmaps/default/<script>x</script>".into(),
-                change: "created",
+                resource: "configmaps".into(),
+                change: ChangeKind::Created,
                 bytes_from: None,
                 bytes_to: Some(300),
+                mod_revision_from: None,
                 mod_revision_to: Some(399),
             }],
             ..Default::default()

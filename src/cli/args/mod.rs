@@ -4,7 +4,7 @@
 //! Here: the root ([`Cli`], the list of subcommands, the console's and the node's flags).
 //! `conn.rs`: the etcd connection and the metrics flags; the subcommands' own flags by
 //! group: `live.rs` (demo, snapshot, verify, doctor), `recording.rs` (record, replay,
-//! export), `decode.rs`; `config_merge.rs`: the config file under the command line;
+//! export), `decode.rs`, `diff.rs`; `config_merge.rs`: the config file under the command line;
 //! `parse.rs`: the value parsers. The `--help` texts are these doc comments.
 
 use std::path::PathBuf;
@@ -14,6 +14,7 @@ use clap::{Args, Parser, Subcommand};
 mod config_merge;
 mod conn;
 mod decode;
+mod diff;
 mod live;
 mod parse;
 mod recording;
@@ -21,6 +22,7 @@ mod recording;
 pub use config_merge::{config_file_args, Setting, CONFIG_KEYS};
 pub use conn::{ConnArgs, MetricsArgs};
 pub use decode::{DecodeArgs, DecodeOutput};
+pub use diff::DiffArgs;
 pub use live::{DemoArgs, DoctorArgs, SnapshotArgs, VerifyArgs};
 pub use parse::{parse_duration, parse_positive_duration, parse_record_size, parse_size};
 pub use recording::{ExportArgs, ExportFormat, RecordArgs, ReplayArgs, ReportArgs, ReportFormat};
@@ -84,6 +86,7 @@ const EXAMPLES: &str = "Examples:
   regscope snapshot --json --apiserver-metrics-file m1.prom --apiserver-metrics-file m2.prom
   regscope record -o incident.rgs --duration 30m   record headless (R in the console)
   regscope replay incident.rgs                     scrub through a recording
+  regscope diff mon.db tue.db                      what changed between two etcd snapshots
   etcdctl get /registry/pods/default/p1 -w json | regscope decode   one stored object
   regscope completions bash > /etc/bash_completion.d/regscope; regscope man | man -l -
 Keys inside the console: press ? for help.";
@@ -115,6 +118,11 @@ pub enum Command {
     /// self-contained HTML file, Markdown with SVG charts, or JSON.
     #[command(after_help = recording::REPORT_EXAMPLES)]
     Report(ReportArgs),
+    /// Compare the keyspace at two moments (two etcd db files, two recordings, or one file
+    /// at two moments): keys created, deleted and changed per resource with their bytes,
+    /// and chosen keys' objects field by field. Exit 0 when equal, 1 when not, 2 on trouble.
+    #[command(long_about = diff::DIFF_ABOUT, after_help = diff::DIFF_EXAMPLES)]
+    Diff(DiffArgs),
     /// Decode stored values offline: `etcdctl get -w json` output, a hex string or the raw
     /// value bytes, from FILE or stdin. Prints the object on stdout, a header on stderr.
     #[command(long_about = decode::DECODE_ABOUT, after_help = decode::DECODE_EXAMPLES)]

@@ -174,7 +174,8 @@ fn stdin_reader() -> Box<dyn Read> {
     Box::new(io::stdin().lock())
 }
 
-fn etcd_key_bytes(key: &std::ffi::OsStr) -> Vec<u8> {
+/// A key given on the command line as the bytes it names (its OS bytes on Unix).
+pub(crate) fn etcd_key_bytes(key: &std::ffi::OsStr) -> Vec<u8> {
     #[cfg(unix)]
     {
         use std::os::unix::ffi::OsStrExt as _;
