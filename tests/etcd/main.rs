@@ -7,6 +7,7 @@
 mod common;
 
 mod apiserver_cli;
+mod db_holders;
 mod decode_cli;
 mod demo;
 mod demo_apiserver;
