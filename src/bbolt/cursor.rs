@@ -56,7 +56,23 @@ impl<'a, R: ReadAt + ?Sized> Entries<'a, R> {
         self.stats
     }
 
+    /// Reads page `id` for the walk. In a sound file each page sits at one place of one
+    /// tree, so a walk reads each at most once: more pages than the file has in use means
+    /// branches share a page or point back up the tree, and the walk stops there (a chain
+    /// of branches whose elements all point at the next branch would otherwise be walked
+    /// 2^depth times).
     fn read(&mut self, id: u64) -> Result<Page, BoltError> {
+        let in_use = self.db.meta().pgid;
+        let read = self.stats.branch_pages + self.stats.leaf_pages + self.stats.overflow_pages;
+        if read >= in_use {
+            return Err(corrupt(
+                id,
+                &format!(
+                    "the walk has read as many pages as the file has in use ({in_use}): \
+                     branches point at a page twice or back up the tree"
+                ),
+            ));
+        }
         let p = self.db.page(id)?;
         if p.is_leaf() {
             self.stats.leaf_pages += 1;

@@ -43,6 +43,13 @@ pub const NO_FREELIST: u64 = u64::MAX;
 /// Deepest tree the reader follows: a B+tree of 4 KiB pages this deep would hold far more
 /// keys than any file; deeper means a page points back up the tree.
 pub const MAX_DEPTH: usize = 64;
+/// Most bytes one page with its overflow may take in memory: a larger claim is refused
+/// before anything is allocated. etcd refuses a request over `--max-request-bytes` (1.5 MiB
+/// by default) and bbolt splits a node of more than four elements once it outgrows a page
+/// (`node.splitTwo` in bbolt's `node.go`), so etcd's pages stay within a few MiB; its
+/// freelist takes 8 bytes per free page (16 MiB for every free page of an 8 GiB file, etcd's
+/// largest suggested quota).
+pub const MAX_PAGE_BYTES: u64 = 1 << 30;
 /// Page sizes tried for the second meta when the first is unreadable (bbolt's
 /// `getPageSizeFromSecondMeta` tries 1 KiB to 16 MiB).
 const PAGE_SIZES: [u64; 15] = [
@@ -144,7 +151,13 @@ impl Bucket {
         let root = u64_at(value, 0).ok_or_else(|| corrupt(at, "bucket header cut short"))?;
         let sequence = u64_at(value, 8).ok_or_else(|| corrupt(at, "bucket header cut short"))?;
         let inline = if root == 0 {
-            Some(Page::new(value.slice(16..), at)?)
+            let p = Page::new(value.slice(16..), at)?;
+            // bbolt writes a bucket inline only when its root is a leaf (`Bucket.inlineable`)
+            // and reads no page from a bucket whose root is 0 (`Bucket.pageNode`).
+            if !p.is_leaf() {
+                return Err(corrupt(at, "an inline bucket's page is a branch page"));
+            }
+            Some(p)
         } else {
             None
         };
@@ -248,10 +261,20 @@ impl<R: ReadAt + ?Sized> Db<R> {
     /// Reads the metas of `src` and picks the valid one with the larger txid.
     pub fn from_source(src: Box<R>) -> Result<Db<R>, BoltError> {
         let len = src.byte_len()?;
+        // A read that fails for another reason than the end of the file (a directory, an
+        // I/O error) is said as itself when no meta can be read.
+        let failed: std::cell::Cell<Option<std::io::Error>> = std::cell::Cell::new(None);
         let read_meta = |offset: u64| -> Result<Meta, String> {
             let mut b = vec![0u8; PAGE_HEADER_SIZE + 64];
-            src.read_exact_at(&mut b, offset)
-                .map_err(|_| "beyond the end of the file".to_string())?;
+            src.read_exact_at(&mut b, offset).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    "beyond the end of the file".to_string()
+                } else {
+                    let said = e.to_string();
+                    failed.set(Some(e));
+                    said
+                }
+            })?;
             Meta::parse(&b)
         };
         let m0 = read_meta(0);
@@ -278,11 +301,14 @@ impl<R: ReadAt + ?Sized> Db<R> {
             (Ok(a), Err(_)) => a.clone(),
             (Err(_), Ok(b)) => b.clone(),
             (Err(a), Err(b)) => {
+                if let Some(e) = failed.take() {
+                    return Err(BoltError::Io(e));
+                }
                 return Err(BoltError::NotBolt(if len == 0 {
                     "the file is empty".into()
                 } else {
                     format!("page 0: {a}; page 1: {b}")
-                }))
+                }));
             }
         };
         let db = Db {
@@ -338,7 +364,10 @@ impl<R: ReadAt + ?Sized> Db<R> {
     }
 
     /// Reads page `id` with its overflow pages. Checks the id against the high-water mark,
-    /// the page's own id in its header, and the end of the file.
+    /// the page's own id in its header, and the end of the file; the overflow its header
+    /// claims is checked against the pages in use, the file's length and
+    /// [`MAX_PAGE_BYTES`] before anything is allocated for it, and the allocation itself
+    /// is fallible, so a forged `overflow` is an error, never an abort.
     pub fn page_bytes(&self, id: u64) -> Result<(PageHeader, Bytes), BoltError> {
         let ps = self.meta.page_size as u64;
         if id >= self.meta.pgid {
@@ -347,7 +376,7 @@ impl<R: ReadAt + ?Sized> Db<R> {
                 &format!("beyond the high-water mark of {} pages", self.meta.pgid),
             ));
         }
-        let mut first = vec![0u8; ps as usize];
+        // At open, pgid × page_size ≤ the file's length: neither product below overflows.
         let off = id * ps;
         if off + ps > self.len {
             return Err(BoltError::Truncated {
@@ -356,6 +385,8 @@ impl<R: ReadAt + ?Sized> Db<R> {
                 len: self.len,
             });
         }
+        // A page size is at most 16 MiB (`Meta::parse`).
+        let mut first = vec![0u8; ps as usize];
         self.src.read_exact_at(&mut first, off)?;
         let header = PageHeader::parse(&first).ok_or_else(|| corrupt(id, "header cut short"))?;
         if header.id != id {
@@ -366,8 +397,8 @@ impl<R: ReadAt + ?Sized> Db<R> {
         }
         let overflow = header.overflow as u64;
         if overflow > 0 {
-            let last = id.saturating_add(overflow);
-            if last >= self.meta.pgid {
+            // id < pgid and overflow < 2^32: no overflow in the sum.
+            if id + overflow >= self.meta.pgid {
                 return Err(corrupt(
                     id,
                     &format!(
@@ -376,6 +407,7 @@ impl<R: ReadAt + ?Sized> Db<R> {
                     ),
                 ));
             }
+            // (id + overflow + 1) × page_size ≤ pgid × page_size ≤ the file's length.
             let total = (overflow + 1) * ps;
             if off + total > self.len {
                 return Err(BoltError::Truncated {
@@ -384,7 +416,26 @@ impl<R: ReadAt + ?Sized> Db<R> {
                     len: self.len,
                 });
             }
-            first.resize(total as usize, 0);
+            let too_big = || {
+                corrupt(
+                    id,
+                    &format!(
+                        "with its {overflow} overflow pages it is {total} bytes, more than the \
+                         {MAX_PAGE_BYTES} bytes the reader holds in memory for one page"
+                    ),
+                )
+            };
+            let total = usize::try_from(total)
+                .ok()
+                .filter(|&t| t as u64 <= MAX_PAGE_BYTES)
+                .ok_or_else(too_big)?;
+            first.try_reserve_exact(total - first.len()).map_err(|_| {
+                std::io::Error::new(
+                    std::io::ErrorKind::OutOfMemory,
+                    format!("page {id}: {total} bytes (with its {overflow} overflow pages) cannot be allocated"),
+                )
+            })?;
+            first.resize(total, 0);
             self.src
                 .read_exact_at(&mut first[ps as usize..], off + ps)?;
         }
@@ -494,6 +545,15 @@ impl<R: ReadAt + ?Sized> Db<R> {
             return Err(corrupt(
                 id,
                 &format!("the freelist names page {bad}, outside the pages in use"),
+            ));
+        }
+        // bbolt allocates the freelist's own pages before writing it (`Tx.commitFreelist`),
+        // so they are never in it; `Tx.Check` calls such a page "reachable freed".
+        let own = id..=id + h.overflow as u64;
+        if let Some(bad) = ids.iter().find(|p| own.contains(p)) {
+            return Err(corrupt(
+                id,
+                &format!("the freelist names page {bad}, one of its own pages"),
             ));
         }
         Ok(Some(ids))

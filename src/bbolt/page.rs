@@ -15,6 +15,8 @@ pub const PAGE_HEADER_SIZE: usize = 16;
 pub const BRANCH_ELEMENT_SIZE: usize = 16;
 /// Size of a leaf element: `flags u32, pos u32, ksize u32, vsize u32`.
 pub const LEAF_ELEMENT_SIZE: usize = 16;
+// One element size serves both kinds (`Page::element`).
+const _: () = assert!(BRANCH_ELEMENT_SIZE == LEAF_ELEMENT_SIZE);
 
 /// Page kinds (the header's `flags`; exactly one is set on a valid page).
 pub const BRANCH_PAGE: u16 = 0x01;
@@ -144,6 +146,35 @@ impl Page {
         self.header.flags == LEAF_PAGE
     }
 
+    /// Where element `i` starts (branch and leaf elements are both 16 bytes), or an error
+    /// when the page has no element `i`.
+    fn element(&self, i: usize) -> Result<usize, BoltError> {
+        if i >= self.count() {
+            return Err(corrupt(
+                self.at,
+                &format!("no element {i} on a page of {}", self.count()),
+            ));
+        }
+        // `Page::new` checked that `count` elements fit in the bytes.
+        Ok(PAGE_HEADER_SIZE + i * LEAF_ELEMENT_SIZE)
+    }
+
+    /// `base + by`, an offset into the page, when it can be one: the sum neither overflows
+    /// (a u32 `pos` on a 32-bit target) nor lies past the page.
+    fn offset(&self, base: usize, by: u32, what: &str) -> Result<usize, BoltError> {
+        base.checked_add(to_usize(by))
+            .filter(|&o| o <= self.bytes.len())
+            .ok_or_else(|| {
+                corrupt(
+                    self.at,
+                    &format!(
+                        "{what} at {base}+{by} runs past the page's {} bytes",
+                        self.bytes.len()
+                    ),
+                )
+            })
+    }
+
     /// The bytes at `start..start+len` of the page, checked.
     fn slice(&self, start: usize, len: usize, what: &str) -> Result<Bytes, BoltError> {
         let end = start.checked_add(len).filter(|&e| e <= self.bytes.len());
@@ -162,25 +193,27 @@ impl Page {
     /// Leaf element `i` (0-based): its flags, key and value. The element's `pos` counts
     /// from the element itself (bbolt's `leafPageElement.Key`).
     pub fn leaf(&self, i: usize) -> Result<LeafElement, BoltError> {
-        let e = PAGE_HEADER_SIZE + i * LEAF_ELEMENT_SIZE;
+        let e = self.element(i)?;
         let field = |o| {
             u32_at(&self.bytes, e + o).ok_or_else(|| corrupt(self.at, "leaf element cut short"))
         };
         let (flags, pos, ksize, vsize) = (field(0)?, field(4)?, field(8)?, field(12)?);
-        let start = e + pos as usize;
-        let key = self.slice(start, ksize as usize, "a key")?;
-        let value = self.slice(start + ksize as usize, vsize as usize, "a value")?;
+        let start = self.offset(e, pos, "a key")?;
+        let key = self.slice(start, to_usize(ksize), "a key")?;
+        let value_at = self.offset(start, ksize, "a value")?;
+        let value = self.slice(value_at, to_usize(vsize), "a value")?;
         Ok(LeafElement { flags, key, value })
     }
 
     /// Branch element `i`: its key (the first key under the child) and the child's page id.
     pub fn branch(&self, i: usize) -> Result<(Bytes, u64), BoltError> {
-        let e = PAGE_HEADER_SIZE + i * BRANCH_ELEMENT_SIZE;
+        let e = self.element(i)?;
         let short = || corrupt(self.at, "branch element cut short");
         let pos = u32_at(&self.bytes, e).ok_or_else(short)?;
         let ksize = u32_at(&self.bytes, e + 4).ok_or_else(short)?;
         let pgid = u64_at(&self.bytes, e + 8).ok_or_else(short)?;
-        Ok((self.slice(e + pos as usize, ksize as usize, "a key")?, pgid))
+        let start = self.offset(e, pos, "a key")?;
+        Ok((self.slice(start, to_usize(ksize), "a key")?, pgid))
     }
 
     /// The key of element `i`, branch or leaf.
@@ -217,6 +250,13 @@ pub fn freelist_ids(header: &PageHeader, bytes: &[u8], at: u64) -> Result<Vec<u6
                 .ok_or_else(|| corrupt(at, "freelist cut short"))
         })
         .collect()
+}
+
+/// A u32 read from the file as a length or offset: every target regscope builds for has a
+/// usize of at least 32 bits; on a narrower one the value saturates, and the bounds checks
+/// that follow refuse it.
+fn to_usize(v: u32) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
 }
 
 /// A [`BoltError::Corrupt`] at page `page`.

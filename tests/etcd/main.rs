@@ -9,6 +9,7 @@ mod common;
 mod apiserver_cli;
 mod db_file;
 mod db_fixture;
+mod db_holders;
 mod decode_cli;
 mod demo;
 mod demo_apiserver;

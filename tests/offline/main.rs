@@ -7,6 +7,7 @@
 mod common;
 
 mod apiserver_cli;
+mod bbolt_fuzz;
 mod bookmarks;
 mod decode_cli;
 mod decode_conformance;

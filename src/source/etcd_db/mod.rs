@@ -18,6 +18,7 @@
 //!   `authRevision`), `authUsers`, `authRoles`.
 
 pub mod observations;
+pub mod open_by;
 pub mod status;
 
 use std::fs::File;
