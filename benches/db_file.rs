@@ -8,7 +8,7 @@
 //!
 //! The file: real etcd loads the `mixed` key set (1,000,000 Kubernetes objects, about 510
 //! MiB of keys and values, `common/keyset.rs`), compacts, then rewrites 300,000 of them and
-//! deletes 30,000, so the file holds history after its compaction, and `etcdctl snapshot
+//! deletes 10,000, so the file holds history after its compaction, and `etcdctl snapshot
 //! save` writes it (about 1 GB).
 //!
 //! ```text
@@ -61,10 +61,12 @@ fn measure(program: &str, args: &[&str]) -> (Duration, u64) {
     (t.elapsed(), usage.ru_maxrss as u64 * 1024)
 }
 
-/// Rewrites `updates` keys of the set (new values from the same builders) and deletes
-/// `deletes`, after a compaction at the loaded revision; skipped when already done.
-async fn add_history(c: &mut etcd_client::Client, keys: usize, updates: usize, deletes: usize) {
-    let marker = format!("/bench-history/{SET_VERSION}/{keys}/{updates}/{deletes}");
+/// After a compaction at the loaded revision, rewrites 3 of every 10 keys of the set (a new
+/// value of the same kind from the same builders) and deletes 1 of every 100, so the file
+/// holds history after its compaction; skipped when already done. The keys are the load's:
+/// its sequence is replayed from its seed.
+async fn add_history(c: &mut etcd_client::Client, keys: usize) {
+    let marker = format!("/bench-history/{SET_VERSION}/{keys}/v2");
     if c.get(marker.as_str(), None)
         .await
         .is_ok_and(|r| !r.kvs().is_empty())
@@ -79,25 +81,21 @@ async fn add_history(c: &mut etcd_client::Client, keys: usize, updates: usize, d
         .expect("header")
         .revision();
     c.compact(head, None).await.expect("compact");
-    let mut rng = SmallRng::seed_from_u64(0x4157);
-    let step = keys / updates.max(1);
+    let mut load = SmallRng::seed_from_u64(etcd::LOAD_SEED);
+    let mut fresh = SmallRng::seed_from_u64(0x4157);
     let mut ops = Vec::new();
-    for n in 0..updates {
-        let (k, v) = keyset::entry("mixed", &mut rng, (n * step) % keys);
-        ops.push(TxnOp::put(k, v, None));
-        if ops.len() == TXN_OPS {
-            c.txn(Txn::new().and_then(std::mem::take(&mut ops)))
-                .await
-                .expect("update txn");
+    for j in 0..keys {
+        let (k, _) = keyset::entry("mixed", &mut load, j);
+        if j % 10 < 3 {
+            let (_, v) = keyset::entry("mixed", &mut fresh, j);
+            ops.push(TxnOp::put(k, v, None));
+        } else if j % 100 == 99 {
+            ops.push(TxnOp::delete(k, None));
         }
-    }
-    for n in 0..deletes {
-        let (k, _) = keyset::entry("mixed", &mut rng, (n * step + 1) % keys);
-        ops.push(TxnOp::delete(k, None));
         if ops.len() == TXN_OPS {
             c.txn(Txn::new().and_then(std::mem::take(&mut ops)))
                 .await
-                .expect("delete txn");
+                .expect("history txn");
         }
     }
     if !ops.is_empty() {
@@ -140,7 +138,6 @@ fn main() {
         .ok()
         .and_then(|k| k.parse().ok())
         .unwrap_or(3);
-    let (updates, deletes) = (keys * 3 / 10, keys * 3 / 100);
     let (dir, tmp) = match std::env::var_os("DB_BENCH_DIR") {
         Some(d) => {
             let d = PathBuf::from(d).join(format!("mixed-{keys}-{SET_VERSION}"));
@@ -163,7 +160,7 @@ fn main() {
             let etcd = start_etcd(&dir, None);
             let mut c = connect(&etcd.endpoint).await;
             load(&mut c, "mixed", keys).await;
-            add_history(&mut c, keys, updates, deletes).await;
+            add_history(&mut c, keys).await;
             let part = dir.join("snapshot.db.part");
             let out = Command::new("etcdctl")
                 .env("ETCDCTL_API", "3")

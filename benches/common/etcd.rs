@@ -14,6 +14,8 @@ use super::keyset;
 
 /// Changes whenever the key sets (`keyset.rs`) change, so a kept data dir is not reused.
 pub const SET_VERSION: u32 = 2;
+/// The seed of [`load`]'s sequence of keys and values.
+pub const LOAD_SEED: u64 = 0x5eed;
 /// Puts per load transaction (etcd's `--max-txn-ops` is raised to this).
 pub const TXN_OPS: usize = 1000;
 
@@ -93,7 +95,7 @@ pub async fn load(c: &mut etcd_client::Client, set: &str, keys: usize) -> u64 {
         }
     }
     let t = Instant::now();
-    let mut rng = SmallRng::seed_from_u64(0x5eed);
+    let mut rng = SmallRng::seed_from_u64(LOAD_SEED);
     let mut bytes = 0u64;
     let mut i = 0;
     while i < keys {

@@ -22,8 +22,14 @@ pub fn is_db_file(path: &Path) -> bool {
         && etcd_db::looks_like_bbolt(&head)
 }
 
-/// Opens etcd's db file at `path`; what is wrong is said on stderr (exit 2).
+/// Opens etcd's db file at `path`; what is wrong is said on stderr (exit 2). A file another
+/// process holds open (a running etcd's `member/snap/db`) is read anyway, after one line
+/// on stderr saying what that risks and what to read instead
+/// ([`etcd_db::open_by::warning`]).
 pub fn open(path: &Path) -> Result<EtcdDb, ExitCode> {
+    if let Some(w) = etcd_db::open_by::check(path) {
+        eprintln!("regscope: {w}");
+    }
     EtcdDb::open(path).map_err(|e| {
         eprintln!("regscope: {e}");
         ExitCode::from(2)
