@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod analyze;
 mod apiserver_cli;
 mod bookmarks;
 mod decode_cli;
