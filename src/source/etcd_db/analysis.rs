@@ -202,12 +202,12 @@ impl Usage {
 
     fn add(&mut self, k: &KeyStat) {
         self.keys += 1;
-        if k.live {
+        if k.live() {
             self.live_keys += 1;
             self.live_bytes += k.newest_value as u64;
         }
         self.revisions += k.revisions as u64;
-        self.tombstones += k.tombstones as u64;
+        self.tombstones += k.tombstones() as u64;
         self.retained_bytes += k.retained;
     }
 }
@@ -267,23 +267,127 @@ pub struct LeaseUsage {
     pub bytes: u64,
 }
 
-/// What is kept per distinct key while the walk runs: about 64 bytes and its name.
+/// What is kept per distinct key while the walk runs: 56 bytes and its name.
 #[derive(Clone, Debug)]
 struct KeyStat {
-    /// Where the name sits in the arena.
-    at: usize,
+    /// Where the name sits in the [`Arena`].
+    at: u64,
     len: u32,
     /// Index into the resource names; [`OUTSIDE`] for keys outside the prefix.
     resource: u32,
     /// Index into the namespace names; [`NO_NAMESPACE`] for cluster-scoped keys.
     namespace: u32,
     revisions: u32,
-    tombstones: u32,
+    /// Deletions in the file; the top bit is set while the newest version is not one
+    /// ([`KeyStat::live`]).
+    tombstones_live: u32,
     newest_value: u32,
-    live: bool,
     retained: u64,
     newest_revision: Revision,
     lease: i64,
+}
+
+// What the memory bound rests on: 56 bytes per key besides its name.
+const _: () = assert!(std::mem::size_of::<KeyStat>() == 56);
+
+const LIVE_BIT: u32 = 1 << 31;
+
+impl KeyStat {
+    fn live(&self) -> bool {
+        self.tombstones_live & LIVE_BIT != 0
+    }
+
+    fn tombstones(&self) -> u32 {
+        self.tombstones_live & !LIVE_BIT
+    }
+}
+
+/// Elements per chunk of a [`Chunked`].
+const CHUNK: usize = 1 << 16;
+
+/// An append-only list kept in chunks of [`CHUNK`] elements, each allocated at its full
+/// size once: growing never copies what is held (a `Vec` doubling copies it all and holds
+/// both copies for a moment, which at a million keys is the peak of the whole analysis).
+struct Chunked<T> {
+    chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+impl<T> Chunked<T> {
+    fn new() -> Self {
+        Chunked {
+            chunks: Vec::new(),
+            len: 0,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn push(&mut self, x: T) {
+        if self.len.is_multiple_of(CHUNK) {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+        }
+        if let Some(c) = self.chunks.last_mut() {
+            c.push(x);
+            self.len += 1;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.chunks.iter().flatten()
+    }
+}
+
+impl<T> std::ops::Index<usize> for Chunked<T> {
+    type Output = T;
+    fn index(&self, i: usize) -> &T {
+        &self.chunks[i / CHUNK][i % CHUNK]
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for Chunked<T> {
+    fn index_mut(&mut self, i: usize) -> &mut T {
+        &mut self.chunks[i / CHUNK][i % CHUNK]
+    }
+}
+
+/// Bytes per chunk of an [`Arena`] (a longer key gets a chunk of its own size).
+const ARENA_CHUNK: usize = 1 << 20;
+
+/// Key names, each stored once, in chunks that never move; a name is found by its
+/// position: the chunk in the high 32 bits, the offset in the low.
+struct Arena {
+    chunks: Vec<Vec<u8>>,
+}
+
+impl Arena {
+    fn new() -> Self {
+        Arena { chunks: Vec::new() }
+    }
+
+    /// Stores `b`; returns its position.
+    fn push(&mut self, b: &[u8]) -> u64 {
+        let fits = self
+            .chunks
+            .last()
+            .is_some_and(|c| c.capacity() - c.len() >= b.len());
+        if !fits {
+            self.chunks
+                .push(Vec::with_capacity(ARENA_CHUNK.max(b.len())));
+        }
+        let n = self.chunks.len() - 1;
+        let c = &mut self.chunks[n];
+        let at = ((n as u64) << 32) | c.len() as u64;
+        c.extend_from_slice(b);
+        at
+    }
+
+    fn get(&self, at: u64, len: u32) -> &[u8] {
+        let (chunk, off) = ((at >> 32) as usize, (at & 0xFFFF_FFFF) as usize);
+        &self.chunks[chunk][off..off + len as usize]
+    }
 }
 
 const OUTSIDE: u32 = u32::MAX;
@@ -294,8 +398,8 @@ const NO_NAMESPACE: u32 = u32::MAX;
 struct Keys {
     hasher: std::collections::hash_map::RandomState,
     table: HashTable<u32>,
-    arena: Vec<u8>,
-    stats: Vec<KeyStat>,
+    arena: Arena,
+    stats: Chunked<KeyStat>,
     resources: Interned,
     namespaces: Interned,
     prefix: Vec<u8>,
@@ -352,8 +456,8 @@ impl Keys {
         Keys {
             hasher: Default::default(),
             table: HashTable::new(),
-            arena: Vec::new(),
-            stats: Vec::new(),
+            arena: Arena::new(),
+            stats: Chunked::new(),
             resources: Interned::default(),
             namespaces: Interned::default(),
             prefix: prefix.to_vec(),
@@ -361,7 +465,7 @@ impl Keys {
     }
 
     fn name(&self, k: &KeyStat) -> &[u8] {
-        &self.arena[k.at..k.at + k.len as usize]
+        self.arena.get(k.at, k.len)
     }
 
     /// The counters of `key`, added on first sight with its resource and namespace.
@@ -370,7 +474,7 @@ impl Keys {
         let (arena, stats) = (&self.arena, &self.stats);
         let name_of = |i: u32| {
             let k = &stats[i as usize];
-            &arena[k.at..k.at + k.len as usize]
+            arena.get(k.at, k.len)
         };
         let found = self.table.find(hash, |&i| name_of(i) == key).copied();
         let i = match found {
@@ -388,17 +492,15 @@ impl Keys {
                     )
                 };
                 let i = self.stats.len() as u32;
-                let at = self.arena.len();
-                self.arena.extend_from_slice(key);
+                let at = self.arena.push(key);
                 self.stats.push(KeyStat {
                     at,
                     len: key.len() as u32,
                     resource,
                     namespace,
                     revisions: 0,
-                    tombstones: 0,
+                    tombstones_live: 0,
                     newest_value: 0,
-                    live: false,
                     retained: 0,
                     newest_revision: 0,
                     lease: 0,
@@ -406,7 +508,7 @@ impl Keys {
                 let (arena, stats, hasher) = (&self.arena, &self.stats, &self.hasher);
                 self.table.insert_unique(hash, i, |&j| {
                     let k = &stats[j as usize];
-                    hasher.hash_one(&arena[k.at..k.at + k.len as usize])
+                    hasher.hash_one(arena.get(k.at, k.len))
                 });
                 i
             }
@@ -425,12 +527,13 @@ impl Keys {
         k.revisions = k.revisions.saturating_add(1);
         k.retained += stored;
         k.newest_revision = main;
-        k.live = !tombstone;
         if tombstone {
-            k.tombstones = k.tombstones.saturating_add(1);
+            let n = (k.tombstones() + 1).min(!LIVE_BIT);
+            k.tombstones_live = n;
             k.newest_value = 0;
             k.lease = 0;
         } else {
+            k.tombstones_live = k.tombstones() | LIVE_BIT;
             k.newest_value = u32::try_from(f.value_len).unwrap_or(u32::MAX);
             k.lease = f.lease;
         }
@@ -447,11 +550,11 @@ impl Keys {
                 name(k.resource, &self.resources).unwrap_or_default()
             },
             namespace: name(k.namespace, &self.namespaces),
-            live: k.live,
+            live: k.live(),
             bytes: k.newest_value as u64,
             newest_revision: k.newest_revision,
             revisions: k.revisions as u64,
-            tombstones: k.tombstones as u64,
+            tombstones: k.tombstones() as u64,
             retained_bytes: k.retained,
             lease: k.lease,
         }
@@ -506,7 +609,8 @@ pub fn analyze<R: ReadAt + ?Sized>(
     let mut at = 0usize;
     let mut nested: Vec<Bucket> = Vec::new();
     let mut nested_err: Option<DbError> = None;
-    let status = status_walk(db, |bucket, e: &LeafElement| {
+    // Keys are counted here, exactly: the walk need not remember them a second time.
+    let mut status = status_walk(db, false, |bucket, e: &LeafElement| {
         if counts.get(at).is_none_or(|c| c.0 != bucket) {
             at = counts
                 .iter()
@@ -568,9 +672,9 @@ pub fn analyze<R: ReadAt + ?Sized>(
     let mut by_resource = vec![Usage::default(); keys.resources.names.len()];
     let mut by_namespace = vec![Usage::default(); keys.namespaces.names.len()];
     let mut by_lease: HashMap<i64, (u64, u64)> = HashMap::new();
-    for k in &keys.stats {
+    for k in keys.stats.iter() {
         all_keys.add(k);
-        if k.live && k.lease != 0 {
+        if k.live() && k.lease != 0 {
             let l = by_lease.entry(k.lease).or_default();
             l.0 += 1;
             l.1 += k.newest_value as u64;
@@ -586,6 +690,7 @@ pub fn analyze<R: ReadAt + ?Sized>(
             u.add(k);
         }
     }
+    status.live_keys = all_keys.live_keys;
     let mut resources: Vec<ResourceUsage> = by_resource
         .into_iter()
         .zip(&keys.resources.names)
@@ -636,7 +741,7 @@ pub fn analyze<R: ReadAt + ?Sized>(
 
     let largest = keys.ranked(
         opts.top,
-        |k| k.live && k.resource != OUTSIDE,
+        |k| k.live() && k.resource != OUTSIDE,
         |a, b| b.newest_value.cmp(&a.newest_value),
     );
     let most_revisions = keys.ranked(
