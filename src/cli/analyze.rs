@@ -215,9 +215,13 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
     let rev = |r: Option<i64>| r.map_or("none".to_string(), thousands_i);
     let _ = writeln!(
         o,
-        "  revision      head {}; compacted at {}{}",
+        "  revision      head {}; {}{}",
         thousands_i(a.head),
-        rev(c.finished),
+        c.finished
+            .map_or("never compacted".to_string(), |r| format!(
+                "compacted at {}",
+                thousands_i(r)
+            )),
         if c.interrupted {
             format!(
                 "; a compaction to {} was scheduled and has not finished: interrupted (or running when the file was written), etcd finishes it when it next opens the file",
@@ -299,13 +303,15 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
             row
         })
         .collect();
-    let mut outside = vec!["(outside prefix)".to_string()];
-    outside.extend(usage_cells(&a.outside_prefix));
-    outside.push(percent(
-        a.outside_prefix.retained_bytes,
-        a.all_keys.retained_bytes,
-    ));
-    rows.push(outside);
+    if a.outside_prefix.keys > 0 {
+        let mut outside = vec!["(outside prefix)".to_string()];
+        outside.extend(usage_cells(&a.outside_prefix));
+        outside.push(percent(
+            a.outside_prefix.retained_bytes,
+            a.all_keys.retained_bytes,
+        ));
+        rows.push(outside);
+    }
     let mut total = vec!["total".to_string()];
     total.extend(usage_cells(&a.all_keys));
     total.push(percent(
@@ -325,7 +331,10 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
     let _ = writeln!(
         o,
         "  ({} outside {}; the retained bytes are {} of the {} in use)",
-        count(a.outside_prefix.keys, "key"),
+        match a.outside_prefix.keys {
+            0 => "no key".to_string(),
+            n => count(n, "key"),
+        },
         a.prefix,
         percent(a.all_keys.retained_bytes, f.in_use_bytes),
         bytes(f.in_use_bytes),
@@ -413,6 +422,46 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_interrupted_compaction_and_a_nospace_alarm_are_said() {
+        use crate::source::etcd_db::analysis::Alarm;
+        let Some(td) = crate::testdata::dir() else {
+            return;
+        };
+        let db = EtcdDb::open(&td.join("etcd-registry/auger/boltdb/db")).unwrap();
+        let opts = AnalysisOptions {
+            prefix: b"/registry".to_vec(),
+            top: 3,
+        };
+        let mut a = analyze(&db, &opts).unwrap();
+        let text = analysis_text(&a, &Quota::of(None));
+        assert!(text.contains("alarms        none"), "{text}");
+        assert!(!text.contains("interrupted"), "{text}");
+        assert!(text.contains("etcd's default quota"), "{text}");
+        a.compaction.scheduled = Some(241_900);
+        a.compaction.interrupted = true;
+        a.alarms.push(Alarm {
+            member_id: "2f7fbfd36802ff7a".into(),
+            alarm: "NOSPACE".into(),
+        });
+        let text = analysis_text(&a, &Quota::of(Some(8 << 30)));
+        assert!(
+            text.contains("a compaction to 241,900 was scheduled and has not finished"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ALARM         NOSPACE: the quota was hit")
+                && text.contains("(member 2f7fbfd36802ff7a)"),
+            "{text}"
+        );
+        assert!(text.contains("of 8.0 GiB used"), "{text}");
+        let v: serde_json::Value =
+            serde_json::from_str(&analysis_json(&a, &Quota::of(None)).unwrap()).unwrap();
+        assert_eq!(v["compaction"]["interrupted"], true);
+        assert_eq!(v["alarms"][0]["alarm"], "NOSPACE");
+        assert_eq!(v["quota"]["default"], true);
+    }
 
     #[test]
     fn counts_say_one_page_and_two_pages() {

@@ -266,3 +266,42 @@ fn many_keys_are_found_again_through_the_table_across_chunks() {
     assert_eq!(keys.namespaces.names.len(), 7);
     assert_eq!(keys.resources.names, ["configmaps"]);
 }
+
+#[test]
+fn a_compaction_scheduled_past_the_finished_one_is_said_to_be_interrupted() {
+    let Some(td) = crate::testdata::dir() else {
+        return;
+    };
+    let mut bytes = std::fs::read(td.join("etcd-registry/auger/boltdb/db")).unwrap();
+    // The meta bucket is inline in the root's leaf: each key is followed by its value, a
+    // 17-byte revision. The root page is not covered by the meta's checksum.
+    let name = b"scheduledCompactRev";
+    let at = bytes
+        .windows(name.len())
+        .position(|w| w == name)
+        .expect("the auger db records a scheduled compaction")
+        + name.len();
+    let finished = EtcdDb::from_db(
+        crate::bbolt::Db::from_source(Box::new(bytes.clone())).unwrap(),
+        std::path::Path::new("db"),
+    )
+    .unwrap()
+    .meta()
+    .finished_compact_revision
+    .expect("and a finished one");
+    bytes[at..at + 17].copy_from_slice(&revision_key(finished + 100, 0));
+    let db = EtcdDb::from_db(
+        crate::bbolt::Db::from_source(Box::new(bytes)).unwrap(),
+        std::path::Path::new("db"),
+    )
+    .unwrap();
+    let a = analyze(&db, &opts(10)).unwrap();
+    assert_eq!(
+        a.compaction,
+        Compaction {
+            finished: Some(finished),
+            scheduled: Some(finished + 100),
+            interrupted: true,
+        }
+    );
+}
