@@ -22,11 +22,12 @@
 
 pub mod cursor;
 pub mod page;
-pub mod usage;
 
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 
@@ -246,6 +247,9 @@ pub struct Db<R: ReadAt + ?Sized = File> {
     metas: [Result<Meta, String>; 2],
     len: u64,
     src: Box<R>,
+    /// One bit per page below the high-water mark, set for each page [`Db::page`] reads
+    /// (with its overflow pages) once [`Db::track_reached`] turned it on.
+    reached: OnceLock<Box<[AtomicU64]>>,
 }
 
 impl Db<File> {
@@ -316,6 +320,7 @@ impl<R: ReadAt + ?Sized> Db<R> {
             metas: [m0, m1],
             len,
             src,
+            reached: OnceLock::new(),
         };
         let ps = db.meta.page_size as u64;
         let end = db.meta.pgid.saturating_mul(ps);
@@ -447,8 +452,43 @@ impl<R: ReadAt + ?Sized> Db<R> {
         if id < 2 {
             return Err(corrupt(id, "a bucket's tree points at a meta page"));
         }
-        let (_, bytes) = self.page_bytes(id)?;
+        let (header, bytes) = self.page_bytes(id)?;
+        if let Some(bits) = self.reached.get() {
+            // page_bytes checked that the overflow stays below the high-water mark.
+            for p in id..=id + header.overflow as u64 {
+                if let Some(w) = bits.get((p / 64) as usize) {
+                    w.fetch_or(1 << (p % 64), Ordering::Relaxed);
+                }
+            }
+        }
         Page::new(bytes, id)
+    }
+
+    /// Starts noting which pages [`Db::page`] reads, each with its overflow pages (one bit
+    /// per page of the file). After a walk of every bucket's tree, the pages never read are
+    /// the free ones ([`Db::unreached_pages`]): bbolt's own way of finding the free pages
+    /// of a file that keeps no freelist (`DB.freepages` in `db.go`, which etcd's backend
+    /// relies on, as it opens bbolt with `NoFreelistSync` on Linux:
+    /// `server/storage/backend/config_linux.go`). Calling it again changes nothing.
+    pub fn track_reached(&self) {
+        self.reached.get_or_init(|| {
+            (0..self.meta.pgid.div_ceil(64))
+                .map(|_| AtomicU64::new(0))
+                .collect()
+        });
+    }
+
+    /// How many pages of `2..pgid` (the high-water mark) [`Db::page`] has not read since
+    /// [`Db::track_reached`]; `None` when tracking is off.
+    pub fn unreached_pages(&self) -> Option<u64> {
+        let bits = self.reached.get()?;
+        let reached: u64 = (2..self.meta.pgid)
+            .filter(|&p| {
+                bits.get((p / 64) as usize)
+                    .is_some_and(|w| w.load(Ordering::Relaxed) & (1 << (p % 64)) != 0)
+            })
+            .count() as u64;
+        Some(self.meta.pgid.saturating_sub(2) - reached)
     }
 
     /// The root bucket (whose entries are the top-level buckets).

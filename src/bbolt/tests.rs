@@ -893,3 +893,31 @@ fn the_bounded_walk_sees_every_entry_of_a_sound_file() {
     // small 2 + 2 + 0 + 1; nested 1 + 0 + 0 + 1.
     assert_eq!(seen, 3 + 17 + 3 + 5 + 2);
 }
+
+#[test]
+fn pages_no_walk_reaches_are_counted_once_tracking_is_on() {
+    let Some(bytes) = auger_db() else { return };
+    let db = Db::from_source(Box::new(bytes)).unwrap();
+    assert_eq!(db.unreached_pages(), None, "off until asked for");
+    db.track_reached();
+    // Pages 2..5 below the high-water mark, none read yet.
+    assert_eq!(db.unreached_pages(), Some(db.meta().pgid - 2));
+    for (_, b) in db.buckets().unwrap() {
+        for e in db.entries(&b) {
+            e.unwrap();
+        }
+    }
+    // The root's leaf (page 4, every bucket inline in it) and the `key` bucket's leaf
+    // (page 2) are reached; page 3, an empty leaf no tree points at, is not.
+    let reached: Vec<u64> = (2..db.meta().pgid)
+        .filter(|&p| {
+            let bits = db.reached.get().unwrap();
+            bits[(p / 64) as usize].load(Ordering::Relaxed) & (1 << (p % 64)) != 0
+        })
+        .collect();
+    assert_eq!(reached, [2, 4]);
+    assert_eq!(db.unreached_pages(), Some(1));
+    // Turning it on again keeps what was counted.
+    db.track_reached();
+    assert_eq!(db.unreached_pages(), Some(1));
+}

@@ -1,15 +1,18 @@
 //! The subcommands, one module each, which `main` dispatches to after [`prepare`]: the
 //! console (no subcommand: [`console`]), [`demo`], [`snapshot`], [`verify`], [`record`],
 //! [`replay`], `replay --check` ([`check`]), [`export`], [`report`], [`diff`], [`decode`],
-//! [`doctor`], [`completions`] (and `man`) and [`print_config`]. Those that watch etcd or read a
+//! [`doctor`], [`completions`] (and `man`), [`print_config`] and [`analyze`] (a db file or,
+//! in [`analyze_recording`], a recording). Those that watch etcd or read a
 //! recording drive the same sources and the same [`crate::store::Session`] as the console,
 //! so what they print is what the console shows.
 //!
 //! Shared: the flags ([`args`]) and what they turn into ([`options`]); connecting and
 //! listing ([`session`]); opening recordings and reading positions in them
 //! ([`recording`]); stderr progress ([`progress`]) and `--memory-limit` ([`memory`]);
-//! stdout that survives a closed pipe ([`out`]).
+//! stdout that survives a closed pipe ([`out`]); aligned text tables ([`table`]).
 
+pub mod analyze;
+pub mod analyze_recording;
 pub mod args;
 pub mod check;
 pub mod completions;
@@ -33,6 +36,7 @@ pub mod replay;
 pub mod report;
 pub mod session;
 pub mod snapshot;
+pub mod table;
 pub mod verify;
 
 /// Writes to stdout; a closed pipe (`regscope snapshot --json | head`) ends the output

@@ -10,7 +10,7 @@ pub mod kubernetes;
 use std::time::SystemTime;
 
 pub use bytes::Bytes;
-pub use key::{escape_bytes, prefix_end, KeyPath, NO_RESOURCE};
+pub use key::{escape_bytes, prefix_end, KeyPath, NO_RESOURCE, OUTSIDE_PREFIX};
 pub use kubernetes::{BuiltinResource, BUILTIN_RESOURCES};
 
 /// An etcd revision: the cluster-wide, monotonically increasing counter etcd bumps on every

@@ -317,6 +317,14 @@ fn the_console_opens_a_db_file_and_seeks_its_revisions() {
             "replay --check lacks {want:?}:\n{text}"
         );
     }
+    // The free pages, as `analyze` counts them (the pages no tree reaches: etcd keeps no
+    // freelist in the file).
+    let a = json(&run(&["analyze", s(&fx.db), "--json"]));
+    let free = a["file"]["free_pages"].as_u64().expect("free_pages");
+    assert!(
+        text.contains(&format!("free pages {free} (")),
+        "replay --check and analyze disagree on free pages ({free}):\n{text}"
+    );
 
     let tmp = tempfile::tempdir().unwrap();
     let t = Tmux::start(

@@ -6,6 +6,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod analyze;
 mod apiserver_cli;
 mod db_file;
 mod db_fixture;

@@ -412,14 +412,7 @@ impl ConnArgs {
     /// The prefix without trailing slash and with a leading one, as bytes: `registry` is
     /// `/registry`, as kube-apiserver joins its `--etcd-prefix` onto `/` itself.
     pub fn prefix_bytes(&self) -> Vec<u8> {
-        let p = self.prefix.trim_end_matches('/');
-        if p.is_empty() {
-            b"/".to_vec()
-        } else if p.starts_with('/') {
-            p.as_bytes().to_vec()
-        } else {
-            format!("/{p}").into_bytes()
-        }
+        super::parse::normal_prefix(&self.prefix)
     }
 
     /// The session's header for these flags: `title` for the console's header, the

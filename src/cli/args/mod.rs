@@ -4,13 +4,14 @@
 //! Here: the root ([`Cli`], the list of subcommands, the console's and the node's flags).
 //! `conn.rs`: the etcd connection and the metrics flags; the subcommands' own flags by
 //! group: `live.rs` (demo, snapshot, verify, doctor), `recording.rs` (record, replay,
-//! export), `decode.rs`, `diff.rs`; `config_merge.rs`: the config file under the command line;
+//! export), `decode.rs`, `diff.rs`, `analyze.rs`; `config_merge.rs`: the config file under the command line;
 //! `parse.rs`: the value parsers. The `--help` texts are these doc comments.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+mod analyze;
 mod config_merge;
 mod conn;
 mod decode;
@@ -19,12 +20,15 @@ mod live;
 mod parse;
 mod recording;
 
+pub use analyze::AnalyzeArgs;
 pub use config_merge::{config_file_args, Setting, CONFIG_KEYS};
 pub use conn::{ConnArgs, MetricsArgs};
 pub use decode::{DecodeArgs, DecodeOutput};
 pub use diff::DiffArgs;
 pub use live::{DemoArgs, DoctorArgs, SnapshotArgs, VerifyArgs};
-pub use parse::{parse_duration, parse_positive_duration, parse_record_size, parse_size};
+pub use parse::{
+    normal_prefix, parse_duration, parse_positive_duration, parse_record_size, parse_size,
+};
 pub use recording::{ExportArgs, ExportFormat, RecordArgs, ReplayArgs, ReportArgs, ReportFormat};
 
 /// regscope: watch what kube-apiserver does to etcd, live.
@@ -127,6 +131,22 @@ pub enum Command {
     /// value bytes, from FILE or stdin. Prints the object on stdout, a header on stderr.
     #[command(long_about = decode::DECODE_ABOUT, after_help = decode::DECODE_EXAMPLES)]
     Decode(DecodeArgs),
+    /// What fills an etcd db file (what `etcdctl snapshot save` writes, or a member's
+    /// member/snap/db), or what a recording's session held at its end.
+    ///
+    /// For a db file: its size, the free pages a defragmentation would give back and the
+    /// quota; compactions (an interrupted one said), members, alarms (NOSPACE) and leases;
+    /// `etcdctl snapshot status`'s hash, revision, totalKey and totalSize; per resource the
+    /// live keys, the bytes of their newest values and of every revision the file retains;
+    /// the largest objects, the keys with the most revisions, the leases with the most keys
+    /// and the namespaces by bytes. The file is read once, never written or locked; memory
+    /// grows with the number of keys, not with the values. Exit 2 with one line when the
+    /// file is neither a db file nor a recording, or is damaged.
+    ///
+    /// For a recording: the same per resource, key and namespace, as far back as its
+    /// replica holds history (exit 1 when the recording is damaged).
+    #[command(after_help = analyze::ANALYZE_EXAMPLES)]
+    Analyze(AnalyzeArgs),
     /// Print what the node runs (found in its manifests and configs, with the file and
     /// flag of each fact), then check every connection: each etcd member (TLS, auth,
     /// version, leader, db size), an events etcd, etcd's metrics, the encryption config.

@@ -80,6 +80,19 @@ pub fn parse_size(s: &str) -> Result<usize, String> {
     Ok((n * mult) as usize)
 }
 
+/// A `--prefix` as kube-apiserver joins its `--etcd-prefix` onto `/`: a leading slash,
+/// no trailing one (`registry/` is `/registry`; empty or `/` is `/`), as bytes.
+pub fn normal_prefix(p: &str) -> Vec<u8> {
+    let p = p.trim_end_matches('/');
+    if p.is_empty() {
+        b"/".to_vec()
+    } else if p.starts_with('/') {
+        p.as_bytes().to_vec()
+    } else {
+        format!("/{p}").into_bytes()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

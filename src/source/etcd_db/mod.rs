@@ -17,6 +17,7 @@
 //!   `etcdserverpb.AlarmMember {MemberID=1, Alarm=2}` per key); `auth` (`authEnabled`,
 //!   `authRevision`), `authUsers`, `authRoles`.
 
+pub mod analysis;
 pub mod observations;
 pub mod open_by;
 pub mod status;

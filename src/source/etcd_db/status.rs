@@ -3,7 +3,7 @@
 //! `Status`): one walk over every top-level bucket in name order and every entry in key
 //! order, hashing bucket names, keys and values with CRC-32C (Castagnoli).
 
-use crate::bbolt::ReadAt;
+use crate::bbolt::{LeafElement, ReadAt};
 use crate::model::Revision;
 
 use super::{parse_revision_key, DbError, EtcdDb};
@@ -31,6 +31,25 @@ pub struct SnapshotStatus {
 pub fn analyze_status<R: ReadAt + ?Sized>(
     db: &EtcdDb<R>,
     mut each_version: impl FnMut(&[u8], &[u8]),
+) -> Result<SnapshotStatus, DbError> {
+    status_walk(db, true, |bucket, e| {
+        if bucket == b"key" {
+            each_version(&e.key, &e.value)
+        }
+    })
+}
+
+/// [`analyze_status`], handing `each_entry` every entry of every top-level bucket as the
+/// walk reads it: the bucket's name and the entry (a nested bucket's entry too, with
+/// [`crate::bbolt::page::BUCKET_LEAF_FLAG`] set; the walk does not enter it, as etcdctl's
+/// does not). Entries of the `key` bucket are handed on only once their revision key and
+/// `mvccpb.KeyValue` key have been read. Without `count_live_keys`,
+/// [`SnapshotStatus::live_keys`] is left 0 for a caller that counts keys itself (the count
+/// costs 16 bytes per key).
+pub fn status_walk<R: ReadAt + ?Sized>(
+    db: &EtcdDb<R>,
+    count_live_keys: bool,
+    mut each_entry: impl FnMut(&[u8], &LeafElement),
 ) -> Result<SnapshotStatus, DbError> {
     let crc = crc::Crc::<u32>::new(&crc::CRC_32_ISCSI);
     let mut h = crc.digest();
@@ -64,9 +83,11 @@ pub fn analyze_status<R: ReadAt + ?Sized>(
                 st.revision = main;
                 let key = super::decode_key_only(&e.value)
                     .map_err(|x| db.err(format!("revision {main}: {x}")))?;
-                live.insert(fnv(key), !tombstone);
-                each_version(&e.key, &e.value);
+                if count_live_keys {
+                    live.insert(fnv(key), !tombstone);
+                }
             }
+            each_entry(name, &e);
         }
     }
     st.live_keys = live.values().filter(|&&l| l).count() as u64;

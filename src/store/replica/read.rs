@@ -192,6 +192,23 @@ impl Replica {
             .filter_map(move |(k, e)| version_at(e, rev).map(|v| (k, VersionMeta::of(v)))))
     }
 
+    /// Every key under `prefix` the replica holds (live, or deleted with versions still
+    /// held), in key order: its resource and the metadata of each version held, oldest
+    /// first (`size: None` for a deletion), values not unpacked. What `analyze` counts
+    /// for a recording.
+    pub fn held_versions<'a>(
+        &'a self,
+        prefix: &'a [u8],
+    ) -> impl Iterator<Item = (&'a [u8], &'a str, Vec<VersionMeta<'a>>)> + 'a {
+        self.prefix_range(prefix).map(move |(k, e)| {
+            (
+                k,
+                self.resource_name(e.resource),
+                e.versions().map(VersionMeta::of).collect(),
+            )
+        })
+    }
+
     /// Every version of `key` still held, oldest first (tombstones have `value: None`).
     pub fn history(&self, key: &[u8]) -> Vec<VersionValue> {
         self.versions

@@ -1,0 +1,480 @@
+//! `regscope analyze FILE [--json] [--top N] [--prefix P] [--quota-bytes SIZE]`: what fills
+//! an etcd db file (told apart by content from a recording), as aligned tables for people
+//! or one JSON document for scripts. The figures are
+//! [`crate::source::etcd_db::analysis::analyze`]'s, computed in one walk over the file;
+//! this module only words and lays them out. Given a recording, the same per-resource
+//! figures for what the session's replica holds at its end ([`super::analyze_recording`]).
+//!
+//! `--json` prints one object:
+//! * `kind`: `"etcd_db"`;
+//! * `file`: `{path, file_bytes, bbolt_bytes, trailer_bytes, page_size, pages, free_pages,
+//!   free_bytes, in_use_bytes, free_pages_from ("freelist" | "unreached_pages"),
+//!   freelist_unreadable (why the meta's freelist could not be used, or null), txid}`;
+//! * `quota`: `{bytes, default (true when --quota-bytes was not given), used_percent}` —
+//!   `bbolt_bytes` over the quota, which etcd compares its size with;
+//! * `snapshot_status`: `{hash, revision, total_entries, live_keys, total_size, version}` —
+//!   what `etcdctl snapshot status -w json` prints as `hash`, `revision`, `totalKey`
+//!   (etcd 3.4 and 3.5: `total_entries`; etcd 3.6: `live_keys`) and `totalSize`;
+//! * `head`, `compaction: {finished, scheduled, interrupted}`, `meta: {consistent_index,
+//!   term, scheduled_compact_revision, finished_compact_revision, storage_version,
+//!   cluster_version}`, `members: [{id, name, peerURLs, clientURLs, isLearner}]`,
+//!   `alarms: [{member_id, alarm}]`, `lease_count`, `buckets: [{name, entries}]`;
+//! * `prefix`; `all_keys`, `outside_prefix`: usage (`{keys, live_keys, live_bytes,
+//!   revisions, tombstones, retained_bytes}`);
+//! * `resources`: `[{resource, …usage, revisions_per_key}]`, most retained bytes first;
+//!   `namespaces`: `[{namespace, …usage}]`, the same order, at most `--top`;
+//! * `largest`, `most_revisions`: `[{key, resource, namespace, live, bytes,
+//!   newest_revision, revisions, tombstones, retained_bytes, lease}]`, at most `--top`;
+//! * `leases_by_keys`: `[{id, ttl (null: not in the lease bucket), keys, bytes}]`.
+//!
+//! Bytes: `live_bytes` and `bytes` count values as `etcdctl get` returns them;
+//! `retained_bytes` counts every version as the file stores it (revision key and
+//! `mvccpb.KeyValue`), tombstones included. Exit 0, or 2 with one line on stderr when the
+//! file is not an etcd db file or a recording, or cannot be read.
+
+use std::fmt::Write as _;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::json;
+
+use super::args::{normal_prefix, AnalyzeArgs};
+use super::out;
+use super::table::Table;
+use crate::derive::units::{bytes, thousands, thousands_i};
+use crate::source::etcd_db::analysis::{
+    analyze, Analysis, AnalysisOptions, FreePagesFrom, KeyUsage, Usage, DEFAULT_QUOTA_BYTES,
+};
+use crate::source::etcd_db::EtcdDb;
+
+/// Runs `regscope analyze`: a db file here, a recording in [`super::analyze_recording`].
+pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
+    if !super::db_file::is_db_file(&a.file) {
+        return super::analyze_recording::run(a);
+    }
+    let db = match EtcdDb::open(&a.file) {
+        Ok(db) => db,
+        Err(e) => {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let opts = AnalysisOptions {
+        prefix: normal_prefix(&a.prefix),
+        top: a.top,
+    };
+    let analysis = match analyze(&db, &opts) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+    };
+    let quota = Quota::of(a.quota_bytes);
+    if a.json {
+        out(format_args!("{}\n", analysis_json(&analysis, &quota)?));
+    } else {
+        out(format_args!("{}", analysis_text(&analysis, &quota)));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The backend quota the file is measured against.
+pub struct Quota {
+    pub bytes: u64,
+    /// Not given: etcd's default.
+    pub default: bool,
+}
+
+impl Quota {
+    pub fn of(given: Option<usize>) -> Quota {
+        match given {
+            Some(b) => Quota {
+                bytes: b as u64,
+                default: false,
+            },
+            None => Quota {
+                bytes: DEFAULT_QUOTA_BYTES,
+                default: true,
+            },
+        }
+    }
+
+    /// `size` as a percentage of the quota.
+    pub fn used_percent(&self, size: u64) -> f64 {
+        if self.bytes == 0 {
+            0.0
+        } else {
+            size as f64 * 100.0 / self.bytes as f64
+        }
+    }
+}
+
+/// The `--json` document (shape in the module doc), fields in declaration order.
+pub fn analysis_json(a: &Analysis, quota: &Quota) -> Result<String> {
+    #[derive(serde::Serialize)]
+    struct Doc<'a> {
+        kind: &'static str,
+        #[serde(flatten)]
+        analysis: &'a Analysis,
+        quota: serde_json::Value,
+    }
+    Ok(serde_json::to_string_pretty(&Doc {
+        kind: "etcd_db",
+        analysis: a,
+        quota: json!({
+            "bytes": quota.bytes,
+            "default": quota.default,
+            "used_percent": quota.used_percent(a.file.bbolt_bytes),
+        }),
+    })?)
+}
+
+/// `n` and the noun, plural unless `n` is 1: `1 page`, `3 pages`.
+fn count(n: u64, noun: &str) -> String {
+    format!("{} {noun}{}", thousands(n), if n == 1 { "" } else { "s" })
+}
+
+/// Usage cells: live keys, live bytes, retained bytes, revisions, revisions per key,
+/// tombstones.
+fn usage_cells(u: &Usage) -> Vec<String> {
+    vec![
+        thousands(u.live_keys),
+        bytes(u.live_bytes),
+        bytes(u.retained_bytes),
+        thousands(u.revisions),
+        format!("{:.1}", u.revisions_per_key()),
+        thousands(u.tombstones),
+    ]
+}
+
+const USAGE_HEADER: [&str; 6] = [
+    "LIVE KEYS",
+    "LIVE BYTES",
+    "RETAINED",
+    "REVISIONS",
+    "REV/KEY",
+    "DELETES",
+];
+
+fn percent(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "-".into()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+/// The tables for people.
+pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
+    let mut o = String::new();
+    let f = &a.file;
+    let _ = writeln!(o, "{} (an etcd db file)", f.path);
+    let trailer = match f.trailer_bytes {
+        0 => String::new(),
+        32 => ", then 32 B: the SHA-256 `etcdctl snapshot save` appends".to_string(),
+        n => format!(", then {} past the last page", bytes(n)),
+    };
+    let _ = writeln!(
+        o,
+        "  file          {} ({} of {} B{trailer})",
+        bytes(f.file_bytes),
+        count(f.pages, "page"),
+        thousands(f.page_size as u64),
+    );
+    let how = match (f.free_pages_from, &f.freelist_unreadable) {
+        (FreePagesFrom::Freelist, _) => "listed in its freelist".to_string(),
+        (FreePagesFrom::UnreachedPages, None) => {
+            "that no tree reaches, as it keeps no freelist".to_string()
+        }
+        (FreePagesFrom::UnreachedPages, Some(why)) => {
+            format!("that no tree reaches, as its freelist is unusable ({why})")
+        }
+    };
+    let _ = writeln!(
+        o,
+        "  in use        {} of {}; free {} in {} {how}: about what a defragmentation gives back",
+        bytes(f.in_use_bytes),
+        bytes(f.bbolt_bytes),
+        bytes(f.free_bytes),
+        count(f.free_pages, "page"),
+    );
+    let _ = writeln!(
+        o,
+        "  quota         {} of {} used ({:.1}%){}",
+        bytes(f.bbolt_bytes),
+        bytes(quota.bytes),
+        quota.used_percent(f.bbolt_bytes),
+        if quota.default {
+            "; etcd's default quota: give --quota-bytes for the member's"
+        } else {
+            ""
+        },
+    );
+    let c = &a.compaction;
+    let rev = |r: Option<i64>| r.map_or("none".to_string(), thousands_i);
+    let _ = writeln!(
+        o,
+        "  revision      head {}; {}{}",
+        thousands_i(a.head),
+        c.finished
+            .map_or("never compacted".to_string(), |r| format!(
+                "compacted at {}",
+                thousands_i(r)
+            )),
+        if c.interrupted {
+            format!(
+                "; a compaction to {} was scheduled and has not finished: interrupted (or running when the file was written), etcd finishes it when it next opens the file",
+                rev(c.scheduled)
+            )
+        } else {
+            String::new()
+        },
+    );
+    let m = &a.meta;
+    let _ = writeln!(
+        o,
+        "  raft          consistent index {}, term {}{}{}",
+        m.consistent_index.map_or("not recorded".into(), thousands),
+        m.term
+            .map_or("not recorded (etcd before 3.5)".into(), thousands),
+        m.cluster_version
+            .as_deref()
+            .map_or(String::new(), |v| format!(", cluster version {v}")),
+        m.storage_version
+            .as_deref()
+            .map_or(String::new(), |v| format!(", storage version {v}")),
+    );
+    if a.members.is_empty() {
+        let _ = writeln!(o, "  members       none recorded");
+    }
+    for (i, mem) in a.members.iter().enumerate() {
+        let _ = writeln!(
+            o,
+            "  {:<13} {:x} {}{} {}",
+            if i == 0 { "members" } else { "" },
+            mem.id,
+            if mem.name.is_empty() {
+                "(unstarted)"
+            } else {
+                &mem.name
+            },
+            if mem.is_learner { " (learner)" } else { "" },
+            mem.peer_urls.join(","),
+        );
+    }
+    if a.alarms.is_empty() {
+        let _ = writeln!(o, "  alarms        none");
+    }
+    for al in &a.alarms {
+        let what = match al.alarm.as_str() {
+            "NOSPACE" => "NOSPACE: the quota was hit; etcd refuses writes until it is defragmented or the quota raised, and the alarm disarmed",
+            "CORRUPT" => "CORRUPT: a member's data differed from the others'",
+            other => other,
+        };
+        let _ = writeln!(o, "  ALARM         {what} (member {})", al.member_id);
+    }
+    let _ = writeln!(o, "  leases        {}", count(a.lease_count, "lease"));
+
+    let s = &a.snapshot_status;
+    let _ = writeln!(o, "\netcdctl snapshot status");
+    let _ = writeln!(
+        o,
+        "  hash {:x}  revision {}  totalKey {} (etcd 3.4/3.5: entries of all buckets; 3.6 prints {}, the live keys)  totalSize {} B",
+        s.hash,
+        s.revision,
+        s.total_entries,
+        s.live_keys,
+        thousands(s.total_size),
+    );
+
+    let _ = writeln!(
+        o,
+        "\nResources under {} by retained bytes (every revision in the file)",
+        a.prefix
+    );
+    let mut rows: Vec<Vec<String>> = a
+        .resources
+        .iter()
+        .map(|r| {
+            let mut row = vec![r.resource.clone()];
+            row.extend(usage_cells(&r.usage));
+            row.push(percent(r.usage.retained_bytes, a.all_keys.retained_bytes));
+            row
+        })
+        .collect();
+    if a.outside_prefix.keys > 0 {
+        let mut outside = vec!["(outside prefix)".to_string()];
+        outside.extend(usage_cells(&a.outside_prefix));
+        outside.push(percent(
+            a.outside_prefix.retained_bytes,
+            a.all_keys.retained_bytes,
+        ));
+        rows.push(outside);
+    }
+    let mut total = vec!["total".to_string()];
+    total.extend(usage_cells(&a.all_keys));
+    total.push(percent(
+        a.all_keys.retained_bytes,
+        a.all_keys.retained_bytes,
+    ));
+    rows.push(total);
+    let mut header = vec!["RESOURCE"];
+    header.extend(USAGE_HEADER);
+    header.push("OF RETAINED");
+    Table {
+        header,
+        rows,
+        left: vec![0],
+    }
+    .render(&mut o, "  ");
+    let _ = writeln!(
+        o,
+        "  ({} outside {}; the retained bytes are {} of the {} in use)",
+        match a.outside_prefix.keys {
+            0 => "no key".to_string(),
+            n => count(n, "key"),
+        },
+        a.prefix,
+        percent(a.all_keys.retained_bytes, f.in_use_bytes),
+        bytes(f.in_use_bytes),
+    );
+
+    let key_table = |o: &mut String, title: &str, keys: &[KeyUsage]| {
+        let _ = writeln!(o, "\n{title}");
+        if keys.is_empty() {
+            let _ = writeln!(o, "  none");
+            return;
+        }
+        Table {
+            header: vec!["BYTES", "REVISIONS", "RETAINED", "STATE", "KEY"],
+            rows: keys
+                .iter()
+                .map(|k| {
+                    vec![
+                        bytes(k.bytes),
+                        thousands(k.revisions),
+                        bytes(k.retained_bytes),
+                        if k.live {
+                            "live".into()
+                        } else {
+                            format!("deleted at {}", k.newest_revision)
+                        },
+                        k.key.clone(),
+                    ]
+                })
+                .collect(),
+            left: vec![3, 4],
+        }
+        .render(o, "  ");
+    };
+    key_table(&mut o, "Largest objects (newest value)", &a.largest);
+    key_table(&mut o, "Most retained revisions", &a.most_revisions);
+
+    let _ = writeln!(o, "\nLeases by live keys attached");
+    if a.leases_by_keys.is_empty() {
+        let _ = writeln!(o, "  none");
+    } else {
+        Table {
+            header: vec!["LEASE", "TTL", "KEYS", "BYTES"],
+            rows: a
+                .leases_by_keys
+                .iter()
+                .map(|l| {
+                    vec![
+                        format!("{:x}", l.id),
+                        l.ttl
+                            .map_or("not in the lease bucket".into(), |t| format!("{t}s")),
+                        thousands(l.keys),
+                        bytes(l.bytes),
+                    ]
+                })
+                .collect(),
+            left: vec![0],
+        }
+        .render(&mut o, "  ");
+    }
+
+    let _ = writeln!(o, "\nNamespaces by retained bytes");
+    if a.namespaces.is_empty() {
+        let _ = writeln!(o, "  none");
+    } else {
+        let mut header = vec!["NAMESPACE"];
+        header.extend(USAGE_HEADER);
+        Table {
+            header,
+            rows: a
+                .namespaces
+                .iter()
+                .map(|n| {
+                    let mut row = vec![n.namespace.clone()];
+                    row.extend(usage_cells(&n.usage));
+                    row
+                })
+                .collect(),
+            left: vec![0],
+        }
+        .render(&mut o, "  ");
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_interrupted_compaction_and_a_nospace_alarm_are_said() {
+        use crate::source::etcd_db::analysis::Alarm;
+        let Some(td) = crate::testdata::dir() else {
+            return;
+        };
+        let db = EtcdDb::open(&td.join("etcd-registry/auger/boltdb/db")).unwrap();
+        let opts = AnalysisOptions {
+            prefix: b"/registry".to_vec(),
+            top: 3,
+        };
+        let mut a = analyze(&db, &opts).unwrap();
+        let text = analysis_text(&a, &Quota::of(None));
+        assert!(text.contains("alarms        none"), "{text}");
+        assert!(!text.contains("interrupted"), "{text}");
+        assert!(text.contains("etcd's default quota"), "{text}");
+        a.compaction.scheduled = Some(241_900);
+        a.compaction.interrupted = true;
+        a.alarms.push(Alarm {
+            member_id: "2f7fbfd36802ff7a".into(),
+            alarm: "NOSPACE".into(),
+        });
+        let text = analysis_text(&a, &Quota::of(Some(8 << 30)));
+        assert!(
+            text.contains("a compaction to 241,900 was scheduled and has not finished"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ALARM         NOSPACE: the quota was hit")
+                && text.contains("(member 2f7fbfd36802ff7a)"),
+            "{text}"
+        );
+        assert!(text.contains("of 8.0 GiB used"), "{text}");
+        let v: serde_json::Value =
+            serde_json::from_str(&analysis_json(&a, &Quota::of(None)).unwrap()).unwrap();
+        assert_eq!(v["compaction"]["interrupted"], true);
+        assert_eq!(v["alarms"][0]["alarm"], "NOSPACE");
+        assert_eq!(v["quota"]["default"], true);
+    }
+
+    #[test]
+    fn counts_say_one_page_and_two_pages() {
+        assert_eq!(count(1, "page"), "1 page");
+        assert_eq!(count(2000, "page"), "2,000 pages");
+    }
+
+    #[test]
+    fn the_default_quota_is_etcds_and_says_so() {
+        let q = Quota::of(None);
+        assert_eq!((q.bytes, q.default), (2 << 30, true));
+        assert_eq!(q.used_percent(1 << 30), 50.0);
+        let q = Quota::of(Some(8 << 30));
+        assert!(!q.default);
+    }
+}
