@@ -186,8 +186,30 @@ fn main() {
         file_bytes as f64 / 1048576.0,
         raw as f64 / 1048576.0
     );
-    // Warm the page cache for both tools alike.
-    let _ = measure("etcdctl", &["snapshot", "status", d, "-w", "json"]);
+    // Warm the page cache for both tools alike, and check that they agree.
+    let json = |program: &str, args: &[&str]| -> serde_json::Value {
+        let out = Command::new(program)
+            .args(args)
+            .env("ETCDCTL_API", "3")
+            .output()
+            .expect(program);
+        assert!(out.status.success(), "{program} {args:?} failed");
+        serde_json::from_slice(&out.stdout).expect("JSON")
+    };
+    let e = json("etcdctl", &["snapshot", "status", d, "-w", "json"]);
+    let a = json(BIN, &["analyze", d, "--json"]);
+    let s = &a["snapshot_status"];
+    for (ours, theirs) in [
+        ("hash", "hash"),
+        ("revision", "revision"),
+        ("total_entries", "totalKey"),
+        ("total_size", "totalSize"),
+    ] {
+        assert_eq!(
+            s[ours], e[theirs],
+            "analyze's {ours} against etcdctl's {theirs}"
+        );
+    }
     let (mut etcdctl_t, mut analyze_t) = (Vec::new(), Vec::new());
     let (mut etcdctl_rss, mut analyze_rss) = (0, 0);
     for round in 0..rounds {
