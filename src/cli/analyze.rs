@@ -45,19 +45,15 @@ use crate::derive::units::{bytes, thousands, thousands_i};
 use crate::source::etcd_db::analysis::{
     analyze, Analysis, AnalysisOptions, FreePagesFrom, KeyUsage, Usage, DEFAULT_QUOTA_BYTES,
 };
-use crate::source::etcd_db::EtcdDb;
 
 /// Runs `regscope analyze`: a db file here, a recording in [`super::analyze_recording`].
 pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     if !super::db_file::is_db_file(&a.file) {
         return super::analyze_recording::run(a);
     }
-    let db = match EtcdDb::open(&a.file) {
+    let db = match super::db_file::open(&a.file) {
         Ok(db) => db,
-        Err(e) => {
-            eprintln!("regscope: {e}");
-            return Ok(ExitCode::from(2));
-        }
+        Err(code) => return Ok(code),
     };
     let opts = AnalysisOptions {
         prefix: normal_prefix(&a.prefix),
@@ -429,7 +425,8 @@ mod tests {
         let Some(td) = crate::testdata::dir() else {
             return;
         };
-        let db = EtcdDb::open(&td.join("etcd-registry/auger/boltdb/db")).unwrap();
+        let db = crate::source::etcd_db::EtcdDb::open(&td.join("etcd-registry/auger/boltdb/db"))
+            .unwrap();
         let opts = AnalysisOptions {
             prefix: b"/registry".to_vec(),
             top: 3,

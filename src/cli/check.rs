@@ -132,6 +132,13 @@ fn db_file(path: &Path) -> Result<ExitCode> {
             if let Some(n) = note {
                 out(format_args!("  note       {n}\n"));
             }
+            match super::db_file::snapshot_digest(&db) {
+                Ok(line) => out(format_args!("  digest     {line}\n")),
+                Err(e) => {
+                    out(format_args!("  damage     {e}\n"));
+                    return Ok(ExitCode::from(1));
+                }
+            }
             out(format_args!("  damage     none\n"));
             Ok(ExitCode::SUCCESS)
         }

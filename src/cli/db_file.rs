@@ -27,13 +27,27 @@ pub fn is_db_file(path: &Path) -> bool {
 /// on stderr saying what that risks and what to read instead
 /// ([`etcd_db::open_by::warning`]).
 pub fn open(path: &Path) -> Result<EtcdDb, ExitCode> {
-    if let Some(w) = etcd_db::open_by::check(path) {
-        eprintln!("regscope: {w}");
-    }
-    EtcdDb::open(path).map_err(|e| {
+    open_or_error(path).map_err(|e| {
         eprintln!("regscope: {e}");
         ExitCode::from(2)
     })
+}
+
+/// [`open`] for a caller that says the error itself: the warnings (another process holds
+/// the file, an interrupted compaction) on stderr, the error as text.
+pub fn open_or_error(path: &Path) -> Result<EtcdDb, String> {
+    if let Some(w) = etcd_db::open_by::check(path) {
+        eprintln!("regscope: {w}");
+    }
+    let db = EtcdDb::open(path).map_err(|e| e.to_string())?;
+    if let Some(rev) = db.interrupted_compaction() {
+        eprintln!(
+            "regscope: {}: a compaction to revision {rev} was scheduled and never finished (finished: {}): revisions below {rev} are partly deleted, so the file is read from {rev}",
+            path.display(),
+            db.meta().finished_compact_revision.unwrap_or(0)
+        );
+    }
+    Ok(db)
 }
 
 /// Reads `--at`/`--from`/`--to` against a db file: a revision (`rN` or a number), `start`
@@ -218,4 +232,41 @@ pub fn to_recording(
     rec.finish()
         .map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
     Ok(())
+}
+
+/// What `etcdctl snapshot save` appends to the file it writes, checked: the SHA-256 of
+/// the pages before it, 32 bytes (etcd's `etcdutl/snapshot` `Restore` checks it when the
+/// file's length is 32 past a multiple of 512, and refuses a mismatch). `Ok` says what was
+/// found (a digest that matches, or a file without one: a member's own `member/snap/db`);
+/// `Err` a digest that does not match, or bytes after the pages that are not one.
+pub fn snapshot_digest(db: &EtcdDb) -> Result<String, String> {
+    use sha2::{Digest, Sha256};
+    let pages = db.bolt().size();
+    let len = db.bolt().file_len();
+    let extra = len.saturating_sub(pages);
+    if extra == 0 {
+        return Ok("none (a member's own file; `etcdctl snapshot save` appends a SHA-256)".into());
+    }
+    if extra != 32 || len % 512 != 32 {
+        return Err(format!(
+            "{extra} bytes after the {pages} bytes of pages: not the 32-byte SHA-256 `etcdctl snapshot save` appends (etcdctl snapshot restore refuses such a file)"
+        ));
+    }
+    let mut f = std::fs::File::open(db.path()).map_err(|e| e.to_string())?;
+    let mut h = Sha256::new();
+    let mut left = pages;
+    let mut buf = vec![0u8; 1 << 20];
+    while left > 0 {
+        let n = (buf.len() as u64).min(left) as usize;
+        f.read_exact(&mut buf[..n]).map_err(|e| e.to_string())?;
+        h.update(&buf[..n]);
+        left -= n as u64;
+    }
+    let mut stored = [0u8; 32];
+    f.read_exact(&mut stored).map_err(|e| e.to_string())?;
+    if h.finalize().as_slice() == stored {
+        Ok("SHA-256 of the pages matches the one `etcdctl snapshot save` appended".into())
+    } else {
+        Err("the SHA-256 `etcdctl snapshot save` appended does not match the pages: the file changed after it was saved (etcdctl snapshot restore refuses it)".into())
+    }
 }

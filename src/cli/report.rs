@@ -18,6 +18,14 @@ use crate::report::collect::{collect, Options};
 /// Runs `regscope report`. Exit 0 with the report written, 1 when written from a damaged
 /// recording (the report says what was lost), 2 when nothing was written.
 pub fn run(r: &ReportArgs, ui: &UiArgs) -> Result<ExitCode> {
+    if super::db_file::is_db_file(&r.file) {
+        // The report's charts run over time, and a db file keeps none.
+        eprintln!(
+            "regscope: {} is etcd's db file: it keeps revisions but no times, and the report charts a span of time; for the file use `regscope analyze` (what fills it), `regscope diff FILE --at rA --at rB` (what changed) or `regscope replay` (its history in the console)",
+            r.file.display()
+        );
+        return Ok(ExitCode::from(2));
+    }
     if let Err(code) = files_exist(&r.file) {
         return Ok(code);
     }

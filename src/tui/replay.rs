@@ -287,7 +287,9 @@ impl ReplayDriver {
                     }
                     SeekTo::Time(t) => Target::Time(t),
                     SeekTo::Revision(r) => Target::Revision(r),
-                    SeekTo::Start => Target::Time(self.player.span().0),
+                    // The first observation, not the last at the first time: the two
+                    // differ when many share one stamp (a db file's history).
+                    SeekTo::Start => Target::Position(0),
                     SeekTo::End => Target::End,
                 };
                 // A moment outside the recording is said, not guessed; a step past either

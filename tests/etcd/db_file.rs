@@ -197,6 +197,16 @@ fn revisions_outside_the_file_are_refused(fx: &DbFixture) {
     ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("compacted"), "{}", stderr(&out));
+    // The report charts time, which a db file does not keep: refused, pointing elsewhere.
+    let html = fx.dir.path().join("report.html");
+    let out = run(&["report", s(&fx.db), "-o", s(&html)]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("regscope analyze"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!html.exists());
 }
 
 fn leases_and_meta(fx: &DbFixture) {
@@ -317,6 +327,22 @@ fn the_console_opens_a_db_file_and_seeks_its_revisions() {
             "replay --check lacks {want:?}:\n{text}"
         );
     }
+    assert!(text.contains("SHA-256 of the pages matches"), "{text}");
+    // One byte changed inside a value: every page still parses, but the digest etcdctl
+    // appended no longer matches (etcdctl snapshot restore refuses such a file).
+    let mut bytes = std::fs::read(&fx.db).unwrap();
+    let at = bytes
+        .windows(8)
+        .position(|w| w == b"web-0\x12\x00\x1a")
+        .or_else(|| bytes.windows(5).position(|w| w == b"web-0"))
+        .expect("a value naming web-0");
+    bytes[at + 2] ^= 0x20;
+    let flipped = fx.dir.path().join("flipped.db");
+    std::fs::write(&flipped, &bytes).unwrap();
+    let out = run(&["replay", "--check", s(&flipped)]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("does not match the pages"), "{t}");
     // The free pages, as `analyze` counts them (the pages no tree reaches: etcd keeps no
     // freelist in the file).
     let a = json(&run(&["analyze", s(&fx.db), "--json"]));

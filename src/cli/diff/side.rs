@@ -11,7 +11,6 @@ use crate::cli::{db_file, recording};
 use crate::config::Zone;
 use crate::model::{Revision, SessionInfo};
 use crate::record::{Player, Target};
-use crate::source::etcd_db::EtcdDb;
 use crate::store::Session;
 
 /// The prefix kube-apiserver stores under when `--etcd-prefix` is not given.
@@ -73,7 +72,7 @@ impl Side {
     }
 
     fn open_db(path: &Path, at: Option<&str>, prefix: Option<&str>) -> Result<Side, String> {
-        let db = EtcdDb::open(path).map_err(|e| e.to_string())?;
+        let db = db_file::open_or_error(path)?;
         let in_file = |e: String| format!("{}: {e}", path.display());
         let head = db.head().map_err(|e| in_file(e.to_string()))?;
         let rev = match at {

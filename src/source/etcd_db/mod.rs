@@ -353,9 +353,22 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
         }
     }
 
-    /// The revision below which history is gone: the finished compaction (0 if none).
+    /// The revision below which history is not whole: the finished compaction, or a
+    /// scheduled one that never finished when that is newer (a member stopped while it
+    /// compacted has deleted part of the revisions below it; etcd finishes that compaction
+    /// when it starts again, `mvcc/kvstore.go` `restore`). 0 for a store never compacted.
     pub fn compacted(&self) -> Revision {
-        self.meta.finished_compact_revision.unwrap_or(0)
+        let finished = self.meta.finished_compact_revision.unwrap_or(0);
+        finished.max(self.interrupted_compaction().unwrap_or(0))
+    }
+
+    /// A compaction recorded as scheduled and never finished (`scheduledCompactRev` ahead of
+    /// `finishedCompactRev`): its revision.
+    pub fn interrupted_compaction(&self) -> Option<Revision> {
+        let finished = self.meta.finished_compact_revision.unwrap_or(0);
+        self.meta
+            .scheduled_compact_revision
+            .filter(|&s| s > finished)
     }
 
     /// The leases, in id order.
