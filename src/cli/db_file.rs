@@ -55,7 +55,8 @@ pub fn open_or_error(path: &Path) -> Result<EtcdDb, String> {
 /// A db file holds no times: a time or an offset is refused, naming the revisions held.
 pub fn parse_revision(flag: &str, text: &str, db: &EtcdDb) -> Result<Revision, String> {
     let head = db.head().map_err(|e| e.to_string())?;
-    let compacted = db.compacted();
+    // A store never compacted holds every revision from etcd's first, 1.
+    let compacted = db.compacted().max(1);
     let held = format!("the file holds revisions {compacted} to {head}");
     let t = text.trim();
     let rev = match t {
@@ -173,7 +174,7 @@ pub fn to_recording(
         Observation::Note(format!(
             "{}: etcd's db file, revisions {} to {head}; it keeps no times, so every revision is shown at the file's modification time ({}); seek by revision",
             db.path().display(),
-            db.compacted(),
+            db.compacted().max(1),
             humantime::format_rfc3339_seconds(at)
         )),
     );

@@ -38,7 +38,7 @@ pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
     };
     let head = db.head().map_err(|x| x.to_string());
     let (from, to) = match (
-        bound("--from", &e.from, Ok(db.compacted())),
+        bound("--from", &e.from, Ok(db.compacted().max(1))),
         bound("--to", &e.to, head),
     ) {
         (Ok(a), Ok(b)) => (a, b),

@@ -108,7 +108,7 @@ async fn run_db(r: &ReplayArgs, ui: &UiArgs) -> Result<ExitCode> {
     };
     opts.warnings.push(format!(
         "etcd's db file: revisions {} to {}; it keeps no times (every revision is shown at the file's modification time): seek by revision",
-        db.compacted(),
+        db.compacted().max(1),
         db.head()?
     ));
     let code = console(player, r.file.display().to_string(), at, r, opts).await;

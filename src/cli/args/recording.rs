@@ -36,7 +36,10 @@ pub struct RecordArgs {
 
 #[derive(Debug, Args, Clone)]
 pub struct ReplayArgs {
-    /// The recording (a file, or the base name of a --keep-last set).
+    /// The recording (a file, or the base name of a --keep-last set), or etcd's db file (what
+    /// `etcdctl snapshot save` writes, or a member's member/snap/db; told apart by content:
+    /// its retained history is written as a recording in $TMPDIR, removed on quit, and
+    /// --at is a revision).
     pub file: PathBuf,
     /// Do not open the console: read the whole file, verify every checksum and print its
     /// span, counts and any damage (exit 1 when damaged).
