@@ -21,7 +21,7 @@
 //! child's own (`wait4`'s `ru_maxrss`).
 
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -130,25 +130,9 @@ fn main() {
         eprintln!("db_file: etcd or etcdctl not on PATH (apt-get install etcd-server etcd-client); skipped");
         return;
     }
-    let keys: usize = std::env::var("DB_BENCH_KEYS")
-        .ok()
-        .and_then(|k| k.parse().ok())
-        .unwrap_or(1_000_000);
-    let rounds: usize = std::env::var("DB_BENCH_ROUNDS")
-        .ok()
-        .and_then(|k| k.parse().ok())
-        .unwrap_or(3);
-    let (dir, tmp) = match std::env::var_os("DB_BENCH_DIR") {
-        Some(d) => {
-            let d = PathBuf::from(d).join(format!("mixed-{keys}-{SET_VERSION}"));
-            std::fs::create_dir_all(&d).expect("DB_BENCH_DIR");
-            (d, None)
-        }
-        None => {
-            let t = tempfile::tempdir().expect("tempdir");
-            (t.path().to_path_buf(), Some(t))
-        }
-    };
+    let keys = etcd::env_number("DB_BENCH_KEYS", 1_000_000);
+    let rounds = etcd::env_number("DB_BENCH_ROUNDS", 3);
+    let (dir, tmp) = etcd::data_dir("DB_BENCH_DIR", &format!("mixed-{keys}-{SET_VERSION}"));
     let db = dir.join("snapshot.db");
     if !db.exists() {
         let rt = tokio::runtime::Builder::new_multi_thread()

@@ -159,25 +159,12 @@ fn main() {
         return;
     }
     let set = std::env::var("INITIAL_SYNC_SET").unwrap_or_else(|_| "mixed".into());
-    let keys: usize = std::env::var("INITIAL_SYNC_KEYS")
-        .ok()
-        .and_then(|k| k.parse().ok())
-        .unwrap_or(if set == "large" { 100_000 } else { 1_000_000 });
-    let rounds: usize = std::env::var("INITIAL_SYNC_ROUNDS")
-        .ok()
-        .and_then(|k| k.parse().ok())
-        .unwrap_or(3);
-    let (dir, tmp) = match std::env::var_os("INITIAL_SYNC_DIR") {
-        Some(d) => {
-            let d = PathBuf::from(d).join(format!("{set}-{keys}-{SET_VERSION}"));
-            std::fs::create_dir_all(&d).expect("INITIAL_SYNC_DIR");
-            (d, None)
-        }
-        None => {
-            let t = tempfile::tempdir().expect("tempdir");
-            (t.path().to_path_buf(), Some(t))
-        }
-    };
+    let keys = etcd::env_number(
+        "INITIAL_SYNC_KEYS",
+        if set == "large" { 100_000 } else { 1_000_000 },
+    );
+    let rounds = etcd::env_number("INITIAL_SYNC_ROUNDS", 3);
+    let (dir, tmp) = etcd::data_dir("INITIAL_SYNC_DIR", &format!("{set}-{keys}-{SET_VERSION}"));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -122,3 +122,27 @@ pub async fn load(c: &mut etcd_client::Client, set: &str, keys: usize) -> u64 {
     );
     bytes
 }
+
+/// The number in environment variable `name`, or `default`.
+pub fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The bench's data dir: `$var/NAME`, kept for the next run, or a temporary one (removed
+/// with the `TempDir` returned beside it).
+pub fn data_dir(var: &str, name: &str) -> (std::path::PathBuf, Option<tempfile::TempDir>) {
+    match std::env::var_os(var) {
+        Some(d) => {
+            let d = std::path::PathBuf::from(d).join(name);
+            std::fs::create_dir_all(&d).expect(var);
+            (d, None)
+        }
+        None => {
+            let t = tempfile::tempdir().expect("tempdir");
+            (t.path().to_path_buf(), Some(t))
+        }
+    }
+}

@@ -40,10 +40,10 @@ use serde_json::json;
 
 use super::args::{normal_prefix, AnalyzeArgs};
 use super::out;
-use super::table::Table;
+use super::table::{key_usage_table, Table};
 use crate::derive::units::{bytes, thousands, thousands_i};
 use crate::source::etcd_db::analysis::{
-    analyze, Analysis, AnalysisOptions, FreePagesFrom, KeyUsage, Usage, DEFAULT_QUOTA_BYTES,
+    analyze, Analysis, AnalysisOptions, FreePagesFrom, Usage, DEFAULT_QUOTA_BYTES,
 };
 
 /// Runs `regscope analyze`: a db file here, a recording in [`super::analyze_recording`].
@@ -336,36 +336,9 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
         bytes(f.in_use_bytes),
     );
 
-    let key_table = |o: &mut String, title: &str, keys: &[KeyUsage]| {
-        let _ = writeln!(o, "\n{title}");
-        if keys.is_empty() {
-            let _ = writeln!(o, "  none");
-            return;
-        }
-        Table {
-            header: vec!["BYTES", "REVISIONS", "RETAINED", "STATE", "KEY"],
-            rows: keys
-                .iter()
-                .map(|k| {
-                    vec![
-                        bytes(k.bytes),
-                        thousands(k.revisions),
-                        bytes(k.retained_bytes),
-                        if k.live {
-                            "live".into()
-                        } else {
-                            format!("deleted at {}", k.newest_revision)
-                        },
-                        k.key.clone(),
-                    ]
-                })
-                .collect(),
-            left: vec![3, 4],
-        }
-        .render(o, "  ");
-    };
-    key_table(&mut o, "Largest objects (newest value)", &a.largest);
-    key_table(&mut o, "Most retained revisions", &a.most_revisions);
+    let header = ["BYTES", "REVISIONS", "RETAINED", "STATE", "KEY"];
+    key_usage_table(&mut o, "Largest objects (newest value)", &a.largest, header);
+    key_usage_table(&mut o, "Most retained revisions", &a.most_revisions, header);
 
     let _ = writeln!(o, "\nLeases by live keys attached");
     if a.leases_by_keys.is_empty() {

@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::args::{normal_prefix, AnalyzeArgs};
 use super::out;
 use super::recording::files_exist;
-use super::table::Table;
+use super::table::{key_usage_table, Table};
 use crate::derive::units::{bytes, thousands, thousands_i};
 use crate::model::{escape_bytes, KeyPath, Revision};
 use crate::record::Target;
@@ -269,32 +269,12 @@ fn recording_text(r: &RecordingAnalysis, files: &[String]) -> String {
         ("Largest objects (newest value)", &r.largest),
         ("Most versions held", &r.most_revisions),
     ] {
-        let _ = writeln!(o, "\n{title}");
-        if list.is_empty() {
-            let _ = writeln!(o, "  none");
-            continue;
-        }
-        Table {
-            header: vec!["BYTES", "VERSIONS", "HELD", "STATE", "KEY"],
-            rows: list
-                .iter()
-                .map(|k| {
-                    vec![
-                        bytes(k.bytes),
-                        thousands(k.revisions),
-                        bytes(k.retained_bytes),
-                        if k.live {
-                            "live".into()
-                        } else {
-                            format!("deleted at {}", k.newest_revision)
-                        },
-                        k.key.clone(),
-                    ]
-                })
-                .collect(),
-            left: vec![3, 4],
-        }
-        .render(&mut o, "  ");
+        key_usage_table(
+            &mut o,
+            title,
+            list,
+            ["BYTES", "VERSIONS", "HELD", "STATE", "KEY"],
+        );
     }
     let _ = writeln!(o, "\nNamespaces by held bytes");
     if r.namespaces.is_empty() {

@@ -43,6 +43,44 @@ impl Table {
     }
 }
 
+/// A titled table of keys (`analyze`'s largest objects and most revisions, of a db file or
+/// a recording): newest value bytes, versions, their bytes, live or when deleted, the key;
+/// `none` under the title when there are none. `header` names the five columns.
+pub fn key_usage_table(
+    o: &mut String,
+    title: &str,
+    keys: &[crate::source::etcd_db::analysis::KeyUsage],
+    header: [&'static str; 5],
+) {
+    use crate::derive::units::{bytes, thousands};
+    let _ = writeln!(o, "\n{title}");
+    if keys.is_empty() {
+        let _ = writeln!(o, "  none");
+        return;
+    }
+    Table {
+        header: header.to_vec(),
+        rows: keys
+            .iter()
+            .map(|k| {
+                vec![
+                    bytes(k.bytes),
+                    thousands(k.revisions),
+                    bytes(k.retained_bytes),
+                    if k.live {
+                        "live".into()
+                    } else {
+                        format!("deleted at {}", k.newest_revision)
+                    },
+                    k.key.clone(),
+                ]
+            })
+            .collect(),
+        left: vec![3, 4],
+    }
+    .render(o, "  ");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
