@@ -59,7 +59,10 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
         Some(Command::Report(r)) => cli::report::run(&r, ui),
         Some(Command::Diff(d)) => cli::diff::run(&d, ui),
         Some(Command::Decode(d)) => cli::decode::run(&d, ui),
-        Some(Command::Analyze(a)) => cli::analyze::run(&a),
+        Some(Command::Analyze(a)) => match &a.file {
+            Some(file) => cli::analyze::run(&a, file),
+            None => cli::analyze_live::run(&a, discovery.as_ref()).await,
+        },
         Some(Command::Completions { shell }) => Ok(cli::completions::completions(shell)),
         Some(Command::Man) => cli::completions::man(),
         Some(Command::PrintConfig { which }) => Ok(cli::print_config::run(which, &cli.settings)),

@@ -47,16 +47,16 @@ use crate::source::etcd_db::analysis::{
 };
 
 /// Runs `regscope analyze`: a db file here, a recording in [`super::analyze_recording`].
-pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
-    if !super::db_file::is_db_file(&a.file) {
-        return super::analyze_recording::run(a);
+pub fn run(a: &AnalyzeArgs, file: &std::path::Path) -> Result<ExitCode> {
+    if !super::db_file::is_db_file(file) {
+        return super::analyze_recording::run(a, file);
     }
-    let db = match super::db_file::open(&a.file) {
+    let db = match super::db_file::open(file) {
         Ok(db) => db,
         Err(code) => return Ok(code),
     };
     let opts = AnalysisOptions {
-        prefix: normal_prefix(&a.prefix),
+        prefix: normal_prefix(&a.conn.prefix),
         top: a.top,
     };
     let analysis = match analyze(&db, &opts) {

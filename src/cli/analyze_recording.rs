@@ -149,11 +149,11 @@ pub fn recording_analysis(session: &Session, prefix: &[u8], top: usize) -> Recor
 }
 
 /// Runs `regscope analyze REC` (see the module doc).
-pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
-    if let Err(code) = files_exist(&a.file) {
+pub fn run(a: &AnalyzeArgs, file: &std::path::Path) -> Result<ExitCode> {
+    if let Err(code) = files_exist(file) {
         return Ok(code);
     }
-    let mut player = match crate::record::Player::open(&a.file) {
+    let mut player = match crate::record::Player::open(file) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("regscope: {e}, nor an etcd db file (no bbolt meta page at its start)");
@@ -168,7 +168,7 @@ pub fn run(a: &AnalyzeArgs) -> Result<ExitCode> {
     for d in &damage {
         eprintln!("regscope: damaged recording: {d}");
     }
-    let r = recording_analysis(&session, &normal_prefix(&a.prefix), a.top);
+    let r = recording_analysis(&session, &normal_prefix(&a.conn.prefix), a.top);
     let files: Vec<String> = player
         .paths()
         .iter()

@@ -12,6 +12,7 @@
 //! stdout that survives a closed pipe ([`out`]); aligned text tables ([`table`]).
 
 pub mod analyze;
+pub mod analyze_live;
 pub mod analyze_recording;
 pub mod args;
 pub mod check;

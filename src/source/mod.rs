@@ -3,6 +3,7 @@
 //! shares state with the UI. [`live::start`] starts all of them at once; a replay
 //! (`crate::record::Player`) takes the place of that one call.
 
+pub mod compacted;
 pub mod connect;
 pub mod etcd;
 pub mod etcd_db;

@@ -251,15 +251,25 @@ resources:
 /// when etcd, etcdctl or the golden data is missing, or when etcd does not do what the
 /// workload expects.
 pub fn write_workload_and_snapshot() -> DbFixture {
+    write_workload_and_snapshot_then(|_| ()).0
+}
+
+/// As [`write_workload_and_snapshot`], and `while_up` runs with etcd's endpoint after the
+/// snapshot is saved, before etcd stops: what it returns comes back beside the fixture.
+/// The fixture then checks that etcd's revision is still the head (`while_up` must only
+/// read).
+pub fn write_workload_and_snapshot_then<T: Send + 'static>(
+    while_up: impl FnOnce(&str) -> T + Send + 'static,
+) -> (DbFixture, T) {
     std::thread::Builder::new()
         .name("etcd-db-fixture".into())
-        .spawn(build)
+        .spawn(move || build(while_up))
         .expect("spawn the fixture's thread")
         .join()
         .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
 }
 
-fn build() -> DbFixture {
+fn build<T>(while_up: impl FnOnce(&str) -> T) -> (DbFixture, T) {
     let dir = tempfile::Builder::new()
         .prefix("regscope-db-fixture-")
         .tempdir()
@@ -304,6 +314,7 @@ fn build() -> DbFixture {
     let db = dir.path().join("snapshot.db");
     let db_arg = db.to_str().expect("temp paths are UTF-8");
     ok(&etcdctl(&endpoint, &["snapshot", "save", db_arg]));
+    let seen = while_up(&endpoint);
     let after = json(&etcdctl(
         &endpoint,
         &[
@@ -320,14 +331,14 @@ fn build() -> DbFixture {
     assert_eq!(
         after["header"]["revision"].as_i64(),
         Some(head),
-        "nothing may write while the fixture reads and saves"
+        "nothing may write while the fixture reads and saves, nor while it is up after"
     );
     drop(etcd);
     let status = json(&etcdctl_offline(&[
         "snapshot", "status", db_arg, "-w", "json",
     ]));
 
-    DbFixture {
+    let fixture = DbFixture {
         dir,
         db,
         etcd_version,
@@ -340,7 +351,8 @@ fn build() -> DbFixture {
         status,
         encryption_config,
         steps: workload.steps,
-    }
+    };
+    (fixture, seen)
 }
 
 /// The workload, written through the etcd client; each step asserts the revision etcd

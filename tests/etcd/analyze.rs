@@ -45,6 +45,20 @@ fn retained_from_answers(fx: &DbFixture) -> BTreeMap<String, (u64, u64)> {
     out
 }
 
+/// Per resource under `/registry`: (keys, newest value bytes) etcd returned at the head.
+fn per_resource_at_head(fx: &DbFixture) -> BTreeMap<String, (u64, u64)> {
+    let mut want: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for kv in fx.kvs_at(fx.head) {
+        let r = regscope::model::KeyPath::parse(b"/registry", kv.key.as_bytes())
+            .resource
+            .into_owned();
+        let e = want.entry(r).or_default();
+        e.0 += 1;
+        e.1 += kv.value.len() as u64;
+    }
+    want
+}
+
 fn analyze_json(fx: &DbFixture) -> Value {
     let o = run(&["analyze", s(&fx.db), "--json", "--top", "1000"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -106,15 +120,7 @@ fn analyze_agrees_with_etcdctl_and_with_what_etcd_answered() {
     assert_eq!(u(&v["lease_count"]), fx.leases.len() as u64);
 
     // Live keys and newest value bytes per resource: etcd's answer at the head.
-    let mut want: BTreeMap<String, (u64, u64)> = BTreeMap::new();
-    for kv in fx.kvs_at(fx.head) {
-        let r = regscope::model::KeyPath::parse(b"/registry", kv.key.as_bytes())
-            .resource
-            .into_owned();
-        let e = want.entry(r).or_default();
-        e.0 += 1;
-        e.1 += kv.value.len() as u64;
-    }
+    let want = per_resource_at_head(&fx);
     let rows = v["resources"].as_array().expect("resources");
     let got: BTreeMap<String, (u64, u64)> = rows
         .iter()
@@ -394,4 +400,135 @@ async fn a_full_members_own_file_says_nospace_and_etcds_own_sizes() {
         text.contains("ALARM         NOSPACE: the quota was hit"),
         "{text}"
     );
+}
+
+/// `regscope analyze --endpoints` on the etcd that wrote the fixture, while it is still up
+/// (and read-only: the fixture checks that etcd's revision did not move): the keys and
+/// newest value bytes per resource are etcd's at the head, the compaction is the one the
+/// workload made, the member's file size is what `etcdctl endpoint status` says, every
+/// live key's retained-version bounds hold the versions of its current life etcd answered
+/// at the revisions from the compaction on (and are exact where the revisions decide
+/// them), and the leases carry the keys `etcdctl lease timetolive --keys` listed.
+#[test]
+fn analyze_live_agrees_with_etcd_and_bounds_each_keys_retained_versions() {
+    require!(ETCD, ETCDCTL, TESTDATA);
+    let (fx, (json_out, text_out, status)) =
+        etcd_db::write_workload_and_snapshot_then(|endpoint| {
+            let j = run(&[
+                "analyze",
+                "--endpoints",
+                endpoint,
+                "--json",
+                "--top",
+                "1000",
+            ]);
+            let t = run(&["analyze", "--endpoints", endpoint]);
+            let st = std::process::Command::new("etcdctl")
+                .env("ETCDCTL_API", "3")
+                .args(["--endpoints", endpoint, "endpoint", "status", "-w", "json"])
+                .output()
+                .expect("etcdctl endpoint status");
+            (j, t, st)
+        });
+    assert!(json_out.status.success(), "{}", stderr(&json_out));
+    let v: Value = serde_json::from_slice(&json_out.stdout).expect("JSON");
+    assert_eq!(v["kind"], "live");
+    assert_eq!(v["revision"].as_i64(), Some(fx.head));
+    assert_eq!(v["compacted"].as_i64(), Some(fx.compacted));
+
+    // The member's file: etcdctl's figures (nothing was written in between).
+    let st: Value = serde_json::from_slice(&status.stdout).expect("endpoint status JSON");
+    let st = &st[0]["Status"];
+    assert_eq!(v["db_size"], st["dbSize"], "{st}");
+    assert_eq!(v["db_size_in_use"], st["dbSizeInUse"], "{st}");
+    assert_eq!(v["quota"]["from"], "default");
+
+    // Keys and newest value bytes per resource: etcd's answer at the head.
+    let head = fx.kvs_at(fx.head);
+    let want = per_resource_at_head(&fx);
+    let got: BTreeMap<String, (u64, u64)> = v["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                (u(&r["keys"]), u(&r["bytes"])),
+            )
+        })
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(u(&v["all_keys"]["keys"]), head.len() as u64);
+
+    // Every live key (--top 1000 lists them all): its bounds hold the versions of its
+    // current life that etcd answered at some revision from the compaction on.
+    let keys = v["largest"].as_array().expect("largest");
+    assert_eq!(keys.len(), head.len());
+    let mut exact = 0;
+    let mut ranged = 0;
+    for kv in &head {
+        let row = keys
+            .iter()
+            .find(|k| k["key"] == kv.key.as_str())
+            .unwrap_or_else(|| panic!("{} missing", kv.key));
+        let mut versions = BTreeSet::new();
+        for rev in fx.compacted..=fx.head {
+            if let Some(x) = fx.kv_at(rev, &kv.key) {
+                if x.create_revision == kv.create_revision {
+                    versions.insert(x.mod_revision);
+                }
+            }
+        }
+        let n = versions.len() as u64;
+        let (lo, hi) = (u(&row["retained_min"]), u(&row["retained_max"]));
+        assert!(
+            lo <= n && n <= hi,
+            "{}: {n} retained, said {lo}..{hi}",
+            kv.key
+        );
+        assert_eq!(row["version"].as_i64(), Some(kv.version));
+        assert_eq!(row["mod_revision"].as_i64(), Some(kv.mod_revision));
+        if kv.create_revision > fx.compacted || kv.mod_revision <= fx.compacted {
+            assert_eq!((lo, hi), (n, n), "{}: exact here", kv.key);
+            exact += 1;
+        } else {
+            ranged += 1;
+        }
+    }
+    assert!(
+        exact > 0 && ranged > 0,
+        "the workload has both cases: {exact} exact, {ranged} ranged"
+    );
+
+    // Leases with keys: etcdctl's ids and key counts, TTLs asked.
+    let leases = v["leases_by_keys"].as_array().expect("leases");
+    let want: BTreeMap<String, u64> = fx
+        .leases
+        .iter()
+        .filter(|(_, _, k)| k.iter().any(|k| k.starts_with("/registry/")))
+        .map(|(id, _, k)| {
+            (
+                format!("{id:x}"),
+                k.iter().filter(|k| k.starts_with("/registry/")).count() as u64,
+            )
+        })
+        .collect();
+    let got: BTreeMap<String, u64> = leases
+        .iter()
+        .map(|l| (l["id"].as_str().unwrap().to_string(), u(&l["keys"])))
+        .collect();
+    assert_eq!(got, want);
+    for l in leases {
+        assert_eq!(l["granted_ttl"].as_i64(), Some(etcd_db::LEASE_TTL), "{l}");
+    }
+
+    // The tables say what they leave out.
+    assert!(text_out.status.success(), "{}", stderr(&text_out));
+    let text = String::from_utf8(text_out.stdout).unwrap();
+    assert!(text.contains("no history read"), "{text}");
+    assert!(
+        text.contains(&format!("compaction    at {}", fx.compacted)),
+        "{text}"
+    );
+    assert!(text.contains("deleted keys"), "{text}");
 }

@@ -4,7 +4,7 @@
 //! `regscope print-config` ([`Setting`]). [`Cli::parse_merged`] parses the process
 //! arguments this way; connection flags given before a subcommand reach it.
 
-use super::{Cli, Command, DoctorArgs, SnapshotArgs, VerifyArgs};
+use super::{AnalyzeArgs, Cli, Command, DoctorArgs, SnapshotArgs, VerifyArgs};
 
 /// Settings the config file may give, as long flag names. Not `show-secrets` (showing
 /// Secrets is asked for each time) nor `password` (no passwords in a plain file: use
@@ -283,7 +283,8 @@ impl Cli {
         match (&mut cli.command, matches.subcommand()) {
             (Some(Command::Snapshot(SnapshotArgs { conn, .. })), Some((_, sub)))
             | (Some(Command::Doctor(DoctorArgs { conn, .. })), Some((_, sub)))
-            | (Some(Command::Verify(VerifyArgs { conn })), Some((_, sub))) => {
+            | (Some(Command::Verify(VerifyArgs { conn })), Some((_, sub)))
+            | (Some(Command::Analyze(AnalyzeArgs { conn, .. })), Some((_, sub))) => {
                 conn.inherit(&root, &matches, sub)
             }
             _ => {}
@@ -299,6 +300,7 @@ impl Cli {
                 Command::Doctor(a) => Some(&mut a.conn),
                 Command::Verify(a) => Some(&mut a.conn),
                 Command::Record(a) => Some(&mut a.conn),
+                Command::Analyze(a) => Some(&mut a.conn),
                 _ => None,
             };
             if let Some(conn) = conn {
