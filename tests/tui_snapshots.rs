@@ -2620,6 +2620,7 @@ fn replay_timeline_120x30() {
         damage: String::new(),
         marker: Some("compaction at revision 110 (compact_rev_key) at 22:13:40".into()),
         markers: None,
+        revisions: None,
     }));
     keys(&mut a, " ");
     assert!(a.paused());
@@ -2680,6 +2681,7 @@ fn replay_timeline_ticks_by_kind_120x12() {
         damage: String::new(),
         marker: None,
         markers: None,
+        revisions: None,
     };
     a.set_replay(Some(status.clone()));
     keys(&mut a, " ");
