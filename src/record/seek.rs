@@ -147,7 +147,7 @@ pub fn parse_revision_seek(text: &str, now: SystemTime, utc_offset: i64) -> Resu
     match parse_seek_from(t, now, utc_offset) {
         Ok(to @ (SeekTo::Start | SeekTo::End | SeekTo::Revision(_))) => Ok(to),
         Ok(SeekTo::Time(_) | SeekTo::Relative(_)) => Err(format!(
-            "seek: '{t}' is a time, and etcd's db file keeps none (every revision shows at the file's modification time): give a revision (r1234), start or end"
+            "seek: '{t}' is a time, and a db file keeps none: give a revision (r1234), start or end"
         )),
         Err(_) => Err(format!(
             "seek: '{t}' is not a revision (r1234), start or end"

@@ -595,11 +595,7 @@ fn revision_timeline(
     ];
     spans.extend(bar(app, bar_w, frac, &marks));
     spans.push(Span::styled(tail, t.get(Role::Muted)));
-    spans.extend(after_bar(
-        app,
-        r,
-        "  space plays revisions · t seeks r1234, start, end · n next marker",
-    ));
+    spans.extend(after_bar(app, r, "  space plays · t seeks rN, start, end"));
     let used: usize = spans.iter().map(|s| s.width()).sum();
     let file_time = format!(
         "  file modified {} {} (no revision's time)",
