@@ -3259,6 +3259,16 @@ fn db_file_timeline_over_revisions() {
     keys(&mut a, "\x1bb");
     assert!(a.take_requests().is_empty());
     assert!(render(&mut a, 160, 12).contains("bookmarks are for recordings"));
+    // Events show each revision without a time: the file's time is no event's.
+    keys(&mut a, "2");
+    let events = render(&mut a, 120, 14);
+    let row = events
+        .lines()
+        .find(|l| l.contains("p130"))
+        .unwrap_or_else(|| panic!("r130's event\n{events}"));
+    assert!(row.starts_with("│—") && row.contains(" 130 PUT"), "{row}");
+    assert!(!events.contains("22:13"), "{events}");
+    insta::assert_snapshot!("db_file_events_120x14", events);
     // A recording's replay keeps its time timeline.
     a.set_replay(Some(ReplayStatus {
         revisions: None,
