@@ -2620,6 +2620,7 @@ fn replay_timeline_120x30() {
         damage: String::new(),
         marker: Some("compaction at revision 110 (compact_rev_key) at 22:13:40".into()),
         markers: None,
+        revisions: None,
     }));
     keys(&mut a, " ");
     assert!(a.paused());
@@ -2680,6 +2681,7 @@ fn replay_timeline_ticks_by_kind_120x12() {
         damage: String::new(),
         marker: None,
         markers: None,
+        revisions: None,
     };
     a.set_replay(Some(status.clone()));
     keys(&mut a, " ");
@@ -3060,4 +3062,224 @@ fn a_terminal_below_40x12_says_it_is_too_small() {
     let text = render(&mut a, 40, 12);
     assert!(!text.contains("too small"), "{text}");
     assert!(text.contains("Growth"), "{text}");
+}
+
+/// A session as `regscope replay DB` builds it from etcd's db file: the file as the
+/// source, its finished compaction at 110, the keys alive then as a list, and revisions
+/// 111 to `upto` as watch responses, every observation stamped with the file's
+/// modification time (`at(0)`), as `cli/db_file.rs` `to_recording` writes them.
+fn db_file_session(upto: i64) -> Session {
+    use regscope::model::CompactionSource;
+    let info = regscope::model::SessionInfo {
+        title: "file snap.db".into(),
+        prefix: "/registry".into(),
+        ..Default::default()
+    };
+    let mut s = Session::new(info);
+    let mut obs = vec![
+        Observation::Server {
+            endpoint: "file snap.db".into(),
+            version: "3.4.0".into(),
+            cluster_id: 0,
+        },
+        Observation::Conn(ConnState::File),
+        Observation::Compacted {
+            revision: 110,
+            source: CompactionSource::DbFile,
+        },
+        Observation::ListBegin { revision: 110 },
+        Observation::ListPage {
+            kvs: (0..5)
+                .map(|i| {
+                    kv(
+                        format!("/registry/configmaps/default/cm{i}").as_bytes(),
+                        100 + i,
+                        100 + i,
+                        1,
+                        0,
+                        1,
+                    )
+                })
+                .collect(),
+        },
+        Observation::ListDone {
+            revision: 110,
+            compacted: None,
+        },
+    ];
+    for rev in 111..=upto {
+        obs.push(Observation::Events {
+            revision: rev,
+            events: vec![WatchEvent {
+                kind: EventKind::Put,
+                kv: kv(
+                    format!("/registry/pods/default/p{rev}").as_bytes(),
+                    rev,
+                    rev,
+                    1,
+                    0,
+                    1,
+                ),
+                prev_kv: None,
+            }],
+        });
+    }
+    for obs in obs {
+        s.apply(&Stamped { at: at(0), obs });
+    }
+    s
+}
+
+/// The replay over etcd's db file: its timeline runs over revisions (the cursor's revision
+/// of the head, on a bar from the finished compaction to the head, ticks at the markers'
+/// revisions, the compaction), the speed in revisions a second, and no time shown as a
+/// revision's: the file's modification time only where there is room, named as that. The
+/// seek prompt names revisions, a time typed is refused with a message, `<` and `>` move
+/// ten revisions within the file, `b` says why there are no bookmarks.
+#[test]
+fn db_file_timeline_over_revisions() {
+    use regscope::record::seek::SeekTo;
+    use regscope::record::{Marker, MarkerKind, RevisionTimeline};
+    use regscope::tui::{ReplayStatus, Request, Speed};
+    let tl = RevisionTimeline {
+        compacted: 110,
+        first: 110,
+        head: 150,
+        file_time: at(0),
+    };
+    let status = ReplayStatus {
+        file: "snap.db".into(),
+        // Every stamp is the file's time: the span is one instant.
+        start: at(0),
+        end: at(0),
+        total: 48,
+        position: 27,
+        speed: Speed::Times(1),
+        secrets_shown: false,
+        damage: String::new(),
+        marker: None,
+        markers: None,
+        revisions: Some(tl),
+    };
+    let mut a = App::new(db_file_session(130), Settings::default());
+    a.set_replay(Some(status.clone()));
+    keys(&mut a, " ");
+    assert!(a.paused());
+    let paused = render(&mut a, 120, 12);
+    let row = |screen: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains("rev/s"))
+            .unwrap_or_else(|| panic!("the timeline row\n{screen}"))
+            .to_string()
+    };
+    let line = row(&paused);
+    assert!(line.contains(" r130 of 150 "), "{line}");
+    assert!(line.contains("compacted at r110"), "{line}");
+    assert!(
+        line.contains("space plays · t seeks rN, start, end"),
+        "{line}"
+    );
+    // Half way from 110 to 150: the cursor in the middle of the 36-column bar.
+    let bar: String = line.chars().filter(|c| "━─●┃".contains(*c)).collect();
+    assert_eq!(bar.chars().count(), 36, "{line}");
+    assert_eq!(bar.chars().position(|c| c == '●'), Some(18), "{line}");
+    assert!(
+        !line.contains("22:13"),
+        "no revision shown at the file's time at 120 columns:\n{line}"
+    );
+    insta::assert_snapshot!("db_file_timeline_paused_120x12", paused);
+
+    // Playing at 100 revisions a second, the markers read (ticks at their revisions: the
+    // compaction at the bar's start, a bookmark at r140), after a seek's message; wide
+    // enough for the file's time, said as the file's.
+    let mark = |revision: i64, kind: MarkerKind, label: &str| Marker {
+        position: 0,
+        at: at(0),
+        kind,
+        revision,
+        label: label.into(),
+    };
+    keys(&mut a, "++++ ");
+    assert!(!a.paused());
+    let mut r = a.cursor().replay.clone().unwrap();
+    assert_eq!(r.speed, Speed::Times(100));
+    r.marker = Some("at the start: r110, the file's finished compaction".into());
+    r.markers = Some(std::sync::Arc::new(vec![
+        mark(
+            110,
+            MarkerKind::Compaction,
+            "compaction at revision 110 (db_file)",
+        ),
+        mark(140, MarkerKind::Threshold, "p99 over 1s"),
+    ]));
+    a.set_replay(Some(r));
+    let playing = render_styles(&mut a, 200, 12);
+    let line = row(&playing);
+    assert!(line.contains("▶ 100 rev/s"), "{line}");
+    assert!(
+        line.contains("file modified 22:13:20 UTC (no revision's time)"),
+        "{line}"
+    );
+    assert_eq!(line.matches('┃').count(), 2, "{line}");
+    insta::assert_snapshot!("db_file_timeline_playing_200x12", playing);
+
+    // The seek prompt names revisions; a time typed is refused, naming it as one.
+    keys(&mut a, " t");
+    let prompt = render(&mut a, 120, 12);
+    assert!(
+        prompt.contains(" seek to revision (r1234, start, end): "),
+        "{prompt}"
+    );
+    keys(&mut a, "22:13:20\n");
+    let reqs = a.take_requests();
+    let [Request::Notice(n)] = reqs.as_slice() else {
+        panic!("one notice: {reqs:?}");
+    };
+    assert_eq!(
+        n,
+        "seek: '22:13:20' is a time, and a db file keeps none: give a revision (r1234), start or end"
+    );
+    for (typed, want) in [
+        ("tr120\n", SeekTo::Revision(120)),
+        ("tstart\n", SeekTo::Start),
+        ("tend\n", SeekTo::End),
+        // Ten revisions back from r130, and forward up to the head.
+        ("<", SeekTo::Revision(120)),
+        (">", SeekTo::Revision(140)),
+    ] {
+        keys(&mut a, typed);
+        assert_eq!(a.take_requests(), [Request::Seek(want)], "{typed:?}");
+    }
+    // The palette's seek reads the same way: a revision, never a time.
+    keys(&mut a, ":r125");
+    assert!(render(&mut a, 120, 12).contains("seek to r125"));
+    keys(&mut a, "\x1b:22:13:20");
+    assert!(!render(&mut a, 120, 12).contains("seek to 22:13:20"));
+    keys(&mut a, "\x1bb");
+    assert!(a.take_requests().is_empty());
+    assert!(render(&mut a, 160, 12).contains("bookmarks are for recordings"));
+    // Events show each revision without a time: the file's time is no event's.
+    keys(&mut a, "2");
+    let events = render(&mut a, 120, 14);
+    let row = events
+        .lines()
+        .find(|l| l.contains("p130"))
+        .unwrap_or_else(|| panic!("r130's event\n{events}"));
+    assert!(row.starts_with("│—") && row.contains(" 130 PUT"), "{row}");
+    assert!(!events.contains("22:13"), "{events}");
+    insta::assert_snapshot!("db_file_events_120x14", events);
+    // A recording's replay keeps its time timeline.
+    a.set_replay(Some(ReplayStatus {
+        revisions: None,
+        ..status
+    }));
+    assert!(row_has_clock(&render(&mut a, 120, 12)));
+}
+
+/// Whether the timeline row of `screen` shows the time-mode speed and a clock.
+fn row_has_clock(screen: &str) -> bool {
+    screen
+        .lines()
+        .any(|l| l.contains("⏸ 1× ") && l.contains("22:13:20"))
 }

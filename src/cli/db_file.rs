@@ -134,7 +134,9 @@ pub fn db_json(db: &EtcdDb, rev: Revision) -> anyhow::Result<serde_json::Value> 
 /// progress notification at it), then a progress notification at the head when that is
 /// newer (a compaction after the last write). Every
 /// observation carries the file's modification time ([`file_time`]): a db file keeps no
-/// times, and a note first in the recording says so. The replica keeps every version (its history
+/// times, and a note first in the recording says so; the header says it as a fact
+/// ([`crate::record::RevisionTimeline`]: the revisions held and the file's time), which the
+/// console's replay reads to run its timeline over revisions. The replica keeps every version (its history
 /// budget is the file's size), as the file does. `progress` is told each revision written.
 ///
 /// Errors: the db file is damaged (the error names where), or `out` cannot be written.
@@ -161,6 +163,13 @@ pub fn to_recording(
     let mut opts = RecordOptions::new(out);
     opts.show_secrets = show_secrets;
     opts.overwrite = true;
+    // What says, to every reader of the recording, that its stamps are no times.
+    opts.revision_timeline = Some(crate::record::RevisionTimeline {
+        compacted: db.compacted(),
+        first: db.compacted().max(1),
+        head,
+        file_time: at,
+    });
     let mut rec = Recorder::create(opts, &session, 0)?;
     let put = |session: &mut Session, rec: &mut Recorder, obs: Observation| {
         let st = Stamped { at, obs };

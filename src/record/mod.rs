@@ -18,7 +18,10 @@
 //! - **header** (first): [`RecordingHeader`] as `postcard` — format version, regscope
 //!   version, the session's [`SessionInfo`] (title, endpoints, prefix, budgets, scrape
 //!   targets, start time), etcd's cluster id and whether Secrets are redacted — then a
-//!   [`HeaderTail`] (the recorder's UTC offset), which older readers leave unread;
+//!   [`HeaderTail`] (the recorder's UTC offset), which older readers leave unread, and, in
+//!   a recording converted from etcd's own db file only, a [`RevisionTimeline`] after it
+//!   (the file's revisions and modification time: its stamps are no times), which readers
+//!   before it leave unread too;
 //! - **checkpoint**: the whole [`Session`] as `postcard`, zstd-compressed. A file starts
 //!   with one (a recording begun mid-session stands alone), and more follow by
 //!   [`CheckpointPolicy`], so that a seek reads one checkpoint and at most a few seconds
@@ -120,11 +123,50 @@ pub struct HeaderTail {
     pub utc_offset_seconds: i64,
 }
 
-/// Reads a header frame's payload: the header and its tail when present.
-pub(crate) fn read_header(bytes: &[u8]) -> Result<(RecordingHeader, Option<HeaderTail>), String> {
+/// What a header frame holds after its [`HeaderTail`] when the recording was converted
+/// from etcd's own db file (`regscope replay DB`, `cli/db_file.rs` `to_recording`): a db
+/// file keeps revisions, not times, so every observation of such a recording carries one
+/// stamp, the file's modification time, and only revisions order it. A replay over it
+/// runs its timeline over revisions `first..=head` (play steps through them, seeks take
+/// revisions, `start` and `end`) and shows `file_time` only as the file's modification
+/// time. A recording made from live sources has none (`None` from
+/// [`crate::record::Player::revision_timeline`]), and its header bytes are as before.
+///
+/// The fields are the file's own: `compacted` and `head` from etcd's `meta` bucket
+/// (`finishedCompactRev`) and `key` bucket (its newest revision), as
+/// `source/etcd_db` reads them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RevisionTimeline {
+    /// etcd's finished compaction in the file (0: never compacted).
+    pub compacted: crate::model::Revision,
+    /// The first revision whose whole state the recording holds: the finished compaction,
+    /// or etcd's first revision, 1, for a store never compacted.
+    pub first: crate::model::Revision,
+    /// The file's head: its newest revision.
+    pub head: crate::model::Revision,
+    /// The stamp every observation carries: the db file's modification time, not when
+    /// any revision was written.
+    pub file_time: SystemTime,
+}
+
+/// A header frame's payload as read: the header, its tail and the revision timeline when
+/// present.
+pub(crate) type ReadHeader = (
+    RecordingHeader,
+    Option<HeaderTail>,
+    Option<RevisionTimeline>,
+);
+
+/// Reads a header frame's payload: the header, and its tail and revision timeline when
+/// present (a file written before either reads as `None`).
+pub(crate) fn read_header(bytes: &[u8]) -> Result<ReadHeader, String> {
     let (h, rest) =
         postcard::take_from_bytes::<RecordingHeader>(bytes).map_err(|e| e.to_string())?;
-    Ok((h, postcard::from_bytes::<HeaderTail>(rest).ok()))
+    let Ok((tail, rest)) = postcard::take_from_bytes::<HeaderTail>(rest) else {
+        return Ok((h, None, None));
+    };
+    let timeline = postcard::from_bytes::<RevisionTimeline>(rest).ok();
+    Ok((h, Some(tail), timeline))
 }
 
 /// A stamp as unix nanoseconds (0 for times before 1970; `i64` reaches 2262).
@@ -262,16 +304,38 @@ mod tests {
     fn a_header_tail_is_read_when_present_and_left_unread_by_an_older_reader() {
         let mut bytes = postcard::to_stdvec(&header()).unwrap();
         // Without a tail (files written before it): the header, no offset.
-        assert_eq!(read_header(&bytes).unwrap(), (header(), None));
+        assert_eq!(read_header(&bytes).unwrap(), (header(), None, None));
         let tail = HeaderTail {
             utc_offset_seconds: -18_000,
         };
         bytes.extend(postcard::to_stdvec(&tail).unwrap());
-        assert_eq!(read_header(&bytes).unwrap(), (header(), Some(tail)));
+        assert_eq!(
+            read_header(&bytes).unwrap(),
+            (header(), Some(tail.clone()), None)
+        );
         // What a reader before the tail runs: the header alone, the rest unread.
         assert_eq!(
             postcard::from_bytes::<RecordingHeader>(&bytes).unwrap(),
             header()
         );
+        // A db file's recording: the revision timeline after the tail, which a reader
+        // before it leaves unread (the tail still reads).
+        let timeline = RevisionTimeline {
+            compacted: 10,
+            first: 10,
+            head: 42,
+            file_time: UNIX_EPOCH + Duration::from_secs(1_700_000_000),
+        };
+        bytes.extend(postcard::to_stdvec(&timeline).unwrap());
+        assert_eq!(
+            read_header(&bytes).unwrap(),
+            (header(), Some(tail.clone()), Some(timeline))
+        );
+        assert_eq!(
+            postcard::from_bytes::<RecordingHeader>(&bytes).unwrap(),
+            header()
+        );
+        let (_, rest) = postcard::take_from_bytes::<RecordingHeader>(&bytes).unwrap();
+        assert_eq!(postcard::from_bytes::<HeaderTail>(rest).unwrap(), tail);
     }
 }

@@ -59,6 +59,10 @@ pub struct RecordOptions {
     /// Replace an existing file instead of refusing.
     pub overwrite: bool,
     pub policy: CheckpointPolicy,
+    /// Written after the header's tail of every file: the stream comes from etcd's db
+    /// file and its stamps are no times (see [`super::RevisionTimeline`]). `None` for
+    /// every recording of live sources.
+    pub revision_timeline: Option<super::RevisionTimeline>,
 }
 
 impl RecordOptions {
@@ -71,6 +75,7 @@ impl RecordOptions {
             keep_last: None,
             overwrite: false,
             policy: CheckpointPolicy::default(),
+            revision_timeline: None,
         }
     }
 }
@@ -211,9 +216,13 @@ impl Recorder {
         let tail = super::HeaderTail {
             utc_offset_seconds: crate::config::zone::local_offset_at(session.now()),
         };
+        let timeline = self.opts.revision_timeline;
         let header = postcard::to_stdvec(&header)
             .and_then(|mut h| {
                 h.extend(postcard::to_stdvec(&tail)?);
+                if let Some(t) = timeline {
+                    h.extend(postcard::to_stdvec(&t)?);
+                }
                 Ok(h)
             })
             .map_err(|e| RecordError::Format {

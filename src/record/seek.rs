@@ -135,6 +135,26 @@ pub fn parse_seek_from(text: &str, now: SystemTime, utc_offset: i64) -> Result<S
     Err(bad())
 }
 
+/// What the seek prompt takes over etcd's db file, whose recording keeps revisions and no
+/// times ([`crate::record::RevisionTimeline`]): `r1234` or a plain number (a revision),
+/// `start` or `end`. Whether the revision is in the file is for the caller, who knows its
+/// span.
+///
+/// Errors: one line; a time or an offset (what [`parse_seek`] would take) is named as one,
+/// since a db file has none to seek to.
+pub fn parse_revision_seek(text: &str, now: SystemTime, utc_offset: i64) -> Result<SeekTo, String> {
+    let t = text.trim();
+    match parse_seek_from(t, now, utc_offset) {
+        Ok(to @ (SeekTo::Start | SeekTo::End | SeekTo::Revision(_))) => Ok(to),
+        Ok(SeekTo::Time(_) | SeekTo::Relative(_)) => Err(format!(
+            "seek: '{t}' is a time, and a db file keeps none: give a revision (r1234), start or end"
+        )),
+        Err(_) => Err(format!(
+            "seek: '{t}' is not a revision (r1234), start or end"
+        )),
+    }
+}
+
 /// `t` without an explicit zone at its end, and that zone's offset in seconds east of
 /// UTC: `Z`, ` UTC`/`UTC`, ` GMT`, or a numeric offset `±HH:MM`/`±HHMM` after a time
 /// (so that a date's own dashes are never taken for one).
@@ -182,6 +202,24 @@ mod tests {
 
     fn at(s: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(1_700_000_000 + s)
+    }
+
+    #[test]
+    fn a_db_file_seek_takes_revisions_and_names_a_time_as_one() {
+        let p = |t: &str| parse_revision_seek(t, at(0), 0);
+        assert_eq!(p("r20"), Ok(SeekTo::Revision(20)));
+        assert_eq!(p(" 20 "), Ok(SeekTo::Revision(20)));
+        assert_eq!(p("start"), Ok(SeekTo::Start));
+        assert_eq!(p("END"), Ok(SeekTo::End));
+        for time in ["14:32:10", "-5m", "+30s", "2026-12-01T14:32:10Z"] {
+            let e = p(time).unwrap_err();
+            assert!(
+                e.contains("is a time") && e.contains("keeps none"),
+                "{time}: {e}"
+            );
+        }
+        let e = p("soon").unwrap_err();
+        assert_eq!(e, "seek: 'soon' is not a revision (r1234), start or end");
     }
 
     #[test]

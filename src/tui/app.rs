@@ -490,6 +490,7 @@ impl App {
                 keymap: &self.settings.keymap,
                 mode: self.mode_under_input(),
                 replay: self.cursor.replay.is_some(),
+                revisions_only: self.revision_timeline().is_some(),
                 utc_offset: self.settings.utc_offset,
             },
         )
@@ -603,6 +604,27 @@ impl App {
                 | ConnState::Reconnecting { .. }
                 | ConnState::Failed { .. }
         )
+    }
+
+    /// `Some` in a replay of etcd's db file, whose timeline runs over revisions (see
+    /// [`crate::record::RevisionTimeline`]).
+    pub(crate) fn revision_timeline(&self) -> Option<crate::record::RevisionTimeline> {
+        self.cursor.replay.as_ref().and_then(|r| r.revisions)
+    }
+
+    /// A seek typed at the prompt or in the palette, read as this replay reads positions:
+    /// over a db file revisions, `start` and `end` only
+    /// ([`crate::record::seek::parse_revision_seek`]), else also times and offsets.
+    pub(crate) fn parse_typed_seek(
+        &self,
+        text: &str,
+    ) -> Result<crate::record::seek::SeekTo, String> {
+        let read = if self.revision_timeline().is_some() {
+            crate::record::seek::parse_revision_seek
+        } else {
+            crate::record::seek::parse_seek
+        };
+        read(text, self.session.now(), self.settings.utc_offset)
     }
 
     /// The line being typed is a replay seek (the prompt says so).

@@ -5,14 +5,22 @@
 //! A replay is read-only towards the recording it is pointed at. The one write it makes
 //! is a bookmark, on the user's explicit key press, into the sidecar file beside the
 //! recording ([`crate::record::bookmarks`]), never into the recording itself.
+//!
+//! Over etcd's db file ([`crate::record::RevisionTimeline`], read from the recording's
+//! header by the player) every stamp is the file's modification time, so the driver moves
+//! by revisions instead of time: play goes one revision a second times the speed
+//! ([`revision_at`]), the seek prompt's `start` is the file's first whole state (its
+//! finished compaction) and `end` its head, and a time is refused with a message. What it
+//! knows of the file reaches the views only through [`ReplayStatus::revisions`].
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::app::App;
 use super::state::{ReplayStatus, Request, Speed};
+use crate::model::Revision;
 use crate::record::seek::SeekTo;
-use crate::record::{Bookmark, Marker, Player, Target};
+use crate::record::{Bookmark, Marker, Player, RevisionTimeline, Target};
 
 /// Most observations applied between two looks at input and the frame budget.
 const BUDGET: u64 = 100_000;
@@ -20,11 +28,18 @@ const BUDGET: u64 = 100_000;
 /// How often a playing replay moves its cursor (at most a frame's worth).
 const PLAY_STEP: Duration = Duration::from_millis(50);
 
+/// Where play last (re)started in the recording: a time, or over a db file a revision.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum PlayedFrom {
+    Time(SystemTime),
+    Revision(Revision),
+}
+
 pub(crate) struct ReplayDriver {
     player: Box<Player>,
-    /// (wall clock, recording time) when play last (re)started, to map elapsed wall time
-    /// to recording time at the current speed.
-    anchor: Option<(Instant, SystemTime, Speed)>,
+    /// (wall clock, where in the recording) when play last (re)started, to map elapsed
+    /// wall time to recording time (or revisions) at the current speed.
+    anchor: Option<(Instant, PlayedFrom, Speed)>,
     /// The complete list ([`Player::complete_markers`]) once read, with the bookmarks
     /// added since, in time order.
     markers: Option<Arc<Vec<Marker>>>,
@@ -79,6 +94,7 @@ impl ReplayDriver {
             damage: player.damage().first().cloned().unwrap_or_default(),
             marker: None,
             markers: None,
+            revisions: player.revision_timeline(),
         };
         app.cursor.paused = true;
         app.set_replay(Some(status.clone()));
@@ -111,19 +127,30 @@ impl ReplayDriver {
     }
 
     /// Moves the cursor by the wall time elapsed at the current speed (or by a budget of
-    /// observations at `max`), and pauses at the end of the recording.
+    /// observations at `max`), and pauses at the end of the recording. Over a db file the
+    /// elapsed time is counted in revisions ([`revision_at`]).
     pub(crate) fn play(&mut self, app: &mut App) {
         let speed = Self::speed(app);
+        let revisions = self.status.revisions;
+        // Before the file's first whole state (the list under way) play starts from it.
+        let here = || match revisions {
+            Some(tl) => PlayedFrom::Revision(app.session.revision().max(tl.first - 1)),
+            None => PlayedFrom::Time(app.session.now()),
+        };
         let target = match speed {
             Speed::Max => Target::End,
             Speed::Times(k) => {
                 let now = Instant::now();
-                let (w0, t0, s0) = *self.anchor.get_or_insert((now, app.session.now(), speed));
+                let (w0, from, s0) = *self.anchor.get_or_insert((now, here(), speed));
                 if s0 != speed {
-                    self.anchor = Some((now, app.session.now(), speed));
+                    self.anchor = Some((now, here(), speed));
                     return;
                 }
-                Target::Time(t0 + now.duration_since(w0) * k)
+                let elapsed = now.duration_since(w0);
+                match from {
+                    PlayedFrom::Time(t0) => Target::Time(t0 + elapsed * k),
+                    PlayedFrom::Revision(r0) => Target::Revision(revision_at(r0, elapsed, k)),
+                }
             }
         };
         let resyncs = self.player.resyncs();
@@ -136,7 +163,10 @@ impl ReplayDriver {
         if self.player.peek().is_none() {
             app.cursor.paused = true;
             self.anchor = None;
-            self.status.marker = Some("end of the recording".into());
+            self.status.marker = Some(match revisions {
+                Some(tl) => format!("at the file's head, r{}", tl.head),
+                None => "end of the recording".into(),
+            });
         }
         self.update(app);
     }
@@ -219,11 +249,13 @@ impl ReplayDriver {
                 } else {
                     String::new()
                 };
-                self.status.marker = Some(format!(
-                    "{} at {}{of}",
-                    m.label,
-                    super::text::clock(m.at, app.settings.utc_offset)
-                ));
+                // Over a db file every stamp is the file's time: the marker's revision says
+                // where it is.
+                let at = match self.status.revisions {
+                    Some(_) => format!("r{}", m.revision),
+                    None => super::text::clock(m.at, app.settings.utc_offset),
+                };
+                self.status.marker = Some(format!("{} at {at}{of}", m.label));
                 app.cursor.paused = true;
                 self.here = Some((m.position, i));
                 if m.position == pos {
@@ -272,9 +304,63 @@ impl ReplayDriver {
         self.update(app);
     }
 
+    /// A seek over etcd's db file: to a revision the file holds, `start` (its first whole
+    /// state) or `end` (its head); a time, or a revision outside the file, is said and
+    /// the cursor stays.
+    fn seek_revision(&mut self, app: &mut App, to: SeekTo, tl: RevisionTimeline) {
+        let held = format!("the file holds revisions {} .. {}", tl.first, tl.head);
+        let target = match to {
+            SeekTo::Start => Ok(Target::Revision(tl.first)),
+            SeekTo::End => Ok(Target::End),
+            SeekTo::Revision(r) if r <= 0 => {
+                Err("a revision is a positive number (etcd's first is 1)".to_string())
+            }
+            SeekTo::Revision(r) if r < tl.first => {
+                Err(format!("revision {r} is compacted: {held}"))
+            }
+            SeekTo::Revision(r) if r > tl.head => {
+                Err(format!("revision {r} is after the file's head: {held}"))
+            }
+            SeekTo::Revision(r) => Ok(Target::Revision(r)),
+            SeekTo::Time(_) | SeekTo::Relative(_) => Err(format!(
+                "etcd's db file keeps no times: seek to a revision (r{} .. r{}), start or end",
+                tl.first, tl.head
+            )),
+        };
+        let target = match target {
+            Ok(t) => t,
+            Err(why) => {
+                self.status.marker = Some(why);
+                self.update(app);
+                return;
+            }
+        };
+        self.status.marker = match to {
+            SeekTo::Start if tl.compacted > 0 => Some(format!(
+                "at the start: r{}, the file's finished compaction",
+                tl.first
+            )),
+            SeekTo::Start => Some(format!(
+                "at the start: r{}, etcd's first revision (never compacted)",
+                tl.first
+            )),
+            SeekTo::End => Some(format!("at the file's head, r{}", tl.head)),
+            _ => None,
+        };
+        self.seek(app, target);
+        if let Some(line) = self.player.short_of(&app.session, target) {
+            self.status.marker = Some(line);
+            self.update(app);
+        }
+    }
+
     pub(crate) fn request(&mut self, app: &mut App, req: Request) {
         match req {
             Request::Seek(to) => {
+                if let Some(tl) = self.status.revisions {
+                    self.seek_revision(app, to, tl);
+                    return;
+                }
                 let target = match to {
                     SeekTo::Relative(secs) => {
                         let now = app.session.now();
@@ -382,6 +468,16 @@ impl ReplayDriver {
     }
 }
 
+/// The revision play over a db file has reached `elapsed` after it started at `from`, at
+/// `per_second` revisions a second (the speed `n×` is `n` revisions a second): the next
+/// revision at once, then one more each `1/per_second` s. Revisions with no write under
+/// the prefix are steps too (the recording holds each as a progress notification).
+pub(crate) fn revision_at(from: Revision, elapsed: Duration, per_second: u32) -> Revision {
+    let steps = (elapsed.as_secs_f64() * f64::from(per_second)).floor();
+    from.saturating_add(1)
+        .saturating_add(steps.min(i64::MAX as f64) as i64)
+}
+
 /// Where `n` (`next`) or `N` goes from the cursor at `pos`: the position of a marker and
 /// its index among the markers at that position (in the list's order). Markers are
 /// ordered by position (the list is in time order, which a clock set back while
@@ -437,6 +533,18 @@ mod tests {
             here = Some(i);
         }
         seen
+    }
+
+    #[test]
+    fn play_over_a_db_file_steps_one_revision_a_second_times_the_speed() {
+        let s = Duration::from_secs;
+        assert_eq!(revision_at(10, s(0), 1), 11, "the next revision at once");
+        assert_eq!(revision_at(10, Duration::from_millis(999), 1), 11);
+        assert_eq!(revision_at(10, s(1), 1), 12);
+        assert_eq!(revision_at(10, s(5), 1), 16);
+        assert_eq!(revision_at(10, Duration::from_millis(50), 100), 16);
+        assert_eq!(revision_at(10, s(2), 1000), 2011);
+        assert_eq!(revision_at(i64::MAX - 1, s(1_000_000), 1000), i64::MAX);
     }
 
     #[test]

@@ -398,10 +398,13 @@ fn the_console_opens_a_db_file_and_seeks_its_revisions() {
     t.text(&format!("r{}", fx.compacted - 2));
     t.keys(&["Enter"]);
     let screen = t.wait_for("the refusal", Duration::from_secs(10), |s| {
-        s.contains("is outside the recording")
+        s.contains(&format!("revision {} is compacted", fx.compacted - 2))
     });
     assert!(
-        screen.contains(&format!("revisions {} .. {}", fx.compacted, fx.head)),
+        screen.contains(&format!(
+            "the file holds revisions {} .. {}",
+            fx.compacted, fx.head
+        )),
         "{screen}"
     );
     t.keys(&["Escape", "q"]);
@@ -411,4 +414,137 @@ fn the_console_opens_a_db_file_and_seeks_its_revisions() {
         0,
         "the temporary recording is removed on quit"
     );
+}
+
+/// The revision the db console's timeline row shows the cursor at (` rN of HEAD `), if
+/// the screen has that row.
+fn timeline_revision(screen: &str, head: i64) -> Option<i64> {
+    let line = screen.lines().find(|l| l.contains(" rev/s "))?;
+    let end = line.find(&format!(" of {head} "))?;
+    let start = line[..end].rfind(" r")? + 2;
+    line[start..end].parse().ok()
+}
+
+/// `replay DB` in tmux runs its timeline over the file's revisions: it opens at the
+/// finished compaction (`rC of HEAD`, `compacted at rC`), the seek prompt names
+/// revisions and takes `rN`, `start` (the finished compaction, with its keys) and `end`
+/// (the head); a time typed is refused as one; play steps through the revisions one by
+/// one (one a second at 1 rev/s, none skipped) and, faster, stops paused at the head.
+#[test]
+fn the_db_console_plays_and_seeks_over_revisions() {
+    require!(ETCD, ETCDCTL, TESTDATA, TMUX);
+    use crate::common::tmux::Tmux;
+    use std::time::{Duration, Instant};
+    let fx = write_workload_and_snapshot();
+    let (c, head) = (fx.compacted, fx.head);
+    assert!(head - c >= 4, "the workload writes after its compaction");
+    let tmp = tempfile::tempdir().unwrap();
+    let t = Tmux::start(
+        160,
+        40,
+        &format!(
+            "TMPDIR={} {} replay {}",
+            tmp.path().display(),
+            crate::common::snapshot_cli::BIN,
+            fx.db.display()
+        ),
+    );
+    let screen = t.wait_for("the console over the file", Duration::from_secs(30), |s| {
+        timeline_revision(s, head).is_some()
+    });
+    assert_eq!(timeline_revision(&screen, head), Some(c), "{screen}");
+    assert!(screen.contains(&format!("compacted at r{c}")), "{screen}");
+    assert!(screen.contains("⏸ 1 rev/s"), "{screen}");
+    let seek = |typed: &str| {
+        t.keys(&["t"]);
+        t.wait_for("the seek prompt", Duration::from_secs(5), |s| {
+            s.contains("seek to revision (r1234, start, end):")
+        });
+        t.text(typed);
+        t.keys(&["Enter"]);
+    };
+    // A revision, the start, the end: each shows etcd's keys at that revision.
+    let txn = fx.revision_of("txn");
+    for (typed, rev, said) in [
+        (format!("r{txn}"), txn, None),
+        (
+            "start".to_string(),
+            c,
+            Some(format!(
+                "at the start: r{c}, the file's finished compaction"
+            )),
+        ),
+        (
+            "end".to_string(),
+            head,
+            Some(format!("at the file's head, r{head}")),
+        ),
+    ] {
+        seek(&typed);
+        let keys = fx.kvs_at(rev).len();
+        let screen = t.wait_for(&typed, Duration::from_secs(10), |s| {
+            timeline_revision(s, head) == Some(rev)
+                && s.contains(&format!("rev {rev} "))
+                && s.contains(&format!("keys {keys} "))
+        });
+        if let Some(said) = said {
+            assert!(screen.contains(&said), "{typed}:\n{screen}");
+        }
+    }
+    // A time is no position in a db file: said, and the cursor stays at the head.
+    seek("12:00:00");
+    let screen = t.wait_for("the refusal of a time", Duration::from_secs(10), |s| {
+        s.contains("'12:00:00' is a time, and a db file keeps none")
+    });
+    assert_eq!(timeline_revision(&screen, head), Some(head), "{screen}");
+
+    // Play from the start at 1 rev/s: every revision in turn, none skipped, about one a
+    // second (not all at once, though all share one stamp).
+    seek("start");
+    t.wait_for("the start", Duration::from_secs(10), |s| {
+        timeline_revision(s, head) == Some(c)
+    });
+    t.keys(&["Space"]);
+    let began = Instant::now();
+    let mut seen = vec![c];
+    while seen.last() != Some(&(c + 4)) {
+        assert!(
+            began.elapsed() < Duration::from_secs(15),
+            "play did not reach r{} in 15 s: {seen:?}",
+            c + 4
+        );
+        std::thread::sleep(Duration::from_millis(100));
+        if let Some(r) = timeline_revision(&t.capture(), head) {
+            if seen.last() != Some(&r) {
+                seen.push(r);
+            }
+        }
+    }
+    assert_eq!(
+        seen,
+        (c..=c + 4).collect::<Vec<_>>(),
+        "one revision at a time"
+    );
+    // Four steps at one a second, the first at once: about three seconds, never less
+    // than two.
+    assert!(
+        began.elapsed() >= Duration::from_secs(2),
+        "play went faster than 1 rev/s: {:?}",
+        began.elapsed()
+    );
+    // Faster (1000 rev/s): on to the head, where play pauses.
+    t.text("+++++");
+    let screen = t.wait_for("the head", Duration::from_secs(15), |s| {
+        timeline_revision(s, head) == Some(head) && s.contains("⏸ 1000 rev/s")
+    });
+    assert!(
+        screen.contains(&format!("at the file's head, r{head}")),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(&format!("keys {} ", fx.kvs_at(head).len())),
+        "{screen}"
+    );
+    t.keys(&["q"]);
+    crate::common::wait_until("replay quits", Duration::from_secs(15), || t.pane_dead());
 }

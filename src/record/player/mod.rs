@@ -122,6 +122,8 @@ pub struct Player {
     header: RecordingHeader,
     /// What the first file's header frame holds after the header, when it does.
     tail: Option<super::HeaderTail>,
+    /// The first file's revision timeline: the recording was converted from etcd's db file.
+    revision_timeline: Option<super::RevisionTimeline>,
     frames: Vec<FrameRef>,
     total: u64,
     /// Index into `frames` of the next frame to read.
@@ -196,6 +198,7 @@ impl Player {
         let mut formats = Vec::new();
         let mut header: Option<RecordingHeader> = None;
         let mut tail: Option<super::HeaderTail> = None;
+        let mut revision_timeline: Option<super::RevisionTimeline> = None;
         let mut frames = Vec::new();
         let mut damage = Vec::new();
         let mut notes = Vec::new();
@@ -238,10 +241,11 @@ impl Player {
                     ));
                 }
             }
-            let (h, t) = super::read_header(r.header())
+            let (h, t, timeline) = super::read_header(r.header())
                 .map_err(|e| io_err(p, format!("unreadable recording header: {e}")))?;
             if header.is_none() {
                 tail = t;
+                revision_timeline = timeline;
             }
             if h.format_version > FORMAT_VERSION {
                 return Err(io_err(
@@ -327,6 +331,7 @@ impl Player {
             formats,
             header,
             tail,
+            revision_timeline,
             frames,
             total,
             next_frame: 0,
@@ -380,6 +385,13 @@ impl Player {
     /// it (see [`super::HeaderTail`]).
     pub fn recorder_utc_offset(&self) -> Option<i64> {
         self.tail.as_ref().map(|t| t.utc_offset_seconds)
+    }
+
+    /// `Some` when the recording was converted from etcd's db file: its stamps are all the
+    /// file's modification time and its timeline runs over revisions (see
+    /// [`super::RevisionTimeline`]).
+    pub fn revision_timeline(&self) -> Option<super::RevisionTimeline> {
+        self.revision_timeline
     }
 
     pub fn header(&self) -> &RecordingHeader {

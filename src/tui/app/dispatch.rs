@@ -12,7 +12,7 @@ use crossterm::event::{Event, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::{App, Input, InputTarget, Panel};
 use crate::record::bookmarks::{Bookmark, TEXT_MAX};
-use crate::record::seek::{parse_seek, SeekTo};
+use crate::record::seek::SeekTo;
 use crate::tui::action::Action;
 use crate::tui::keymap::Mode;
 use crate::tui::state::drawn::add;
@@ -321,8 +321,14 @@ impl App {
                 }
             }
             Action::SeekBack | Action::SeekForward => {
-                if self.cursor.replay.is_some() {
-                    let secs = if action == Action::SeekBack { -10 } else { 10 };
+                let back = action == Action::SeekBack;
+                if let Some(tl) = self.revision_timeline() {
+                    // A db file keeps no times: ten revisions, within the file.
+                    let r = self.session.revision().max(tl.first) + if back { -10 } else { 10 };
+                    self.requests
+                        .push(Request::Seek(SeekTo::Revision(r.clamp(tl.first, tl.head))));
+                } else if self.cursor.replay.is_some() {
+                    let secs = if back { -10 } else { 10 };
                     self.requests.push(Request::Seek(SeekTo::Relative(secs)));
                 }
             }
@@ -349,7 +355,13 @@ impl App {
                 }
             }
             Action::Bookmark => {
-                if self.cursor.replay.is_some() {
+                if self.revision_timeline().is_some() {
+                    // Bookmarks live beside the recording, and a db file's console reads a
+                    // temporary one, removed on quit: a bookmark would be lost.
+                    self.notify(
+                        "bookmarks are for recordings: this console reads etcd's db file through a temporary one, removed on quit".into(),
+                    );
+                } else if self.cursor.replay.is_some() {
                     self.input = Some(Input {
                         target: InputTarget::Bookmark,
                         text: String::new(),
@@ -386,16 +398,10 @@ impl App {
                         InputTarget::Apiserver => self.apiserver.set_filter(input.text),
                         // Enter with nothing typed closes the prompt.
                         InputTarget::Seek if input.text.trim().is_empty() => {}
-                        InputTarget::Seek => {
-                            match parse_seek(
-                                &input.text,
-                                self.session.now(),
-                                self.settings.utc_offset,
-                            ) {
-                                Ok(to) => self.requests.push(Request::Seek(to)),
-                                Err(e) => self.requests.push(Request::Notice(e)),
-                            }
-                        }
+                        InputTarget::Seek => match self.parse_typed_seek(&input.text) {
+                            Ok(to) => self.requests.push(Request::Seek(to)),
+                            Err(e) => self.requests.push(Request::Notice(e)),
+                        },
                         // Enter with nothing typed (or only spaces) saves nothing, and
                         // says so: a bookmark silently dropped reads as one saved.
                         InputTarget::Bookmark if input.text.trim().is_empty() => {

@@ -69,6 +69,7 @@ fn replay_status() -> ReplayStatus {
         damage: String::new(),
         marker: None,
         markers: None,
+        revisions: None,
     }
 }
 

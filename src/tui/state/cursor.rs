@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 use crate::model::Stamped;
 use crate::record::seek::SeekTo;
-use crate::record::{Bookmark, Marker};
+use crate::record::{Bookmark, Marker, RevisionTimeline};
 
 /// Live, paused and replay as one cursor over one session: live, the cursor follows the
 /// newest observation; paused, it stays where it was while observations queue behind it
@@ -74,6 +74,15 @@ impl Speed {
             Speed::Max => "max".into(),
         }
     }
+
+    /// Over etcd's db file, where play steps through revisions (`n` a second at `n×`):
+    /// `1 rev/s`, `1000 rev/s`, `max`.
+    pub fn revisions_label(self) -> String {
+        match self {
+            Speed::Times(n) => format!("{n} rev/s"),
+            Speed::Max => "max".into(),
+        }
+    }
 }
 
 /// The replay's timeline, as the header shows it.
@@ -97,6 +106,10 @@ pub struct ReplayStatus {
     /// Every marker of the recording ([`crate::record::Player::complete_markers`]), for
     /// the ticks on the timeline; `None` until they are read (on a thread of their own).
     pub markers: Option<std::sync::Arc<Vec<Marker>>>,
+    /// `Some` over etcd's db file ([`crate::record::Player::revision_timeline`]): the
+    /// timeline runs over its revisions, `start`..`end` above are both the file's
+    /// modification time, and no time is shown as a revision's.
+    pub revisions: Option<RevisionTimeline>,
 }
 
 /// The recording indicator.

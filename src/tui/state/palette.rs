@@ -7,7 +7,7 @@
 use bytes::Bytes;
 
 use crate::model::Revision;
-use crate::record::seek::{parse_seek, SeekTo};
+use crate::record::seek::{parse_revision_seek, parse_seek, SeekTo};
 use crate::store::Session;
 use crate::tui::action::Action;
 use crate::tui::keymap::{Keymap, Mode};
@@ -45,6 +45,9 @@ pub(crate) struct Context<'a> {
     pub mode: Mode,
     /// A replay: a time or revision typed is a seek, and replay actions are offered.
     pub replay: bool,
+    /// A replay of etcd's db file: only a revision, `start` or `end` typed is a seek
+    /// ([`crate::record::seek::parse_revision_seek`]).
+    pub revisions_only: bool,
     /// Seconds east of UTC a clock time typed is read in.
     pub utc_offset: i64,
 }
@@ -67,7 +70,12 @@ pub(crate) fn entries(text: &str, cx: &Context) -> Vec<Entry> {
     let replay = cx.replay;
     if !t.is_empty() {
         if replay {
-            if let Ok(to) = parse_seek(t, cx.session.now(), cx.utc_offset) {
+            let read = if cx.revisions_only {
+                parse_revision_seek
+            } else {
+                parse_seek
+            };
+            if let Ok(to) = read(t, cx.session.now(), cx.utc_offset) {
                 out.push(Entry {
                     label: format!("seek to {t}"),
                     hint: "replay".into(),

@@ -54,6 +54,16 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
     let narrow = area.width < 64;
     let prefix = app.session.replica.prefix();
     let off = app.settings.utc_offset;
+    // Over etcd's db file every stamp is the file's modification time, not the event's:
+    // no time is shown for a revision.
+    let timeless = app.revision_timeline().is_some();
+    let when = |at| {
+        if timeless {
+            "—".to_string()
+        } else {
+            clock(at, off)
+        }
+    };
     let mut header = vec!["time", "revision", "op"];
     let mut widths = vec![
         Constraint::Length(8),
@@ -99,7 +109,7 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             if let Some(note) = &ev.note {
                 // etcd replaced here: the rows below are the old etcd's.
                 let mut cells = vec![
-                    Cell::from(Span::styled(clock(ev.at, off), t.get(Role::Muted))),
+                    Cell::from(Span::styled(when(ev.at), t.get(Role::Muted))),
                     Cell::from(Line::from(thousands_i(ev.revision)).right_aligned()),
                     Cell::from(Span::styled("RESET", t.get(Role::Alert))),
                 ];
@@ -153,7 +163,7 @@ fn draw_list(app: &App, f: &mut Frame, area: Rect) {
             let key = elide_left(key, key_w);
             let (time, time_role) = match ev.unseen {
                 Some(_) => ("unseen".to_string(), Role::Note),
-                None => (clock(ev.at, off), Role::Muted),
+                None => (when(ev.at), Role::Muted),
             };
             let revision = match ev.unseen {
                 Some(u) if u.change == UnseenChange::Deleted => format!("{}–{}", u.from, u.to),

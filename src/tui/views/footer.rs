@@ -30,13 +30,20 @@ const REPLAY_HINTS: [Action; 6] = [
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     if let Some(text) = app.input_text() {
         const SEEK_FORMS: &str = " seek to (14:32:10, -5m, +30s, r1234): ";
+        // Over etcd's db file, which keeps revisions and no times.
+        const REVISION_FORMS: &str = " seek to revision (r1234, start, end): ";
         let width = area.width as usize;
         let prompt = if app.typing_seek() {
-            // The forms only where they leave room to type (20 columns).
-            if width >= SEEK_FORMS.len() + 20 {
-                SEEK_FORMS
+            let (forms, short) = if app.revision_timeline().is_some() {
+                (REVISION_FORMS, " seek to revision: ")
             } else {
-                " seek to: "
+                (SEEK_FORMS, " seek to: ")
+            };
+            // The forms only where they leave room to type (20 columns).
+            if width >= forms.chars().count() + 20 {
+                forms
+            } else {
+                short
             }
         } else if app.typing_bookmark() {
             " bookmark (Enter saves, Esc cancels): "

@@ -10,9 +10,10 @@ use ratatui::Frame;
 use std::time::SystemTime;
 
 use super::sp;
-use crate::model::ConnState;
-use crate::record::{Marker, MarkerKind};
+use crate::model::{ConnState, Revision};
+use crate::record::{Marker, MarkerKind, RevisionTimeline};
 use crate::tui::app::{App, Panel};
+use crate::tui::state::ReplayStatus;
 use crate::tui::text::{bytes, clock, rate, thousands, thousands_i};
 use crate::tui::theme::Role;
 
@@ -488,6 +489,9 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
         ]));
     };
     let state = if c.paused { " ⏸ " } else { " ▶ " };
+    if let Some(tl) = r.revisions {
+        return Some(revision_timeline(app, r, tl, width));
+    }
     let now = app.now();
     let off = app.settings.utc_offset;
     let total = r
@@ -515,13 +519,128 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
     let fixed = left.chars().count() + times.chars().count() + tail.chars().count() + 2;
     // Short enough to leave room for the marker at 120 columns.
     let bar_w = (width as usize).saturating_sub(fixed).clamp(0, 36);
-    let pos = ((bar_w as f64) * frac).round() as usize;
-    let cursor = pos.min(bar_w.saturating_sub(1));
     let marks = r
         .markers
         .as_deref()
         .map(|m| ticks(m, r.start, r.end, bar_w))
         .unwrap_or_default();
+    let mut spans = vec![
+        Span::styled(
+            left,
+            t.get(if c.paused {
+                Role::StatusWarn
+            } else {
+                Role::StatusOk
+            }),
+        ),
+        Span::styled(times, t.get(Role::HeaderValue)),
+    ];
+    spans.extend(bar(app, bar_w, frac, &marks));
+    spans.push(Span::styled(tail, t.get(Role::Muted)));
+    spans.extend(after_bar(app, r, "  space plays · : seeks · n next marker"));
+    Some(Line::from(spans))
+}
+
+/// The timeline row over etcd's db file ([`ReplayStatus::revisions`]): play state and
+/// speed in revisions a second, the replica's revision of the head on a bar from the
+/// file's first whole state (its finished compaction) to its head, with the markers'
+/// ticks at their revisions, the compaction, and the last marker. No time is shown as a
+/// revision's: the file's modification time, the only time it has, is named as that, and
+/// only where the row has room after everything else.
+fn revision_timeline(
+    app: &App,
+    r: &ReplayStatus,
+    tl: RevisionTimeline,
+    width: u16,
+) -> Line<'static> {
+    let t = &app.settings.theme;
+    let c = &app.cursor;
+    let state = if c.paused { " ⏸ " } else { " ▶ " };
+    let rev = app.session.revision();
+    let span = (tl.head - tl.first) as f64;
+    let frac = if span > 0.0 {
+        ((rev - tl.first) as f64 / span).clamp(0.0, 1.0)
+    } else {
+        1.0
+    };
+    let left = format!("{state}{} ", r.speed.revisions_label());
+    // Before the file's first state is listed (a seek to position 0) there is no revision.
+    let here = if rev > 0 {
+        format!(" r{} of {} ", thousands_i(rev), thousands_i(tl.head))
+    } else {
+        format!(" listing r{} ", thousands_i(tl.first))
+    };
+    let tail = if tl.compacted > 0 {
+        format!(" compacted at r{}", thousands_i(tl.compacted))
+    } else {
+        " never compacted".to_string()
+    };
+    let fixed = left.chars().count() + here.chars().count() + tail.chars().count() + 2;
+    let bar_w = (width as usize).saturating_sub(fixed).clamp(0, 36);
+    let marks = r
+        .markers
+        .as_deref()
+        .map(|m| revision_ticks(m, tl.first, tl.head, bar_w))
+        .unwrap_or_default();
+    let mut spans = vec![
+        Span::styled(
+            left,
+            t.get(if c.paused {
+                Role::StatusWarn
+            } else {
+                Role::StatusOk
+            }),
+        ),
+        Span::styled(here, t.get(Role::HeaderValue)),
+    ];
+    spans.extend(bar(app, bar_w, frac, &marks));
+    spans.push(Span::styled(tail, t.get(Role::Muted)));
+    spans.extend(after_bar(app, r, "  space plays · t seeks rN, start, end"));
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let file_time = format!(
+        "  file modified {} {} (no revision's time)",
+        clock(tl.file_time, app.settings.utc_offset),
+        app.settings.zone_label()
+    );
+    if used + file_time.chars().count() <= width as usize {
+        spans.push(Span::styled(file_time, t.get(Role::Muted)));
+    }
+    Line::from(spans)
+}
+
+/// What follows the timeline's bar and its end label: the last marker (or, paused, the
+/// keys `hint` names), then the warnings that the recording holds Secret data and what was
+/// lost to damage.
+fn after_bar(app: &App, r: &ReplayStatus, hint: &'static str) -> Vec<Span<'static>> {
+    let t = &app.settings.theme;
+    let mut spans = Vec::new();
+    if let Some(m) = &r.marker {
+        spans.push(Span::styled(format!("  ◆ {m}"), t.get(Role::Note)));
+    } else if app.cursor.paused {
+        spans.push(Span::styled(hint, t.get(Role::Muted)));
+    }
+    if r.secrets_shown {
+        spans.push(Span::styled(
+            "  ⚠ Secret data in this recording",
+            t.get(Role::Alert),
+        ));
+    }
+    if !r.damage.is_empty() {
+        spans.push(Span::styled(
+            format!("  ✖ {}", r.damage),
+            t.get(Role::Alert),
+        ));
+    }
+    spans
+}
+
+/// The timeline's bar, `bar_w` columns: done up to `frac` of it, the cursor's column,
+/// and each column's marker tick in its kind's colour (`marks`, empty until the markers
+/// are read; the cursor keeps its own column).
+fn bar(app: &App, bar_w: usize, frac: f64, marks: &[Option<MarkerKind>]) -> Vec<Span<'static>> {
+    let t = &app.settings.theme;
+    let pos = ((bar_w as f64) * frac).round() as usize;
+    let cursor = pos.min(bar_w.saturating_sub(1));
     // Runs of one style: the bar, and each tick in its kind's colour.
     let mut bar: Vec<Span<'static>> = Vec::new();
     let mut run = String::new();
@@ -548,40 +667,7 @@ pub(crate) fn timeline(app: &App, width: u16) -> Option<Line<'static>> {
     if !run.is_empty() {
         bar.push(Span::styled(run, t.get(Role::SeriesHead)));
     }
-    let mut spans = vec![
-        Span::styled(
-            left,
-            t.get(if c.paused {
-                Role::StatusWarn
-            } else {
-                Role::StatusOk
-            }),
-        ),
-        Span::styled(times, t.get(Role::HeaderValue)),
-    ];
-    spans.extend(bar);
-    spans.push(Span::styled(tail, t.get(Role::Muted)));
-    if let Some(m) = &r.marker {
-        spans.push(Span::styled(format!("  ◆ {m}"), t.get(Role::Note)));
-    } else if c.paused {
-        spans.push(Span::styled(
-            "  space plays · : seeks · n next marker",
-            t.get(Role::Muted),
-        ));
-    }
-    if r.secrets_shown {
-        spans.push(Span::styled(
-            "  ⚠ Secret data in this recording",
-            t.get(Role::Alert),
-        ));
-    }
-    if !r.damage.is_empty() {
-        spans.push(Span::styled(
-            format!("  ✖ {}", r.damage),
-            t.get(Role::Alert),
-        ));
-    }
-    Some(Line::from(spans))
+    bar
 }
 
 /// The marker shown in each of the `width` columns of a timeline bar from `start` to
@@ -596,25 +682,55 @@ pub(crate) fn ticks(
     end: SystemTime,
     width: usize,
 ) -> Vec<Option<MarkerKind>> {
+    let total = end.duration_since(start).unwrap_or_default().as_secs_f64();
+    place_ticks(markers, width, |m| {
+        let done = m.at.duration_since(start).unwrap_or_default().as_secs_f64();
+        if total > 0.0 {
+            (done / total).clamp(0.0, 1.0)
+        } else {
+            1.0
+        }
+    })
+}
+
+/// Each of `width` columns' tick: a marker in the column its fraction of the bar (`frac`,
+/// 0 to 1) rounds to, the most severe of several ([`tick_rank`]).
+fn place_ticks(
+    markers: &[Marker],
+    width: usize,
+    frac: impl Fn(&Marker) -> f64,
+) -> Vec<Option<MarkerKind>> {
     let mut out: Vec<Option<MarkerKind>> = vec![None; width];
     if width == 0 {
         return out;
     }
-    let total = end.duration_since(start).unwrap_or_default().as_secs_f64();
     for m in markers {
-        let done = m.at.duration_since(start).unwrap_or_default().as_secs_f64();
-        let frac = if total > 0.0 {
-            (done / total).clamp(0.0, 1.0)
-        } else {
-            1.0
-        };
-        let col = (((width as f64) * frac).round() as usize).min(width - 1);
+        let col = (((width as f64) * frac(m)).round() as usize).min(width - 1);
         let slot = &mut out[col];
         if slot.is_none_or(|k| tick_rank(m.kind) > tick_rank(k)) {
             *slot = Some(m.kind);
         }
     }
     out
+}
+
+/// [`ticks`] over a db file's revisions: a marker falls in the column its revision's
+/// fraction of `first..=head` rounds to (as the cursor does), the most severe of a column
+/// showing.
+pub(crate) fn revision_ticks(
+    markers: &[Marker],
+    first: Revision,
+    head: Revision,
+    width: usize,
+) -> Vec<Option<MarkerKind>> {
+    let span = (head - first) as f64;
+    place_ticks(markers, width, |m| {
+        if span > 0.0 {
+            ((m.revision - first) as f64 / span).clamp(0.0, 1.0)
+        } else {
+            1.0
+        }
+    })
 }
 
 /// Which tick a column shows of several: the severity, with a bookmark between the
