@@ -337,6 +337,15 @@ fn draw_resources(app: &App, f: &mut Frame, area: Rect) {
 fn draw_compactions(app: &App, f: &mut Frame, area: Rect) {
     let r = &app.session.replica;
     let off = app.settings.utc_offset;
+    // Over a db file every observation carries the file's time: no compaction's own.
+    let timeless = app.revision_timeline().is_some();
+    let when = |at| {
+        if timeless {
+            "—".to_string()
+        } else {
+            clock(at, off)
+        }
+    };
     let mut lines: Vec<Line> = Vec::new();
     match r.compact_revision() {
         Some(c) => lines.push(Line::from(vec![
@@ -357,7 +366,7 @@ fn draw_compactions(app: &App, f: &mut Frame, area: Rect) {
             app,
             format!(
                 "{} gap {}..{} (resync, etcd compacted at {})",
-                clock(g.at, off),
+                when(g.at),
                 thousands_i(g.from),
                 thousands_i(g.to),
                 thousands_i(g.compact_revision)
@@ -367,7 +376,7 @@ fn draw_compactions(app: &App, f: &mut Frame, area: Rect) {
     }
     for c in r.compactions().iter().rev() {
         lines.push(Line::from(vec![
-            sp(app, clock(c.at, off), Role::Muted),
+            sp(app, when(c.at), Role::Muted),
             Span::raw(format!(" compacted at {}", thousands_i(c.revision))),
             sp(app, format!(" ({})", c.source), Role::Muted),
         ]));

@@ -403,10 +403,16 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
         v(thousands(r.live_keys())),
         l(" ("),
         v(bytes(r.live_bytes())),
-        l(")  "),
-        v(rate(events_per_second(app, 10))),
-        l(" ev/s (10 s)"),
+        l(")"),
     ]);
+    // A rate over wall-clock seconds means nothing over a db file (one time for all).
+    if app.revision_timeline().is_none() {
+        stats.extend([
+            l("  "),
+            v(rate(events_per_second(app, 10))),
+            l(" ev/s (10 s)"),
+        ]);
+    }
     if let Some(m) = app.memory {
         // What regscope holds and what of it the history budget keeps: the longest form
         // that fits the row (packed values, then history dropped first), never cut.
