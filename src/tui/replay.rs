@@ -97,6 +97,11 @@ impl ReplayDriver {
             revisions: player.revision_timeline(),
         };
         app.cursor.paused = true;
+        // A db file keeps no times, so the Growth panel's per-second charts are empty over
+        // it: its console opens on the keys.
+        if status.revisions.is_some() {
+            app.panel = super::app::Panel::Keys;
+        }
         app.set_replay(Some(status.clone()));
         ReplayDriver {
             player,
