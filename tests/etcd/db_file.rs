@@ -22,6 +22,7 @@ fn a_db_file_reads_as_etcd_answered_at_every_revision() {
     let fx = write_workload_and_snapshot();
     snapshot_at_every_revision(&fx);
     export_replays_every_revision(&fx);
+    export_from_a_revision_says_that_revision(&fx);
     revisions_outside_the_file_are_refused(&fx);
     leases_and_meta(&fx);
     encrypted_values_decrypt(&fx);
@@ -165,6 +166,39 @@ fn export_replays_every_revision(fx: &DbFixture) {
         let l: Value = serde_json::from_str(line).unwrap();
         assert_eq!(l["value"], Value::Null, "{line}");
         assert!(l["op"] == "delete" || l["value_redacted"] == true, "{line}");
+    }
+}
+
+/// `export --from rN`: the list items are etcd's keys at N, each saying it starts there
+/// (`"from": N`), and `--from start` names the compaction's revision the same way.
+fn export_from_a_revision_says_that_revision(fx: &DbFixture) {
+    let txn = fx.revision_of("txn ");
+    for (flag, rev) in [
+        (format!("r{txn}"), txn),
+        ("start".to_string(), fx.compacted),
+    ] {
+        let out = run(&["export", s(&fx.db), "--from", &flag]);
+        assert!(out.status.success(), "--from {flag}: {}", stderr(&out));
+        let lines: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        let listed: Vec<&Value> = lines.iter().filter(|l| l["type"] == "list_item").collect();
+        let keys: Vec<&str> = listed.iter().map(|l| l["key"].as_str().unwrap()).collect();
+        let want: Vec<String> = fx.kvs_at(rev).into_iter().map(|kv| kv.key).collect();
+        assert_eq!(keys, want, "--from {flag}");
+        for l in &listed {
+            assert_eq!(l["from"].as_i64(), Some(rev), "--from {flag}: {l}");
+            assert_eq!(l["revision"].as_i64(), Some(rev), "--from {flag}: {l}");
+        }
+        assert!(
+            lines
+                .iter()
+                .filter(|l| l["type"] == "event")
+                .all(|l| l["revision"].as_i64() > Some(rev)),
+            "--from {flag}: an event at or before r{rev}"
+        );
     }
 }
 
