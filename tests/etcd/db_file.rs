@@ -26,6 +26,7 @@ fn a_db_file_reads_as_etcd_answered_at_every_revision() {
     revisions_outside_the_file_are_refused(&fx);
     leases_and_meta(&fx);
     encrypted_values_decrypt(&fx);
+    check_says_damage_wherever_the_file_is_damaged(&fx);
 }
 
 /// `(key, create, mod, version, lease, bytes)` of each key, in key order.
@@ -444,5 +445,76 @@ fn the_console_opens_a_db_file_and_seeks_its_revisions() {
         std::fs::read_dir(tmp.path()).unwrap().count(),
         0,
         "the temporary recording is removed on quit"
+    );
+}
+
+/// `replay --check` of a copy of the file with one page damaged (a byte of its header
+/// flipped, or one inside it), both meta pages damaged, or the file cut short: each is a
+/// damaged db file, never an unreadable one: exit 1 with a `damage` line (or 0 when the
+/// byte lies where nothing reads it), never 2, and each line names the file at most once.
+fn check_says_damage_wherever_the_file_is_damaged(fx: &DbFixture) {
+    let bytes = std::fs::read(&fx.db).unwrap();
+    let ps = 4096;
+    let pages = bytes.len() / ps;
+    assert!(pages >= 6, "{} bytes", bytes.len());
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("damaged.db");
+    let p = s(&copy).to_string();
+    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+    for page in 0..pages {
+        for (what, at) in [
+            ("flags", 8),
+            ("count", 10),
+            ("an element", 40),
+            ("the middle", 2000),
+        ] {
+            let mut b = bytes.clone();
+            b[page * ps + at] ^= 0x5A;
+            cases.push((format!("page {page}, {what}"), b));
+        }
+    }
+    let mut metas = bytes.clone();
+    metas[16 + 40] ^= 0xFF;
+    metas[ps + 16 + 40] ^= 0xFF;
+    cases.push(("both meta pages".into(), metas));
+    for len in [100, ps + 10, 3 * ps, bytes.len() / 2] {
+        cases.push((format!("cut to {len} bytes"), bytes[..len].to_vec()));
+    }
+    let mut damaged = 0;
+    for (what, b) in &cases {
+        std::fs::write(&copy, b).unwrap();
+        let out = run(&["replay", "--check", &p]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let err = stderr(&out);
+        let code = out.status.code();
+        assert!(
+            code == Some(0) || code == Some(1),
+            "{what}: exit {code:?}, a damaged db file is reported, not refused:\n{text}{err}"
+        );
+        assert!(!err.contains("panicked"), "{what}: {err}");
+        assert!(
+            text.starts_with(&format!("{p} (etcd's db file)")),
+            "{what}: {text}"
+        );
+        let damage: Vec<&str> = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("damage "))
+            .collect();
+        assert_eq!(damage.len(), 1, "{what}: {text}");
+        if code == Some(1) {
+            damaged += 1;
+            assert!(!damage[0].ends_with(" none"), "{what}: {text}");
+        } else {
+            assert!(damage[0].ends_with(" none"), "{what}: {text}");
+        }
+        for line in text.lines().chain(err.lines()) {
+            assert!(line.matches(p.as_str()).count() <= 1, "{what}: {line}");
+        }
+    }
+    // Most flips land on something read.
+    assert!(
+        damaged * 2 > cases.len(),
+        "{damaged} of {} damaged",
+        cases.len()
     );
 }

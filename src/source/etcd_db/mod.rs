@@ -62,6 +62,36 @@ pub enum DbError {
     Schema { path: String, what: String },
 }
 
+impl DbError {
+    /// What is wrong, without the path the error's `Display` starts with: for a line that
+    /// names the file already.
+    pub fn detail(&self) -> String {
+        let (DbError::Bolt { path, .. }
+        | DbError::NotEtcd { path, .. }
+        | DbError::Schema { path, .. }) = self;
+        let all = self.to_string();
+        match all
+            .strip_prefix(path.as_str())
+            .and_then(|r| r.strip_prefix(": "))
+        {
+            Some(rest) => rest.to_string(),
+            None => all,
+        }
+    }
+
+    /// The file could not be read at all (it is not there, not a file, not permitted): no
+    /// page of it was judged. Every other error is about what its pages hold.
+    pub fn is_unreadable(&self) -> bool {
+        matches!(
+            self,
+            DbError::Bolt {
+                source: BoltError::Io(_),
+                ..
+            }
+        )
+    }
+}
+
 /// One version of a key as the `key` bucket holds it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Version {
@@ -222,6 +252,18 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
                 .iter()
                 .map(|(n, _)| String::from_utf8_lossy(n).into_owned())
                 .collect();
+            // etcd creates `key` and `meta` together in one transaction when it opens its
+            // store (etcd 3.4 `mvcc/kvstore.go` `NewStore`): `meta` without `key` is etcd's
+            // file with its root bucket's page damaged, not another program's.
+            if buckets.iter().any(|(n, _)| n.as_ref() == b"meta") {
+                return Err(DbError::Schema {
+                    path: p,
+                    what: format!(
+                        "damaged: etcd's `meta` bucket is there but its `key` bucket is not (buckets: {})",
+                        names.join(", ")
+                    ),
+                });
+            }
             return Err(DbError::NotEtcd {
                 path: p,
                 buckets: if names.is_empty() {
