@@ -138,7 +138,7 @@ fn files_neither_db_nor_recording_or_damaged_are_one_line_and_exit_2() {
         (&empty, "nor an etcd db file"),
         (&cut, "cut short"),
         (&garbled, "corrupt"),
-        (&missing, "no such recording"),
+        (&missing, "missing.db: no such file or directory"),
     ] {
         let o = run(&["analyze", s(p)]);
         let err = stderr(&o);
@@ -146,5 +146,39 @@ fn files_neither_db_nor_recording_or_damaged_are_one_line_and_exit_2() {
         assert_eq!(err.lines().count(), 1, "{}: {err}", p.display());
         assert!(err.contains(want), "{want:?} in {err}");
         assert!(o.stdout.is_empty(), "{}", p.display());
+    }
+}
+
+/// A path that is not there, given to any command that takes a recording or a db file:
+/// one line saying it does not exist, naming it once, and not what it was meant to be.
+#[test]
+fn a_missing_path_says_it_does_not_exist_whatever_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.db");
+    let in_missing_dir = dir.path().join("gone").join("snapshot.db");
+    for path in [&missing, &in_missing_dir] {
+        let p = s(path);
+        for args in [
+            vec!["analyze", p],
+            vec!["replay", p],
+            vec!["replay", "--check", p],
+            vec!["export", p],
+            vec!["diff", p, "--at", "r1", "--at", "r2"],
+            vec!["diff", p, p],
+            vec!["snapshot", "--json", "--from", p],
+            vec!["report", p, "-o", "-"],
+        ] {
+            let o = run(&args);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("{p}: no such file or directory")),
+                "{args:?}: {err}"
+            );
+            assert_eq!(err.matches(p).count(), 1, "{args:?}: {err}");
+            assert!(!err.contains("recording"), "{args:?}: {err}");
+            assert!(o.stdout.is_empty(), "{args:?}");
+        }
     }
 }
