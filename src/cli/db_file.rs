@@ -244,8 +244,8 @@ pub fn to_recording(
             Observation::Progress { revision: head },
         );
     }
-    rec.finish()
-        .map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
+    // The error names the file itself (`writing OUT: …`).
+    rec.finish().map_err(anyhow::Error::msg)?;
     Ok(())
 }
 

@@ -42,9 +42,9 @@ pub fn recording_files(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
     if let Ok(m) = std::fs::metadata(path) {
         // There, but no regular file: a directory, a device, a pipe.
         let what = if m.is_dir() {
-            "a directory, not a recording (a --keep-last set is named by its base: DIR/BASE for DIR/BASE.000001.rgs, …)"
+            "a directory, not a file (a --keep-last set is named by its base: DIR/BASE for DIR/BASE.000001.rgs, …; etcd's db file is member/snap/db in its data dir)"
         } else {
-            "not a regular file, so not a recording"
+            "not a regular file"
         };
         return Err(RecordError::Io {
             path: path.display().to_string(),

@@ -27,6 +27,7 @@ fn a_db_file_reads_as_etcd_answered_at_every_revision() {
     leases_and_meta(&fx);
     encrypted_values_decrypt(&fx);
     check_says_damage_wherever_the_file_is_damaged(&fx);
+    bad_files_are_one_line_naming_the_path_once(&fx);
 }
 
 /// `(key, create, mod, version, lease, bytes)` of each key, in key order.
@@ -517,4 +518,61 @@ fn check_says_damage_wherever_the_file_is_damaged(fx: &DbFixture) {
         "{damaged} of {} damaged",
         cases.len()
     );
+}
+
+/// Errors about a db file that is damaged, cut short, not a db file, or a directory: one
+/// line on stderr naming the path once, whichever command reads it.
+fn bad_files_are_one_line_naming_the_path_once(fx: &DbFixture) {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(&fx.db).unwrap();
+    let cut = dir.path().join("cut.db");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let mut garbled = bytes.clone();
+    for b in &mut garbled[2 * 4096..] {
+        *b = 0xA5;
+    }
+    let garbled_path = dir.path().join("garbled.db");
+    std::fs::write(&garbled_path, &garbled).unwrap();
+    let text = dir.path().join("notes.db");
+    std::fs::write(&text, "not etcd\n").unwrap();
+    let folder = dir.path().join("member");
+    std::fs::create_dir(&folder).unwrap();
+    for path in [&cut, &garbled_path, &text, &folder] {
+        let p = s(path);
+        let at = |args: &[&'static str]| -> Vec<String> {
+            let mut v = args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+            for a in &mut v {
+                if a == "P" {
+                    *a = p.to_string();
+                }
+            }
+            v
+        };
+        for args in [
+            at(&["analyze", "P"]),
+            at(&["export", "P"]),
+            at(&["snapshot", "--json", "--from", "P"]),
+            at(&["diff", "P", "--at", "r30", "--at", "end"]),
+            at(&["diff", "P", "P"]),
+        ] {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = run(&args);
+            let err = stderr(&out);
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+            assert_eq!(err.matches(p).count(), 1, "{args:?}: {err}");
+            match out.status.code() {
+                Some(2) => assert_eq!(err.lines().count(), 1, "{args:?}: {err}"),
+                // `export` of a file damaged part way: what it wrote, then where it
+                // stopped.
+                Some(1) if args[0] == "export" => {
+                    let last = err.lines().last().unwrap_or_default();
+                    assert!(
+                        last.contains("damaged db file") && last.contains(p),
+                        "{err}"
+                    );
+                }
+                code => panic!("{args:?}: exit {code:?}: {err}"),
+            }
+        }
+    }
 }

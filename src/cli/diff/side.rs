@@ -73,8 +73,9 @@ impl Side {
 
     fn open_db(path: &Path, at: Option<&str>, prefix: Option<&str>) -> Result<Side, String> {
         let db = db_file::open_or_error(path)?;
+        // The file's own errors (`DbError`) name it already; a flag's do not.
         let in_file = |e: String| format!("{}: {e}", path.display());
-        let head = db.head().map_err(|e| in_file(e.to_string()))?;
+        let head = db.head().map_err(|e| e.to_string())?;
         let rev = match at {
             Some(t) => db_file::parse_revision("--at", t, &db).map_err(in_file)?,
             None => head,
@@ -85,7 +86,7 @@ impl Side {
             started_at: db_file::file_time(path),
             ..Default::default()
         };
-        let session = db_file::session_at(&db, rev, info).map_err(|e| in_file(format!("{e:#}")))?;
+        let session = db_file::session_at(&db, rev, info).map_err(|e| format!("{e:#}"))?;
         Ok(Side {
             file: path.to_path_buf(),
             at: at.map(str::to_owned),
