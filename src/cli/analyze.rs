@@ -21,7 +21,9 @@
 //!   `alarms: [{member_id, alarm}]`, `lease_count`, `buckets: [{name, entries}]`;
 //! * `prefix`; `all_keys`, `outside_prefix`: usage (`{keys, live_keys, live_bytes,
 //!   revisions, tombstones, retained_bytes}`);
-//! * `resources`: `[{resource, …usage, revisions_per_key}]`, most retained bytes first;
+//! * `resources`: `[{resource, …usage, revisions_per_key}]`, most retained bytes first
+//!   (`keys` counts every key with a revision in the file, live or deleted, and
+//!   `revisions_per_key` is `revisions / keys`: the table's `KEYS` and `REV/KEY`);
 //!   `namespaces`: `[{namespace, …usage}]`, the same order, at most `--top`;
 //! * `largest`, `most_revisions`: `[{key, resource, namespace, live, bytes,
 //!   newest_revision, revisions, tombstones, retained_bytes, lease}]`, at most `--top`;
@@ -40,10 +42,10 @@ use serde_json::json;
 
 use super::args::{normal_prefix, AnalyzeArgs};
 use super::out;
-use super::table::{key_usage_table, Table};
+use super::table::{key_usage_table, usage_cells, usage_header, usage_note, Table, DB_FILE_WORDS};
 use crate::derive::units::{bytes, thousands, thousands_i};
 use crate::source::etcd_db::analysis::{
-    analyze, Analysis, AnalysisOptions, FreePagesFrom, Usage, DEFAULT_QUOTA_BYTES,
+    analyze, Analysis, AnalysisOptions, FreePagesFrom, DEFAULT_QUOTA_BYTES,
 };
 
 /// Runs `regscope analyze`: a db file here, a recording in [`super::analyze_recording`].
@@ -130,28 +132,6 @@ pub fn analysis_json(a: &Analysis, quota: &Quota) -> Result<String> {
 fn count(n: u64, noun: &str) -> String {
     format!("{} {noun}{}", thousands(n), if n == 1 { "" } else { "s" })
 }
-
-/// Usage cells: live keys, live bytes, retained bytes, revisions, revisions per key,
-/// tombstones.
-fn usage_cells(u: &Usage) -> Vec<String> {
-    vec![
-        thousands(u.live_keys),
-        bytes(u.live_bytes),
-        bytes(u.retained_bytes),
-        thousands(u.revisions),
-        format!("{:.1}", u.revisions_per_key()),
-        thousands(u.tombstones),
-    ]
-}
-
-const USAGE_HEADER: [&str; 6] = [
-    "LIVE KEYS",
-    "LIVE BYTES",
-    "RETAINED",
-    "REVISIONS",
-    "REV/KEY",
-    "DELETES",
-];
 
 fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
@@ -315,8 +295,7 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
         a.all_keys.retained_bytes,
     ));
     rows.push(total);
-    let mut header = vec!["RESOURCE"];
-    header.extend(USAGE_HEADER);
+    let mut header = usage_header("RESOURCE", DB_FILE_WORDS);
     header.push("OF RETAINED");
     Table {
         header,
@@ -324,6 +303,7 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
         left: vec![0],
     }
     .render(&mut o, "  ");
+    let _ = writeln!(o, "{}", usage_note(DB_FILE_WORDS));
     let _ = writeln!(
         o,
         "  ({} outside {}; the retained bytes are {} of the {} in use)",
@@ -368,10 +348,8 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
     if a.namespaces.is_empty() {
         let _ = writeln!(o, "  none");
     } else {
-        let mut header = vec!["NAMESPACE"];
-        header.extend(USAGE_HEADER);
         Table {
-            header,
+            header: usage_header("NAMESPACE", DB_FILE_WORDS),
             rows: a
                 .namespaces
                 .iter()

@@ -84,6 +84,18 @@ fn a_recording_is_analysed_at_its_end_as_snapshot_sees_it() {
         row.contains(&regscope::derive::units::thousands(u(&top["revisions"]))),
         "{row}"
     );
+    // KEYS (every key held, live or deleted) stands before LIVE KEYS, and VER/KEY is
+    // VERSIONS / KEYS, as in a db file's table and as the line under it says.
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    let thousands = regscope::derive::units::thousands;
+    assert_eq!(cells[1], thousands(u(&top["keys"])), "{row}");
+    assert_eq!(cells[2], thousands(u(&top["live_keys"])), "{row}");
+    let per_key = u(&top["revisions"]) as f64 / u(&top["keys"]) as f64;
+    assert_eq!(cells[cells.len() - 2], format!("{per_key:.1}"), "{row}");
+    assert!(
+        text.contains("(KEYS: every key with a version the replica holds, live or deleted; VER/KEY: VERSIONS / KEYS"),
+        "{text}"
+    );
 }
 
 #[test]

@@ -173,7 +173,8 @@ pub struct BucketEntries {
 /// Counters of a set of keys.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
-    /// Keys with at least one version in the file (live or deleted).
+    /// Keys with at least one version in the file (live or deleted): every key seen in the
+    /// retained history.
     pub keys: u64,
     /// Keys whose newest version is not a deletion.
     pub live_keys: u64,
@@ -191,7 +192,10 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Revisions per key (0 without keys).
+    /// Versions per key seen in the retained history: [`Usage::revisions`] over
+    /// [`Usage::keys`], deleted keys and their deletions included (a key put twice and
+    /// deleted counts 3 revisions for 1 key). Not per live key: a resource whose keys are
+    /// all deleted has live keys 0 and still its revisions per key. 0 without keys.
     pub fn revisions_per_key(&self) -> f64 {
         if self.keys == 0 {
             0.0
@@ -219,7 +223,8 @@ pub struct ResourceUsage {
     pub resource: String,
     #[serde(flatten)]
     pub usage: Usage,
-    /// `revisions / keys`.
+    /// `revisions / keys`, every key seen counted, live or deleted
+    /// ([`Usage::revisions_per_key`]).
     pub revisions_per_key: f64,
 }
 
