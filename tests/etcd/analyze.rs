@@ -460,4 +460,44 @@ async fn a_full_members_own_file_says_nospace_and_etcds_own_sizes() {
         text.contains("ALARM         NOSPACE: the quota was hit"),
         "{text}"
     );
+    nospace_is_said_on_the_quota_line(&db, quota);
+}
+
+/// The quota line of a file whose member hit NOSPACE: the alarm said there; under etcd's
+/// default quota assumed (not given, or `--quota-bytes 0`, which etcd reads as its default)
+/// the file is far below it, so the member's quota was lower; under the member's own, not.
+fn nospace_is_said_on_the_quota_line(db: &std::path::Path, quota: u64) {
+    let quota_line = |args: &[&str]| {
+        let mut all = vec!["analyze", s(db)];
+        all.extend_from_slice(args);
+        let o = run(&all);
+        assert!(o.status.success(), "{all:?}: {}", stderr(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        text.lines()
+            .find(|l| l.trim_start().starts_with("quota "))
+            .unwrap_or_else(|| panic!("no quota line in:\n{text}"))
+            .to_string()
+    };
+    let raised =
+        "a NOSPACE alarm is raised: the member's backend was at its quota when it was raised";
+    let lower = "the member's quota was evidently lower (pass --quota-bytes)";
+    for args in [&[][..], &["--quota-bytes", "0"][..]] {
+        let line = quota_line(args);
+        assert!(line.contains("of 2.0 GiB used"), "{args:?}: {line}");
+        assert!(line.contains(raised), "{args:?}: {line}");
+        assert!(line.contains(lower), "{args:?}: {line}");
+    }
+    assert!(
+        quota_line(&["--quota-bytes", "0"]).contains("--quota-bytes 0 is etcd's default quota"),
+    );
+    let own = quota.to_string();
+    let line = quota_line(&["--quota-bytes", &own]);
+    assert!(line.contains(raised), "{line}");
+    assert!(!line.contains(lower), "{line}");
+    let o = run(&["analyze", s(db), "--json", "--quota-bytes", "0"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(u(&v["quota"]["bytes"]), 2 << 30, "{}", v["quota"]);
+    assert_eq!(v["quota"]["default"], true);
+    assert_eq!(v["quota"]["nospace_alarm"], true);
+    assert_eq!(v["quota"]["below_quota_with_nospace"], true);
 }

@@ -28,7 +28,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "P", default_value = "/registry")]
     pub prefix: String,
     /// etcd's --quota-backend-bytes, to say how close the file is to NOSPACE (e.g. 8GiB);
-    /// etcd's default, 2 GiB, when not given.
+    /// etcd's default, 2 GiB, when not given or 0 (etcd reads a quota of 0 as its default).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub quota_bytes: Option<usize>,
 }

@@ -24,10 +24,12 @@ use crate::model::{escape_bytes, KeyPath, Revision};
 use super::status::{status_walk, SnapshotStatus};
 use super::{parse_revision_key, DbError, EtcdDb, EtcdMeta, StoredMember};
 
-/// etcd's default backend quota, 2 GiB (`DefaultQuotaBytes` in etcd's
-/// `server/storage/quota.go`; 3.4: `etcdserver/quota.go`): what `--quota-backend-bytes`
-/// is when not given. etcd raises `NOSPACE` when a write would take the backend's size
-/// (bbolt's `Tx.Size`, the [`FileUsage::bbolt_bytes`] here, not the bytes in use) past it.
+/// etcd's default backend quota, 2 GiB (`DefaultQuotaBytes`: etcd 3.4
+/// `etcdserver/quota.go`, 3.5 `server/etcdserver/quota.go`, 3.6 `server/storage/quota.go`):
+/// what `--quota-backend-bytes` is when not given or given as 0 (`NewBackendQuota` takes 0
+/// for "use the default"; a negative quota turns it off). etcd raises `NOSPACE` when a
+/// write would take the backend's size (bbolt's `Tx.Size`, the [`FileUsage::bbolt_bytes`]
+/// here, not the bytes in use) plus the write's cost to the quota or past it.
 pub const DEFAULT_QUOTA_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 
 /// What to analyse with.
