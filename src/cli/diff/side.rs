@@ -86,7 +86,8 @@ impl Side {
             started_at: db_file::file_time(path),
             ..Default::default()
         };
-        let session = db_file::session_at(&db, rev, info).map_err(|e| format!("{e:#}"))?;
+        // `{e}`, not the chain: the file's error says its cause already.
+        let session = db_file::session_at(&db, rev, info).map_err(|e| format!("{e}"))?;
         Ok(Side {
             file: path.to_path_buf(),
             at: at.map(str::to_owned),

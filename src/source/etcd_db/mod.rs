@@ -45,13 +45,11 @@ pub fn looks_like_bbolt(head: &[u8]) -> bool {
 /// What goes wrong opening or reading a db file.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
-    /// The bbolt layer: unreadable, cut short, corrupt, not bbolt.
-    #[error("{path}: {source}")]
-    Bolt {
-        path: String,
-        #[source]
-        source: BoltError,
-    },
+    /// The bbolt layer: unreadable, cut short, corrupt, not bbolt. The bbolt error is in
+    /// the message and not also its `source()`, so that a caller printing the chain
+    /// (`anyhow`'s `{:#}`) says it once.
+    #[error("{path}: {error}")]
+    Bolt { path: String, error: BoltError },
     /// A bbolt file, but not etcd's backend.
     #[error(
         "{path}: a bbolt file, but not etcd's backend: it has no `key` bucket (buckets: {buckets})"
@@ -85,7 +83,7 @@ impl DbError {
         matches!(
             self,
             DbError::Bolt {
-                source: BoltError::Io(_),
+                error: BoltError::Io(_),
                 ..
             }
         )
@@ -226,9 +224,9 @@ impl EtcdDb<File> {
     /// Opens etcd's backend at `path`: a bbolt file with a `key` bucket. Reads the meta
     /// bucket; keys are read when asked for.
     pub fn open(path: &Path) -> Result<EtcdDb<File>, DbError> {
-        let db = Db::open(path).map_err(|source| DbError::Bolt {
+        let db = Db::open(path).map_err(|error| DbError::Bolt {
             path: path.display().to_string(),
-            source,
+            error,
         })?;
         EtcdDb::from_db(db, path)
     }
@@ -238,9 +236,9 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
     /// etcd's schema over an open bbolt file (`path` names it in errors).
     pub fn from_db(db: Db<R>, path: &Path) -> Result<EtcdDb<R>, DbError> {
         let p = path.display().to_string();
-        let bolt = |source| DbError::Bolt {
+        let bolt = |error| DbError::Bolt {
             path: p.clone(),
-            source,
+            error,
         };
         let buckets = db.buckets().map_err(bolt)?;
         let Some(key) = buckets
@@ -311,11 +309,11 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
         }
     }
 
-    /// `source` as this file's error.
-    pub fn bolt_err(&self, source: BoltError) -> DbError {
+    /// `error` as this file's error.
+    pub fn bolt_err(&self, error: BoltError) -> DbError {
         DbError::Bolt {
             path: self.path.display().to_string(),
-            source,
+            error,
         }
     }
 
