@@ -183,7 +183,9 @@ impl Side {
         let rev = crate::derive::units::thousands_i(self.revision());
         match &self.holds {
             Holds::DbFile { compacted, head } => {
-                format!("etcd db file at revision {rev} (it holds revisions {compacted} to {head})")
+                // A store never compacted (0) holds every revision from etcd's first, 1.
+                let first = (*compacted).max(1);
+                format!("etcd db file at revision {rev} (it holds revisions {first} to {head})")
             }
             Holds::Recording { start, end, .. } => format!(
                 "recording at {}, revision {rev} (it spans {} to {})",
@@ -300,6 +302,29 @@ fn under(key: &[u8], root: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_db_file_never_compacted_holds_revisions_from_1() {
+        let side = |compacted| Side {
+            file: PathBuf::from("s.db"),
+            at: None,
+            holds: Holds::DbFile {
+                compacted,
+                head: 10,
+            },
+            session: Session::new(SessionInfo::default()),
+            time: None,
+            secrets_redacted: false,
+            damage: Vec::new(),
+            notes: Vec::new(),
+        };
+        assert!(side(0)
+            .moment_text(Zone::Utc)
+            .ends_with("(it holds revisions 1 to 10)"));
+        assert!(side(4)
+            .moment_text(Zone::Utc)
+            .ends_with("(it holds revisions 4 to 10)"));
+    }
 
     #[test]
     fn a_db_file_is_read_under_the_registry_unless_the_prefix_lies_outside_it() {
