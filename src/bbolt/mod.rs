@@ -53,7 +53,7 @@ pub const MAX_DEPTH: usize = 64;
 pub const MAX_PAGE_BYTES: u64 = 1 << 30;
 /// Page sizes tried for the second meta when the first is unreadable (bbolt's
 /// `getPageSizeFromSecondMeta` tries 1 KiB to 16 MiB).
-const PAGE_SIZES: [u64; 15] = [
+pub const PAGE_SIZES: [u64; 15] = [
     1 << 10,
     1 << 11,
     1 << 12,

@@ -10,8 +10,11 @@
 //! * `file`: `{path, file_bytes, bbolt_bytes, trailer_bytes, page_size, pages, free_pages,
 //!   free_bytes, in_use_bytes, free_pages_from ("freelist" | "unreached_pages"),
 //!   freelist_unreadable (why the meta's freelist could not be used, or null), txid}`;
-//! * `quota`: `{bytes, default (true when --quota-bytes was not given), used_percent}` —
-//!   `bbolt_bytes` over the quota, which etcd compares its size with;
+//! * `quota`: `{bytes, default (true when etcd's default applies: --quota-bytes not given,
+//!   or 0, which etcd reads as its default), used_percent, nospace_alarm (the file's alarm
+//!   bucket holds NOSPACE), below_quota_with_nospace (it does, yet the file is smaller than
+//!   the quota assumed: the member's was lower, or the file shrank since)}` — `bbolt_bytes`
+//!   over the quota, which etcd compares its size with;
 //! * `snapshot_status`: `{hash, revision, total_entries, live_keys, total_size, version}` —
 //!   what `etcdctl snapshot status -w json` prints as `hash`, `revision`, `totalKey`
 //!   (etcd 3.4 and 3.5: `total_entries`; etcd 3.6: `live_keys`) and `totalSize`;
@@ -21,7 +24,9 @@
 //!   `alarms: [{member_id, alarm}]`, `lease_count`, `buckets: [{name, entries}]`;
 //! * `prefix`; `all_keys`, `outside_prefix`: usage (`{keys, live_keys, live_bytes,
 //!   revisions, tombstones, retained_bytes}`);
-//! * `resources`: `[{resource, …usage, revisions_per_key}]`, most retained bytes first;
+//! * `resources`: `[{resource, …usage, revisions_per_key}]`, most retained bytes first
+//!   (`keys` counts every key with a revision in the file, live or deleted, and
+//!   `revisions_per_key` is `revisions / keys`: the table's `KEYS` and `REV/KEY`);
 //!   `namespaces`: `[{namespace, …usage}]`, the same order, at most `--top`;
 //! * `largest`, `most_revisions`: `[{key, resource, namespace, live, bytes,
 //!   newest_revision, revisions, tombstones, retained_bytes, lease}]`, at most `--top`;
@@ -40,10 +45,10 @@ use serde_json::json;
 
 use super::args::{normal_prefix, AnalyzeArgs};
 use super::out;
-use super::table::{key_usage_table, Table};
+use super::table::{key_usage_table, usage_cells, usage_header, usage_note, Table, DB_FILE_WORDS};
 use crate::derive::units::{bytes, thousands, thousands_i};
 use crate::source::etcd_db::analysis::{
-    analyze, Analysis, AnalysisOptions, FreePagesFrom, Usage, DEFAULT_QUOTA_BYTES,
+    analyze, Analysis, AnalysisOptions, FreePagesFrom, DEFAULT_QUOTA_BYTES,
 };
 
 /// Runs `regscope analyze`: a db file here, a recording in [`super::analyze_recording`].
@@ -77,21 +82,29 @@ pub fn run(a: &AnalyzeArgs, file: &std::path::Path) -> Result<ExitCode> {
 
 /// The backend quota the file is measured against.
 pub struct Quota {
+    /// Bytes; never 0.
     pub bytes: u64,
-    /// Not given: etcd's default.
+    /// etcd's default applies: `--quota-bytes` not given, or given as 0.
     pub default: bool,
+    /// `--quota-bytes 0` was given (etcd reads a quota of 0 as its default).
+    pub given_zero: bool,
 }
 
 impl Quota {
+    /// The quota of `--quota-bytes`: etcd's default ([`DEFAULT_QUOTA_BYTES`]) when not
+    /// given or 0, as etcd's `NewBackendQuota` reads `--quota-backend-bytes 0` (etcd 3.4
+    /// `etcdserver/quota.go`, 3.5 `server/etcdserver/quota.go`).
     pub fn of(given: Option<usize>) -> Quota {
         match given {
-            Some(b) => Quota {
+            Some(b) if b > 0 => Quota {
                 bytes: b as u64,
                 default: false,
+                given_zero: false,
             },
-            None => Quota {
+            _ => Quota {
                 bytes: DEFAULT_QUOTA_BYTES,
                 default: true,
+                given_zero: given == Some(0),
             },
         }
     }
@@ -115,6 +128,7 @@ pub fn analysis_json(a: &Analysis, quota: &Quota) -> Result<String> {
         analysis: &'a Analysis,
         quota: serde_json::Value,
     }
+    let nospace = nospace_alarm(a);
     Ok(serde_json::to_string_pretty(&Doc {
         kind: "etcd_db",
         analysis: a,
@@ -122,36 +136,63 @@ pub fn analysis_json(a: &Analysis, quota: &Quota) -> Result<String> {
             "bytes": quota.bytes,
             "default": quota.default,
             "used_percent": quota.used_percent(a.file.bbolt_bytes),
+            "nospace_alarm": nospace,
+            "below_quota_with_nospace": nospace && below_quota(a, quota),
         }),
     })?)
+}
+
+/// The file's alarm bucket holds a NOSPACE alarm (of any member).
+fn nospace_alarm(a: &Analysis) -> bool {
+    a.alarms.iter().any(|al| al.alarm == "NOSPACE")
+}
+
+/// The most one write costs etcd's quota with its default `--max-request-bytes`: 1.5 MiB
+/// (`DefaultMaxRequestBytes`, etcd 3.4–3.6 `embed/config.go`) plus the 256 bytes the quota
+/// charges per key (`kvOverhead`, `quota.go`). etcd refuses a write when the backend's
+/// size plus its cost reaches the quota, so at NOSPACE the file can be this far below it.
+pub const LARGEST_WRITE_COST: u64 = 3 * 512 * 1024 + 256;
+
+/// The file is below `quota` by more than one write could cost: at NOSPACE it would have
+/// been this small only under a lower quota (or it shrank since).
+fn below_quota(a: &Analysis, quota: &Quota) -> bool {
+    a.file.bbolt_bytes.saturating_add(LARGEST_WRITE_COST) < quota.bytes
+}
+
+/// The quota line's words after the percentage: which quota it is, and what a NOSPACE
+/// alarm in the file says about it. etcd raises NOSPACE when the backend's size plus a
+/// write's cost reaches the quota (`backendQuota.Available`), so the file was at its
+/// member's quota then: a file smaller than the quota assumed by more than a write's cost
+/// ([`LARGEST_WRITE_COST`]) means that quota was lower, or the file has shrunk since
+/// (defragmented with the alarm not yet disarmed).
+fn quota_words(a: &Analysis, quota: &Quota) -> String {
+    let mut o = String::new();
+    if quota.given_zero {
+        o.push_str(
+            "; --quota-bytes 0 is etcd's default quota, as etcd reads --quota-backend-bytes 0",
+        );
+    } else if quota.default {
+        o.push_str("; etcd's default quota: give --quota-bytes for the member's");
+    }
+    if nospace_alarm(a) {
+        o.push_str(
+            "; a NOSPACE alarm is raised: the member's backend was at its quota when it was raised",
+        );
+        if below_quota(a, quota) {
+            let _ = write!(
+                o,
+                ", yet the file is below the {} assumed: the member's quota was evidently lower (pass --quota-bytes), or the file has been defragmented since",
+                bytes(quota.bytes)
+            );
+        }
+    }
+    o
 }
 
 /// `n` and the noun, plural unless `n` is 1: `1 page`, `3 pages`.
 fn count(n: u64, noun: &str) -> String {
     format!("{} {noun}{}", thousands(n), if n == 1 { "" } else { "s" })
 }
-
-/// Usage cells: live keys, live bytes, retained bytes, revisions, revisions per key,
-/// tombstones.
-fn usage_cells(u: &Usage) -> Vec<String> {
-    vec![
-        thousands(u.live_keys),
-        bytes(u.live_bytes),
-        bytes(u.retained_bytes),
-        thousands(u.revisions),
-        format!("{:.1}", u.revisions_per_key()),
-        thousands(u.tombstones),
-    ]
-}
-
-const USAGE_HEADER: [&str; 6] = [
-    "LIVE KEYS",
-    "LIVE BYTES",
-    "RETAINED",
-    "REVISIONS",
-    "REV/KEY",
-    "DELETES",
-];
 
 fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
@@ -201,11 +242,7 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
         bytes(f.bbolt_bytes),
         bytes(quota.bytes),
         quota.used_percent(f.bbolt_bytes),
-        if quota.default {
-            "; etcd's default quota: give --quota-bytes for the member's"
-        } else {
-            ""
-        },
+        quota_words(a, quota),
     );
     let c = &a.compaction;
     let rev = |r: Option<i64>| r.map_or("none".to_string(), thousands_i);
@@ -315,8 +352,7 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
         a.all_keys.retained_bytes,
     ));
     rows.push(total);
-    let mut header = vec!["RESOURCE"];
-    header.extend(USAGE_HEADER);
+    let mut header = usage_header("RESOURCE", DB_FILE_WORDS);
     header.push("OF RETAINED");
     Table {
         header,
@@ -324,6 +360,7 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
         left: vec![0],
     }
     .render(&mut o, "  ");
+    let _ = writeln!(o, "{}", usage_note(DB_FILE_WORDS));
     let _ = writeln!(
         o,
         "  ({} outside {}; the retained bytes are {} of the {} in use)",
@@ -368,10 +405,8 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
     if a.namespaces.is_empty() {
         let _ = writeln!(o, "  none");
     } else {
-        let mut header = vec!["NAMESPACE"];
-        header.extend(USAGE_HEADER);
         Table {
-            header,
+            header: usage_header("NAMESPACE", DB_FILE_WORDS),
             rows: a
                 .namespaces
                 .iter()
@@ -433,6 +468,74 @@ mod tests {
         assert_eq!(v["quota"]["default"], true);
     }
 
+    /// etcd raises NOSPACE at its quota: the quota line says the alarm is there, and for a
+    /// file far smaller than the quota assumed, that the member's quota was lower.
+    #[test]
+    fn a_nospace_alarm_is_said_on_the_quota_line_and_a_small_file_points_at_a_lower_quota() {
+        use crate::source::etcd_db::analysis::Alarm;
+        let Some(td) = crate::testdata::dir() else {
+            return;
+        };
+        let db = crate::source::etcd_db::EtcdDb::open(&td.join("etcd-registry/auger/boltdb/db"))
+            .unwrap();
+        let opts = AnalysisOptions {
+            prefix: b"/registry".to_vec(),
+            top: 3,
+        };
+        let mut a = analyze(&db, &opts).unwrap();
+        let quota_line = |a: &Analysis, q: &Quota| {
+            analysis_text(a, q)
+                .lines()
+                .find(|l| l.trim_start().starts_with("quota "))
+                .unwrap_or_default()
+                .to_string()
+        };
+        let json = |a: &Analysis, q: &Quota| -> serde_json::Value {
+            serde_json::from_str(&analysis_json(a, q).unwrap()).unwrap()
+        };
+        // No alarm: nothing said of one.
+        let line = quota_line(&a, &Quota::of(None));
+        assert!(!line.contains("NOSPACE"), "{line}");
+        assert_eq!(json(&a, &Quota::of(None))["quota"]["nospace_alarm"], false);
+        a.alarms.push(Alarm {
+            member_id: "8e9e05c52164694d".into(),
+            alarm: "NOSPACE".into(),
+        });
+        // The default quota assumed, and a file of a few pages: the member's was lower.
+        let line = quota_line(&a, &Quota::of(None));
+        assert!(
+            line.contains("a NOSPACE alarm is raised: the member's backend was at its quota when it was raised"),
+            "{line}"
+        );
+        assert!(
+            line.contains("yet the file is below the 2.0 GiB assumed: the member's quota was evidently lower (pass --quota-bytes)"),
+            "{line}"
+        );
+        let v = json(&a, &Quota::of(None));
+        assert_eq!(v["quota"]["nospace_alarm"], true);
+        assert_eq!(v["quota"]["below_quota_with_nospace"], true);
+        // The member's own quota given, the file at it (within one write's cost): the
+        // alarm is said, no doubt about the quota.
+        let at = Quota::of(Some(a.file.bbolt_bytes as usize + 16 * 1024));
+        let line = quota_line(&a, &at);
+        assert!(line.contains("a NOSPACE alarm is raised"), "{line}");
+        assert!(!line.contains("evidently lower"), "{line}");
+        assert_eq!(json(&a, &at)["quota"]["below_quota_with_nospace"], false);
+        // --quota-bytes 0 is etcd's default quota, said as such.
+        let zero = Quota::of(Some(0));
+        let line = quota_line(&a, &zero);
+        assert!(line.contains("of 2.0 GiB used"), "{line}");
+        assert!(
+            line.contains("--quota-bytes 0 is etcd's default quota"),
+            "{line}"
+        );
+        assert!(line.contains("evidently lower"), "{line}");
+        let v = json(&a, &zero);
+        assert_eq!(v["quota"]["bytes"], 2u64 << 30);
+        assert_eq!(v["quota"]["default"], true);
+        assert!(v["quota"]["used_percent"].as_f64().unwrap() > 0.0);
+    }
+
     #[test]
     fn counts_say_one_page_and_two_pages() {
         assert_eq!(count(1, "page"), "1 page");
@@ -442,9 +545,13 @@ mod tests {
     #[test]
     fn the_default_quota_is_etcds_and_says_so() {
         let q = Quota::of(None);
-        assert_eq!((q.bytes, q.default), (2 << 30, true));
+        assert_eq!((q.bytes, q.default, q.given_zero), (2 << 30, true, false));
         assert_eq!(q.used_percent(1 << 30), 50.0);
         let q = Quota::of(Some(8 << 30));
         assert!(!q.default);
+        // etcd reads a quota of 0 as its default, not as no room at all.
+        let q = Quota::of(Some(0));
+        assert_eq!((q.bytes, q.default, q.given_zero), (2 << 30, true, true));
+        assert_eq!(q.used_percent(1 << 30), 50.0);
     }
 }

@@ -21,8 +21,10 @@ use serde::Serialize;
 use super::args::{normal_prefix, AnalyzeArgs};
 use super::out;
 use super::recording::files_exist;
-use super::table::{key_usage_table, Table};
-use crate::derive::units::{bytes, thousands, thousands_i};
+use super::table::{
+    key_usage_table, usage_cells, usage_header, usage_note, Table, RECORDING_WORDS,
+};
+use crate::derive::units::{bytes, thousands_i};
 use crate::model::{escape_bytes, KeyPath, Revision};
 use crate::record::Target;
 use crate::source::etcd_db::analysis::{KeyUsage, NamespaceUsage, ResourceUsage, Usage};
@@ -228,25 +230,8 @@ fn recording_text(r: &RecordingAnalysis, files: &[String]) -> String {
         "\nResources under {} by held bytes (every version the replica holds)",
         r.prefix
     );
-    let cells = |u: &Usage| {
-        vec![
-            thousands(u.live_keys),
-            bytes(u.live_bytes),
-            bytes(u.retained_bytes),
-            thousands(u.revisions),
-            format!("{:.1}", u.revisions_per_key()),
-            thousands(u.tombstones),
-        ]
-    };
-    let header = vec![
-        "RESOURCE",
-        "LIVE KEYS",
-        "LIVE BYTES",
-        "HELD",
-        "VERSIONS",
-        "VER/KEY",
-        "DELETES",
-    ];
+    let cells = usage_cells;
+    let header = usage_header("RESOURCE", RECORDING_WORDS);
     let mut rows: Vec<Vec<String>> = r
         .resources
         .iter()
@@ -265,6 +250,7 @@ fn recording_text(r: &RecordingAnalysis, files: &[String]) -> String {
         left: vec![0],
     }
     .render(&mut o, "  ");
+    let _ = writeln!(o, "{}", usage_note(RECORDING_WORDS));
     for (title, list) in [
         ("Largest objects (newest value)", &r.largest),
         ("Most versions held", &r.most_revisions),
@@ -281,15 +267,7 @@ fn recording_text(r: &RecordingAnalysis, files: &[String]) -> String {
         let _ = writeln!(o, "  none");
     } else {
         Table {
-            header: vec![
-                "NAMESPACE",
-                "LIVE KEYS",
-                "LIVE BYTES",
-                "HELD",
-                "VERSIONS",
-                "VER/KEY",
-                "DELETES",
-            ],
+            header: usage_header("NAMESPACE", RECORDING_WORDS),
             rows: r
                 .namespaces
                 .iter()

@@ -15,7 +15,9 @@ use super::recording::{files_exist, open};
 use crate::config::Zone;
 
 /// `regscope replay --check FILE`: reads every frame, verifies checksums, prints the span,
-/// counts and damage. Exit 0 when whole, 1 when damaged, 2 when not a recording.
+/// counts and damage. Exit 0 when whole, 1 when damaged (what was read is printed, then
+/// the damage), 2 when it cannot be read as either kind (missing, a directory, neither a
+/// recording nor etcd's db file). An etcd db file: see [`db_file`].
 pub fn run(path: &Path, p99_threshold: f64, lag_threshold: f64, zone: Zone) -> Result<ExitCode> {
     if super::db_file::is_db_file(path) {
         return db_file(path);
@@ -84,13 +86,34 @@ fn counts(r: &crate::record::ReplayReport) -> String {
 }
 
 /// `replay --check DB` for etcd's own db file: every page of every bucket read (and the
-/// pages nothing reaches counted free), as `etcdctl snapshot status` walks it; prints what it holds and the hash
-/// etcdctl prints. Exit 0 when every page reads, 1 when one does not (the line names it).
+/// pages nothing reaches counted free), as `etcdctl snapshot status` walks it; prints what
+/// it holds and the hash etcdctl prints. Exit 0 when every page reads; 1 when the file is
+/// damaged: a page that does not read (both meta pages, the root, a bucket's, cut short)
+/// or an entry of etcd's schema that does not parse, said as a `damage` line after what
+/// could be read; 2 when it cannot be read at all (an I/O error) or is a bbolt file but not
+/// etcd's backend (one line on stderr).
 fn db_file(path: &Path) -> Result<ExitCode> {
-    let db = match super::db_file::open(path) {
+    let db = match super::db_file::open_db(path) {
         Ok(d) => d,
-        Err(code) => return Ok(code),
+        Err(e)
+            if e.is_unreadable()
+                || matches!(e, crate::source::etcd_db::DbError::NotEtcd { .. }) =>
+        {
+            eprintln!("regscope: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => {
+            // It starts as a bbolt file (that is how it was told from a recording), and
+            // what it holds does not read: damage, said as for a page further in.
+            out(format_args!(
+                "{} (etcd's db file)\n  damage     {}\n",
+                path.display(),
+                e.detail()
+            ));
+            return Ok(ExitCode::from(1));
+        }
     };
+    let head = db.head();
     // bbolt's way of finding free pages when the file keeps no freelist (etcd on Linux):
     // the pages no tree reaches, counted on the same walk.
     // (The root bucket's pages were read when the file was opened: read again here.)
@@ -104,8 +127,15 @@ fn db_file(path: &Path) -> Result<ExitCode> {
         "{} (etcd's db file)\n  revisions  {} .. {} (finished compaction .. head)\n",
         path.display(),
         db.compacted(),
-        db.head()?
+        head.as_ref()
+            .map_or_else(|_| "?".to_string(), ToString::to_string)
     ));
+    // The head is the `key` bucket's last entry: when it does not read, that is the damage
+    // to say (the walk meets the same page, or says more).
+    let walked = match (head, walked) {
+        (Err(e), Ok(_)) => Err(e),
+        (_, w) => w,
+    };
     match walked {
         Ok(st) => {
             let page = db.bolt().meta().page_size as u64;
@@ -143,7 +173,8 @@ fn db_file(path: &Path) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            out(format_args!("  damage     {e}\n"));
+            // The first line named the file.
+            out(format_args!("  damage     {}\n", e.detail()));
             Ok(ExitCode::from(1))
         }
     }

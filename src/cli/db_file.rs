@@ -12,14 +12,21 @@ use crate::model::{Revision, SessionInfo, Stamped};
 use crate::source::etcd_db::{self, EtcdDb};
 use crate::store::Session;
 
-/// Whether `path` is a bbolt file (page 0 a meta page with bbolt's magic), by its first
-/// bytes. A path that is not a readable file (a `--keep-last` set's base name) is not.
+/// Whether `path` is a bbolt file: page 0 a meta page with bbolt's magic, by its first
+/// bytes, or, when page 0 is damaged, page 1 at one of the page sizes bbolt tries for the
+/// second meta (`crate::bbolt::PAGE_SIZES`; bbolt's `getPageSizeFromSecondMeta`), so that
+/// a db file whose first page is damaged is still read (and its damage said) as one. A
+/// path that is not a readable file (a `--keep-last` set's base name) is not.
 pub fn is_db_file(path: &Path) -> bool {
-    let mut head = [0u8; 20];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && etcd_db::looks_like_bbolt(&head)
+    use std::os::unix::fs::FileExt;
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let looks_at = |offset: u64| {
+        let mut head = [0u8; 20];
+        f.read_exact_at(&mut head, offset).is_ok() && etcd_db::looks_like_bbolt(&head)
+    };
+    looks_at(0) || crate::bbolt::PAGE_SIZES.iter().any(|&ps| looks_at(ps))
 }
 
 /// Opens etcd's db file at `path`; what is wrong is said on stderr (exit 2). A file another
@@ -34,12 +41,19 @@ pub fn open(path: &Path) -> Result<EtcdDb, ExitCode> {
 }
 
 /// [`open`] for a caller that says the error itself: the warnings (another process holds
-/// the file, an interrupted compaction) on stderr, the error as text.
+/// the file, an interrupted compaction) on stderr, the error as text (naming the path
+/// once).
 pub fn open_or_error(path: &Path) -> Result<EtcdDb, String> {
+    open_db(path).map_err(|e| e.to_string())
+}
+
+/// [`open_or_error`] with the error as it is, for a caller that tells a file it cannot
+/// read ([`etcd_db::DbError::is_unreadable`]) from a damaged one.
+pub fn open_db(path: &Path) -> Result<EtcdDb, etcd_db::DbError> {
     if let Some(w) = etcd_db::open_by::check(path) {
         eprintln!("regscope: {w}");
     }
-    let db = EtcdDb::open(path).map_err(|e| e.to_string())?;
+    let db = EtcdDb::open(path)?;
     if let Some(rev) = db.interrupted_compaction() {
         eprintln!(
             "regscope: {}: a compaction to revision {rev} was scheduled and never finished (finished: {}): revisions below {rev} are partly deleted, so the file is read from {rev}",
@@ -239,8 +253,8 @@ pub fn to_recording(
             Observation::Progress { revision: head },
         );
     }
-    rec.finish()
-        .map_err(|e| anyhow::anyhow!("{}: {e}", out.display()))?;
+    // The error names the file itself (`writing OUT: …`).
+    rec.finish().map_err(anyhow::Error::msg)?;
     Ok(())
 }
 

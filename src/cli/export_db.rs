@@ -1,8 +1,10 @@
 //! `regscope export DB`: etcd's own db file as the same JSON lines `export` writes for a
 //! recording: the keys alive at `--from` (default: the file's finished compaction, the
-//! oldest state it holds whole) as `list_item` lines marked `"from": "start"`, then every
-//! version the file retains after it, up to `--to` (default: its head), as an `event`
-//! line (`op` `put` or `delete`, with `revision` and `sub`, its place in the transaction).
+//! oldest state it holds whole) as `list_item` lines marked with that revision, `"from":
+//! N` (a recording's say `"from": "start"`, as it starts at a time; `--from start` of a db
+//! file is its compaction's revision), then every version the file retains after it, up
+//! to `--to` (default: its head), as an `event` line (`op` `put` or `delete`, with
+//! `revision` and `sub`, its place in the transaction).
 //!
 //! A db file holds revisions, not times: lines carry no `at`, and `--from`/`--to` take
 //! revisions (`rN`, `start`, `end`). A delete's line is what a watch reports for it: the
@@ -77,7 +79,9 @@ pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
         if let Observation::ListPage { kvs } = obs {
             for kv in &kvs {
                 let mut line = kv_json("list_item", None, kv, &form);
-                line["from"] = json!("start");
+                // The revision asked for (`--from start` resolved), not a word: the file
+                // holds revisions and the export starts at one.
+                line["from"] = json!(from);
                 line["revision"] = json!(from);
                 write(line);
                 listed += 1;

@@ -43,6 +43,77 @@ impl Table {
     }
 }
 
+/// How `analyze` names the history it counts: a db file's retained revisions, or the
+/// versions a recording's replica holds. The usage columns mean the same in both.
+#[derive(Clone, Copy, Debug)]
+pub struct UsageWords {
+    /// The bytes of every version: `RETAINED` (in the file) or `HELD` (by the replica).
+    pub kept: &'static str,
+    /// The versions counted: `REVISIONS` or `VERSIONS`.
+    pub versions: &'static str,
+    /// Versions per key: `REV/KEY` or `VER/KEY`.
+    pub per_key: &'static str,
+    /// Where the keys and versions are: `in the file`, `the replica holds`.
+    pub whence: &'static str,
+}
+
+/// A db file's words.
+pub const DB_FILE_WORDS: UsageWords = UsageWords {
+    kept: "RETAINED",
+    versions: "REVISIONS",
+    per_key: "REV/KEY",
+    whence: "with a revision in the file",
+};
+
+/// A recording's words.
+pub const RECORDING_WORDS: UsageWords = UsageWords {
+    kept: "HELD",
+    versions: "VERSIONS",
+    per_key: "VER/KEY",
+    whence: "with a version the replica holds",
+};
+
+/// The usage columns after the first (`RESOURCE`, `NAMESPACE`): keys seen, live keys, live
+/// bytes, kept bytes, versions, versions per key, deletions.
+pub fn usage_header(first: &'static str, w: UsageWords) -> Vec<&'static str> {
+    vec![
+        first,
+        "KEYS",
+        "LIVE KEYS",
+        "LIVE BYTES",
+        w.kept,
+        w.versions,
+        w.per_key,
+        "DELETES",
+    ]
+}
+
+/// The cells of [`usage_header`]'s columns for one row. The per-key figure is
+/// [`Usage::revisions_per_key`]: versions over every key seen, live or deleted, which is
+/// why `KEYS` stands beside it.
+///
+/// [`Usage::revisions_per_key`]: crate::source::etcd_db::analysis::Usage::revisions_per_key
+pub fn usage_cells(u: &crate::source::etcd_db::analysis::Usage) -> Vec<String> {
+    use crate::derive::units::{bytes, thousands};
+    vec![
+        thousands(u.keys),
+        thousands(u.live_keys),
+        bytes(u.live_bytes),
+        bytes(u.retained_bytes),
+        thousands(u.revisions),
+        format!("{:.1}", u.revisions_per_key()),
+        thousands(u.tombstones),
+    ]
+}
+
+/// The line under a usage table that says what `KEYS` and the per-key column count.
+pub fn usage_note(w: UsageWords) -> String {
+    format!(
+        "  (KEYS: every key {}, live or deleted; {}: {} / KEYS, deletions counted as versions)",
+        w.whence, w.per_key, w.versions
+    )
+}
+
 /// A titled table of keys (`analyze`'s largest objects and most revisions, of a db file or
 /// a recording): newest value bytes, versions, their bytes, live or when deleted, the key;
 /// `none` under the title when there are none. `header` names the five columns.
@@ -84,6 +155,38 @@ pub fn key_usage_table(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn revisions_per_key_count_every_key_seen_and_say_so() {
+        use crate::source::etcd_db::analysis::Usage;
+        // Two keys: one live with 3 versions, one deleted (a put and its deletion).
+        let u = Usage {
+            keys: 2,
+            live_keys: 1,
+            live_bytes: 10,
+            revisions: 5,
+            tombstones: 1,
+            retained_bytes: 400,
+        };
+        let cells = usage_cells(&u);
+        let header = usage_header("RESOURCE", DB_FILE_WORDS);
+        assert_eq!(header.len(), cells.len() + 1);
+        let at = |name: &str| header.iter().position(|h| *h == name).unwrap() - 1;
+        assert_eq!(cells[at("KEYS")], "2");
+        assert_eq!(cells[at("LIVE KEYS")], "1");
+        // 5 revisions over the 2 keys seen, not over the 1 live key.
+        assert_eq!(cells[at("REV/KEY")], "2.5");
+        assert_eq!(
+            usage_note(DB_FILE_WORDS),
+            "  (KEYS: every key with a revision in the file, live or deleted; REV/KEY: REVISIONS / KEYS, deletions counted as versions)"
+        );
+        // A recording's table: the same columns under its own words.
+        let rec = usage_header("RESOURCE", RECORDING_WORDS);
+        assert_eq!(rec.len(), header.len());
+        assert_eq!(rec[at("REV/KEY") + 1], "VER/KEY");
+        assert!(usage_note(RECORDING_WORDS).contains("VER/KEY: VERSIONS / KEYS"));
+        assert_eq!(usage_cells(&Usage::default())[at("REV/KEY")], "0.0");
+    }
 
     #[test]
     fn tables_align_numbers_right_and_names_left() {

@@ -8,11 +8,16 @@
 //! whose size changed most, and on request every changed key in key order.
 //!
 //! The rule (the one `regscope report` and `regscope diff` share): a key on one side only is
-//! created (only in `to`) or deleted (only in `from`); a key on both sides is changed when
+//! created (only in `to`) or deleted (only in `from`); a key on both sides is recreated when
+//! its create_revision differs (it was deleted and created again in between: etcd MVCC gives
+//! a key the revision of the put that creates it anew after its deletion as its
+//! create_revision, `mvcc/kvstore_txn.go` `put` in etcd 3.4–3.6), and otherwise changed when
 //! its mod_revision differs, since within one etcd history a mod_revision names one value
-//! (etcd MVCC: every write of a key gets the revision of its transaction). A caller
-//! comparing states that may come from two histories (two clusters, two files) also passes
-//! a test of the values for keys whose revisions agree. The two streams are read once,
+//! (every write of a key gets the revision of its transaction). A recreated key is counted
+//! once, as recreated, never also as changed, created or deleted: it is the same name with
+//! another object behind it (a StatefulSet's Pod replaced, a namespace deleted and made
+//! again). A caller comparing states that may come from two histories (two clusters, two
+//! files) also passes a test of the values for keys whose revisions agree. The two streams are read once,
 //! merged like a sorted join; nothing but the changed keys asked for is kept.
 
 use std::collections::BTreeMap;
@@ -29,6 +34,8 @@ pub struct LiveKey<'a> {
     pub key: &'a [u8],
     /// Its newest version's mod_revision.
     pub mod_revision: Revision,
+    /// The revision that created it (since its last deletion, if any).
+    pub create_revision: Revision,
     /// Its newest value's length in bytes.
     pub bytes: u64,
 }
@@ -43,16 +50,18 @@ pub fn live_keys<'a>(replica: &'a Replica, under: &'a [u8]) -> impl Iterator<Ite
         .map(|(key, m)| LiveKey {
             key,
             mod_revision: m.mod_revision,
+            create_revision: m.create_revision,
             bytes: m.size.unwrap_or(0) as u64,
         })
 }
 
-/// An owned copy of the live keys at one moment: keys, mod_revisions and sizes, not
-/// values. One copy of the keyspace's keys, for a pass that moves its session on and
+/// An owned copy of the live keys at one moment: keys, mod and create revisions and sizes,
+/// not values. One copy of the keyspace's keys, for a pass that moves its session on and
 /// compares later ([`crate::report`]'s `--from` and `--to`).
 #[derive(Clone, Debug, Default)]
 pub struct KeysAt {
-    keys: Vec<(Box<[u8]>, Revision, u64)>,
+    /// `(key, mod_revision, create_revision, bytes)`.
+    keys: Vec<(Box<[u8]>, Revision, Revision, u64)>,
 }
 
 impl KeysAt {
@@ -60,18 +69,21 @@ impl KeysAt {
     pub fn of(replica: &Replica, under: &[u8]) -> KeysAt {
         KeysAt {
             keys: live_keys(replica, under)
-                .map(|k| (Box::from(k.key), k.mod_revision, k.bytes))
+                .map(|k| (Box::from(k.key), k.mod_revision, k.create_revision, k.bytes))
                 .collect(),
         }
     }
 
     /// The keys held, in key order.
     pub fn iter(&self) -> impl Iterator<Item = LiveKey<'_>> {
-        self.keys.iter().map(|(key, mod_revision, bytes)| LiveKey {
-            key,
-            mod_revision: *mod_revision,
-            bytes: *bytes,
-        })
+        self.keys
+            .iter()
+            .map(|(key, mod_revision, create_revision, bytes)| LiveKey {
+                key,
+                mod_revision: *mod_revision,
+                create_revision: *create_revision,
+                bytes: *bytes,
+            })
     }
 
     /// How many keys are held.
@@ -94,26 +106,31 @@ pub enum ChangeKind {
     /// Live only in `from`.
     Deleted,
     /// Live in both, with another mod_revision (or, when the caller compares values,
-    /// another value).
+    /// another value), the same create_revision.
     Changed,
+    /// Live in both with another create_revision: deleted and created again in between
+    /// (between two clusters' files: created in each on its own).
+    Recreated,
 }
 
 impl ChangeKind {
-    /// `created`, `deleted` or `changed`, as the JSON says it.
+    /// `created`, `deleted`, `changed` or `recreated`, as the JSON says it.
     pub fn name(self) -> &'static str {
         match self {
             ChangeKind::Created => "created",
             ChangeKind::Deleted => "deleted",
             ChangeKind::Changed => "changed",
+            ChangeKind::Recreated => "recreated",
         }
     }
 
-    /// `+`, `-` or `~`, as a diff line starts.
+    /// `+`, `-`, `~` or `±` (deleted and created again), as a diff line starts.
     pub fn sign(self) -> char {
         match self {
             ChangeKind::Created => '+',
             ChangeKind::Deleted => '-',
             ChangeKind::Changed => '~',
+            ChangeKind::Recreated => '±',
         }
     }
 }
@@ -137,6 +154,10 @@ pub struct KeyChange {
     pub bytes_to: Option<u64>,
     pub mod_revision_from: Option<Revision>,
     pub mod_revision_to: Option<Revision>,
+    /// The revision that created the key as each side holds it: they differ for a key
+    /// [`ChangeKind::Recreated`].
+    pub create_revision_from: Option<Revision>,
+    pub create_revision_to: Option<Revision>,
 }
 
 impl KeyChange {
@@ -146,8 +167,8 @@ impl KeyChange {
     }
 }
 
-/// Keys created, deleted and changed in one resource (or, with an empty `resource`, in
-/// all of them), and the bytes of their newest values.
+/// Keys created, deleted, changed and recreated in one resource (or, with an empty
+/// `resource`, in all of them), and the bytes of their newest values.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct ResourceChanges {
     /// The resource (`pods`, `minions`, `apiregistration.k8s.io/apiservices`…); empty in a
@@ -157,6 +178,8 @@ pub struct ResourceChanges {
     pub created: u64,
     pub deleted: u64,
     pub changed: u64,
+    /// Live on both sides as two objects: deleted and created again in between.
+    pub recreated: u64,
     /// Value bytes of every live key (changed or not) in `from` and in `to`.
     pub bytes_from: u64,
     pub bytes_to: u64,
@@ -166,12 +189,15 @@ pub struct ResourceChanges {
     pub bytes_deleted: u64,
     /// Σ (size in `to` − size in `from`) over the keys changed; negative when they shrank.
     pub bytes_changed_delta: i64,
+    /// The same over the keys recreated, so that `bytes_from + bytes_created −
+    /// bytes_deleted + bytes_changed_delta + bytes_recreated_delta = bytes_to`.
+    pub bytes_recreated_delta: i64,
 }
 
 impl ResourceChanges {
-    /// Keys created, deleted or changed.
+    /// Keys created, deleted, changed or recreated.
     pub fn differences(&self) -> u64 {
-        self.created + self.deleted + self.changed
+        self.created + self.deleted + self.changed + self.recreated
     }
 
     fn add(&mut self, c: &KeyChange) {
@@ -187,6 +213,10 @@ impl ResourceChanges {
             ChangeKind::Changed => {
                 self.changed += 1;
                 self.bytes_changed_delta += c.bytes_delta();
+            }
+            ChangeKind::Recreated => {
+                self.recreated += 1;
+                self.bytes_recreated_delta += c.bytes_delta();
             }
         }
     }
@@ -232,8 +262,8 @@ impl Compared {
 
 /// Compares `from` with `to` (both in key order, as [`live_keys`] and [`KeysAt::iter`]
 /// give them). `values_differ(key)` is asked only of a key live on both sides with the
-/// same mod_revision: `true` counts it as changed (states of two histories); a caller
-/// comparing two moments of one history passes `|_| false`.
+/// same mod_revision and create_revision: `true` counts it as changed (states of two
+/// histories); a caller comparing two moments of one history passes `|_| false`.
 pub fn compare<'a, 'b>(
     from: impl Iterator<Item = LiveKey<'a>>,
     to: impl Iterator<Item = LiveKey<'b>>,
@@ -260,6 +290,7 @@ pub fn compare<'a, 'b>(
         let change = match (old, new) {
             (None, Some(_)) => ChangeKind::Created,
             (Some(_), None) => ChangeKind::Deleted,
+            (Some(o), Some(n)) if o.create_revision != n.create_revision => ChangeKind::Recreated,
             (Some(o), Some(n)) if o.mod_revision != n.mod_revision || values_differ(k) => {
                 ChangeKind::Changed
             }
@@ -273,6 +304,8 @@ pub fn compare<'a, 'b>(
             bytes_to: new.map(|n| n.bytes),
             mod_revision_from: old.map(|o| o.mod_revision),
             mod_revision_to: new.map(|n| n.mod_revision),
+            create_revision_from: old.map(|o| o.create_revision),
+            create_revision_to: new.map(|n| n.create_revision),
         };
         row.add(&c);
         out.total.add(&c);
@@ -327,10 +360,12 @@ fn sort_top(top: &mut [KeyChange]) {
 mod tests {
     use super::*;
 
+    /// A key created at revision 1 and last written at `mod_revision`.
     fn k(key: &'static str, mod_revision: Revision, bytes: u64) -> LiveKey<'static> {
         LiveKey {
             key: key.as_bytes(),
             mod_revision,
+            create_revision: 1,
             bytes,
         }
     }
@@ -380,6 +415,8 @@ mod tests {
                 bytes_created: 55,
                 bytes_deleted: 40,
                 bytes_changed_delta: -20,
+                recreated: 0,
+                bytes_recreated_delta: 0,
             }
         );
         assert_eq!(c.per_resource[1].resource, "secrets");
@@ -397,6 +434,8 @@ mod tests {
                 bytes_created: 67,
                 bytes_deleted: 40,
                 bytes_changed_delta: -20,
+                recreated: 0,
+                bytes_recreated_delta: 0,
             }
         );
         // Bytes add up: from + created − deleted + delta = to.
@@ -466,6 +505,7 @@ mod tests {
                 .map(|(key, mod_revision, bytes)| LiveKey {
                     key,
                     mod_revision: *mod_revision,
+                    create_revision: 1,
                     bytes: *bytes,
                 })
                 .collect()
@@ -487,6 +527,52 @@ mod tests {
                 "/registry/pods/a/p0997"
             ]
         );
+    }
+
+    #[test]
+    fn a_key_deleted_and_created_again_is_recreated_not_changed() {
+        let recreated = |mod_revision, create_revision, bytes| LiveKey {
+            create_revision,
+            ..k("/registry/pods/a/web-0", mod_revision, bytes)
+        };
+        let from = [k("/registry/configmaps/a/x", 5, 100), recreated(6, 2, 300)];
+        // web-0 was deleted and put again at 9; x was written again at 8.
+        let to = [k("/registry/configmaps/a/x", 8, 90), recreated(9, 9, 320)];
+        let c = compare(from.into_iter(), to.into_iter(), &OPTS, |_| false);
+        let keys: Vec<(&str, ChangeKind)> =
+            c.keys.iter().map(|k| (k.key.as_str(), k.change)).collect();
+        assert_eq!(
+            keys,
+            [
+                ("/registry/configmaps/a/x", ChangeKind::Changed),
+                ("/registry/pods/a/web-0", ChangeKind::Recreated),
+            ]
+        );
+        let web = &c.keys[1];
+        assert_eq!(
+            (web.create_revision_from, web.create_revision_to),
+            (Some(2), Some(9))
+        );
+        assert_eq!(web.change.sign(), '±');
+        assert_eq!(web.change.name(), "recreated");
+        let t = &c.total;
+        assert_eq!((t.created, t.deleted, t.changed, t.recreated), (0, 0, 1, 1));
+        assert_eq!(t.differences(), 2);
+        assert_eq!((t.bytes_changed_delta, t.bytes_recreated_delta), (-10, 20));
+        assert_eq!(
+            t.bytes_from as i64 + t.bytes_created as i64 - t.bytes_deleted as i64
+                + t.bytes_changed_delta
+                + t.bytes_recreated_delta,
+            t.bytes_to as i64
+        );
+        // Recreated at the very revision of the other side's write: still recreated, and
+        // the values are not asked (two histories, or one, it is another object).
+        let same_rev = [recreated(9, 2, 300)];
+        let again = [recreated(9, 9, 300)];
+        let c = compare(same_rev.into_iter(), again.into_iter(), &OPTS, |_| {
+            panic!("values asked of a recreated key")
+        });
+        assert_eq!(c.total.recreated, 1);
     }
 
     #[test]
@@ -522,7 +608,13 @@ mod tests {
         assert_eq!(all.len(), 2);
         let got: Vec<LiveKey<'_>> = all.iter().collect();
         assert_eq!(got, live_keys(&s.replica, b"/registry").collect::<Vec<_>>());
-        assert_eq!(got[1], k("/registry/pods/b/q", 3, 5));
+        assert_eq!(
+            got[1],
+            LiveKey {
+                create_revision: 3,
+                ..k("/registry/pods/b/q", 3, 5)
+            }
+        );
         let under = KeysAt::of(&s.replica, b"/registry/pods/b/");
         assert_eq!(
             under.iter().map(|k| k.key).collect::<Vec<_>>(),

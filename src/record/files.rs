@@ -31,6 +31,10 @@ fn set_member(path: &Path) -> Option<(&str, usize)> {
 
 /// The files of a recording named `path`: the file itself, or the rolling set
 /// `BASE.NNNNNN.rgs` of a `--keep-last` recording (oldest first).
+///
+/// Errors name `path` once: nothing there and no set by that name is [`NOT_THERE`] (the
+/// commands that take a recording also take etcd's db file, so it says only that the path
+/// does not exist, not what it was meant to be); a directory or a device says so.
 pub fn recording_files(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
     if path.is_file() {
         return Ok(vec![path.to_path_buf()]);
@@ -38,9 +42,9 @@ pub fn recording_files(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
     if let Ok(m) = std::fs::metadata(path) {
         // There, but no regular file: a directory, a device, a pipe.
         let what = if m.is_dir() {
-            "a directory, not a recording (a --keep-last set is named by its base: DIR/BASE for DIR/BASE.000001.rgs, …)"
+            "a directory, not a file (a --keep-last set is named by its base: DIR/BASE for DIR/BASE.000001.rgs, …; etcd's db file is member/snap/db in its data dir)"
         } else {
-            "not a regular file, so not a recording"
+            "not a regular file"
         };
         return Err(RecordError::Io {
             path: path.display().to_string(),
@@ -58,10 +62,18 @@ pub fn recording_files(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
         .file_name()
         .map(|n| n.to_string_lossy().to_string())
         .unwrap_or_default();
+    let not_there = || RecordError::Io {
+        path: path.display().to_string(),
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, NOT_THERE),
+    };
     let mut set: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map_err(|e| RecordError::Io {
-            path: path.display().to_string(),
-            source: e,
+        .map_err(|e| match e.kind() {
+            // Its folder is not there either.
+            std::io::ErrorKind::NotFound => not_there(),
+            _ => RecordError::Io {
+                path: path.display().to_string(),
+                source: e,
+            },
         })?
         .filter_map(|e| e.ok())
         .map(|e| e.path())
@@ -69,13 +81,12 @@ pub fn recording_files(path: &Path) -> Result<Vec<PathBuf>, RecordError> {
         .collect();
     set.sort();
     if set.is_empty() {
-        return Err(RecordError::Io {
-            path: path.display().to_string(),
-            source: std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no such recording (neither a file nor a --keep-last set BASE.NNNNNN.rgs)",
-            ),
-        });
+        return Err(not_there());
     }
     Ok(set)
 }
+
+/// What a path that is not there says (after the path): no file, and no `--keep-last` set
+/// named by it.
+pub const NOT_THERE: &str =
+    "no such file or directory (nor a --keep-last set BASE.NNNNNN.rgs by that name)";

@@ -215,13 +215,15 @@ pub(crate) fn most_written(r: &Report) -> Table {
     t
 }
 
-/// Keys created, deleted and changed per resource, with the resource's live bytes.
+/// Keys created, deleted, changed and recreated (deleted and created again) per resource,
+/// with the resource's live bytes.
 pub(crate) fn per_resource(r: &Report) -> Table {
     let mut t = Table::new(&[
         ("resource", false),
         ("created", true),
         ("deleted", true),
         ("changed", true),
+        ("recreated", true),
         ("bytes at from", true),
         ("bytes at to", true),
         ("difference", true),
@@ -233,6 +235,7 @@ pub(crate) fn per_resource(r: &Report) -> Table {
             units::thousands(p.created),
             units::thousands(p.deleted),
             units::thousands(p.changed),
+            units::thousands(p.recreated),
             units::bytes(p.bytes_from),
             units::bytes(p.bytes_to),
             format!(
@@ -344,7 +347,8 @@ mod tests {
         assert_eq!(get("Kubernetes version"), Some("not recorded"));
         assert_eq!(get("etcd quota"), Some("2.0 GiB"));
         assert_eq!(warnings(&r).len(), 2);
-        assert_eq!(per_resource(&r).rows[0][6], "+2.0 KiB");
+        assert_eq!(per_resource(&r).rows[0][4], "2");
+        assert_eq!(per_resource(&r).rows[0][7], "+2.0 KiB");
         assert_eq!(top_keys(&r).rows[0][4], "1,130");
     }
 }

@@ -242,6 +242,72 @@ fn the_tables_say_the_same(fx: &DbFixture, v: &Value) {
     };
     let (pods, leases) = (row("pods"), row("leases"));
     assert_eq!(pods.len(), leases.len(), "{pods}\n{leases}");
+    revisions_per_key_counts_every_key_seen(fx, &text, row);
+}
+
+/// `KEYS` is every key with a revision in the file, live or deleted, and `REV/KEY` is
+/// `REVISIONS / KEYS`, as the line under the table says: per resource, from etcd's answers
+/// at every revision the file holds. `events` holds only a deleted key (its lease was
+/// revoked): no live key, and still 2 revisions per key seen.
+fn revisions_per_key_counts_every_key_seen(
+    fx: &DbFixture,
+    text: &str,
+    row: impl Fn(&str) -> String,
+) {
+    let header = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("RESOURCE "))
+        .unwrap_or_else(|| panic!("no header in:\n{text}"));
+    let names: Vec<&str> = header
+        .split("  ")
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "RESOURCE",
+            "KEYS",
+            "LIVE KEYS",
+            "LIVE BYTES",
+            "RETAINED",
+            "REVISIONS",
+            "REV/KEY",
+            "DELETES",
+            "OF RETAINED"
+        ],
+        "{header}"
+    );
+    assert!(
+        text.contains("(KEYS: every key with a revision in the file, live or deleted; REV/KEY: REVISIONS / KEYS"),
+        "{text}"
+    );
+    let mut per: BTreeMap<String, (u64, u64, u64)> = BTreeMap::new();
+    let live: BTreeSet<String> = fx.kvs_at(fx.head).into_iter().map(|kv| kv.key).collect();
+    for (key, (revisions, _)) in retained_from_answers(fx) {
+        let r = regscope::model::KeyPath::parse(b"/registry", key.as_bytes())
+            .resource
+            .into_owned();
+        let e = per.entry(r).or_default();
+        e.0 += 1;
+        e.1 += u64::from(live.contains(&key));
+        e.2 += revisions;
+    }
+    assert_eq!(per.get("events"), Some(&(1, 0, 2)), "{per:?}");
+    for (resource, (keys, live_keys, revisions)) in &per {
+        let line = row(resource);
+        // Bytes are two words (`3.4 KiB`); the counts around them are one.
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let n = cells.len();
+        assert_eq!(cells[1], keys.to_string(), "KEYS of {line}");
+        assert_eq!(cells[2], live_keys.to_string(), "LIVE KEYS of {line}");
+        assert_eq!(cells[n - 4], revisions.to_string(), "REVISIONS of {line}");
+        assert_eq!(
+            cells[n - 3],
+            format!("{:.1}", *revisions as f64 / *keys as f64),
+            "REV/KEY of {line}"
+        );
+    }
 }
 
 fn bad_files_are_one_line_and_exit_2(fx: &DbFixture) {
@@ -400,6 +466,46 @@ async fn a_full_members_own_file_says_nospace_and_etcds_own_sizes() {
         text.contains("ALARM         NOSPACE: the quota was hit"),
         "{text}"
     );
+    nospace_is_said_on_the_quota_line(&db, quota);
+}
+
+/// The quota line of a file whose member hit NOSPACE: the alarm said there; under etcd's
+/// default quota assumed (not given, or `--quota-bytes 0`, which etcd reads as its default)
+/// the file is far below it, so the member's quota was lower; under the member's own, not.
+fn nospace_is_said_on_the_quota_line(db: &std::path::Path, quota: u64) {
+    let quota_line = |args: &[&str]| {
+        let mut all = vec!["analyze", s(db)];
+        all.extend_from_slice(args);
+        let o = run(&all);
+        assert!(o.status.success(), "{all:?}: {}", stderr(&o));
+        let text = String::from_utf8(o.stdout).unwrap();
+        text.lines()
+            .find(|l| l.trim_start().starts_with("quota "))
+            .unwrap_or_else(|| panic!("no quota line in:\n{text}"))
+            .to_string()
+    };
+    let raised =
+        "a NOSPACE alarm is raised: the member's backend was at its quota when it was raised";
+    let lower = "the member's quota was evidently lower (pass --quota-bytes)";
+    for args in [&[][..], &["--quota-bytes", "0"][..]] {
+        let line = quota_line(args);
+        assert!(line.contains("of 2.0 GiB used"), "{args:?}: {line}");
+        assert!(line.contains(raised), "{args:?}: {line}");
+        assert!(line.contains(lower), "{args:?}: {line}");
+    }
+    assert!(
+        quota_line(&["--quota-bytes", "0"]).contains("--quota-bytes 0 is etcd's default quota"),
+    );
+    let own = quota.to_string();
+    let line = quota_line(&["--quota-bytes", &own]);
+    assert!(line.contains(raised), "{line}");
+    assert!(!line.contains(lower), "{line}");
+    let o = run(&["analyze", s(db), "--json", "--quota-bytes", "0"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(u(&v["quota"]["bytes"]), 2 << 30, "{}", v["quota"]);
+    assert_eq!(v["quota"]["default"], true);
+    assert_eq!(v["quota"]["nospace_alarm"], true);
+    assert_eq!(v["quota"]["below_quota_with_nospace"], true);
 }
 
 /// `regscope analyze --endpoints` on the etcd that wrote the fixture, while it is still up

@@ -22,9 +22,12 @@ fn a_db_file_reads_as_etcd_answered_at_every_revision() {
     let fx = write_workload_and_snapshot();
     snapshot_at_every_revision(&fx);
     export_replays_every_revision(&fx);
+    export_from_a_revision_says_that_revision(&fx);
     revisions_outside_the_file_are_refused(&fx);
     leases_and_meta(&fx);
     encrypted_values_decrypt(&fx);
+    check_says_damage_wherever_the_file_is_damaged(&fx);
+    bad_files_are_one_line_naming_the_path_once(&fx);
 }
 
 /// `(key, create, mod, version, lease, bytes)` of each key, in key order.
@@ -165,6 +168,39 @@ fn export_replays_every_revision(fx: &DbFixture) {
         let l: Value = serde_json::from_str(line).unwrap();
         assert_eq!(l["value"], Value::Null, "{line}");
         assert!(l["op"] == "delete" || l["value_redacted"] == true, "{line}");
+    }
+}
+
+/// `export --from rN`: the list items are etcd's keys at N, each saying it starts there
+/// (`"from": N`), and `--from start` names the compaction's revision the same way.
+fn export_from_a_revision_says_that_revision(fx: &DbFixture) {
+    let txn = fx.revision_of("txn ");
+    for (flag, rev) in [
+        (format!("r{txn}"), txn),
+        ("start".to_string(), fx.compacted),
+    ] {
+        let out = run(&["export", s(&fx.db), "--from", &flag]);
+        assert!(out.status.success(), "--from {flag}: {}", stderr(&out));
+        let lines: Vec<Value> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("a JSON line"))
+            .collect();
+        let listed: Vec<&Value> = lines.iter().filter(|l| l["type"] == "list_item").collect();
+        let keys: Vec<&str> = listed.iter().map(|l| l["key"].as_str().unwrap()).collect();
+        let want: Vec<String> = fx.kvs_at(rev).into_iter().map(|kv| kv.key).collect();
+        assert_eq!(keys, want, "--from {flag}");
+        for l in &listed {
+            assert_eq!(l["from"].as_i64(), Some(rev), "--from {flag}: {l}");
+            assert_eq!(l["revision"].as_i64(), Some(rev), "--from {flag}: {l}");
+        }
+        assert!(
+            lines
+                .iter()
+                .filter(|l| l["type"] == "event")
+                .all(|l| l["revision"].as_i64() > Some(rev)),
+            "--from {flag}: an event at or before r{rev}"
+        );
     }
 }
 
@@ -547,4 +583,156 @@ fn the_db_console_plays_and_seeks_over_revisions() {
     );
     t.keys(&["q"]);
     crate::common::wait_until("replay quits", Duration::from_secs(15), || t.pane_dead());
+}
+
+/// `replay --check` of a copy of the file with one page damaged (a byte of its header
+/// flipped, or one inside it), both meta pages damaged, or the file cut short: each is a
+/// damaged db file, never an unreadable one: exit 1 with a `damage` line (or 0 when the
+/// byte lies where nothing reads it), never 2, and each line names the file at most once.
+fn check_says_damage_wherever_the_file_is_damaged(fx: &DbFixture) {
+    let bytes = std::fs::read(&fx.db).unwrap();
+    let ps = 4096;
+    let pages = bytes.len() / ps;
+    assert!(pages >= 6, "{} bytes", bytes.len());
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("damaged.db");
+    let p = s(&copy).to_string();
+    let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+    for page in 0..pages {
+        for (what, at) in [
+            ("flags", 8),
+            ("count", 10),
+            ("an element", 40),
+            ("the middle", 2000),
+        ] {
+            let mut b = bytes.clone();
+            b[page * ps + at] ^= 0x5A;
+            cases.push((format!("page {page}, {what}"), b));
+        }
+    }
+    let mut metas = bytes.clone();
+    metas[16 + 40] ^= 0xFF;
+    metas[ps + 16 + 40] ^= 0xFF;
+    cases.push(("both meta pages".into(), metas));
+    for len in [100, ps + 10, 3 * ps, bytes.len() / 2] {
+        cases.push((format!("cut to {len} bytes"), bytes[..len].to_vec()));
+    }
+    let mut damaged = 0;
+    for (what, b) in &cases {
+        std::fs::write(&copy, b).unwrap();
+        let out = run(&["replay", "--check", &p]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let err = stderr(&out);
+        let code = out.status.code();
+        assert!(
+            code == Some(0) || code == Some(1),
+            "{what}: exit {code:?}, a damaged db file is reported, not refused:\n{text}{err}"
+        );
+        assert!(!err.contains("panicked"), "{what}: {err}");
+        assert!(
+            text.starts_with(&format!("{p} (etcd's db file)")),
+            "{what}: {text}"
+        );
+        let damage: Vec<&str> = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("damage "))
+            .collect();
+        assert_eq!(damage.len(), 1, "{what}: {text}");
+        if code == Some(1) {
+            damaged += 1;
+            assert!(!damage[0].ends_with(" none"), "{what}: {text}");
+        } else {
+            assert!(damage[0].ends_with(" none"), "{what}: {text}");
+        }
+        for line in text.lines().chain(err.lines()) {
+            assert!(line.matches(p.as_str()).count() <= 1, "{what}: {line}");
+        }
+    }
+    // Most flips land on something read.
+    assert!(
+        damaged * 2 > cases.len(),
+        "{damaged} of {} damaged",
+        cases.len()
+    );
+}
+
+/// Errors about a db file that is damaged, cut short, not a db file, or a directory: one
+/// line on stderr naming the path once, whichever command reads it.
+fn bad_files_are_one_line_naming_the_path_once(fx: &DbFixture) {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(&fx.db).unwrap();
+    let cut = dir.path().join("cut.db");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let mut garbled = bytes.clone();
+    for b in &mut garbled[2 * 4096..] {
+        *b = 0xA5;
+    }
+    let garbled_path = dir.path().join("garbled.db");
+    std::fs::write(&garbled_path, &garbled).unwrap();
+    let text = dir.path().join("notes.db");
+    std::fs::write(&text, "not etcd\n").unwrap();
+    let folder = dir.path().join("member");
+    std::fs::create_dir(&folder).unwrap();
+    // Each page past the metas with its flags flipped: the file opens, and a page read
+    // later (the `key` bucket's, for the head or a revision's state) is the error.
+    let mut paths = vec![cut, garbled_path, text, folder];
+    for page in 2..bytes.len() / 4096 {
+        let mut b = bytes.clone();
+        b[page * 4096 + 8] ^= 0x5A;
+        let p = dir.path().join(format!("page-{page}.db"));
+        std::fs::write(&p, &b).unwrap();
+        paths.push(p);
+    }
+    for path in &paths {
+        let p = s(path);
+        let at = |args: &[&'static str]| -> Vec<String> {
+            let mut v = args.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+            for a in &mut v {
+                if a == "P" {
+                    *a = p.to_string();
+                }
+            }
+            v
+        };
+        for args in [
+            at(&["analyze", "P"]),
+            at(&["export", "P"]),
+            at(&["snapshot", "--json", "--from", "P"]),
+            at(&["diff", "P", "--at", "r30", "--at", "end"]),
+            at(&["diff", "P", "P"]),
+        ] {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let out = run(&args);
+            let err = stderr(&out);
+            assert!(!err.contains("panicked"), "{args:?}: {err}");
+            if out.status.code() == Some(0) || err.trim().is_empty() {
+                // A page nothing in this command reads: no error to check (`diff` exits 1
+                // for keys that differ, `export` says what it wrote).
+                assert!(matches!(out.status.code(), Some(0 | 1)), "{args:?}: {err}");
+                continue;
+            }
+            assert_eq!(err.matches(p).count(), 1, "{args:?}: {err}");
+            // Nor is the cause said twice (an error and its source both printed).
+            for cause in [
+                "corrupt bbolt file",
+                "cut short",
+                "not a regscope recording",
+            ] {
+                assert!(err.matches(cause).count() <= 1, "{args:?}: {err}");
+            }
+            match out.status.code() {
+                Some(2) => assert_eq!(err.lines().count(), 1, "{args:?}: {err}"),
+                // `export` of a file damaged part way: what it wrote, then where it
+                // stopped.
+                Some(1) if args[0] == "export" => {
+                    let last = err.lines().last().unwrap_or_default();
+                    assert!(
+                        last.contains("damaged db file") && last.contains(p),
+                        "{err}"
+                    );
+                }
+                code => panic!("{args:?}: exit {code:?}: {err}"),
+            }
+        }
+    }
 }

@@ -30,8 +30,9 @@ struct Change {
 }
 
 /// The changes from revision `x` to `y` computed from etcdctl's answers: a key live at
-/// one only is created or deleted; live at both, changed when its value or mod_revision
-/// differs.
+/// one only is created or deleted; live at both, recreated when its create_revision
+/// differs (deleted and put again in between), else changed when its value or
+/// mod_revision differs.
 fn expected(fx: &DbFixture, x: i64, y: i64) -> Vec<Change> {
     let map = |kvs: Vec<Kv>| -> BTreeMap<String, Kv> {
         kvs.into_iter().map(|kv| (kv.key.clone(), kv)).collect()
@@ -44,6 +45,7 @@ fn expected(fx: &DbFixture, x: i64, y: i64) -> Vec<Change> {
         let change = match (a, b) {
             (None, Some(_)) => "created",
             (Some(_), None) => "deleted",
+            (Some(a), Some(b)) if a.create_revision != b.create_revision => "recreated",
             (Some(a), Some(b)) if a.mod_revision != b.mod_revision || a.value != b.value => {
                 "changed"
             }
@@ -110,6 +112,7 @@ fn diff_of_db_files_says_what_etcd_said() {
     two_revisions_list_exactly_the_changed_keys(&fx);
     a_copy_differs_in_nothing(&fx);
     key_shows_the_fields_that_changed(&fx);
+    a_key_deleted_and_created_again_is_recreated(&fx);
     secrets_are_decrypted_and_redacted(&fx);
     moments_outside_the_file_and_bad_files_are_refused(&fx);
 }
@@ -155,6 +158,7 @@ fn two_revisions_list_exactly_the_changed_keys(fx: &DbFixture) {
         assert_eq!(n("created"), of("created").count() as i64);
         assert_eq!(n("deleted"), of("deleted").count() as i64);
         assert_eq!(n("changed"), of("changed").count() as i64);
+        assert_eq!(n("recreated"), of("recreated").count() as i64);
         assert_eq!(
             n("bytes_created"),
             of("created")
@@ -167,24 +171,29 @@ fn two_revisions_list_exactly_the_changed_keys(fx: &DbFixture) {
                 .map(|c| c.bytes_from.unwrap() as i64)
                 .sum::<i64>()
         );
-        assert_eq!(
-            n("bytes_changed_delta"),
-            of("changed")
-                .map(|c| c.bytes_to.unwrap() as i64 - c.bytes_from.unwrap() as i64)
-                .sum::<i64>()
-        );
+        for (kind, field) in [
+            ("changed", "bytes_changed_delta"),
+            ("recreated", "bytes_recreated_delta"),
+        ] {
+            assert_eq!(
+                n(field),
+                of(kind)
+                    .map(|c| c.bytes_to.unwrap() as i64 - c.bytes_from.unwrap() as i64)
+                    .sum::<i64>()
+            );
+        }
         // Per resource: the keys' changes grouped by their resource.
-        let mut per: BTreeMap<String, [i64; 3]> = BTreeMap::new();
+        let mut per: BTreeMap<String, [i64; 4]> = BTreeMap::new();
         for k in v["keys"].as_array().unwrap() {
             let row = per
                 .entry(k["resource"].as_str().unwrap().into())
                 .or_default();
-            row[["created", "deleted", "changed"]
+            row[["created", "deleted", "changed", "recreated"]
                 .iter()
                 .position(|c| k["change"] == *c)
                 .unwrap()] += 1;
         }
-        let rows: BTreeMap<String, [i64; 3]> = v["per_resource"]
+        let rows: BTreeMap<String, [i64; 4]> = v["per_resource"]
             .as_array()
             .unwrap()
             .iter()
@@ -192,7 +201,7 @@ fn two_revisions_list_exactly_the_changed_keys(fx: &DbFixture) {
                 let c = |f: &str| r[f].as_i64().unwrap();
                 (
                     r["resource"].as_str().unwrap().to_string(),
-                    [c("created"), c("deleted"), c("changed")],
+                    [c("created"), c("deleted"), c("changed"), c("recreated")],
                 )
             })
             .collect();
@@ -225,6 +234,7 @@ fn two_revisions_list_exactly_the_changed_keys(fx: &DbFixture) {
                         && l.trim_start().starts_with(match c.change.as_str() {
                             "created" => "+",
                             "deleted" => "-",
+                            "recreated" => "±",
                             _ => "~",
                         })),
                     "{} {} not in the top list:\n{text}",
@@ -406,6 +416,68 @@ fn key_shows_the_fields_that_changed(fx: &DbFixture) {
     );
     assert_eq!(v["key_diffs"][0]["change"], "unchanged");
     assert_eq!(v["key_diffs"][1]["change"], "absent");
+}
+
+/// The workload deletes `/registry/configmaps/default/app-config` after the compaction
+/// and puts it again at the next revision: from the compaction to the head it is one key
+/// with another object behind it, which etcd says by its create_revision.
+fn a_key_deleted_and_created_again_is_recreated(fx: &DbFixture) {
+    let key = "/registry/configmaps/default/app-config";
+    let deleted = fx.revision_of(&format!("delete {key}"));
+    let (before, after) = (
+        fx.kv_at(fx.compacted, key).expect("live at the compaction"),
+        fx.kv_at(fx.head, key).expect("live at the head"),
+    );
+    assert!(
+        after.create_revision > deleted && before.create_revision < deleted,
+        "{before:?} {after:?}"
+    );
+    let db = s(&fx.db);
+    let c = format!("r{}", fx.compacted);
+    let v = diff_json(&[db, "--at", &c, "--at", "end", "--key", key], 1);
+    let listed = v["keys"]
+        .as_array()
+        .expect("keys")
+        .iter()
+        .find(|k| k["key"] == key)
+        .unwrap_or_else(|| panic!("{key} not listed: {v}"));
+    assert_eq!(listed["change"], "recreated", "{listed}");
+    assert_eq!(
+        listed["create_revision_from"].as_i64(),
+        Some(before.create_revision)
+    );
+    assert_eq!(
+        listed["create_revision_to"].as_i64(),
+        Some(after.create_revision)
+    );
+    let configmaps = v["per_resource"]
+        .as_array()
+        .expect("per_resource")
+        .iter()
+        .find(|r| r["resource"] == "configmaps")
+        .unwrap_or_else(|| panic!("no configmaps row: {v}"));
+    assert!(configmaps["recreated"].as_u64() >= Some(1), "{configmaps}");
+    assert_eq!(v["key_diffs"][0]["change"], "recreated", "{v}");
+    // Just before the delete and just after the put: recreated, not changed.
+    let (x, y) = (format!("r{}", deleted - 1), format!("r{}", deleted + 1));
+    let v = diff_json(&[db, "--at", &x, "--at", &y], 1);
+    assert_eq!(v["total"]["recreated"], 1, "{v}");
+    assert_eq!(v["total"]["changed"], 0, "{v}");
+    // Across the delete alone: deleted, the plain case.
+    let z = format!("r{deleted}");
+    let v = diff_json(&[db, "--at", &x, "--at", &z], 1);
+    assert_eq!(v["total"]["deleted"], 1, "{v}");
+    assert_eq!(v["total"]["recreated"], 0, "{v}");
+    // The table marks it and counts it in its own column.
+    let out = diff(&[db, "--at", &c, "--at", "end"]);
+    let text = stdout(&out);
+    assert!(
+        text.lines()
+            .any(|l| l.trim_start().starts_with(&format!("± {key}"))
+                && l.contains(&format!("created again at r{}", after.create_revision))),
+        "{text}"
+    );
+    assert!(text.contains("RECREATED"), "{text}");
 }
 
 fn secrets_are_decrypted_and_redacted(fx: &DbFixture) {

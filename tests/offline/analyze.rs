@@ -84,6 +84,18 @@ fn a_recording_is_analysed_at_its_end_as_snapshot_sees_it() {
         row.contains(&regscope::derive::units::thousands(u(&top["revisions"]))),
         "{row}"
     );
+    // KEYS (every key held, live or deleted) stands before LIVE KEYS, and VER/KEY is
+    // VERSIONS / KEYS, as in a db file's table and as the line under it says.
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    let thousands = regscope::derive::units::thousands;
+    assert_eq!(cells[1], thousands(u(&top["keys"])), "{row}");
+    assert_eq!(cells[2], thousands(u(&top["live_keys"])), "{row}");
+    let per_key = u(&top["revisions"]) as f64 / u(&top["keys"]) as f64;
+    assert_eq!(cells[cells.len() - 2], format!("{per_key:.1}"), "{row}");
+    assert!(
+        text.contains("(KEYS: every key with a version the replica holds, live or deleted; VER/KEY: VERSIONS / KEYS"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -138,7 +150,7 @@ fn files_neither_db_nor_recording_or_damaged_are_one_line_and_exit_2() {
         (&empty, "nor an etcd db file"),
         (&cut, "cut short"),
         (&garbled, "corrupt"),
-        (&missing, "no such recording"),
+        (&missing, "missing.db: no such file or directory"),
     ] {
         let o = run(&["analyze", s(p)]);
         let err = stderr(&o);
@@ -146,5 +158,39 @@ fn files_neither_db_nor_recording_or_damaged_are_one_line_and_exit_2() {
         assert_eq!(err.lines().count(), 1, "{}: {err}", p.display());
         assert!(err.contains(want), "{want:?} in {err}");
         assert!(o.stdout.is_empty(), "{}", p.display());
+    }
+}
+
+/// A path that is not there, given to any command that takes a recording or a db file:
+/// one line saying it does not exist, naming it once, and not what it was meant to be.
+#[test]
+fn a_missing_path_says_it_does_not_exist_whatever_the_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.db");
+    let in_missing_dir = dir.path().join("gone").join("snapshot.db");
+    for path in [&missing, &in_missing_dir] {
+        let p = s(path);
+        for args in [
+            vec!["analyze", p],
+            vec!["replay", p],
+            vec!["replay", "--check", p],
+            vec!["export", p],
+            vec!["diff", p, "--at", "r1", "--at", "r2"],
+            vec!["diff", p, p],
+            vec!["snapshot", "--json", "--from", p],
+            vec!["report", p, "-o", "-"],
+        ] {
+            let o = run(&args);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+            assert!(
+                err.contains(&format!("{p}: no such file or directory")),
+                "{args:?}: {err}"
+            );
+            assert_eq!(err.matches(p).count(), 1, "{args:?}: {err}");
+            assert!(!err.contains("recording"), "{args:?}: {err}");
+            assert!(o.stdout.is_empty(), "{args:?}");
+        }
     }
 }

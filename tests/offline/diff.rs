@@ -29,8 +29,8 @@ fn diff_json(args: &[&str], code: i32) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// `snapshot --keys`'s key list as key → (mod_revision, bytes).
-fn key_list(file: &std::path::Path, at: &str) -> (i64, BTreeMap<String, (i64, u64)>) {
+/// `snapshot --keys`'s key list as key → (mod_revision, bytes, create_revision).
+fn key_list(file: &std::path::Path, at: &str) -> (i64, BTreeMap<String, (i64, u64, i64)>) {
     let mut args = vec![
         "snapshot".to_string(),
         "--json".into(),
@@ -56,6 +56,7 @@ fn key_list(file: &std::path::Path, at: &str) -> (i64, BTreeMap<String, (i64, u6
                 (
                     k["mod_revision"].as_i64().unwrap(),
                     k["bytes"].as_u64().unwrap(),
+                    k["create_revision"].as_i64().unwrap(),
                 ),
             )
         })
@@ -66,7 +67,12 @@ fn key_list(file: &std::path::Path, at: &str) -> (i64, BTreeMap<String, (i64, u6
 /// `(key, change, bytes_from, bytes_to)` of every key that differs.
 type Row = (String, String, Option<u64>, Option<u64>);
 
-fn expected(from: &BTreeMap<String, (i64, u64)>, to: &BTreeMap<String, (i64, u64)>) -> Vec<Row> {
+/// A key on both sides is recreated when its create_revision differs, else changed when
+/// its mod_revision does.
+fn expected(
+    from: &BTreeMap<String, (i64, u64, i64)>,
+    to: &BTreeMap<String, (i64, u64, i64)>,
+) -> Vec<Row> {
     let keys: BTreeSet<&String> = from.keys().chain(to.keys()).collect();
     keys.into_iter()
         .filter_map(|k| {
@@ -74,6 +80,7 @@ fn expected(from: &BTreeMap<String, (i64, u64)>, to: &BTreeMap<String, (i64, u64
             let change = match (a, b) {
                 (None, Some(_)) => "created",
                 (Some(_), None) => "deleted",
+                (Some(a), Some(b)) if a.2 != b.2 => "recreated",
                 (Some(a), Some(b)) if a.0 != b.0 => "changed",
                 _ => return None,
             };
@@ -118,11 +125,11 @@ fn diff_of_the_demo_recording_is_snapshots_key_lists_compared() {
         assert_eq!(v["from"]["kind"], "recording");
         assert_eq!(v["from"]["keys"].as_u64(), Some(kx.len() as u64));
         assert_eq!(v["to"]["keys"].as_u64(), Some(ky.len() as u64));
-        let bytes = |k: &BTreeMap<String, (i64, u64)>| k.values().map(|v| v.1).sum::<u64>();
+        let bytes = |k: &BTreeMap<String, (i64, u64, i64)>| k.values().map(|v| v.1).sum::<u64>();
         assert_eq!(v["total"]["bytes_from"].as_u64(), Some(bytes(&kx)));
         assert_eq!(v["total"]["bytes_to"].as_u64(), Some(bytes(&ky)));
         let n = |c: &str| want.iter().filter(|w| w.1 == c).count() as u64;
-        for c in ["created", "deleted", "changed"] {
+        for c in ["created", "deleted", "changed", "recreated"] {
             assert_eq!(v["total"][c].as_u64(), Some(n(c)), "{c}");
         }
     }

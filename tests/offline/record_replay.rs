@@ -1652,7 +1652,7 @@ fn play_through_a_lost_segment_is_exact_again_from_the_next_checkpoint() {
             .unwrap_or_default()
     };
     assert!(
-        err(dir.path()).contains("a directory, not a recording"),
+        err(dir.path()).contains("a directory, not a file"),
         "{}",
         err(dir.path())
     );

@@ -106,6 +106,8 @@ fn report() -> Report {
                 bytes_to: Some(300),
                 mod_revision_from: None,
                 mod_revision_to: Some(399),
+                create_revision_from: None,
+                create_revision_to: Some(399),
             }],
             ..Default::default()
         },

@@ -26,7 +26,7 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
     /// etcd's --quota-backend-bytes, to say how close the file is to NOSPACE (e.g. 8GiB);
-    /// etcd's default, 2 GiB, when not given.
+    /// etcd's default, 2 GiB, when not given or 0 (etcd reads a quota of 0 as its default).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub quota_bytes: Option<usize>,
     /// etcd access for a live analysis, and the key prefix: keys under it are split by

@@ -12,11 +12,14 @@ moments are revisions: rN or a number, `start` for its finished compaction, `end
 head) or a regscope recording (moments as `snapshot --at` takes them: a time, +D from its
 start, -D from its end, rN, `start`, `end`).
 
-Per resource it counts the keys created (live in B only), deleted (live in A only) and
-changed (live in both with another mod_revision, or, at the same mod_revision, another
-value: two clusters' files), with the bytes of their newest values: bytes created, bytes
-deleted and the change in size of the changed keys; then the total and the keys whose size
-changed most. It is the comparison `regscope report` makes between --from and --to.
+Per resource it counts the keys created (live in B only), deleted (live in A only),
+recreated (live in both with another create_revision: deleted and created again between the
+two moments, such as a StatefulSet's Pod replaced under the same name; counted once, as
+recreated, not also as deleted, created or changed) and changed (live in both, the same
+create_revision, another mod_revision, or, at the same mod_revision, another value: two
+clusters' files), with the bytes of their newest values: bytes created, bytes deleted and
+the change in size of the changed and of the recreated keys; then the total and the keys
+whose size changed most (`±` marks a recreated key). It is the comparison `regscope report` makes between --from and --to.
 --key KEY (repeatable) adds that key's two objects decoded and compared field by field
 (metadata.resourceVersion not compared); Secret data is redacted unless --show-secrets,
 values encrypted at rest are decrypted with --encryption-config.
@@ -25,14 +28,15 @@ values encrypted at rest are decrypted with --encryption-config.
   {from: {file, kind: \"db_file\"|\"recording\", at, revision, time, holds, keys, bytes,
           secrets_redacted},
    to: {...}, prefix, identical,
-   total: {created, deleted, changed, bytes_from, bytes_to, bytes_created, bytes_deleted,
-           bytes_changed_delta},
-   per_resource: [{resource, created, deleted, changed, bytes_from, bytes_to, bytes_created,
-                   bytes_deleted, bytes_changed_delta}],
-   top_keys: [{key, resource, change, bytes_from, bytes_to, mod_revision_from,
-               mod_revision_to}],
-   keys: [every key created, deleted or changed, in key order, as in top_keys],
-   key_diffs: [{key, change: \"created\"|\"deleted\"|\"changed\"|\"unchanged\"|\"absent\",
+   total: {created, deleted, changed, recreated, bytes_from, bytes_to, bytes_created,
+           bytes_deleted, bytes_changed_delta, bytes_recreated_delta},
+   per_resource: [{resource, created, deleted, changed, recreated, bytes_from, bytes_to,
+                   bytes_created, bytes_deleted, bytes_changed_delta, bytes_recreated_delta}],
+   top_keys: [{key, resource, change: \"created\"|\"deleted\"|\"changed\"|\"recreated\",
+               bytes_from, bytes_to, mod_revision_from, mod_revision_to,
+               create_revision_from, create_revision_to}],
+   keys: [every key created, deleted, changed or recreated, in key order, as in top_keys],
+   key_diffs: [{key, change: \"created\"|\"deleted\"|\"changed\"|\"recreated\"|\"unchanged\"|\"absent\",
                 from: {mod_revision, bytes}|null, to: ..., changes: [{op: \"~\"|\"+\"|\"-\",
                 path, old, new, value}], managed_fields: [\"+manager (Update)\"…],
                 writers: [..], lines: [..], error}],

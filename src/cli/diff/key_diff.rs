@@ -26,9 +26,10 @@ pub struct Version {
 pub struct KeyDiff {
     /// The key, non-UTF-8 bytes escaped.
     pub key: String,
-    /// `created`, `deleted`, `changed`, `unchanged` (the same version on both sides: the
-    /// same mod_revision, and between two files the same value) or `absent` (live on
-    /// neither).
+    /// `created`, `deleted`, `changed`, `recreated` (live on both sides with another
+    /// create_revision: deleted and created again in between), `unchanged` (the same
+    /// version on both sides: the same mod_revision, and between two files the same value)
+    /// or `absent` (live on neither).
     pub change: &'static str,
     pub from: Option<Version>,
     pub to: Option<Version>,
@@ -52,7 +53,7 @@ pub struct KeyDiff {
 impl KeyDiff {
     /// Whether the key differs between the sides.
     pub fn differs(&self) -> bool {
-        matches!(self.change, "created" | "deleted" | "changed")
+        matches!(self.change, "created" | "deleted" | "changed" | "recreated")
     }
 }
 
@@ -94,6 +95,7 @@ pub fn key_diff(
         (None, None) => return out,
         (None, Some(_)) => "created",
         (Some(_), None) => "deleted",
+        (Some(x), Some(y)) if x.create_revision != y.create_revision => "recreated",
         (Some(x), Some(y))
             if x.mod_revision == y.mod_revision
                 && same_revision.compare(key, a, b) != ValueCheck::Differs =>

@@ -73,8 +73,9 @@ impl Side {
 
     fn open_db(path: &Path, at: Option<&str>, prefix: Option<&str>) -> Result<Side, String> {
         let db = db_file::open_or_error(path)?;
+        // The file's own errors (`DbError`) name it already; a flag's do not.
         let in_file = |e: String| format!("{}: {e}", path.display());
-        let head = db.head().map_err(|e| in_file(e.to_string()))?;
+        let head = db.head().map_err(|e| e.to_string())?;
         let rev = match at {
             Some(t) => db_file::parse_revision("--at", t, &db).map_err(in_file)?,
             None => head,
@@ -85,7 +86,8 @@ impl Side {
             started_at: db_file::file_time(path),
             ..Default::default()
         };
-        let session = db_file::session_at(&db, rev, info).map_err(|e| in_file(format!("{e:#}")))?;
+        // `{e}`, not the chain: the file's error says its cause already.
+        let session = db_file::session_at(&db, rev, info).map_err(|e| format!("{e}"))?;
         Ok(Side {
             file: path.to_path_buf(),
             at: at.map(str::to_owned),
@@ -181,7 +183,9 @@ impl Side {
         let rev = crate::derive::units::thousands_i(self.revision());
         match &self.holds {
             Holds::DbFile { compacted, head } => {
-                format!("etcd db file at revision {rev} (it holds revisions {compacted} to {head})")
+                // A store never compacted (0) holds every revision from etcd's first, 1.
+                let first = (*compacted).max(1);
+                format!("etcd db file at revision {rev} (it holds revisions {first} to {head})")
             }
             Holds::Recording { start, end, .. } => format!(
                 "recording at {}, revision {rev} (it spans {} to {})",
@@ -298,6 +302,29 @@ fn under(key: &[u8], root: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_db_file_never_compacted_holds_revisions_from_1() {
+        let side = |compacted| Side {
+            file: PathBuf::from("s.db"),
+            at: None,
+            holds: Holds::DbFile {
+                compacted,
+                head: 10,
+            },
+            session: Session::new(SessionInfo::default()),
+            time: None,
+            secrets_redacted: false,
+            damage: Vec::new(),
+            notes: Vec::new(),
+        };
+        assert!(side(0)
+            .moment_text(Zone::Utc)
+            .ends_with("(it holds revisions 1 to 10)"));
+        assert!(side(4)
+            .moment_text(Zone::Utc)
+            .ends_with("(it holds revisions 4 to 10)"));
+    }
 
     #[test]
     fn a_db_file_is_read_under_the_registry_unless_the_prefix_lies_outside_it() {

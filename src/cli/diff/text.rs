@@ -1,5 +1,5 @@
 //! `regscope diff`'s output for people: the two sides, a table of the keys created,
-//! deleted and changed per resource with the total, the keys changed most in size, and
+//! deleted, changed and recreated (deleted and created again) per resource with the total, the keys changed most in size, and
 //! each `--key`'s field-by-field diff.
 
 use std::fmt::Write as _;
@@ -85,6 +85,8 @@ fn resource_table(c: &Compared) -> String {
         "BYTES",
         "CHANGED",
         "SIZE CHANGE",
+        "RECREATED",
+        "SIZE CHANGE",
         "BYTES IN A",
         "BYTES IN B",
     ]
@@ -99,6 +101,8 @@ fn resource_table(c: &Compared) -> String {
             signed_bytes(-(r.bytes_deleted as i64)),
             thousands(r.changed),
             signed_bytes(r.bytes_changed_delta),
+            thousands(r.recreated),
+            signed_bytes(r.bytes_recreated_delta),
             bytes(r.bytes_from),
             bytes(r.bytes_to),
         ]
@@ -109,7 +113,9 @@ fn resource_table(c: &Compared) -> String {
     rows.push(row("total", &c.total));
     columns(
         &rows,
-        &[false, true, true, true, true, true, true, true, true],
+        &[
+            false, true, true, true, true, true, true, true, true, true, true,
+        ],
     )
 }
 
@@ -147,7 +153,8 @@ fn columns(rows: &[Vec<String>], right: &[bool]) -> String {
     o
 }
 
-/// One line per key: `~ KEY  3,100 B → 3,220 B (+120 B)  r30 → r35`.
+/// One line per key: `~ KEY  3,100 B → 3,220 B (+120 B)  r30 → r35`; a key deleted and
+/// created again: `± KEY  … r30 → r35 (created again at r33)`.
 fn key_lines(keys: &[KeyChange]) -> String {
     let rows: Vec<Vec<String>> = keys
         .iter()
@@ -166,6 +173,20 @@ fn key_lines(keys: &[KeyChange]) -> String {
                         signed_bytes(k.bytes_delta())
                     ),
                     format!("{} → {}", r(k.mod_revision_from), r(k.mod_revision_to)),
+                ),
+                ChangeKind::Recreated => (
+                    format!(
+                        "{} → {} ({})",
+                        b(k.bytes_from),
+                        b(k.bytes_to),
+                        signed_bytes(k.bytes_delta())
+                    ),
+                    format!(
+                        "{} → {} (created again at {})",
+                        r(k.mod_revision_from),
+                        r(k.mod_revision_to),
+                        r(k.create_revision_to)
+                    ),
                 ),
             };
             vec![format!("  {} {}", k.change.sign(), k.key), size, revs]

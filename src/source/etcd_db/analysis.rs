@@ -24,10 +24,12 @@ use crate::model::{escape_bytes, KeyPath, Revision};
 use super::status::{status_walk, SnapshotStatus};
 use super::{parse_revision_key, DbError, EtcdDb, EtcdMeta, StoredMember};
 
-/// etcd's default backend quota, 2 GiB (`DefaultQuotaBytes` in etcd's
-/// `server/storage/quota.go`; 3.4: `etcdserver/quota.go`): what `--quota-backend-bytes`
-/// is when not given. etcd raises `NOSPACE` when a write would take the backend's size
-/// (bbolt's `Tx.Size`, the [`FileUsage::bbolt_bytes`] here, not the bytes in use) past it.
+/// etcd's default backend quota, 2 GiB (`DefaultQuotaBytes`: etcd 3.4
+/// `etcdserver/quota.go`, 3.5 `server/etcdserver/quota.go`, 3.6 `server/storage/quota.go`):
+/// what `--quota-backend-bytes` is when not given or given as 0 (`NewBackendQuota` takes 0
+/// for "use the default"; a negative quota turns it off). etcd raises `NOSPACE` when a
+/// write would take the backend's size (bbolt's `Tx.Size`, the [`FileUsage::bbolt_bytes`]
+/// here, not the bytes in use) plus the write's cost to the quota or past it.
 pub const DEFAULT_QUOTA_BYTES: u64 = 2 * 1024 * 1024 * 1024;
 
 /// What to analyse with.
@@ -173,7 +175,8 @@ pub struct BucketEntries {
 /// Counters of a set of keys.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Usage {
-    /// Keys with at least one version in the file (live or deleted).
+    /// Keys with at least one version in the file (live or deleted): every key seen in the
+    /// retained history.
     pub keys: u64,
     /// Keys whose newest version is not a deletion.
     pub live_keys: u64,
@@ -191,7 +194,10 @@ pub struct Usage {
 }
 
 impl Usage {
-    /// Revisions per key (0 without keys).
+    /// Versions per key seen in the retained history: [`Usage::revisions`] over
+    /// [`Usage::keys`], deleted keys and their deletions included (a key put twice and
+    /// deleted counts 3 revisions for 1 key). Not per live key: a resource whose keys are
+    /// all deleted has live keys 0 and still its revisions per key. 0 without keys.
     pub fn revisions_per_key(&self) -> f64 {
         if self.keys == 0 {
             0.0
@@ -219,7 +225,8 @@ pub struct ResourceUsage {
     pub resource: String,
     #[serde(flatten)]
     pub usage: Usage,
-    /// `revisions / keys`.
+    /// `revisions / keys`, every key seen counted, live or deleted
+    /// ([`Usage::revisions_per_key`]).
     pub revisions_per_key: f64,
 }
 

@@ -45,13 +45,11 @@ pub fn looks_like_bbolt(head: &[u8]) -> bool {
 /// What goes wrong opening or reading a db file.
 #[derive(Debug, thiserror::Error)]
 pub enum DbError {
-    /// The bbolt layer: unreadable, cut short, corrupt, not bbolt.
-    #[error("{path}: {source}")]
-    Bolt {
-        path: String,
-        #[source]
-        source: BoltError,
-    },
+    /// The bbolt layer: unreadable, cut short, corrupt, not bbolt. The bbolt error is in
+    /// the message and not also its `source()`, so that a caller printing the chain
+    /// (`anyhow`'s `{:#}`) says it once.
+    #[error("{path}: {error}")]
+    Bolt { path: String, error: BoltError },
     /// A bbolt file, but not etcd's backend.
     #[error(
         "{path}: a bbolt file, but not etcd's backend: it has no `key` bucket (buckets: {buckets})"
@@ -60,6 +58,36 @@ pub enum DbError {
     /// An entry of etcd's schema does not parse.
     #[error("{path}: {what}")]
     Schema { path: String, what: String },
+}
+
+impl DbError {
+    /// What is wrong, without the path the error's `Display` starts with: for a line that
+    /// names the file already.
+    pub fn detail(&self) -> String {
+        let (DbError::Bolt { path, .. }
+        | DbError::NotEtcd { path, .. }
+        | DbError::Schema { path, .. }) = self;
+        let all = self.to_string();
+        match all
+            .strip_prefix(path.as_str())
+            .and_then(|r| r.strip_prefix(": "))
+        {
+            Some(rest) => rest.to_string(),
+            None => all,
+        }
+    }
+
+    /// The file could not be read at all (it is not there, not a file, not permitted): no
+    /// page of it was judged. Every other error is about what its pages hold.
+    pub fn is_unreadable(&self) -> bool {
+        matches!(
+            self,
+            DbError::Bolt {
+                error: BoltError::Io(_),
+                ..
+            }
+        )
+    }
 }
 
 /// One version of a key as the `key` bucket holds it.
@@ -196,9 +224,9 @@ impl EtcdDb<File> {
     /// Opens etcd's backend at `path`: a bbolt file with a `key` bucket. Reads the meta
     /// bucket; keys are read when asked for.
     pub fn open(path: &Path) -> Result<EtcdDb<File>, DbError> {
-        let db = Db::open(path).map_err(|source| DbError::Bolt {
+        let db = Db::open(path).map_err(|error| DbError::Bolt {
             path: path.display().to_string(),
-            source,
+            error,
         })?;
         EtcdDb::from_db(db, path)
     }
@@ -208,9 +236,9 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
     /// etcd's schema over an open bbolt file (`path` names it in errors).
     pub fn from_db(db: Db<R>, path: &Path) -> Result<EtcdDb<R>, DbError> {
         let p = path.display().to_string();
-        let bolt = |source| DbError::Bolt {
+        let bolt = |error| DbError::Bolt {
             path: p.clone(),
-            source,
+            error,
         };
         let buckets = db.buckets().map_err(bolt)?;
         let Some(key) = buckets
@@ -222,6 +250,18 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
                 .iter()
                 .map(|(n, _)| String::from_utf8_lossy(n).into_owned())
                 .collect();
+            // etcd creates `key` and `meta` together in one transaction when it opens its
+            // store (etcd 3.4 `mvcc/kvstore.go` `NewStore`): `meta` without `key` is etcd's
+            // file with its root bucket's page damaged, not another program's.
+            if buckets.iter().any(|(n, _)| n.as_ref() == b"meta") {
+                return Err(DbError::Schema {
+                    path: p,
+                    what: format!(
+                        "damaged: etcd's `meta` bucket is there but its `key` bucket is not (buckets: {})",
+                        names.join(", ")
+                    ),
+                });
+            }
             return Err(DbError::NotEtcd {
                 path: p,
                 buckets: if names.is_empty() {
@@ -269,11 +309,11 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
         }
     }
 
-    /// `source` as this file's error.
-    pub fn bolt_err(&self, source: BoltError) -> DbError {
+    /// `error` as this file's error.
+    pub fn bolt_err(&self, error: BoltError) -> DbError {
         DbError::Bolt {
             path: self.path.display().to_string(),
-            source,
+            error,
         }
     }
 

@@ -78,10 +78,35 @@ fn a_file_with_no_key_bucket_is_said_to_be_no_etcd_backend() {
     for i in at {
         bytes[i] = b'K';
     }
-    let db = crate::bbolt::Db::from_source(Box::new(bytes)).unwrap();
-    let e = EtcdDb::from_db(db, std::path::Path::new("x.db"))
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(e.contains("not etcd's backend"), "{e}");
+    let open = |bytes: &Vec<u8>| {
+        let db = crate::bbolt::Db::from_source(Box::new(bytes.clone())).unwrap();
+        EtcdDb::from_db(db, std::path::Path::new("x.db"))
+            .err()
+            .unwrap()
+    };
+    // etcd's `meta` bucket is there: etcd's file, its root page damaged.
+    let e = open(&bytes);
+    assert!(!e.is_unreadable());
+    let e = e.to_string();
+    assert!(
+        e.starts_with("x.db: damaged: etcd's `meta` bucket is there but its `key` bucket is not"),
+        "{e}"
+    );
+    // Neither `key` nor `meta`: another program's bbolt file.
+    for i in bytes
+        .windows(4)
+        .enumerate()
+        .filter(|(_, w)| *w == b"meta")
+        .map(|(i, _)| i)
+        .collect::<Vec<_>>()
+    {
+        bytes[i] = b'M';
+    }
+    let e = open(&bytes);
+    assert!(e.to_string().contains("not etcd's backend"), "{e}");
+    assert!(
+        e.detail()
+            .starts_with("a bbolt file, but not etcd's backend"),
+        "{e}"
+    );
 }
