@@ -18,14 +18,18 @@ pub struct AnalyzeArgs {
     /// `snapshot_status`, `head`, `compaction`, `meta`, `members`, `alarms`, `lease_count`,
     /// `buckets`, `prefix`, `all_keys`, `outside_prefix`, `resources`, `namespaces`,
     /// `largest`, `most_revisions`, `leases_by_keys`; for a recording `kind` "recording",
-    /// `files`, `revision`, `compacted`, `history_from`, and the same key tables. Bytes
-    /// and revisions as numbers.
+    /// `files`, `revision`, `compacted`, `history_from`, and the same key tables; live,
+    /// `kind` "live", `endpoint`, `revision`, `compacted`, `members`, `db_size`,
+    /// `db_size_in_use`, `free_bytes`, `quota`, `alarms`, `not_counted`, `all_keys`,
+    /// `resources`, `namespaces`, `largest`, `most_written`, `leases_by_keys`. Bytes and
+    /// revisions as numbers.
     #[arg(long)]
     pub json: bool,
     /// Rows in each ranked list (largest objects, most revisions, leases, namespaces).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
-    /// etcd's --quota-backend-bytes, to say how close the file is to NOSPACE (e.g. 8GiB);
+    /// etcd's --quota-backend-bytes, to say how close the file is to NOSPACE (e.g. 8GiB;
+    /// 8G is 8×10^9 bytes);
     /// etcd's default, 2 GiB, when not given or 0 (etcd reads a quota of 0 as its default).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub quota_bytes: Option<usize>,

@@ -132,7 +132,7 @@ pub enum Command {
     #[command(long_about = decode::DECODE_ABOUT, after_help = decode::DECODE_EXAMPLES)]
     Decode(DecodeArgs),
     /// What fills an etcd db file (what `etcdctl snapshot save` writes, or a member's
-    /// member/snap/db), or what a recording's session held at its end.
+    /// member/snap/db), a live etcd, or what a recording's session held at its end.
     ///
     /// For a db file: its size, the free pages a defragmentation would give back and the
     /// quota; compactions (an interrupted one said), members, alarms (NOSPACE) and leases;
@@ -145,6 +145,15 @@ pub enum Command {
     ///
     /// For a recording: the same per resource, key and namespace, as far back as its
     /// replica holds history (exit 1 when the recording is damaged).
+    ///
+    /// Without a file: the live etcd of --endpoints (or the one this node runs), listed
+    /// once like `snapshot` does, never its history (a watch from the compaction would make
+    /// etcd read all of it at once): each member's file size, in use and free, the quota,
+    /// alarms, the compacted revision; per resource and namespace the keys, their newest
+    /// value bytes, their writes since creation (`version`) and the versions etcd retains
+    /// of them (exact where the revisions decide it, else a range); the largest and most
+    /// written keys and the leases with the most keys. Deleted keys are not counted, and
+    /// the output says so.
     #[command(after_help = analyze::ANALYZE_EXAMPLES)]
     Analyze(AnalyzeArgs),
     /// Print what the node runs (found in its manifests and configs, with the file and
