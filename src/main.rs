@@ -60,7 +60,17 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
         Some(Command::Diff(d)) => cli::diff::run(&d, ui),
         Some(Command::Decode(d)) => cli::decode::run(&d, ui),
         Some(Command::Analyze(a)) => match &a.file {
-            Some(file) => cli::analyze::run(&a, file),
+            Some(file) => {
+                // ETCDCTL_ENDPOINTS is often set on a node; only a flag is worth a word.
+                let flag =
+                    !a.conn.endpoints.is_empty() && std::env::var_os("ETCDCTL_ENDPOINTS").is_none();
+                if flag {
+                    eprintln!(
+                        "regscope: analyze: --endpoints is not used when a file is given (leave out the file to analyse the live etcd)"
+                    );
+                }
+                cli::analyze::run(&a, file)
+            }
             None => cli::analyze_live::run(&a, discovery.as_ref()).await,
         },
         Some(Command::Completions { shell }) => Ok(cli::completions::completions(shell)),

@@ -56,6 +56,13 @@ impl<'a, R: ReadAt + ?Sized> Entries<'a, R> {
         self.stats
     }
 
+    /// The leaf page the walk is on: after [`Iterator::next`] yielded an element, the
+    /// page holding it (its id, or the page holding an inline bucket), for errors about
+    /// what the element holds.
+    pub fn page(&self) -> Option<u64> {
+        self.stack.last().map(|(p, _)| p.at)
+    }
+
     /// Reads page `id` for the walk. In a sound file each page sits at one place of one
     /// tree, so a walk reads each at most once: more pages than the file has in use means
     /// branches share a page or point back up the tree, and the walk stops there (a chain

@@ -35,6 +35,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use serde::Serialize;
 
+use super::analyze::LARGEST_WRITE_COST;
 use super::args::{normal_prefix, AnalyzeArgs};
 use super::out;
 use super::snapshot::snapshot_replica;
@@ -483,9 +484,23 @@ pub fn live_text(r: &LiveAnalysis) -> String {
         "node" => "etcd's --quota-backend-bytes on this node",
         _ => "etcd's default; give --quota-bytes if the member sets --quota-backend-bytes",
     };
+    let nospace = r.alarms.iter().any(|a| a == "NOSPACE");
+    let size = r.db_size.map(|s| s.max(0) as u64);
+    // etcd raises NOSPACE when the backend's size plus a write's cost reaches the quota
+    // (`backendQuota.Available`): a file further below the quota assumed than one write
+    // can cost was under a lower quota (or has shrunk since: defragmented, alarm kept).
+    let remark = match size {
+        Some(s) if nospace && s.saturating_add(LARGEST_WRITE_COST) < r.quota.bytes => {
+            "; NOSPACE is raised below it: the member's quota is evidently lower (pass --quota-bytes), or its file was defragmented since"
+        }
+        Some(s) if !nospace && s >= r.quota.bytes => {
+            "; at or over it: etcd refuses the next write with NOSPACE"
+        }
+        _ => "",
+    };
     let _ = writeln!(
         o,
-        "  quota         {} of {} used{} ({quota_from})",
+        "  quota         {} of {} used{} ({quota_from}){remark}",
         opt_bytes(r.db_size),
         bytes(r.quota.bytes),
         r.quota
@@ -493,12 +508,12 @@ pub fn live_text(r: &LiveAnalysis) -> String {
             .map_or(String::new(), |p| format!(" ({p:.1}%)")),
     );
     if !r.alarms.is_empty() {
-        let nospace = if r.alarms.iter().any(|a| a == "NOSPACE") {
-            ": NOSPACE, etcd accepts only reads and deletes until it is disarmed"
+        let advice = if nospace {
+            ": etcd accepts only reads and deletes until the alarm is disarmed (`etcdctl alarm disarm`, after compacting and defragmenting)"
         } else {
             ""
         };
-        let _ = writeln!(o, "  alarms        {}{nospace}", r.alarms.join(", "));
+        let _ = writeln!(o, "  alarms        {}{advice}", r.alarms.join(", "));
     }
     if r.members.len() > 1 {
         let _ = writeln!(o, "\nMembers' files");

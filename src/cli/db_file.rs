@@ -19,6 +19,11 @@ use crate::store::Session;
 /// path that is not a readable file (a `--keep-last` set's base name) is not.
 pub fn is_db_file(path: &Path) -> bool {
     use std::os::unix::fs::FileExt;
+    // Opening a FIFO blocks until a writer comes: only a regular file is looked into (the
+    // recording's check then says what else it is).
+    if !std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
     let Ok(f) = std::fs::File::open(path) else {
         return false;
     };
@@ -40,11 +45,42 @@ pub fn open(path: &Path) -> Result<EtcdDb, ExitCode> {
     })
 }
 
+/// [`open`] without the check of the SHA-256 `etcdctl snapshot save` appends, for a caller
+/// that runs [`warn_digest_of`] itself (beside its own walk: `analyze`).
+pub fn open_unchecked(path: &Path) -> Result<EtcdDb, ExitCode> {
+    open_db(path).map_err(|e| {
+        eprintln!("regscope: {e}");
+        ExitCode::from(2)
+    })
+}
+
+/// Says on stderr when the SHA-256 `etcdctl snapshot save` appended does not match the
+/// file's pages (a backup changed after it was saved: etcdctl snapshot restore refuses
+/// it), naming `replay --check`; a file without one (a member's own) says nothing. Reads
+/// the file once, sequentially ([`digest_check`]).
+pub fn warn_digest(db: &EtcdDb) {
+    warn_digest_of(db.path(), db.bolt().size(), db.bolt().file_len());
+}
+
+/// [`warn_digest`] from the file's path, its bbolt size and its length (what a thread
+/// beside a walk needs).
+pub fn warn_digest_of(path: &Path, pages: u64, len: u64) {
+    if let Err(e) = digest_check(path, pages, len) {
+        eprintln!(
+            "regscope: warning: {}: {e}; what it holds may be damaged (`regscope replay --check {}` reads every page)",
+            path.display(),
+            path.display()
+        );
+    }
+}
+
 /// [`open`] for a caller that says the error itself: the warnings (another process holds
 /// the file, an interrupted compaction) on stderr, the error as text (naming the path
 /// once).
 pub fn open_or_error(path: &Path) -> Result<EtcdDb, String> {
-    open_db(path).map_err(|e| e.to_string())
+    let db = open_db(path).map_err(|e| e.to_string())?;
+    warn_digest(&db);
+    Ok(db)
 }
 
 /// [`open_or_error`] with the error as it is, for a caller that tells a file it cannot
@@ -264,9 +300,13 @@ pub fn to_recording(
 /// found (a digest that matches, or a file without one: a member's own `member/snap/db`);
 /// `Err` a digest that does not match, or bytes after the pages that are not one.
 pub fn snapshot_digest(db: &EtcdDb) -> Result<String, String> {
+    digest_check(db.path(), db.bolt().size(), db.bolt().file_len())
+}
+
+/// [`snapshot_digest`] of the file at `path` whose bbolt pages take `pages` bytes of its
+/// `len`.
+pub fn digest_check(path: &Path, pages: u64, len: u64) -> Result<String, String> {
     use sha2::{Digest, Sha256};
-    let pages = db.bolt().size();
-    let len = db.bolt().file_len();
     let extra = len.saturating_sub(pages);
     if extra == 0 {
         return Ok("none (a member's own file; `etcdctl snapshot save` appends a SHA-256)".into());
@@ -276,7 +316,7 @@ pub fn snapshot_digest(db: &EtcdDb) -> Result<String, String> {
             "{extra} bytes after the {pages} bytes of pages: not the 32-byte SHA-256 `etcdctl snapshot save` appends (etcdctl snapshot restore refuses such a file)"
         ));
     }
-    let mut f = std::fs::File::open(db.path()).map_err(|e| e.to_string())?;
+    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut h = Sha256::new();
     let mut left = pages;
     let mut buf = vec![0u8; 1 << 20];

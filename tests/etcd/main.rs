@@ -11,6 +11,7 @@ mod apiserver_cli;
 mod db_file;
 mod db_fixture;
 mod db_holders;
+mod db_warnings;
 mod decode_cli;
 mod demo;
 mod demo_apiserver;

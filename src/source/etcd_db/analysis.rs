@@ -526,8 +526,8 @@ impl Keys {
     /// Counts one entry of the `key` bucket (entries come in revision order, so the last
     /// one seen of a key is its newest).
     fn version(&mut self, rev_key: &[u8], value: &[u8]) -> Result<(), String> {
-        let (main, sub, tombstone) = parse_revision_key(rev_key)
-            .ok_or_else(|| format!("a key of the `key` bucket is no revision: {rev_key:?}"))?;
+        let (main, sub, tombstone) =
+            parse_revision_key(rev_key).ok_or_else(|| super::not_a_revision(rev_key, None))?;
         let f = fields(value).map_err(|e| format!("revision {main}.{sub}: {e}"))?;
         let stored = (rev_key.len() + value.len()) as u64;
         let k = self.entry(f.key);

@@ -164,6 +164,20 @@ pub fn revision_key(main: Revision, sub: i64) -> [u8; 17] {
     k
 }
 
+/// The error for an entry of the `key` bucket whose key is no revision key: what a
+/// damaged leaf page gives. Names the page when known, the key's length and its first
+/// bytes escaped (never the whole key: on a damaged page it runs into the value).
+pub fn not_a_revision(key: &[u8], page: Option<u64>) -> String {
+    const SHOWN: usize = 24;
+    let head = crate::model::escape_bytes(&key[..key.len().min(SHOWN)]).into_owned();
+    let more = if key.len() > SHOWN { "…" } else { "" };
+    let on = page.map_or(String::new(), |p| format!("page {p}: "));
+    format!(
+        "{on}a key of the `key` bucket is no revision ({} bytes: {head}{more}): the page is damaged",
+        key.len()
+    )
+}
+
 /// `(main, sub, tombstone)` of a revision key, or `None` when it is not one.
 pub fn parse_revision_key(k: &[u8]) -> Option<(Revision, i64, bool)> {
     let tombstone = match k.len() {
@@ -383,12 +397,7 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
         match last {
             Some(e) => parse_revision_key(&e.key)
                 .map(|(main, _, _)| main)
-                .ok_or_else(|| {
-                    self.err(format!(
-                        "a key of the `key` bucket is no revision: {:?}",
-                        e.key
-                    ))
-                }),
+                .ok_or_else(|| self.err(not_a_revision(&e.key, None))),
             None => Ok(0),
         }
     }
@@ -514,10 +523,7 @@ impl<R: ReadAt + ?Sized> Iterator for VersionIter<'_, R> {
             Err(e) => return Some(Err(self.db.bolt_err(e))),
         };
         let Some((main, sub, tombstone)) = parse_revision_key(&e.key) else {
-            return Some(Err(self.db.err(format!(
-                "a key of the `key` bucket is no revision: {:?}",
-                e.key
-            ))));
+            return Some(Err(self.db.err(not_a_revision(&e.key, self.inner.page()))));
         };
         let mut kv = match decode_key_value(&e.value) {
             Ok(kv) => kv,

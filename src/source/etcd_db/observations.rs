@@ -137,10 +137,7 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
                 Err(e) => return Some(Err(self.bolt_err(e))),
             };
             let Some((main, sub, tombstone)) = super::parse_revision_key(&e.key) else {
-                return Some(Err(self.err(format!(
-                    "a key of the `key` bucket is no revision: {:?}",
-                    e.key
-                ))));
+                return Some(Err(self.err(super::not_a_revision(&e.key, entries.page()))));
             };
             let key = match super::decode_key_only(&e.value) {
                 Ok(k) => k,

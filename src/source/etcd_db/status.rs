@@ -66,7 +66,8 @@ pub fn status_walk<R: ReadAt + ?Sized>(
     for (name, bucket) in db.buckets() {
         h = crc32c::crc32c_append(h, name);
         let is_key = name.as_ref() == b"key";
-        for e in db.bolt().entries(bucket) {
+        let mut entries = db.bolt().entries(bucket);
+        while let Some(e) = entries.next() {
             let e = e.map_err(|e| db.bolt_err(e))?;
             h = crc32c::crc32c_append(h, &e.key);
             // A nested bucket's value is nil in bbolt's ForEach: nothing is hashed for it.
@@ -76,10 +77,7 @@ pub fn status_walk<R: ReadAt + ?Sized>(
             st.total_entries += 1;
             if is_key {
                 let Some((main, _, tombstone)) = parse_revision_key(&e.key) else {
-                    return Err(db.err(format!(
-                        "a key of the `key` bucket is no revision: {:?}",
-                        e.key
-                    )));
+                    return Err(db.err(super::not_a_revision(&e.key, entries.page())));
                 };
                 st.revision = main;
                 let key = super::decode_key_only(&e.value)

@@ -110,3 +110,21 @@ fn a_file_with_no_key_bucket_is_said_to_be_no_etcd_backend() {
         "{e}"
     );
 }
+
+/// A key of the `key` bucket that is no revision (a damaged leaf page runs it into the
+/// value) is said with its page, its length and its first bytes only.
+#[test]
+fn a_key_that_is_no_revision_names_its_page_and_not_the_whole_key() {
+    let mut key = vec![0u8, 0, 0, 0, 0, 0, 0, 10, b'#'];
+    key.extend_from_slice(b"/registry/leases/kube-node-lease/n2{\"kind\":\"Lease\"}");
+    let m = super::not_a_revision(&key, Some(42));
+    assert!(m.starts_with("page 42: "), "{m}");
+    assert!(m.contains(&format!("({} bytes: ", key.len())), "{m}");
+    assert!(m.contains('…') && !m.contains("Lease"), "{m}");
+    assert!(m.ends_with("the page is damaged"), "{m}");
+    let m = super::not_a_revision(b"abc", None);
+    assert!(
+        m.starts_with("a key of the `key` bucket is no revision (3 bytes: abc)"),
+        "{m}"
+    );
+}
