@@ -3277,6 +3277,85 @@ fn db_file_timeline_over_revisions() {
     assert!(row_has_clock(&render(&mut a, 120, 12)));
 }
 
+/// A key's History pane over etcd's db file shows no time for a revision (`—`), as Events
+/// does: every stamp is the file's modification time, not when the revision was written.
+/// The same session replayed from a recording shows each revision's time.
+#[test]
+fn db_file_history_shows_no_time_for_a_revision() {
+    use regscope::record::RevisionTimeline;
+    use regscope::tui::{ReplayStatus, Speed};
+    let session = || {
+        let mut s = db_file_session(130);
+        // cm0 (written at r100 before the compaction) written again at r131 and r132.
+        for (rev, version) in [(131, 2), (132, 3)] {
+            s.apply(&Stamped {
+                at: at(0),
+                obs: Observation::Events {
+                    revision: rev,
+                    events: vec![WatchEvent {
+                        kind: EventKind::Put,
+                        kv: kv(b"/registry/configmaps/default/cm0", 100, rev, version, 0, 1),
+                        prev_kv: None,
+                    }],
+                },
+            });
+        }
+        s
+    };
+    let status = |revisions| ReplayStatus {
+        file: "snap.db".into(),
+        start: at(0),
+        end: at(0),
+        total: 30,
+        position: 30,
+        speed: Speed::Times(1),
+        secrets_shown: false,
+        damage: String::new(),
+        marker: None,
+        markers: None,
+        revisions,
+    };
+    let history_rows = |screen: &str| -> Vec<String> {
+        screen
+            .lines()
+            .filter(|l| l.contains(" v1 ") || l.contains(" v2 ") || l.contains(" v3 "))
+            .map(str::to_string)
+            .collect()
+    };
+    // The file's time as the console prints it, which no db-file row may show.
+    let file_clock = regscope::tui::text::clock(at(0), 0);
+
+    let mut db = App::new(session(), Settings::default());
+    db.set_replay(Some(status(Some(RevisionTimeline {
+        compacted: 110,
+        first: 110,
+        head: 132,
+        file_time: at(0),
+    }))));
+    keys(&mut db, "2/cm0\n\n");
+    let screen = render(&mut db, 120, 30);
+    let rows = history_rows(&screen);
+    assert_eq!(rows.len(), 3, "the three versions of cm0\n{screen}");
+    for (row, rev) in rows.iter().zip(["132", "131", "100"]) {
+        assert!(row.contains(rev) && row.contains('—'), "{row}\n{screen}");
+        assert!(!row.contains(&file_clock), "{row}\n{screen}");
+    }
+    insta::assert_snapshot!("db_file_history_120x30", screen);
+
+    // A recording's console keeps each revision's time ("≤" for the one a list brought).
+    let mut rec = App::new(session(), Settings::default());
+    rec.set_replay(Some(status(None)));
+    keys(&mut rec, "2/cm0\n\n");
+    let screen = render(&mut rec, 120, 30);
+    let rows = history_rows(&screen);
+    assert_eq!(rows.len(), 3, "the three versions of cm0\n{screen}");
+    assert!(
+        rows[0].contains(&file_clock) && !rows[0].contains('—'),
+        "{screen}"
+    );
+    assert!(rows[2].contains(&format!("≤{file_clock}")), "{screen}");
+}
+
 /// Whether the timeline row of `screen` shows the time-mode speed and a clock.
 fn row_has_clock(screen: &str) -> bool {
     screen

@@ -143,6 +143,8 @@ pub fn file_time(path: &Path) -> SystemTime {
 }
 
 /// A session holding the keys under `info.prefix` as they were at revision `rev` of `db`.
+/// It is a list: it observes none of the writes the file retains (its write counts stay 0,
+/// which `snapshot --json --from DB` prints as `null`), and every stamp is [`file_time`].
 pub fn session_at(db: &EtcdDb, rev: Revision, info: SessionInfo) -> anyhow::Result<Session> {
     let at = file_time(db.path());
     let prefix = info.prefix.clone().into_bytes();

@@ -170,6 +170,14 @@ pub fn from_recording(s: &SnapshotArgs, zone: Zone) -> Result<ExitCode> {
 /// `regscope snapshot --json --from DB [--at REV]`: the summary at a revision of etcd's
 /// own db file (default its head), with `db_file` ([`super::db_file::db_json`]) saying what
 /// the file is. The replica is filled with a list at that revision, as a live snapshot's.
+///
+/// A list at one revision observes no writes, though the file may retain many before it,
+/// and a db file keeps no wall-clock times (every stamp is the file's modification time).
+/// So the figures that would count writes are not known here and the JSON does not state
+/// them ([`Observed::ListAtRevision`]): `resources[].puts`/`deletes` and `writers` are
+/// `null`, the write signals (`writes_total`, `written_bytes_total`,
+/// `writer_writes_total`) are absent, and `compactions[].at` is `null`. The writes the
+/// file retains are what `regscope export DB`, `regscope diff` and `regscope analyze` read.
 fn from_db_file(s: &SnapshotArgs, path: &std::path::Path) -> Result<ExitCode> {
     use super::db_file;
     let db = match db_file::open(path) {
@@ -189,7 +197,19 @@ fn from_db_file(s: &SnapshotArgs, path: &std::path::Path) -> Result<ExitCode> {
     let mut info = s.conn.session_info(format!("file {}", path.display()));
     info.endpoints.clear();
     let session = db_file::session_at(&db, rev, info)?;
-    let mut v: serde_json::Value = serde_json::from_str(&snapshot_of(&session, s.keys)?)?;
+    let panels = crate::derive::apiserver::build(
+        &session.metrics,
+        Some(&session),
+        &session.informers,
+        session.now(),
+    );
+    let mut v = snapshot_value(
+        Some(&session),
+        s.keys,
+        Some(&panels),
+        Some(&session),
+        Observed::ListAtRevision,
+    )?;
     v["db_file"] = db_file::db_json(&db, rev)?;
     out(format_args!("{}\n", serde_json::to_string_pretty(&v)?));
     Ok(ExitCode::SUCCESS)
@@ -267,11 +287,43 @@ pub fn snapshot_json(
     panels: Option<&ApiserverPanels>,
     session: Option<&Session>,
 ) -> Result<String> {
+    let out = snapshot_value(etcd_side, with_keys, panels, session, Observed::Stream)?;
+    Ok(serde_json::to_string_pretty(&out)?)
+}
+
+/// What the session's observations were, for which figures `snapshot --json` may state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Observed {
+    /// A stream (live, or a recording): what the replica counted is what was observed
+    /// since it started, and every stamp is a wall-clock time.
+    Stream,
+    /// A list of the keys at one revision of a db file, every stamp the file's
+    /// modification time: no write was observed (the writes before that revision are not
+    /// zero, they are not read) and no stamp is when something happened.
+    ListAtRevision,
+}
+
+/// [`snapshot_json`]'s value; with [`Observed::ListAtRevision`] the write counts
+/// (`resources[].puts`, `deletes`, `writers`) and the compactions' `at` are `null` and the
+/// write signals ([`crate::derive::signals::REPLICA_COUNTERS`]) absent.
+fn snapshot_value(
+    etcd_side: Option<&Session>,
+    with_keys: bool,
+    panels: Option<&ApiserverPanels>,
+    session: Option<&Session>,
+    observed: Observed,
+) -> Result<serde_json::Value> {
     let mut out = match etcd_side {
-        Some(s) => serde_json::to_value(SnapshotJson {
-            summary: s.summary(),
-            key_list: with_keys.then(|| key_rows(&s.replica)),
-        })?,
+        Some(s) => {
+            let mut v = serde_json::to_value(SnapshotJson {
+                summary: s.summary(),
+                key_list: with_keys.then(|| key_rows(&s.replica)),
+            })?;
+            if observed == Observed::ListAtRevision {
+                unobserved_writes_and_times(&mut v);
+            }
+            v
+        }
         None => {
             // The same keys as with a replica, every one null.
             let mut v = serde_json::to_value(Replica::new(ReplicaConfig::default()).summary())?;
@@ -291,12 +343,35 @@ pub fn snapshot_json(
     }
     // The derived-signal table at the same moment: what a report samples (and charts).
     if let (Some(s), Some(panels), Some(o)) = (etcd_side, panels, out.as_object_mut()) {
-        o.insert(
-            "signals".into(),
-            crate::derive::signals::read_with(s, panels).to_json(),
-        );
+        let mut readings = crate::derive::signals::read_with(s, panels);
+        if observed == Observed::ListAtRevision {
+            // Not observed, so absent: a signal with nothing known has no sample.
+            for name in crate::derive::signals::REPLICA_COUNTERS {
+                readings.signals.remove(name);
+            }
+        }
+        o.insert("signals".into(), readings.to_json());
     }
-    Ok(serde_json::to_string_pretty(&out)?)
+    Ok(out)
+}
+
+/// Sets to `null` what a list at one revision of a db file does not observe in a
+/// summary's JSON: each resource's `puts` and `deletes`, `writers`, and each compaction's
+/// `at` (the stamp is the file's modification time, not when etcd compacted).
+fn unobserved_writes_and_times(summary: &mut serde_json::Value) {
+    use serde_json::Value::Null;
+    if let Some(rows) = summary["resources"].as_array_mut() {
+        for r in rows {
+            r["puts"] = Null;
+            r["deletes"] = Null;
+        }
+    }
+    summary["writers"] = Null;
+    if let Some(rows) = summary["compactions"].as_array_mut() {
+        for c in rows {
+            c["at"] = Null;
+        }
+    }
 }
 
 /// kube-apiserver's other etcd clusters and storage flags, for `snapshot --json`:

@@ -25,6 +25,7 @@ fn a_db_file_reads_as_etcd_answered_at_every_revision() {
     export_from_a_revision_says_that_revision(&fx);
     revisions_outside_the_file_are_refused(&fx);
     leases_and_meta(&fx);
+    writes_and_times_are_not_stated(&fx);
     encrypted_values_decrypt(&fx);
     check_says_damage_wherever_the_file_is_damaged(&fx);
     bad_files_are_one_line_naming_the_path_once(&fx);
@@ -280,6 +281,49 @@ fn leases_and_meta(fx: &DbFixture) {
         Some(1),
         "one member"
     );
+}
+
+/// A list at one revision observes no writes and a db file keeps no times: `snapshot
+/// --json --from DB` states neither as 0 or as the file's time. The write counts are
+/// `null`, the write signals absent (the others there), and the finished compaction has
+/// no `at`, at the head and at a revision inside the retained history.
+fn writes_and_times_are_not_stated(fx: &DbFixture) {
+    // The file does hold writes after its compaction: 0 would be a wrong answer.
+    assert!(fx.head > fx.compacted + 1, "{} {}", fx.head, fx.compacted);
+    let middle = format!("r{}", (fx.compacted + fx.head) / 2);
+    for at in [None, Some(middle.as_str())] {
+        let mut args = vec!["snapshot", "--json", "--from", s(&fx.db)];
+        args.extend(at.map(|a| ["--at", a]).into_iter().flatten());
+        let v = json(&run(&args));
+        let resources = v["resources"].as_array().expect("resources");
+        assert!(!resources.is_empty(), "{at:?}: {v:#}");
+        for r in resources {
+            assert!(r["keys"].as_u64().is_some(), "{at:?}: {r}");
+            assert!(r["puts"].is_null(), "{at:?}: {r}");
+            assert!(r["deletes"].is_null(), "{at:?}: {r}");
+        }
+        assert!(v["writers"].is_null(), "{at:?}: {}", v["writers"]);
+        let signals = v["signals"].as_object().expect("signals");
+        for name in ["writes_total", "written_bytes_total", "writer_writes_total"] {
+            assert!(
+                !signals.contains_key(name),
+                "{at:?}: {name} {}",
+                signals[name]
+            );
+        }
+        assert!(signals.contains_key("keys"), "{at:?}: {:?}", signals.keys());
+        let compactions = v["compactions"].as_array().expect("compactions");
+        assert!(
+            compactions
+                .iter()
+                .any(|c| c["revision"].as_i64() == Some(fx.compacted)),
+            "{at:?}: {compactions:?}"
+        );
+        for c in compactions {
+            assert_eq!(c["source"], "db_file", "{at:?}: {c}");
+            assert!(c["at"].is_null(), "{at:?}: {c}");
+        }
+    }
 }
 
 fn encrypted_values_decrypt(fx: &DbFixture) {

@@ -258,6 +258,8 @@ fn elide_left(s: String, w: usize) -> String {
 fn draw_notes(app: &App, f: &mut Frame, area: Rect) {
     let n = area.height.saturating_sub(2) as usize;
     let off = app.settings.utc_offset;
+    // Over a db file a note's stamp is the file's modification time, as every other.
+    let timeless = app.revision_timeline().is_some();
     let lines: Vec<Line> = app
         .session
         .notes()
@@ -265,8 +267,13 @@ fn draw_notes(app: &App, f: &mut Frame, area: Rect) {
         .rev()
         .take(n)
         .map(|(at, text)| {
+            let when = if timeless {
+                "—".to_string()
+            } else {
+                clock(*at, off)
+            };
             Line::from(vec![
-                sp(app, clock(*at, off), Role::Muted),
+                sp(app, when, Role::Muted),
                 Span::raw(" "),
                 sp(app, text.to_string(), Role::Note),
             ])

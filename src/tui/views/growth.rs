@@ -223,12 +223,23 @@ fn draw_head(app: &App, f: &mut Frame, area: Rect) {
         })
         .collect();
     let muted = app.settings.theme.get(Role::Muted);
+    // Over a db file every second is the file's modification time: no time on the axis.
+    let timeless = app.revision_timeline().is_some();
+    let axis_time = |t: f64| {
+        if timeless {
+            "—".to_string()
+        } else {
+            clock(secs(t), app.settings.utc_offset)
+        }
+    };
     let chart = Chart::new(datasets)
         .block(pane(app, title, false))
-        .x_axis(Axis::default().bounds([x0, now]).style(muted).labels([
-            Line::from(clock(secs(x0), app.settings.utc_offset)),
-            Line::from(clock(secs(now), app.settings.utc_offset)),
-        ]))
+        .x_axis(
+            Axis::default()
+                .bounds([x0, now])
+                .style(muted)
+                .labels([Line::from(axis_time(x0)), Line::from(axis_time(now))]),
+        )
         .y_axis(Axis::default().bounds([lo, hi]).style(muted).labels([
             Line::from(thousands_i(lo.round() as i64)),
             Line::from(thousands_i(hi.round() as i64)),

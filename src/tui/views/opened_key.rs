@@ -276,6 +276,7 @@ fn draw_history(app: &App, d: &OpenedKeyState, f: &mut Frame, area: Rect) {
         0
     };
     let off = app.settings.utc_offset;
+    let timeless = app.revision_timeline().is_some();
     let rows: Vec<Row> = d
         .history
         .iter()
@@ -316,12 +317,17 @@ fn draw_history(app: &App, d: &OpenedKeyState, f: &mut Frame, area: Rect) {
             } else {
                 "≤"
             };
-            let when = app
-                .session
-                .replica
-                .time_of(v.mod_revision)
-                .map(|t| format!("{mark}{}", clock(t, off)))
-                .unwrap_or_else(|| "--:--:--".into());
+            // Over etcd's db file every stamp is the file's modification time, not the
+            // revision's: no time is shown (as in Events).
+            let when = if timeless {
+                "—".to_string()
+            } else {
+                app.session
+                    .replica
+                    .time_of(v.mod_revision)
+                    .map(|t| format!("{mark}{}", clock(t, off)))
+                    .unwrap_or_else(|| "--:--:--".into())
+            };
             let star = if d.mark == Some(v.mod_revision) {
                 "*"
             } else {
