@@ -357,7 +357,8 @@ fn snapshot_value(
 
 /// Sets to `null` what a list at one revision of a db file does not observe in a
 /// summary's JSON: each resource's `puts` and `deletes`, `writers`, and each compaction's
-/// `at` (the stamp is the file's modification time, not when etcd compacted).
+/// and note's `at` (the stamp is the file's modification time, not when etcd compacted or
+/// the note was made).
 fn unobserved_writes_and_times(summary: &mut serde_json::Value) {
     use serde_json::Value::Null;
     if let Some(rows) = summary["resources"].as_array_mut() {
@@ -367,9 +368,11 @@ fn unobserved_writes_and_times(summary: &mut serde_json::Value) {
         }
     }
     summary["writers"] = Null;
-    if let Some(rows) = summary["compactions"].as_array_mut() {
-        for c in rows {
-            c["at"] = Null;
+    for list in ["compactions", "notes"] {
+        if let Some(rows) = summary[list].as_array_mut() {
+            for c in rows.iter_mut().filter(|c| c.get("at").is_some()) {
+                c["at"] = Null;
+            }
         }
     }
 }
