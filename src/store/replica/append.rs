@@ -28,7 +28,8 @@ impl Replica {
         let packable = v
             .value
             .raw_bytes()
-            .is_some_and(|b| Codebook::long_enough(b.len()));
+            .map(|b| b.len())
+            .filter(|&n| Codebook::long_enough(n));
         let (resource, slot, gen, old_live, superseded_cost) =
             match self.versions.keys.get_full_mut(key) {
                 Some((slot, gen, e)) => {
@@ -83,8 +84,10 @@ impl Replica {
             self.live_keys += 1;
             self.live_bytes += b;
         }
-        if packable {
+        if let Some(len) = packable {
             self.versions.mark_dirty(slot);
+            self.versions.unswept_bytes += len as u64;
+            self.versions.unswept_since_check += len as u64;
         }
         (resource, slot, gen, old_live.is_some())
     }

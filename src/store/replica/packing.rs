@@ -19,6 +19,11 @@
 //! packed value, and a version superseded and dropped between two sweeps (a replay at full
 //! speed) is never packed at all. Memory is bounded by the history budget either way.
 //!
+//! When the worker falls behind (a list faster than the idle CPU left to it), the
+//! replica's own thread packs what waits beyond a bound ([`Codebook::pack_here`],
+//! `VersionStore::assist` in `versions.rs`): it pays CPU for a fast list so that a list
+//! never holds hundreds of MiB raw.
+//!
 //! What is never packed: values shorter than [`MIN_PACK_LEN`], values encrypted at rest
 //! (`k8s:enc:…`: ciphertext does not compress, and the encryption summary reads their
 //! prefix), and values whose frame would not be smaller. Sizes, statistics and the history
@@ -52,7 +57,7 @@ const LEVEL: i32 = 3;
 /// packs values from this size up, without a dictionary.
 const PLAIN_MIN_LEN: usize = 1024;
 /// Raw bytes handed to the worker and not yet answered, at most.
-const IN_FLIGHT_BYTES: usize = 16 << 20;
+pub(super) const IN_FLIGHT_BYTES: usize = 16 << 20;
 /// Raw bytes per request to the worker.
 const BATCH_BYTES: usize = 256 << 10;
 
@@ -247,8 +252,11 @@ enum Codec {
         bytes: usize,
         parked: Vec<u32>,
     },
-    /// The worker is training; slots wait for the dictionary.
-    Training { parked: Vec<u32> },
+    /// The worker is training on `samples`; slots wait for the dictionary.
+    Training {
+        parked: Vec<u32>,
+        samples: Vec<Bytes>,
+    },
     /// Packed with this dictionary.
     Dict(Arc<Dict>),
     /// No dictionary could be trained: large values are packed without one.
@@ -302,6 +310,11 @@ pub(crate) struct Codebook {
     in_flight: usize,
     trainings: usize,
     worker: Option<Worker>,
+    /// Contexts for packing on the replica's own thread ([`Codebook::pack_here`]),
+    /// made on first use.
+    here: Option<Packer>,
+    /// Raw bytes of the slots parked per resource (a slot's bytes as parked).
+    parked_bytes: Vec<u64>,
     /// Packing turned off (the worker failed to start, or [`Codebook::disable`]).
     off: bool,
 }
@@ -322,6 +335,7 @@ impl Codebook {
     pub(crate) fn disable(&mut self) {
         self.off = true;
         self.open = Batch::default();
+        self.parked_bytes = Vec::new();
         for c in &mut self.codecs {
             if let Codec::Collecting {
                 samples, parked, ..
@@ -397,7 +411,12 @@ impl Codebook {
 
     /// Parks `slot` until `resource`'s dictionary exists; starts the training when enough
     /// samples are in.
-    pub(crate) fn park(&mut self, resource: u32, slot: u32) {
+    pub(crate) fn park(&mut self, resource: u32, slot: u32, bytes: u64) {
+        let i = resource as usize;
+        if self.parked_bytes.len() <= i {
+            self.parked_bytes.resize(i + 1, 0);
+        }
+        self.parked_bytes[i] += bytes;
         let mut train = None;
         match self.codec_mut(resource) {
             Codec::Collecting {
@@ -413,17 +432,21 @@ impl Codebook {
                     train = Some((std::mem::take(samples), std::mem::take(parked)));
                 }
             }
-            Codec::Training { parked } => parked.push(slot),
+            Codec::Training { parked, .. } => parked.push(slot),
             _ => {}
         }
         if let Some((samples, parked)) = train {
+            let kept = samples.clone();
             match self
                 .worker()
                 .map(|w| w.send(Request::Train { resource, samples }))
             {
                 Some(true) => {
                     self.trainings += 1;
-                    *self.codec_mut(resource) = Codec::Training { parked };
+                    *self.codec_mut(resource) = Codec::Training {
+                        parked,
+                        samples: kept,
+                    };
                 }
                 _ => self.disable(),
             }
@@ -483,6 +506,18 @@ impl Codebook {
         self.open.items.len() + usize::from(self.in_flight > 0) + self.trainings
     }
 
+    /// `value` of `resource` (whose plan is [`Plan::Pack`]) packed on the calling thread,
+    /// when that makes it smaller: what the worker would answer for it. For when the
+    /// worker cannot keep up (see `VersionStore::assist`).
+    pub(crate) fn pack_here(&mut self, resource: u32, value: &[u8]) -> Option<(Form, Bytes)> {
+        let dict = match self.codecs.get(resource as usize) {
+            Some(Codec::Dict(d)) => Some(d),
+            Some(Codec::Plain) if value.len() >= PLAIN_MIN_LEN => None,
+            _ => return None,
+        };
+        self.here.get_or_insert_with(Packer::new).pack(dict, value)
+    }
+
     /// Hands over the open batch, then takes the worker's answers: `swap(job, form,
     /// raw_len, packed)` for each packed value (the caller checks that the version is
     /// still held raw). Returns the slots parked for resources whose dictionary was
@@ -505,16 +540,64 @@ impl Codebook {
         }
         let mut again = Vec::new();
         for (resource, dict) in trained {
-            self.trainings = self.trainings.saturating_sub(1);
-            let next = match dict {
-                Some(d) => Codec::Dict(Arc::new(Dict::new(d))),
-                None => Codec::Plain,
-            };
-            if let Codec::Training { parked } = std::mem::replace(self.codec_mut(resource), next) {
-                again.extend(parked);
-            }
+            again.extend(self.trained(resource, dict));
         }
         again
+    }
+
+    /// A dictionary for `resource` (or `None`: none could be trained), when it is still
+    /// waiting for one (else the answer came too late and is dropped). Returns the slots
+    /// parked for it.
+    fn trained(&mut self, resource: u32, dict: Option<Vec<u8>>) -> Vec<u32> {
+        if !matches!(
+            self.codecs.get(resource as usize),
+            Some(Codec::Training { .. })
+        ) {
+            return Vec::new();
+        }
+        self.trainings = self.trainings.saturating_sub(1);
+        if let Some(b) = self.parked_bytes.get_mut(resource as usize) {
+            *b = 0;
+        }
+        let next = match dict {
+            Some(d) => Codec::Dict(Arc::new(Dict::new(Bytes::from(d)))),
+            None => Codec::Plain,
+        };
+        match std::mem::replace(self.codec_mut(resource), next) {
+            Codec::Training { parked, .. } => parked,
+            _ => Vec::new(),
+        }
+    }
+
+    /// Raw bytes of the slots parked while their resource's dictionary is being trained
+    /// (those parked while samples are gathered wait for values still to come, which
+    /// packing here cannot hurry).
+    pub(crate) fn parked_bytes(&self) -> u64 {
+        self.parked_bytes
+            .iter()
+            .zip(&self.codecs)
+            .filter(|(_, c)| matches!(c, Codec::Training { .. }))
+            .map(|(b, _)| b)
+            .sum()
+    }
+
+    /// A resource whose dictionary the worker is training, if any.
+    pub(crate) fn training(&self) -> Option<u32> {
+        self.codecs
+            .iter()
+            .position(|c| matches!(c, Codec::Training { .. }))
+            .map(|i| i as u32)
+    }
+
+    /// Trains `resource`'s dictionary on the calling thread when it is waiting for the
+    /// worker's (see `VersionStore::assist`); the worker's answer is dropped when it
+    /// comes. Returns the slots parked for it.
+    pub(crate) fn train_here(&mut self, resource: u32) -> Vec<u32> {
+        let Some(Codec::Training { samples, .. }) = self.codecs.get(resource as usize) else {
+            return Vec::new();
+        };
+        let dict = zstd::dict::from_samples(samples, DICT_BYTES).ok();
+        self.trained(resource, dict)
     }
 }
 
@@ -532,7 +615,7 @@ enum Request {
 enum Reply {
     Trained {
         resource: u32,
-        dict: Option<Bytes>,
+        dict: Option<Vec<u8>>,
     },
     Packed {
         done: Vec<(Job, Form, u32, Bytes)>,
@@ -570,9 +653,7 @@ fn work(rx: mpsc::Receiver<Request>, tx: mpsc::Sender<Reply>) {
         let reply = match req {
             Request::Train { resource, samples } => Reply::Trained {
                 resource,
-                dict: zstd::dict::from_samples(&samples, DICT_BYTES)
-                    .ok()
-                    .map(Bytes::from),
+                dict: zstd::dict::from_samples(&samples, DICT_BYTES).ok(),
             },
             Request::Pack(batch) => {
                 let done = batch
@@ -600,8 +681,8 @@ fn work(rx: mpsc::Receiver<Request>, tx: mpsc::Sender<Reply>) {
 /// else wants it, so packing never takes CPU from etcd, the apiserver or regscope's own
 /// apply. At nice 10 it still took a quarter of a core from a replay's reader on two cores
 /// and slowed the replay by half (`cargo bench --bench record -- events`). Under a CPU that
-/// stays saturated, values wait raw (memory as before packing existed) until it frees up.
-/// Best effort: where the policy cannot be set, nice 19.
+/// stays saturated, values wait raw up to a bound, beyond which the replica's thread packs
+/// them (`versions::ASSIST_ABOVE`). Best effort: where the policy cannot be set, nice 19.
 fn lower_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: plain system calls on the calling thread (pid 0: the caller; Linux sets the
@@ -743,7 +824,7 @@ mod tests {
         for (i, v) in values.iter().enumerate() {
             assert_eq!(c.plan(0), Plan::Sample);
             c.sample(0, v);
-            c.park(0, i as u32);
+            c.park(0, i as u32, v.len() as u64);
             if c.plan(0) != Plan::Sample {
                 break;
             }

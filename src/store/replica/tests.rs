@@ -1089,3 +1089,60 @@ fn kv_bytes(key: &str, value: Bytes, create: i64, modr: i64, ver: i64) -> KeyVal
         value,
     }
 }
+
+#[test]
+fn a_list_faster_than_the_worker_is_packed_on_the_replicas_thread() {
+    // One page of 56 MiB: a sweep hands the worker at most IN_FLIGHT_BYTES of it, so
+    // without the assist more than ASSIST_ABOVE would stay raw once the page is applied.
+    let mut r = Replica::new(ReplicaConfig::default());
+    let value = |i: usize| {
+        let mut v = format!("k8s\0{{\"kind\":\"ConfigMap\",\"name\":\"cm-{i}\",\"data\":{{");
+        for j in 0..40 {
+            v.push_str(&format!(
+                "\"key-{}\":\"value {}\",",
+                (i + j) % 97,
+                i * 7 + j
+            ));
+        }
+        v.push_str("}}");
+        v
+    };
+    let mut kvs = Vec::new();
+    let mut total = 0usize;
+    let mut i = 0;
+    while total < 56 << 20 {
+        let v = value(i);
+        total += v.len();
+        kvs.push(kv(
+            &format!("/registry/configmaps/d/cm-{i:06}"),
+            &v,
+            2,
+            2,
+            1,
+        ));
+        i += 1;
+    }
+    obs(&mut r, 0, Observation::ListBegin { revision: 2 });
+    obs(&mut r, 0, Observation::ListPage { kvs });
+    let backlog = r.versions.backlog();
+    assert!(
+        backlog <= super::versions::ASSIST_ABOVE,
+        "{backlog} bytes still wait: {:?}",
+        r.memory()
+    );
+    let m = r.memory();
+    // What neither the assist nor the worker's answers have packed: the bound, and what
+    // the worker holds unanswered.
+    let slack =
+        super::versions::ASSIST_ABOVE as usize + super::packing::IN_FLIGHT_BYTES + (1 << 20);
+    assert!(
+        m.packed_raw_bytes as usize + slack >= total,
+        "{total} bytes listed: {m:?}"
+    );
+    for j in [0, i / 2, i - 1] {
+        let got = r
+            .get(format!("/registry/configmaps/d/cm-{j:06}").as_bytes())
+            .and_then(|v| v.value);
+        assert_eq!(got.as_deref(), Some(value(j).as_bytes()), "key {j}");
+    }
+}

@@ -138,6 +138,11 @@ pub(super) struct VersionStore {
     /// saying whether it is listed there.
     dirty: Vec<Slot>,
     dirty_bits: Vec<u64>,
+    /// Raw bytes of the values written to the `dirty` slots (an estimate: a version
+    /// dropped before its sweep still counts until `dirty` empties).
+    pub(super) unswept_bytes: u64,
+    /// Of those, the bytes written since the last look at the backlog.
+    pub(super) unswept_since_check: u64,
     /// When the last sweep ran (wall clock: packing changes nothing the session shows).
     last_sweep: Option<Instant>,
     /// Keys and events applied since the clock was last looked at.
@@ -172,8 +177,42 @@ impl VersionStore {
         };
         for slot in raw {
             s.mark_dirty(slot);
+            s.unswept_bytes += s.raw_len(slot);
         }
         s
+    }
+
+    /// Raw bytes of the values at `slot` that may be worth packing.
+    fn raw_len(&self, slot: Slot) -> u64 {
+        self.keys.at(slot).map_or(0, |(_, _, e)| {
+            e.versions()
+                .filter_map(|v| v.value.raw_bytes())
+                .filter(|b| Codebook::long_enough(b.len()))
+                .map(|b| b.len() as u64)
+                .sum()
+        })
+    }
+
+    /// Takes the next dirty slot off the list, with the raw bytes it holds that may be
+    /// worth packing.
+    fn pop_dirty(&mut self) -> Option<(Slot, u64)> {
+        let slot = self.dirty.pop()?;
+        if let Some(w) = self.dirty_bits.get_mut(slot as usize / 64) {
+            *w &= !(1u64 << (slot % 64));
+        }
+        let len = self.raw_len(slot);
+        self.unswept_bytes = if self.dirty.is_empty() {
+            0
+        } else {
+            self.unswept_bytes.saturating_sub(len)
+        };
+        Some((slot, len))
+    }
+
+    /// Raw bytes waiting for packing on this thread's side: written and not swept yet,
+    /// or parked until their resource's dictionary exists.
+    pub(super) fn backlog(&self) -> u64 {
+        self.unswept_bytes + self.codebook.parked_bytes()
     }
 
     #[inline]
@@ -251,6 +290,26 @@ const SWEEP_EVERY: Duration = Duration::from_millis(50);
 const SWEEP_VERSIONS: usize = 32_768;
 /// Keys and events applied between two looks at the clock.
 const SWEEP_CHECK_EVERY: u32 = 256;
+/// Raw bytes waiting to be packed (written and not swept yet, or parked while their
+/// dictionary is trained) above which the replica's own thread packs them itself
+/// (`VersionStore::assist`), the way Go's allocating goroutines do marking work when the
+/// background collector falls behind (the Go runtime's GC assists, `runtime/mgcmark.go`
+/// `gcAssistAlloc`).
+///
+/// Why: the worker runs under `SCHED_IDLE`, which Linux runs only when no other thread
+/// wants the core (sched(7)). During a list, etcd serving it and regscope decoding it
+/// keep a small node's cores busy, so the worker got almost nothing: a live `snapshot`
+/// of 1,000,000 keys (510 MiB) on two cores ended its list with 9% of the values packed
+/// and peaked at 1.5–1.6× the raw bytes, against 0.85–0.87× with this bound
+/// (`cargo bench --bench initial_sync`), while the list takes longer by the CPU the
+/// packing takes there (about 2 µs a value, `cargo bench --bench value_compression`).
+/// Where cores are idle the worker keeps the backlog under the bound and the replica's
+/// thread packs nothing. 32 MiB: a few pages of a list (4 MiB each) or a second of a
+/// busy watch.
+pub(super) const ASSIST_ABOVE: u64 = 32 << 20;
+/// Raw bytes one assist packs at least (about 20 ms), beyond twice what was written since
+/// the last one.
+const ASSIST_MIN_BYTES: u64 = 4 << 20;
 
 impl VersionStore {
     /// Looks at the clock every few hundred keys and events, and sweeps when the last
@@ -266,6 +325,14 @@ impl VersionStore {
         if s.sweep_due() {
             s.sweep(discards);
         }
+        if !s.sweeps_deferred && s.backlog() > ASSIST_ABOVE {
+            // In proportion to what came in since the last look, as a Go assist is to
+            // the allocation that triggers it: a backlog left by a deferred stretch (a
+            // replay's seek) drains over the next observations, not in one stall.
+            let most = 2 * std::mem::take(&mut s.unswept_since_check) + ASSIST_MIN_BYTES;
+            s.assist(most, discards);
+        }
+        s.unswept_since_check = 0;
     }
 
     /// Whether a sweep may run now: not deferred, and the last one is [`SWEEP_EVERY`]
@@ -301,15 +368,13 @@ impl VersionStore {
         });
         for slot in again {
             store.mark_dirty(slot);
+            store.unswept_bytes += store.raw_len(slot);
         }
         let mut looked = 0usize;
         while !store.codebook.full() && looked < SWEEP_VERSIONS {
-            let Some(slot) = store.dirty.pop() else {
+            let Some((slot, len)) = store.pop_dirty() else {
                 break;
             };
-            if let Some(w) = store.dirty_bits.get_mut(slot as usize / 64) {
-                *w &= !(1u64 << (slot % 64));
-            }
             let Some((_, gen, e)) = store.keys.at(slot) else {
                 continue;
             };
@@ -323,6 +388,7 @@ impl VersionStore {
                 Plan::Skip => {
                     store.dirty = Vec::new();
                     store.dirty_bits = Vec::new();
+                    store.unswept_bytes = 0;
                     break;
                 }
                 Plan::Pack => {
@@ -339,17 +405,90 @@ impl VersionStore {
                     // The newest raw value of each key: samples from many keys.
                     if let Some((_, b)) = raw.next_back() {
                         store.codebook.sample(resource, b);
-                        store.codebook.park(resource, slot);
+                        store.codebook.park(resource, slot, len);
                     }
                 }
                 Plan::Park => {
                     if raw.count() > 0 {
-                        store.codebook.park(resource, slot);
+                        store.codebook.park(resource, slot, len);
                     }
                 }
             }
         }
         // Hand over what this sweep found; the answers are taken by the next sweep.
         store.codebook.flush();
+    }
+
+    /// Packs on this thread, newest first, until the backlog is back at [`ASSIST_ABOVE`]
+    /// or `most` bytes lower than it was. Values of a resource without a dictionary are
+    /// sampled and parked as a sweep does, and a dictionary the worker has not trained
+    /// yet is trained here.
+    fn assist(&mut self, most: u64, discards: &mut Discards<Bytes>) {
+        let goal = self.backlog().saturating_sub(most).max(ASSIST_ABOVE);
+        while self.backlog() > goal {
+            if let Some(resource) = self.codebook.training() {
+                // The worker has not trained this dictionary yet: train it here.
+                for s in self.codebook.train_here(resource) {
+                    self.mark_dirty(s);
+                    self.unswept_bytes += self.raw_len(s);
+                }
+                continue;
+            }
+            let Some(&slot) = self.dirty.last() else {
+                break;
+            };
+            let Some((_, gen, e)) = self.keys.at(slot) else {
+                self.pop_dirty();
+                continue;
+            };
+            let resource = e.resource;
+            match self.codebook.plan(resource) {
+                Plan::Skip => {
+                    self.dirty = Vec::new();
+                    self.dirty_bits = Vec::new();
+                    self.unswept_bytes = 0;
+                    return;
+                }
+                Plan::Sample | Plan::Park => {
+                    // As a sweep does: the newest raw value as a sample, the slot parked.
+                    let Some((_, len)) = self.pop_dirty() else {
+                        break;
+                    };
+                    let newest = self.keys.at(slot).and_then(|(_, _, e)| {
+                        e.versions()
+                            .filter_map(|v| v.value.raw_bytes())
+                            .rfind(|b| Codebook::packable(b))
+                            .cloned()
+                    });
+                    if let Some(b) = newest {
+                        self.codebook.sample(resource, &b);
+                        self.codebook.park(resource, slot, len);
+                    }
+                }
+                Plan::Pack => {
+                    self.pop_dirty();
+                    let (keys, codebook, packed) =
+                        (&mut self.keys, &mut self.codebook, &mut self.packed);
+                    let Some((_, e)) = keys.at_mut(slot, gen) else {
+                        continue;
+                    };
+                    let older = e.older.iter_mut().flat_map(|o| o.iter_mut());
+                    for v in older.chain(std::iter::once(&mut e.newest)) {
+                        let Some(raw) = v.value.raw_bytes().filter(|b| Codebook::packable(b))
+                        else {
+                            continue;
+                        };
+                        let raw_len = raw.len() as u32;
+                        let Some((form, data)) = codebook.pack_here(resource, raw) else {
+                            continue;
+                        };
+                        if let Some(p) = Val::from_parts(form, raw_len, data) {
+                            packed.add(&p);
+                            discards.keep(std::mem::replace(&mut v.value, p).into_data());
+                        }
+                    }
+                }
+            }
+        }
     }
 }
