@@ -189,6 +189,13 @@ fn from_db_file(s: &SnapshotArgs, path: &std::path::Path) -> Result<ExitCode> {
     let mut info = s.conn.session_info(format!("file {}", path.display()));
     info.endpoints.clear();
     let session = db_file::session_at(&db, rev, info)?;
+    let prefix = session.replica.prefix();
+    if crate::derive::changes::live_keys(&session.replica, prefix)
+        .next()
+        .is_none()
+    {
+        db_file::warn_no_keys_under(&db, prefix);
+    }
     let mut v: serde_json::Value = serde_json::from_str(&snapshot_of(&session, s.keys)?)?;
     v["db_file"] = db_file::db_json(&db, rev)?;
     out(format_args!("{}\n", serde_json::to_string_pretty(&v)?));

@@ -28,6 +28,7 @@ fn a_db_file_reads_as_etcd_answered_at_every_revision() {
     encrypted_values_decrypt(&fx);
     check_says_damage_wherever_the_file_is_damaged(&fx);
     bad_files_are_one_line_naming_the_path_once(&fx);
+    a_prefix_without_keys_is_said_naming_the_prefixes_held(&fx);
 }
 
 /// `(key, create, mod, version, lease, bytes)` of each key, in key order.
@@ -733,6 +734,69 @@ fn bad_files_are_one_line_naming_the_path_once(fx: &DbFixture) {
                 }
                 code => panic!("{args:?}: exit {code:?}: {err}"),
             }
+        }
+    }
+}
+
+/// A `--prefix` under which the file holds no key (live or deleted) is said on stderr by
+/// every command reading a db file, naming the top-level prefixes the file holds (the live
+/// path's words); `diff` exits 2 when neither side holds one (not "no differences"). A
+/// prefix with keys says nothing of the kind.
+fn a_prefix_without_keys_is_said_naming_the_prefixes_held(fx: &DbFixture) {
+    let db = s(&fx.db);
+    let line = format!(
+        "regscope: {db}: no keys under /kubernetes.io/; top-level prefixes here: /other, /registry, compact_rev_key (use --prefix)"
+    );
+    let prefix = ["--prefix", "/kubernetes.io"];
+    let with = |args: &[&'static str]| -> Vec<String> {
+        args.iter()
+            .map(|a| {
+                if *a == "DB" {
+                    db.to_string()
+                } else {
+                    a.to_string()
+                }
+            })
+            .chain(prefix.iter().map(|a| a.to_string()))
+            .collect()
+    };
+    for (args, code) in [
+        (with(&["snapshot", "--json", "--from", "DB"]), 0),
+        (with(&["export", "DB"]), 0),
+        (with(&["analyze", "DB"]), 0),
+        (with(&["diff", "DB", "DB"]), 2),
+        (with(&["diff", "DB", "--at", "start", "--at", "end"]), 2),
+        (with(&["diff", "DB", "DB", "--json"]), 2),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert_eq!(
+            err.lines().filter(|l| *l == line).count(),
+            1,
+            "{args:?}: {err}"
+        );
+        if args[0] == "diff" {
+            assert!(
+                out.stdout.is_empty(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    // Keys there (and `/other`, outside `/registry`): no such line.
+    for p in ["/registry", "/other"] {
+        for args in [
+            vec!["snapshot", "--json", "--from", db, "--prefix", p],
+            vec!["export", db, "--prefix", p],
+            vec!["analyze", db, "--prefix", p],
+            vec!["diff", db, db, "--prefix", p],
+        ] {
+            let out = run(&args);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+            assert!(!err.contains("no keys under"), "{args:?}: {err}");
         }
     }
 }

@@ -71,6 +71,20 @@ pub fn run(d: &DiffArgs, ui: &UiArgs) -> Result<ExitCode> {
         Ok(s) => s,
         Err(e) => return trouble(e),
     };
+    // A db file with no key under the prefix: said on stderr; when neither side holds one,
+    // there is nothing to compare (trouble, not "no differences").
+    let mut no_keys: Vec<&String> = [&a, &b]
+        .into_iter()
+        .filter_map(|s| s.no_keys.as_ref())
+        .collect();
+    // One file at two moments says it once.
+    no_keys.dedup();
+    for line in no_keys {
+        eprintln!("regscope: {line}");
+    }
+    if a.no_keys.is_some() && b.no_keys.is_some() {
+        return Ok(ExitCode::from(2));
+    }
     let keyring = if d.key.is_empty() {
         None
     } else {

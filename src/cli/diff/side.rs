@@ -50,6 +50,10 @@ pub struct Side {
     pub damage: Vec<String>,
     /// What the reader of the output should know about this side (a seek stopped short).
     pub notes: Vec<String>,
+    /// A db file that holds no key, live or deleted, under the prefix compared: the line
+    /// saying so and naming the top-level prefixes it holds
+    /// ([`db_file::no_keys_under`]); `None` for a recording.
+    pub no_keys: Option<String>,
 }
 
 impl Side {
@@ -88,6 +92,19 @@ impl Side {
         };
         // `{e}`, not the chain: the file's error says its cause already.
         let session = db_file::session_at(&db, rev, info).map_err(|e| format!("{e}"))?;
+        // The prefix compared ([`super::run`]): `--prefix`, else the one read under.
+        let compared = prefix.map_or_else(
+            || session.replica.prefix().to_vec(),
+            |p| p.as_bytes().to_vec(),
+        );
+        let no_keys = if crate::derive::changes::live_keys(&session.replica, &compared)
+            .next()
+            .is_none()
+        {
+            db_file::no_keys_under(&db, &compared).map_err(|e| e.to_string())?
+        } else {
+            None
+        };
         Ok(Side {
             file: path.to_path_buf(),
             at: at.map(str::to_owned),
@@ -100,6 +117,7 @@ impl Side {
             secrets_redacted: false,
             damage: Vec::new(),
             notes: Vec::new(),
+            no_keys,
         })
     }
 
@@ -156,6 +174,7 @@ impl Side {
             secrets_redacted: player.header().secrets_redacted,
             damage: player.damage().to_vec(),
             notes,
+            no_keys: None,
         })
     }
 
@@ -317,6 +336,7 @@ mod tests {
             secrets_redacted: false,
             damage: Vec::new(),
             notes: Vec::new(),
+            no_keys: None,
         };
         assert!(side(0)
             .moment_text(Zone::Utc)
