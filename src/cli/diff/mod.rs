@@ -106,6 +106,15 @@ pub fn run(d: &DiffArgs, ui: &UiArgs) -> Result<ExitCode> {
     // One file at two moments is one history; two files may be two.
     let same_revision = SameRevision::new(&a, &b, fa == fb);
     let mut skipped_secrets = 0u64;
+    // Keys at one mod_revision on both sides whose values differ.
+    let mut same_revision_other_value = 0u64;
+    if same_revision.two_clusters {
+        notes.push(format!(
+            "{} and {} share no etcd member: they are not one cluster's history, so their revisions do not compare (a key live in both is changed, never recreated)",
+            fa.display(),
+            fb.display()
+        ));
+    }
     // Resources are named after A's prefix; every key (`--prefix ''`) after the default.
     let root = if a.root().is_empty() {
         side::REGISTRY.as_bytes()
@@ -119,10 +128,14 @@ pub fn run(d: &DiffArgs, ui: &UiArgs) -> Result<ExitCode> {
             root,
             top: d.top,
             every_key: d.json,
+            recreated: !same_revision.two_clusters,
         },
         |key| match same_revision.compare(key, &a, &b) {
             ValueCheck::Same => false,
-            ValueCheck::Differs => true,
+            ValueCheck::Differs => {
+                same_revision_other_value += 1;
+                true
+            }
             ValueCheck::Redacted => {
                 skipped_secrets += 1;
                 false
@@ -133,6 +146,13 @@ pub fn run(d: &DiffArgs, ui: &UiArgs) -> Result<ExitCode> {
         notes.push(format!(
             "{skipped_secrets} Secret{} at the same revision on both sides compared by revision only: a recording's Secret values are redacted",
             if skipped_secrets == 1 { "" } else { "s" }
+        ));
+    }
+    if same_revision_other_value > 0 {
+        let n = same_revision_other_value;
+        notes.push(format!(
+            "{n} key{} at the same mod_revision on both sides with different values: a damaged file, or two clusters' histories",
+            if n == 1 { "" } else { "s" }
         ));
     }
     let under_text = prefix.map_or_else(

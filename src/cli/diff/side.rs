@@ -54,6 +54,9 @@ pub struct Side {
     /// saying so and naming the top-level prefixes it holds
     /// ([`db_file::no_keys_under`]); `None` for a recording.
     pub no_keys: Option<String>,
+    /// A db file's member IDs (its `members` bucket, [`crate::source::etcd_db::EtcdDb::members`]);
+    /// empty for a recording, or a file that lists none.
+    pub member_ids: Vec<u64>,
 }
 
 impl Side {
@@ -118,6 +121,12 @@ impl Side {
             damage: Vec::new(),
             notes: Vec::new(),
             no_keys,
+            member_ids: db
+                .members()
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|m| m.id)
+                .collect(),
         })
     }
 
@@ -175,6 +184,7 @@ impl Side {
             damage: player.damage().to_vec(),
             notes,
             no_keys: None,
+            member_ids: Vec::new(),
         })
     }
 
@@ -255,6 +265,9 @@ impl Side {
 /// say nothing then: compared by revision only).
 pub struct SameRevision {
     one_history: bool,
+    /// Two db files whose `members` buckets share no member ID: two clusters' histories,
+    /// whose revisions do not compare (a key is never "recreated" between them).
+    pub two_clusters: bool,
     /// `<prefix>/secrets/` of each side whose Secret values are redacted.
     redacted: Vec<Vec<u8>>,
 }
@@ -280,8 +293,13 @@ impl SameRevision {
                 p
             })
             .collect();
+        let two_clusters = !one_history
+            && !a.member_ids.is_empty()
+            && !b.member_ids.is_empty()
+            && !a.member_ids.iter().any(|id| b.member_ids.contains(id));
         SameRevision {
             one_history,
+            two_clusters,
             redacted,
         }
     }
@@ -337,6 +355,7 @@ mod tests {
             damage: Vec::new(),
             notes: Vec::new(),
             no_keys: None,
+            member_ids: Vec::new(),
         };
         assert!(side(0)
             .moment_text(Zone::Utc)
