@@ -132,14 +132,8 @@ impl Side {
 
     fn open_recording(path: &Path, at: Option<&str>, zone: Zone) -> Result<Side, String> {
         crate::record::files::recording_files(path).map_err(|e| e.to_string())?;
-        let mut player = Player::open(path).map_err(|e| {
-            // Its first bytes said it is no bbolt file either.
-            if path.is_file() {
-                format!("{e}, nor an etcd db file")
-            } else {
-                e.to_string()
-            }
-        })?;
+        // Its first bytes said it is no bbolt file either.
+        let mut player = Player::open(path).map_err(|e| recording::open_error(&e))?;
         let in_file = |e: String| format!("{}: {e}", path.display());
         let target = match at {
             Some(t) => recording::parse_at("--at", t, &player, zone).map_err(in_file)?,
