@@ -800,3 +800,69 @@ fn a_prefix_without_keys_is_said_naming_the_prefixes_held(fx: &DbFixture) {
         }
     }
 }
+
+/// `replay --check` of a file etcd never compacted says it holds revisions from 1, etcd's
+/// first, as `diff` says it (not from 0, the compaction it never had).
+#[test]
+fn check_of_a_file_never_compacted_says_revisions_from_1() {
+    require!(ETCD, ETCDCTL);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("fresh.db");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let etcd = rt
+        .block_on(regscope::demo::PrivateEtcd::start())
+        .expect("start etcd");
+    rt.block_on(async {
+        let mut c = etcd.client().await.expect("etcd client");
+        for key in ["/registry/configmaps/a/x", "/registry/configmaps/a/y"] {
+            c.put(key, "{}", None).await.expect("put");
+        }
+    });
+    crate::diff::snapshot_save(&etcd.endpoint(), &file);
+    let out = run(&["replay", "--check", s(&file)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        text.contains("revisions  1 .. 3 (never compacted: etcd's first revision .. head)"),
+        "{text}"
+    );
+    let out = run(&["diff", s(&file), "--at", "start", "--at", "end", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("diff --json");
+    assert_eq!(v["from"]["holds"]["head"], 3, "{v}");
+    assert_eq!(v["from"]["revision"], 1, "{v}");
+    // One version, one key: in the singular.
+    let out = run(&[
+        "export",
+        s(&file),
+        "--prefix",
+        "/registry/configmaps/a/y",
+        "--from",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "exported 1 key under /registry/configmaps/a/y alive at revision 3 and 0 versions"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["export", s(&file), "--prefix", "/registry/configmaps/a/y"]);
+    assert!(
+        stderr(&out).contains("exported 0 keys under /registry/configmaps/a/y alive at revision 1 and 1 version written after it up to revision 3"),
+        "{}",
+        stderr(&out)
+    );
+    // A key live on neither side: "absent" said once.
+    let out = run(&["diff", s(&file), s(&file), "--key", "/registry/nothing"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("--key /registry/nothing: absent in A and in B\n"),
+        "{text}"
+    );
+    assert_eq!(text.matches("absent").count(), 1, "{text}");
+}

@@ -598,7 +598,7 @@ fn moments_outside_the_file_and_bad_files_are_refused(fx: &DbFixture) {
 }
 
 /// `etcdctl --endpoints E snapshot save FILE` (API v3, no `ETCDCTL_*` of the caller's).
-fn snapshot_save(endpoint: &str, file: &Path) {
+pub(crate) fn snapshot_save(endpoint: &str, file: &Path) {
     let mut cmd = std::process::Command::new("etcdctl");
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().starts_with("ETCDCTL_") {
