@@ -84,6 +84,9 @@ pub fn run(a: &AnalyzeArgs, file: &std::path::Path) -> Result<ExitCode> {
             return Ok(ExitCode::from(2));
         }
     };
+    if analysis.all_keys.keys == analysis.outside_prefix.keys {
+        super::db_file::warn_no_keys_under(&db, &opts.prefix);
+    }
     let quota = Quota::of(a.quota_bytes);
     if a.json {
         out(format_args!("{}\n", analysis_json(&analysis, &quota)?));

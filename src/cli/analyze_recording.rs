@@ -158,7 +158,7 @@ pub fn run(a: &AnalyzeArgs, file: &std::path::Path) -> Result<ExitCode> {
     let mut player = match crate::record::Player::open(file) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("regscope: {e}, nor an etcd db file (no bbolt meta page at its start)");
+            eprintln!("regscope: {}", super::recording::open_error(&e));
             return Ok(ExitCode::from(2));
         }
     };

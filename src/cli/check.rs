@@ -124,11 +124,14 @@ fn db_file(path: &Path) -> Result<ExitCode> {
         .map_err(|e| db.bolt_err(e))
         .and_then(|_| crate::source::etcd_db::analyze_status(&db, |_, _| {}));
     out(format_args!(
-        "{} (etcd's db file)\n  revisions  {} .. {} (finished compaction .. head)\n",
+        "{} (etcd's db file)\n  revisions  {}\n",
         path.display(),
-        db.compacted(),
-        head.as_ref()
-            .map_or_else(|_| "?".to_string(), ToString::to_string)
+        revisions_held(
+            db.compacted(),
+            &head
+                .as_ref()
+                .map_or_else(|_| "?".to_string(), ToString::to_string)
+        )
     ));
     // The head is the `key` bucket's last entry: when it does not read, that is the damage
     // to say (the walk meets the same page, or says more).
@@ -180,9 +183,32 @@ fn db_file(path: &Path) -> Result<ExitCode> {
     }
 }
 
+/// The revisions a db file holds, `FIRST .. HEAD (why)`: from its finished compaction, or
+/// from etcd's first revision, 1, when it was never compacted (`compacted` 0), as `diff`
+/// and the console say it.
+fn revisions_held(compacted: crate::model::Revision, head: &str) -> String {
+    if compacted > 0 {
+        format!("{compacted} .. {head} (finished compaction .. head)")
+    } else {
+        format!("1 .. {head} (never compacted: etcd's first revision .. head)")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_db_file_never_compacted_holds_revisions_from_1() {
+        assert_eq!(
+            revisions_held(0, "19"),
+            "1 .. 19 (never compacted: etcd's first revision .. head)"
+        );
+        assert_eq!(
+            revisions_held(7, "19"),
+            "7 .. 19 (finished compaction .. head)"
+        );
+    }
 
     #[test]
     fn check_counts_say_one_in_the_singular() {

@@ -134,6 +134,48 @@ pub fn parse_revision(flag: &str, text: &str, db: &EtcdDb) -> Result<Revision, S
     Ok(rev)
 }
 
+/// When `db` holds no key under `prefix` (a byte prefix, as `--prefix` filters) in any
+/// version it keeps, live or deleted: one line naming the file that says so and names the
+/// top-level prefixes it holds instead (up to 20, by each key's first segment,
+/// [`crate::source::connect::first_segment`]), worded as the live path's
+/// ([`crate::source::etcd::no_keys_line`]); `None` when some version is under it. Reads
+/// every version of the file's `key` bucket: call it when no live key was found.
+///
+/// Errors: the file is damaged (the error names where).
+pub fn no_keys_under(db: &EtcdDb, prefix: &[u8]) -> Result<Option<String>, etcd_db::DbError> {
+    let mut tops: std::collections::BTreeSet<Vec<u8>> = std::collections::BTreeSet::new();
+    for v in db.versions_from(0) {
+        let key = v?.kv.key;
+        if key.starts_with(prefix) {
+            return Ok(None);
+        }
+        if tops.len() < 20 {
+            tops.insert(crate::source::connect::first_segment(&key).to_vec());
+        }
+    }
+    let tops: Vec<String> = tops
+        .iter()
+        .map(|t| crate::model::escape_bytes(t).into_owned())
+        .collect();
+    Ok(Some(format!(
+        "{}: {}",
+        db.path().display(),
+        crate::source::etcd::no_keys_line(prefix, &tops, "the file")
+    )))
+}
+
+/// [`no_keys_under`] for a command that says it as a warning: the line on stderr, `true`
+/// when it was said (a damaged file says nothing here: the command reading it says that).
+pub fn warn_no_keys_under(db: &EtcdDb, prefix: &[u8]) -> bool {
+    match no_keys_under(db, prefix) {
+        Ok(Some(line)) => {
+            eprintln!("regscope: {line}");
+            true
+        }
+        _ => false,
+    }
+}
+
 /// The file's modification time: the stamp every observation read from it carries (a db
 /// file records revisions, not when they were written).
 pub fn file_time(path: &Path) -> SystemTime {

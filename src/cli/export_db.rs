@@ -127,8 +127,13 @@ pub fn run(e: &ExportArgs, ui: &UiArgs) -> Result<ExitCode> {
         format!("under {key_filter}")
     };
     eprintln!(
-        "regscope: exported {listed} keys {under} alive at revision {from} and {events} versions written after it up to revision {to}"
+        "regscope: exported {listed} key{} {under} alive at revision {from} and {events} version{} written after it up to revision {to}",
+        if listed == 1 { "" } else { "s" },
+        if events == 1 { "" } else { "s" }
     );
+    if listed == 0 && events == 0 && damaged.is_none() {
+        super::db_file::warn_no_keys_under(&db, key_filter.as_bytes());
+    }
     if let Some(x) = damaged {
         eprintln!("regscope: damaged db file, export stopped there: {x}");
         return Ok(ExitCode::from(1));

@@ -86,9 +86,21 @@ pub fn parse_at(flag: &str, text: &str, player: &Player, zone: Zone) -> Result<T
 /// with it is said on stderr (exit 2).
 pub fn open(path: &Path) -> Result<Player, ExitCode> {
     Player::open(path).map_err(|e| {
-        eprintln!("regscope: {e}");
+        eprintln!("regscope: {}", open_error(&e));
         ExitCode::from(2)
     })
+}
+
+/// What a command taking a recording or etcd's db file says of `e`, [`Player::open`]'s
+/// error for a file [`super::db_file::is_db_file`] did not take: a file that is neither
+/// is said to be neither (no regscope magic, and no bbolt meta page at page 0 nor at
+/// page 1 of any page size bbolt reads).
+pub fn open_error(e: &crate::record::RecordError) -> String {
+    if e.is_not_a_recording() {
+        format!("{e}, nor an etcd db file (no valid bbolt meta page)")
+    } else {
+        e.to_string()
+    }
 }
 
 /// A time in export lines and messages: RFC 3339 in UTC with nanoseconds.

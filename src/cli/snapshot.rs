@@ -197,6 +197,13 @@ fn from_db_file(s: &SnapshotArgs, path: &std::path::Path) -> Result<ExitCode> {
     let mut info = s.conn.session_info(format!("file {}", path.display()));
     info.endpoints.clear();
     let session = db_file::session_at(&db, rev, info)?;
+    let prefix = session.replica.prefix();
+    if crate::derive::changes::live_keys(&session.replica, prefix)
+        .next()
+        .is_none()
+    {
+        db_file::warn_no_keys_under(&db, prefix);
+    }
     let panels = crate::derive::apiserver::build(
         &session.metrics,
         Some(&session),

@@ -232,6 +232,10 @@ pub struct CompareOptions<'a> {
     pub top: usize,
     /// Keep every changed key in [`Compared::keys`].
     pub every_key: bool,
+    /// Whether a key live on both sides with another create_revision is
+    /// [`ChangeKind::Recreated`]: true when both sides are one cluster's history; between
+    /// two clusters' (whose revisions do not compare) such a key is changed.
+    pub recreated: bool,
 }
 
 /// The comparison's result.
@@ -290,8 +294,14 @@ pub fn compare<'a, 'b>(
         let change = match (old, new) {
             (None, Some(_)) => ChangeKind::Created,
             (Some(_), None) => ChangeKind::Deleted,
-            (Some(o), Some(n)) if o.create_revision != n.create_revision => ChangeKind::Recreated,
-            (Some(o), Some(n)) if o.mod_revision != n.mod_revision || values_differ(k) => {
+            (Some(o), Some(n)) if opts.recreated && o.create_revision != n.create_revision => {
+                ChangeKind::Recreated
+            }
+            (Some(o), Some(n))
+                if o.mod_revision != n.mod_revision
+                    || values_differ(k)
+                    || o.create_revision != n.create_revision =>
+            {
                 ChangeKind::Changed
             }
             _ => return,
@@ -374,6 +384,7 @@ mod tests {
         root: b"/registry",
         top: 10,
         every_key: true,
+        recreated: true,
     };
 
     #[test]
@@ -513,6 +524,7 @@ mod tests {
         let opts = CompareOptions {
             top: 3,
             every_key: false,
+            recreated: true,
             ..OPTS
         };
         let c = compare(iter(&a).into_iter(), iter(&b).into_iter(), &opts, |_| false);
@@ -573,6 +585,39 @@ mod tests {
             panic!("values asked of a recreated key")
         });
         assert_eq!(c.total.recreated, 1);
+    }
+
+    #[test]
+    fn between_two_clusters_a_key_with_another_create_revision_is_changed() {
+        let two = CompareOptions {
+            recreated: false,
+            ..OPTS
+        };
+        let at = |mod_revision, create_revision| LiveKey {
+            create_revision,
+            ..k("/registry/pods/a/web-0", mod_revision, 300)
+        };
+        // B's revisions below A's: another history, not a key created again.
+        let c = compare(
+            [at(15, 15)].into_iter(),
+            [at(3, 3)].into_iter(),
+            &two,
+            |_| false,
+        );
+        assert_eq!((c.total.recreated, c.total.changed), (0, 1));
+        assert_eq!(c.keys[0].change, ChangeKind::Changed);
+        // The same mod_revision, another create_revision: the values are asked.
+        let mut asked = 0;
+        let c = compare([at(9, 2)].into_iter(), [at(9, 9)].into_iter(), &two, |_| {
+            asked += 1;
+            false
+        });
+        assert_eq!((asked, c.total.changed, c.total.recreated), (1, 1, 0));
+        // The same versions on both sides: nothing.
+        let c = compare([at(9, 2)].into_iter(), [at(9, 2)].into_iter(), &two, |_| {
+            false
+        });
+        assert!(c.is_empty());
     }
 
     #[test]

@@ -195,6 +195,17 @@ pub enum RecordError {
     Format { path: String, what: String },
 }
 
+impl RecordError {
+    /// Whether the file is no recording at all (no regscope magic at its start, or empty),
+    /// as opposed to a recording that is damaged or of another format version.
+    pub fn is_not_a_recording(&self) -> bool {
+        matches!(self, RecordError::Format { what, .. }
+            if [format::Error::NotARecording, format::Error::Empty]
+                .iter()
+                .any(|e| *what == e.to_string()))
+    }
+}
+
 /// Encodes one observation for a segment record.
 pub(crate) fn encode_observation(obs: &Observation) -> Vec<u8> {
     // The model's types serialise without failure; an empty payload would read back as

@@ -638,6 +638,7 @@ impl KeysAt {
                 root: prefix,
                 top: TOP_KEYS,
                 every_key: false,
+                recreated: true,
             },
             |_| false,
         );

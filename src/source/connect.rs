@@ -645,6 +645,17 @@ pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
+/// The top-level prefix `key` lies under: its first segment, `/registry/pods/a` ->
+/// `/registry`, a key without a `/` after its first byte (`compact_rev_key`) itself.
+pub fn first_segment(key: &[u8]) -> &[u8] {
+    let start = usize::from(key.first() == Some(&b'/'));
+    let end = key[start..]
+        .iter()
+        .position(|b| *b == b'/')
+        .map_or(key.len(), |p| p + start);
+    &key[..end]
+}
+
 /// Up to `max` distinct top-level prefixes (`/registry`, `/kubernetes.io`, …) that hold keys,
 /// found by skipping from one prefix to the next with keys-only limit-1 ranges (cheap even
 /// on a large keyspace).
@@ -670,13 +681,8 @@ pub async fn top_level_prefixes(
             break;
         };
         let key = kv.key();
-        // First segment: "/registry/..." -> "/registry"; "compact_rev_key" -> itself.
-        let start = usize::from(key.first() == Some(&b'/'));
-        let end = key[start..]
-            .iter()
-            .position(|b| *b == b'/')
-            .map_or(key.len(), |p| p + start);
-        let seg = &key[..end];
+        let seg = first_segment(key);
+        let end = seg.len();
         // A key that is the segment itself (`/registry`) comes just before the keys under
         // it (`/registry/…`): one entry for both.
         let name = crate::model::escape_bytes(seg).into_owned();

@@ -595,16 +595,24 @@ pub async fn keys_under(
         return Ok(KeysUnder::Some(count));
     }
     let tops = top_level_prefixes(client, 20).await.unwrap_or_default();
+    Ok(KeysUnder::None(no_keys_line(prefix, &tops, "this etcd")))
+}
+
+/// The line that says no key is under `prefix` and names the top-level prefixes `tops`
+/// (from [`top_level_prefixes`] or a db file's keys) held by `what` (`this etcd`, a file's
+/// name) instead: `no keys under /kube/; top-level prefixes here: /registry,
+/// compact_rev_key (use --prefix)`, or `no keys under /kube/: this etcd is empty`.
+pub fn no_keys_line(prefix: &[u8], tops: &[String], what: &str) -> String {
     let shown = crate::model::escape_bytes(prefix);
     let shown = shown.trim_end_matches('/');
-    Ok(KeysUnder::None(if tops.is_empty() {
-        format!("no keys under {shown}/: this etcd is empty")
+    if tops.is_empty() {
+        format!("no keys under {shown}/: {what} is empty")
     } else {
         format!(
             "no keys under {shown}/; top-level prefixes here: {} (use --prefix)",
             tops.join(", ")
         )
-    }))
+    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ fn a_db_file_reads_as_etcd_answered_at_every_revision() {
     encrypted_values_decrypt(&fx);
     check_says_damage_wherever_the_file_is_damaged(&fx);
     bad_files_are_one_line_naming_the_path_once(&fx);
+    a_prefix_without_keys_is_said_naming_the_prefixes_held(&fx);
 }
 
 /// `(key, create, mod, version, lease, bytes)` of each key, in key order.
@@ -779,4 +780,133 @@ fn bad_files_are_one_line_naming_the_path_once(fx: &DbFixture) {
             }
         }
     }
+}
+
+/// A `--prefix` under which the file holds no key (live or deleted) is said on stderr by
+/// every command reading a db file, naming the top-level prefixes the file holds (the live
+/// path's words); `diff` exits 2 when neither side holds one (not "no differences"). A
+/// prefix with keys says nothing of the kind.
+fn a_prefix_without_keys_is_said_naming_the_prefixes_held(fx: &DbFixture) {
+    let db = s(&fx.db);
+    let line = format!(
+        "regscope: {db}: no keys under /kubernetes.io/; top-level prefixes here: /other, /registry, compact_rev_key (use --prefix)"
+    );
+    let prefix = ["--prefix", "/kubernetes.io"];
+    let with = |args: &[&'static str]| -> Vec<String> {
+        args.iter()
+            .map(|a| {
+                if *a == "DB" {
+                    db.to_string()
+                } else {
+                    a.to_string()
+                }
+            })
+            .chain(prefix.iter().map(|a| a.to_string()))
+            .collect()
+    };
+    for (args, code) in [
+        (with(&["snapshot", "--json", "--from", "DB"]), 0),
+        (with(&["export", "DB"]), 0),
+        (with(&["analyze", "DB"]), 0),
+        (with(&["diff", "DB", "DB"]), 2),
+        (with(&["diff", "DB", "--at", "start", "--at", "end"]), 2),
+        (with(&["diff", "DB", "DB", "--json"]), 2),
+    ] {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = run(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+        assert_eq!(
+            err.lines().filter(|l| *l == line).count(),
+            1,
+            "{args:?}: {err}"
+        );
+        if args[0] == "diff" {
+            assert!(
+                out.stdout.is_empty(),
+                "{args:?}: {}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+    }
+    // Keys there (and `/other`, outside `/registry`): no such line.
+    for p in ["/registry", "/other"] {
+        for args in [
+            vec!["snapshot", "--json", "--from", db, "--prefix", p],
+            vec!["export", db, "--prefix", p],
+            vec!["analyze", db, "--prefix", p],
+            vec!["diff", db, db, "--prefix", p],
+        ] {
+            let out = run(&args);
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+            assert!(!err.contains("no keys under"), "{args:?}: {err}");
+        }
+    }
+}
+
+/// `replay --check` of a file etcd never compacted says it holds revisions from 1, etcd's
+/// first, as `diff` says it (not from 0, the compaction it never had).
+#[test]
+fn check_of_a_file_never_compacted_says_revisions_from_1() {
+    require!(ETCD, ETCDCTL);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("fresh.db");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let etcd = rt
+        .block_on(regscope::demo::PrivateEtcd::start())
+        .expect("start etcd");
+    rt.block_on(async {
+        let mut c = etcd.client().await.expect("etcd client");
+        for key in ["/registry/configmaps/a/x", "/registry/configmaps/a/y"] {
+            c.put(key, "{}", None).await.expect("put");
+        }
+    });
+    crate::diff::snapshot_save(&etcd.endpoint(), &file);
+    let out = run(&["replay", "--check", s(&file)]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        text.contains("revisions  1 .. 3 (never compacted: etcd's first revision .. head)"),
+        "{text}"
+    );
+    let out = run(&["diff", s(&file), "--at", "start", "--at", "end", "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("diff --json");
+    assert_eq!(v["from"]["holds"]["head"], 3, "{v}");
+    assert_eq!(v["from"]["revision"], 1, "{v}");
+    // One version, one key: in the singular.
+    let out = run(&[
+        "export",
+        s(&file),
+        "--prefix",
+        "/registry/configmaps/a/y",
+        "--from",
+        "3",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "exported 1 key under /registry/configmaps/a/y alive at revision 3 and 0 versions"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&["export", s(&file), "--prefix", "/registry/configmaps/a/y"]);
+    assert!(
+        stderr(&out).contains("exported 0 keys under /registry/configmaps/a/y alive at revision 1 and 1 version written after it up to revision 3"),
+        "{}",
+        stderr(&out)
+    );
+    // A key live on neither side: "absent" said once.
+    let out = run(&["diff", s(&file), s(&file), "--key", "/registry/nothing"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("--key /registry/nothing: absent in A and in B\n"),
+        "{text}"
+    );
+    assert_eq!(text.matches("absent").count(), 1, "{text}");
 }

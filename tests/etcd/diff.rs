@@ -598,7 +598,7 @@ fn moments_outside_the_file_and_bad_files_are_refused(fx: &DbFixture) {
 }
 
 /// `etcdctl --endpoints E snapshot save FILE` (API v3, no `ETCDCTL_*` of the caller's).
-fn snapshot_save(endpoint: &str, file: &Path) {
+pub(crate) fn snapshot_save(endpoint: &str, file: &Path) {
     let mut cmd = std::process::Command::new("etcdctl");
     for (name, _) in std::env::vars_os() {
         if name.to_string_lossy().starts_with("ETCDCTL_") {
@@ -670,9 +670,93 @@ fn two_clusters_at_the_same_revisions_differ_by_value() {
         v["key_diffs"][0]["lines"][0], "~ data.n: \"0\" → \"1\"",
         "{v}"
     );
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("share no etcd member"), "{notes}");
+    assert!(
+        notes.contains("1 key at the same mod_revision on both sides with different values"),
+        "{notes}"
+    );
     // One file at two moments is one history: the same revision is the same value.
     let v = diff_json(&[s(&files[0]), "--at", "end", "--at", "r3"], 0);
     assert_eq!(v["identical"], true);
+    assert_eq!(v["notes"], serde_json::json!([]), "{v}");
+}
+
+#[test]
+fn two_clusters_are_said_and_no_key_is_recreated_between_them() {
+    require!(ETCD, ETCDCTL);
+    let dir = tempfile::tempdir().expect("temp dir");
+    let files = [dir.path().join("one.db"), dir.path().join("two.db")];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let y = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\"}";
+    for (i, file) in files.iter().enumerate() {
+        let etcd = rt
+            .block_on(regscope::demo::PrivateEtcd::start())
+            .expect("start etcd");
+        rt.block_on(async {
+            let mut c = etcd.client().await.expect("etcd client");
+            c.put("/registry/configmaps/a/y", y, None)
+                .await
+                .expect("put");
+            // The first cluster deletes y and creates it again (at r4); the second
+            // writes it once (at r2).
+            if i == 0 {
+                c.delete("/registry/configmaps/a/y", None)
+                    .await
+                    .expect("delete");
+                c.put("/registry/configmaps/a/y", y, None)
+                    .await
+                    .expect("put");
+            }
+        });
+        snapshot_save(&etcd.endpoint(), file);
+    }
+    // A copy of one file is the same cluster: no note, nothing differs.
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&files[0], &copy).expect("copy");
+    let v = diff_json(&[s(&files[0]), s(&copy)], 0);
+    assert_eq!(v["notes"], serde_json::json!([]), "{v}");
+    let v = diff_json(&[s(&files[0]), s(&files[1])], 1);
+    assert_eq!(
+        listed(&v),
+        [Change {
+            key: "/registry/configmaps/a/y".into(),
+            change: "changed".into(),
+            bytes_from: Some(38),
+            bytes_to: Some(38),
+            mod_revision_from: Some(4),
+            mod_revision_to: Some(2),
+        }],
+        "{v}"
+    );
+    assert_eq!(v["total"]["recreated"], 0, "{v}");
+    let notes = v["notes"].to_string();
+    assert!(
+        notes.contains("share no etcd member: they are not one cluster's history"),
+        "{notes}"
+    );
+    let v = diff_json(
+        &[
+            s(&files[0]),
+            s(&files[1]),
+            "--key",
+            "/registry/configmaps/a/y",
+        ],
+        1,
+    );
+    assert_eq!(v["key_diffs"][0]["change"], "changed", "{v}");
+    // The text says it too (on stderr, with the other notes), and never "created again".
+    let out = diff(&[s(&files[0]), s(&files[1])]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!stdout(&out).contains("created again"), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("share no etcd member"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

@@ -161,6 +161,41 @@ fn files_neither_db_nor_recording_or_damaged_are_one_line_and_exit_2() {
     }
 }
 
+/// etcd's db file whose two meta pages are destroyed (its first 8 KiB zeroed) is neither a
+/// recording nor a db file any reader can open: every command taking either says both, in
+/// one line, and exits 2.
+#[test]
+fn a_db_file_without_its_meta_pages_is_neither_whatever_the_command() {
+    require!(TESTDATA);
+    let dir = tempfile::tempdir().unwrap();
+    let mut db =
+        std::fs::read(crate::common::fixtures::testdata().join("etcd-registry/auger/boltdb/db"))
+            .unwrap();
+    db[..8192].fill(0);
+    let path = dir.path().join("zeroed.db");
+    std::fs::write(&path, &db).unwrap();
+    let p = s(&path);
+    let out = dir.path().join("report.html");
+    let want = format!(
+        "regscope: {p}: not a regscope recording, nor an etcd db file (no valid bbolt meta page)"
+    );
+    for args in [
+        vec!["replay", "--check", p],
+        vec!["replay", p],
+        vec!["snapshot", "--json", "--from", p],
+        vec!["analyze", p],
+        vec!["export", p],
+        vec!["diff", p, p],
+        vec!["report", p, "-o", s(&out)],
+    ] {
+        let o = run(&args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim_end(), want, "{args:?}");
+        assert!(o.stdout.is_empty(), "{args:?}");
+    }
+}
+
 /// A path that is not there, given to any command that takes a recording or a db file:
 /// one line saying it does not exist, naming it once, and not what it was meant to be.
 #[test]

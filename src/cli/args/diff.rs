@@ -19,7 +19,9 @@ recreated, not also as deleted, created or changed) and changed (live in both, t
 create_revision, another mod_revision, or, at the same mod_revision, another value: two
 clusters' files), with the bytes of their newest values: bytes created, bytes deleted and
 the change in size of the changed and of the recreated keys; then the total and the keys
-whose size changed most (`±` marks a recreated key). It is the comparison `regscope report` makes between --from and --to.
+whose size changed most (`±` marks a recreated key). Two db files whose members share no
+ID are two clusters' histories: a note says so, their revisions do not compare, and a key
+live in both is changed, never recreated. It is the comparison `regscope report` makes between --from and --to.
 --key KEY (repeatable) adds that key's two objects decoded and compared field by field
 (metadata.resourceVersion not compared); Secret data is redacted unless --show-secrets,
 values encrypted at rest are decrypted with --encryption-config.

@@ -95,9 +95,14 @@ pub fn key_diff(
         (None, None) => return out,
         (None, Some(_)) => "created",
         (Some(_), None) => "deleted",
-        (Some(x), Some(y)) if x.create_revision != y.create_revision => "recreated",
+        (Some(x), Some(y))
+            if x.create_revision != y.create_revision && !same_revision.two_clusters =>
+        {
+            "recreated"
+        }
         (Some(x), Some(y))
             if x.mod_revision == y.mod_revision
+                && x.create_revision == y.create_revision
                 && same_revision.compare(key, a, b) != ValueCheck::Differs =>
         {
             "unchanged"

@@ -71,6 +71,20 @@ pub fn run(d: &DiffArgs, ui: &UiArgs) -> Result<ExitCode> {
         Ok(s) => s,
         Err(e) => return trouble(e),
     };
+    // A db file with no key under the prefix: said on stderr; when neither side holds one,
+    // there is nothing to compare (trouble, not "no differences").
+    let mut no_keys: Vec<&String> = [&a, &b]
+        .into_iter()
+        .filter_map(|s| s.no_keys.as_ref())
+        .collect();
+    // One file at two moments says it once.
+    no_keys.dedup();
+    for line in no_keys {
+        eprintln!("regscope: {line}");
+    }
+    if a.no_keys.is_some() && b.no_keys.is_some() {
+        return Ok(ExitCode::from(2));
+    }
     let keyring = if d.key.is_empty() {
         None
     } else {
@@ -92,6 +106,15 @@ pub fn run(d: &DiffArgs, ui: &UiArgs) -> Result<ExitCode> {
     // One file at two moments is one history; two files may be two.
     let same_revision = SameRevision::new(&a, &b, fa == fb);
     let mut skipped_secrets = 0u64;
+    // Keys at one mod_revision on both sides whose values differ.
+    let mut same_revision_other_value = 0u64;
+    if same_revision.two_clusters {
+        notes.push(format!(
+            "{} and {} share no etcd member: they are not one cluster's history, so their revisions do not compare (a key live in both is changed, never recreated)",
+            fa.display(),
+            fb.display()
+        ));
+    }
     // Resources are named after A's prefix; every key (`--prefix ''`) after the default.
     let root = if a.root().is_empty() {
         side::REGISTRY.as_bytes()
@@ -105,10 +128,14 @@ pub fn run(d: &DiffArgs, ui: &UiArgs) -> Result<ExitCode> {
             root,
             top: d.top,
             every_key: d.json,
+            recreated: !same_revision.two_clusters,
         },
         |key| match same_revision.compare(key, &a, &b) {
             ValueCheck::Same => false,
-            ValueCheck::Differs => true,
+            ValueCheck::Differs => {
+                same_revision_other_value += 1;
+                true
+            }
             ValueCheck::Redacted => {
                 skipped_secrets += 1;
                 false
@@ -119,6 +146,13 @@ pub fn run(d: &DiffArgs, ui: &UiArgs) -> Result<ExitCode> {
         notes.push(format!(
             "{skipped_secrets} Secret{} at the same revision on both sides compared by revision only: a recording's Secret values are redacted",
             if skipped_secrets == 1 { "" } else { "s" }
+        ));
+    }
+    if same_revision_other_value > 0 {
+        let n = same_revision_other_value;
+        notes.push(format!(
+            "{n} key{} at the same mod_revision on both sides with different values: a damaged file, or two clusters' histories",
+            if n == 1 { "" } else { "s" }
         ));
     }
     let under_text = prefix.map_or_else(

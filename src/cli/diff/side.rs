@@ -50,6 +50,13 @@ pub struct Side {
     pub damage: Vec<String>,
     /// What the reader of the output should know about this side (a seek stopped short).
     pub notes: Vec<String>,
+    /// A db file that holds no key, live or deleted, under the prefix compared: the line
+    /// saying so and naming the top-level prefixes it holds
+    /// ([`db_file::no_keys_under`]); `None` for a recording.
+    pub no_keys: Option<String>,
+    /// A db file's member IDs (its `members` bucket, [`crate::source::etcd_db::EtcdDb::members`]);
+    /// empty for a recording, or a file that lists none.
+    pub member_ids: Vec<u64>,
 }
 
 impl Side {
@@ -88,6 +95,19 @@ impl Side {
         };
         // `{e}`, not the chain: the file's error says its cause already.
         let session = db_file::session_at(&db, rev, info).map_err(|e| format!("{e}"))?;
+        // The prefix compared ([`super::run`]): `--prefix`, else the one read under.
+        let compared = prefix.map_or_else(
+            || session.replica.prefix().to_vec(),
+            |p| p.as_bytes().to_vec(),
+        );
+        let no_keys = if crate::derive::changes::live_keys(&session.replica, &compared)
+            .next()
+            .is_none()
+        {
+            db_file::no_keys_under(&db, &compared).map_err(|e| e.to_string())?
+        } else {
+            None
+        };
         Ok(Side {
             file: path.to_path_buf(),
             at: at.map(str::to_owned),
@@ -100,19 +120,20 @@ impl Side {
             secrets_redacted: false,
             damage: Vec::new(),
             notes: Vec::new(),
+            no_keys,
+            member_ids: db
+                .members()
+                .map_err(|e| e.to_string())?
+                .iter()
+                .map(|m| m.id)
+                .collect(),
         })
     }
 
     fn open_recording(path: &Path, at: Option<&str>, zone: Zone) -> Result<Side, String> {
         crate::record::files::recording_files(path).map_err(|e| e.to_string())?;
-        let mut player = Player::open(path).map_err(|e| {
-            // Its first bytes said it is no bbolt file either.
-            if path.is_file() {
-                format!("{e}, nor an etcd db file")
-            } else {
-                e.to_string()
-            }
-        })?;
+        // Its first bytes said it is no bbolt file either.
+        let mut player = Player::open(path).map_err(|e| recording::open_error(&e))?;
         let in_file = |e: String| format!("{}: {e}", path.display());
         let target = match at {
             Some(t) => recording::parse_at("--at", t, &player, zone).map_err(in_file)?,
@@ -156,6 +177,8 @@ impl Side {
             secrets_redacted: player.header().secrets_redacted,
             damage: player.damage().to_vec(),
             notes,
+            no_keys: None,
+            member_ids: Vec::new(),
         })
     }
 
@@ -236,6 +259,9 @@ impl Side {
 /// say nothing then: compared by revision only).
 pub struct SameRevision {
     one_history: bool,
+    /// Two db files whose `members` buckets share no member ID: two clusters' histories,
+    /// whose revisions do not compare (a key is never "recreated" between them).
+    pub two_clusters: bool,
     /// `<prefix>/secrets/` of each side whose Secret values are redacted.
     redacted: Vec<Vec<u8>>,
 }
@@ -261,8 +287,13 @@ impl SameRevision {
                 p
             })
             .collect();
+        let two_clusters = !one_history
+            && !a.member_ids.is_empty()
+            && !b.member_ids.is_empty()
+            && !a.member_ids.iter().any(|id| b.member_ids.contains(id));
         SameRevision {
             one_history,
+            two_clusters,
             redacted,
         }
     }
@@ -317,6 +348,8 @@ mod tests {
             secrets_redacted: false,
             damage: Vec::new(),
             notes: Vec::new(),
+            no_keys: None,
+            member_ids: Vec::new(),
         };
         assert!(side(0)
             .moment_text(Zone::Utc)

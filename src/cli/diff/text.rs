@@ -209,6 +209,11 @@ fn key_diff_text(d: &KeyDiff) -> String {
             },
         )
     };
+    if d.from.is_none() && d.to.is_none() {
+        // Absent on both sides: said once.
+        let _ = writeln!(o, "--key {}: absent in A and in B", d.key);
+        return o;
+    }
     let _ = writeln!(
         o,
         "--key {}: {}, {} in A, {} in B",
@@ -247,5 +252,23 @@ mod tests {
         assert_eq!(signed_bytes(2048), "+2.0 KiB");
         assert_eq!(signed_bytes(-120), "-120 B");
         assert_eq!(signed_bytes(0), "0 B");
+    }
+
+    #[test]
+    fn a_key_absent_on_both_sides_says_absent_once() {
+        let d = KeyDiff {
+            key: "/registry/nothing".into(),
+            change: "absent",
+            from: None,
+            to: None,
+            changes: Vec::new(),
+            managed_fields: Vec::new(),
+            writers: Vec::new(),
+            lines: Vec::new(),
+            error: None,
+        };
+        let t = key_diff_text(&d);
+        assert_eq!(t, "--key /registry/nothing: absent in A and in B\n");
+        assert_eq!(t.matches("absent").count(), 1);
     }
 }
