@@ -65,10 +65,17 @@ pub fn warn_digest(db: &EtcdDb) {
 /// [`warn_digest`] from the file's path, its bbolt size and its length (what a thread
 /// beside a walk needs).
 pub fn warn_digest_of(path: &Path, pages: u64, len: u64) {
+    // Once per file and process (`diff` of one file at two moments opens it twice).
+    static CHECKED: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+    if let Ok(mut seen) = CHECKED.lock() {
+        if seen.iter().any(|p| p == path) {
+            return;
+        }
+        seen.push(path.to_path_buf());
+    }
     if let Err(e) = digest_check(path, pages, len) {
         eprintln!(
-            "regscope: warning: {}: {e}; what it holds may be damaged (`regscope replay --check {}` reads every page)",
-            path.display(),
+            "regscope: warning: {}: {e}; what it holds may be damaged (`regscope replay --check` of it reads every page)",
             path.display()
         );
     }
@@ -275,7 +282,7 @@ pub fn to_recording(
         &mut session,
         &mut rec,
         Observation::Note(format!(
-            "{}: etcd's db file, revisions {} to {head}; it keeps no times, so every revision is shown at the file's modification time ({}); seek by revision",
+            "{}: etcd's db file, revisions {} to {head}; it keeps no times, so no revision has one (the file was modified at {}); seek by revision",
             db.path().display(),
             db.compacted().max(1),
             humantime::format_rfc3339_seconds(at)

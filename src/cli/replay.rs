@@ -107,7 +107,7 @@ async fn run_db(r: &ReplayArgs, ui: &UiArgs) -> Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     opts.warnings.push(format!(
-        "etcd's db file: revisions {} to {}; it keeps no times (every revision is shown at the file's modification time): seek by revision",
+        "etcd's db file: revisions {} to {}; it keeps no times (no revision has one; the timeline names the file's modification time as such): seek by revision",
         db.compacted().max(1),
         db.head()?
     ));

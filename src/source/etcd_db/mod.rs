@@ -127,8 +127,10 @@ pub struct StoredLease {
     pub id: i64,
     /// Granted time to live, seconds.
     pub ttl: i64,
-    /// What was left when it was last checkpointed (0 unless etcd checkpoints leases).
-    pub remaining_ttl: i64,
+    /// Seconds left when etcd last checkpointed it (`leasepb.Lease.RemainingTTL`, written
+    /// only with lease checkpointing on, etcd 3.4+ `--experimental-enable-lease-checkpoint`);
+    /// `None` when the file does not say (not "expired").
+    pub remaining_ttl: Option<i64>,
 }
 
 /// A member as the `members` bucket holds it.
@@ -255,6 +257,20 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
             error,
         };
         let buckets = db.buckets().map_err(bolt)?;
+        // A bucket of the root whose tree starts past the high-water mark is a damaged
+        // root page (its element points elsewhere, so its name is garbage too): said
+        // here, or a command reading only some buckets would find `alarm` or `lease`
+        // missing and answer "none".
+        let high_water = db.meta().pgid;
+        if let Some((_, b)) = buckets
+            .iter()
+            .find(|(_, b)| b.inline.is_none() && b.root >= high_water)
+        {
+            return Err(bolt(crate::bbolt::page::corrupt(
+                b.root,
+                &format!("a bucket of the root starts beyond the high-water mark of {high_water} pages: the root page is damaged"),
+            )));
+        }
         let Some(key) = buckets
             .iter()
             .find(|(n, _)| n.as_ref() == b"key")
@@ -431,14 +447,14 @@ impl<R: ReadAt + ?Sized> EtcdDb<R> {
             let mut l = StoredLease {
                 id: 0,
                 ttl: 0,
-                remaining_ttl: 0,
+                remaining_ttl: None,
             };
             for f in Reader::new(&e.value, 0) {
                 let f = f.map_err(|x| self.err(format!("a lease is not a leasepb.Lease: {x}")))?;
                 match (f.number, f.value) {
                     (1, WireValue::Varint(x)) => l.id = x as i64,
                     (2, WireValue::Varint(x)) => l.ttl = x as i64,
-                    (3, WireValue::Varint(x)) => l.remaining_ttl = x as i64,
+                    (3, WireValue::Varint(x)) => l.remaining_ttl = Some(x as i64),
                     _ => {}
                 }
             }

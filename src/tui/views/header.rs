@@ -368,8 +368,15 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     };
     let v = |s: String| sp(app, s, Role::HeaderValue);
     let l = |s: &'static str| sp(app, s, Role::Header);
+    // A db file records its storage or cluster version (`meta`/`cluster` buckets), never
+    // the binary's: `3.4.0` for an etcd 3.4.23.
+    let label = if app.revision_timeline().is_some() {
+        " storage "
+    } else {
+        " etcd "
+    };
     let mut stats = vec![
-        l(" etcd "),
+        l(label),
         v(version),
         l("  rev "),
         v(thousands_i(r.revision())),
