@@ -45,7 +45,9 @@ use serde_json::json;
 
 use super::args::{normal_prefix, AnalyzeArgs};
 use super::out;
-use super::table::{key_usage_table, usage_cells, usage_header, usage_note, Table, DB_FILE_WORDS};
+use super::table::{
+    key_usage_table, namespace_table, usage_cells, usage_header, usage_note, Table, DB_FILE_WORDS,
+};
 use crate::derive::units::{bytes, thousands, thousands_i};
 use crate::source::etcd_db::analysis::{
     analyze, Analysis, AnalysisOptions, FreePagesFrom, DEFAULT_QUOTA_BYTES,
@@ -433,25 +435,12 @@ pub fn analysis_text(a: &Analysis, quota: &Quota) -> String {
         .render(&mut o, "  ");
     }
 
-    let _ = writeln!(o, "\nNamespaces by retained bytes");
-    if a.namespaces.is_empty() {
-        let _ = writeln!(o, "  none");
-    } else {
-        Table {
-            header: usage_header("NAMESPACE", DB_FILE_WORDS),
-            rows: a
-                .namespaces
-                .iter()
-                .map(|n| {
-                    let mut row = vec![n.namespace.clone()];
-                    row.extend(usage_cells(&n.usage));
-                    row
-                })
-                .collect(),
-            left: vec![0],
-        }
-        .render(&mut o, "  ");
-    }
+    namespace_table(
+        &mut o,
+        "Namespaces by retained bytes",
+        &a.namespaces,
+        DB_FILE_WORDS,
+    );
     o
 }
 

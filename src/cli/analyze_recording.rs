@@ -22,7 +22,7 @@ use super::args::{normal_prefix, AnalyzeArgs};
 use super::out;
 use super::recording::files_exist;
 use super::table::{
-    key_usage_table, usage_cells, usage_header, usage_note, Table, RECORDING_WORDS,
+    key_usage_table, namespace_table, usage_cells, usage_header, usage_note, Table, RECORDING_WORDS,
 };
 use crate::derive::units::{bytes, thousands_i};
 use crate::model::{escape_bytes, KeyPath, Revision};
@@ -230,19 +230,18 @@ fn recording_text(r: &RecordingAnalysis, files: &[String]) -> String {
         "\nResources under {} by held bytes (every version the replica holds)",
         r.prefix
     );
-    let cells = usage_cells;
     let header = usage_header("RESOURCE", RECORDING_WORDS);
     let mut rows: Vec<Vec<String>> = r
         .resources
         .iter()
         .map(|x| {
             let mut row = vec![x.resource.clone()];
-            row.extend(cells(&x.usage));
+            row.extend(usage_cells(&x.usage));
             row
         })
         .collect();
     let mut total = vec!["total".to_string()];
-    total.extend(cells(&r.all_keys));
+    total.extend(usage_cells(&r.all_keys));
     rows.push(total);
     Table {
         header,
@@ -262,25 +261,12 @@ fn recording_text(r: &RecordingAnalysis, files: &[String]) -> String {
             ["BYTES", "VERSIONS", "HELD", "STATE", "KEY"],
         );
     }
-    let _ = writeln!(o, "\nNamespaces by held bytes");
-    if r.namespaces.is_empty() {
-        let _ = writeln!(o, "  none");
-    } else {
-        Table {
-            header: usage_header("NAMESPACE", RECORDING_WORDS),
-            rows: r
-                .namespaces
-                .iter()
-                .map(|n| {
-                    let mut row = vec![n.namespace.clone()];
-                    row.extend(cells(&n.usage));
-                    row
-                })
-                .collect(),
-            left: vec![0],
-        }
-        .render(&mut o, "  ");
-    }
+    namespace_table(
+        &mut o,
+        "Namespaces by held bytes",
+        &r.namespaces,
+        RECORDING_WORDS,
+    );
     o
 }
 

@@ -106,6 +106,34 @@ pub fn usage_cells(u: &crate::source::etcd_db::analysis::Usage) -> Vec<String> {
     ]
 }
 
+/// `analyze`'s namespace table under `title`, in the order given, with [`usage_header`]'s
+/// columns; `none` under the title when there are none.
+pub fn namespace_table(
+    o: &mut String,
+    title: &str,
+    namespaces: &[crate::source::etcd_db::analysis::NamespaceUsage],
+    w: UsageWords,
+) {
+    let _ = writeln!(o, "\n{title}");
+    if namespaces.is_empty() {
+        let _ = writeln!(o, "  none");
+        return;
+    }
+    Table {
+        header: usage_header("NAMESPACE", w),
+        rows: namespaces
+            .iter()
+            .map(|n| {
+                let mut row = vec![n.namespace.clone()];
+                row.extend(usage_cells(&n.usage));
+                row
+            })
+            .collect(),
+        left: vec![0],
+    }
+    .render(o, "  ");
+}
+
 /// The line under a usage table that says what `KEYS` and the per-key column count.
 pub fn usage_note(w: UsageWords) -> String {
     format!(
