@@ -3,7 +3,9 @@
 #   etcd (Debian etcd-server), etcdctl (etcd-client, used by the sync benchmark),
 #   protoc (protobuf-compiler, needed by etcd-client's build), tmux (end-to-end tests),
 #   openssl (certificates for the TLS and node-discovery tests and scripts/screenshots.sh),
-#   chromium (headless, for the tests that open the report's HTML and its screenshot).
+#   chromium (headless, for the tests that open the report's HTML and its screenshot),
+#   prometheus with promtool (the exporter's tests scrape `regscope serve` with a real
+#   Prometheus and check and unit-test the rules in deploy/prometheus/).
 # Uses apt-get (via sudo when not root). Safe to run repeatedly: it installs only what is absent.
 set -euo pipefail
 
@@ -14,6 +16,7 @@ command -v protoc >/dev/null 2>&1 || need+=(protobuf-compiler)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
+{ command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || need+=(prometheus)
 
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then
@@ -27,5 +30,6 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 # Debian's etcd-server package starts a system etcd on 127.0.0.1:2379; regscope's demo and
-# tests use private etcd processes on random ports, so it does not matter to them.
+# tests use private etcd processes on random ports, so it does not matter to them. The same
+# holds for the system Prometheus that Debian's prometheus package starts on :9090.
 command -v etcd >/dev/null && command -v protoc >/dev/null

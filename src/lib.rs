@@ -37,6 +37,7 @@ pub mod decode;
 pub mod decrypt;
 pub mod demo;
 pub mod derive;
+pub mod exporter;
 pub mod metrics;
 pub mod model;
 pub mod node;

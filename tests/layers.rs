@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u8)] = &[
     ("record", 5),
     ("tui", 6),
     ("report", 6),
+    ("exporter", 6),
     ("cli", 7),
 ];
 

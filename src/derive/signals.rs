@@ -66,6 +66,10 @@ struct Inputs<'a> {
     panels: &'a ApiserverPanels,
 }
 
+/// The `watcher` label of the informer-lag signals for regscope's own informer through
+/// the apiserver (the only watcher whose lag regscope measures event by event).
+pub const OWN_INFORMER: &str = "regscope";
+
 /// The counters the replica keeps from etcd's watch: they stand still while etcd is out
 /// of reach, so a rate over such a stretch is not known (a reader must not take it for no
 /// writes).
@@ -304,11 +308,11 @@ pub static SIGNALS: &[Signal] = &[
         name: "informer_lag_revisions",
         kind: SignalKind::Gauge,
         unit: "revisions",
-        labels: &["group", "resource"],
+        labels: &["group", "resource", "watcher"],
         help: "regscope's informer through the apiserver: etcd head when an event arrived − its resourceVersion",
         read: |i, o| {
             for r in &i.panels.window.rows {
-                labelled(o, &[&r.group, &r.resource], r.informer_lag_revisions.map(|v| v as f64));
+                labelled(o, &[&r.group, &r.resource, OWN_INFORMER], r.informer_lag_revisions.map(|v| v as f64));
             }
         },
     },
@@ -316,11 +320,11 @@ pub static SIGNALS: &[Signal] = &[
         name: "informer_lag_seconds",
         kind: SignalKind::Gauge,
         unit: "seconds",
-        labels: &["group", "resource"],
+        labels: &["group", "resource", "watcher"],
         help: "the same lag in seconds (replica's revision→time map)",
         read: |i, o| {
             for r in &i.panels.window.rows {
-                labelled(o, &[&r.group, &r.resource], r.informer_lag_seconds);
+                labelled(o, &[&r.group, &r.resource, OWN_INFORMER], r.informer_lag_seconds);
             }
         },
     },
@@ -328,7 +332,7 @@ pub static SIGNALS: &[Signal] = &[
         name: "informer_lag_window_ratio",
         kind: SignalKind::Gauge,
         unit: "ratio",
-        labels: &["group", "resource"],
+        labels: &["group", "resource", "watcher"],
         help: "informer lag ÷ compaction window in revisions: 1 means a resume gets 410 Gone",
         read: |i, o| {
             let Some(w) = i.panels.window.window_revisions.filter(|w| *w > 0) else {
@@ -336,7 +340,7 @@ pub static SIGNALS: &[Signal] = &[
             };
             for r in &i.panels.window.rows {
                 let v = r.informer_lag_revisions.map(|l| l as f64 / w as f64);
-                labelled(o, &[&r.group, &r.resource], v);
+                labelled(o, &[&r.group, &r.resource, OWN_INFORMER], v);
             }
         },
     },
@@ -430,8 +434,8 @@ pub static SIGNALS: &[Signal] = &[
         name: "written_bytes_total",
         kind: SignalKind::Counter,
         unit: "bytes",
-        labels: &["resource"],
-        help: "value bytes of the PUTs the replica applied per resource",
+        labels: &["resource", "operation"],
+        help: "value bytes of the PUTs the replica applied per resource (a DELETE writes no value: operation is always put)",
         read: |i, o| {
             let r = &i.session.replica;
             let mut by: BTreeMap<&str, u64> = BTreeMap::new();
@@ -439,7 +443,7 @@ pub static SIGNALS: &[Signal] = &[
                 *by.entry(r.resource_name(w.resource)).or_default() += w.bytes;
             }
             for (res, b) in by {
-                labelled(o, &[res], Some(b as f64));
+                labelled(o, &[res, "put"], Some(b as f64));
             }
         },
     },
@@ -568,9 +572,19 @@ pub static SIGNALS: &[Signal] = &[
         name: "watch_anomalies_total",
         kind: SignalKind::Counter,
         unit: "anomalies",
-        labels: &[],
-        help: "departures from etcd's watch contract counted by the replica",
-        read: |i, o| one(o, Some(i.session.etcd.watch_health().anomalies() as f64)),
+        labels: &["kind"],
+        help: "departures from etcd's watch contract counted by the replica, by kind (progress_behind, progress_ahead_of_events, repeated_events, unknown_deletes)",
+        read: |i, o| {
+            let h = i.session.etcd.watch_health();
+            for (kind, n) in [
+                ("progress_behind", h.progress_behind),
+                ("progress_ahead_of_events", h.progress_ahead_of_events),
+                ("repeated_events", h.repeated_events),
+                ("unknown_deletes", h.unknown_deletes),
+            ] {
+                labelled(o, &[kind], Some(n as f64));
+            }
+        },
     },
     Signal {
         name: "gaps_total",
@@ -587,6 +601,56 @@ pub static SIGNALS: &[Signal] = &[
         labels: &[],
         help: "times etcd was replaced under regscope (new cluster id, or a revision that went back)",
         read: |i, o| one(o, Some(i.session.etcd.replacements().len() as f64)),
+    },
+    Signal {
+        name: "etcd_watch_up",
+        kind: SignalKind::Gauge,
+        unit: "ratio",
+        labels: &[],
+        help: "1 while regscope's watch of etcd is live (listed and watching), 0 while connecting, listing, not responding, reconnecting or failed",
+        read: |i, o| {
+            let up = matches!(i.session.etcd.conn(), crate::model::ConnState::Watching);
+            one(o, Some(if up { 1.0 } else { 0.0 }))
+        },
+    },
+    Signal {
+        name: "etcd_members",
+        kind: SignalKind::Gauge,
+        unit: "members",
+        labels: &["state"],
+        help: "etcd members by state at the last member poll (Cluster.MemberList, then Maintenance.Status of each): leader, follower, learner, unreachable (no Status answer)",
+        read: |i, o| {
+            let Some((_, members)) = i.session.etcd.members() else {
+                return;
+            };
+            let mut by: BTreeMap<&str, u64> =
+                ["leader", "follower", "learner", "unreachable"].map(|k| (k, 0)).into();
+            for m in members {
+                let state = match &m.status {
+                    None => "unreachable",
+                    Some(_) if m.is_learner => "learner",
+                    Some(st) if st.leader == m.id => "leader",
+                    Some(_) => "follower",
+                };
+                *by.entry(state).or_default() += 1;
+            }
+            for (state, n) in by {
+                labelled(o, &[state], Some(n as f64));
+            }
+        },
+    },
+    Signal {
+        name: "other_etcd_cluster_up",
+        kind: SignalKind::Gauge,
+        unit: "ratio",
+        labels: &["resources", "endpoint"],
+        help: "1 while the watcher of another etcd cluster (--etcd-servers-overrides) is connected, else 0; endpoint is the member that answered last (empty before any)",
+        read: |i, o| {
+            for c in i.session.other_clusters.all() {
+                let up = if c.up { 1.0 } else { 0.0 };
+                labelled(o, &[&c.resources, &c.endpoint], Some(up));
+            }
+        },
     },
 ];
 

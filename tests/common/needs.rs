@@ -1,6 +1,6 @@
 //! What a test needs that the repository does not hold (the shared golden data in
-//! `../shared/testdata`, and the etcd, etcdctl, tmux, openssl, `script` and chromium
-//! programs), and the one rule for when it is missing, set by `REGSCOPE_TEST_REQUIRE` (its
+//! `../shared/testdata`, and the etcd, etcdctl, tmux, openssl, `script`, chromium,
+//! prometheus and promtool programs), and the one rule for when it is missing, set by `REGSCOPE_TEST_REQUIRE` (its
 //! code is [`rule`], which the library's unit tests follow too):
 //!
 //! - `all` (the default, and what `scripts/test.sh` sets): the test fails, naming what is
@@ -33,6 +33,8 @@ pub const TMUX: Need = Need::Program("tmux");
 pub const OPENSSL: Need = Need::Program("openssl");
 pub const SCRIPT: Need = Need::Program("script");
 pub const CHROMIUM: Need = Need::Program("chromium");
+pub const PROMETHEUS: Need = Need::Program("prometheus");
+pub const PROMTOOL: Need = Need::Program("promtool");
 
 /// `../shared/testdata`, or the folder `REGSCOPE_TESTDATA` names (whether or not it is
 /// there).
