@@ -48,6 +48,7 @@ async fn dispatch(mut cli: Cli) -> Result<ExitCode> {
         Some(Command::Snapshot(s)) => cli::snapshot::live(&s, m).await,
         Some(Command::Verify(v)) => cli::verify::run(&v.conn).await,
         Some(Command::Record(r)) => cli::record::run(&r, m, ui.show_secrets).await,
+        Some(Command::Serve(a)) => cli::record::serve(&a, m).await,
         Some(Command::Replay(r)) if r.check => {
             cli::check::run(&r.file, r.p99_threshold, r.lag_threshold, ui.zone())
         }

@@ -17,8 +17,17 @@ use crate::source::{EtcdMetricsFrom, EtcdOptions, EtcdSource};
 /// started is stopped (and the data dir removed) when it ends. Exit 2 when a part cannot
 /// start.
 pub async fn run(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs, m: &MetricsArgs) -> Result<ExitCode> {
-    if let Some(code) = super::console::need_terminal() {
-        return Ok(code);
+    let headless = d.record.is_some() || d.listen.is_some();
+    if d.duration.is_some() && !headless {
+        eprintln!(
+            "regscope demo: --duration goes with --record or --listen (the console runs until q)"
+        );
+        return Ok(ExitCode::from(2));
+    }
+    if !headless {
+        if let Some(code) = super::console::need_terminal() {
+            return Ok(code);
+        }
     }
     let mut scfg = match scrape_config(m) {
         Ok(c) => c,
@@ -99,6 +108,7 @@ pub async fn run(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs, m: &MetricsArgs) ->
     }
     // The private etcd is restarted once when asked (same ports and data dir).
     let restart_after = d.restart_etcd_after;
+    let etcd_endpoint = etcd.endpoint();
     let etcd_task = tokio::spawn(async move {
         let mut etcd = etcd;
         if let Some(after) = restart_after {
@@ -111,25 +121,28 @@ pub async fn run(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs, m: &MetricsArgs) ->
         std::future::pending::<()>().await;
         drop(etcd);
     });
-    let res = match &d.record {
-        Some(path) => {
-            let ropts = crate::record::RecordOptions {
-                show_secrets: ui.show_secrets,
-                overwrite: true,
-                ..crate::record::RecordOptions::new(path)
-            };
-            super::record::record_session(
-                source,
-                &scfg,
-                info,
-                cluster_id,
-                ropts,
-                Some(d.duration),
-                conn.memory_limit.map(|b| b as u64),
-            )
-            .await
-        }
-        None => super::console::run_console(source, info, opts, &scfg, cluster_id).await,
+    let res = if headless {
+        // Said on stderr so that a script (or a test) can write to the demo's etcd.
+        eprintln!("regscope demo: private etcd at {}", etcd_endpoint);
+        let record = d.record.as_ref().map(|path| crate::record::RecordOptions {
+            show_secrets: ui.show_secrets,
+            overwrite: true,
+            ..crate::record::RecordOptions::new(path)
+        });
+        let duration = match (&record, d.duration) {
+            (Some(_), None) => Some(std::time::Duration::from_secs(60)),
+            (_, d) => d,
+        };
+        let h = super::headless::Headless {
+            who: if record.is_some() { "record" } else { "serve" },
+            record,
+            serve: d.listen.map(|l| d.exporter.serve_options(l)),
+            duration,
+            memory_limit: conn.memory_limit.map(|b| b as u64),
+        };
+        super::headless::run(source, &scfg, info, cluster_id, h).await
+    } else {
+        super::console::run_console(source, info, opts, &scfg, cluster_id).await
     };
     sim.stop().await;
     api.stop().await;

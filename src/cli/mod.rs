@@ -26,6 +26,7 @@ pub mod doctor;
 pub mod etcdctl_json;
 pub mod export;
 pub mod export_db;
+pub mod headless;
 pub mod memory;
 pub mod options;
 pub mod prepare;

@@ -26,6 +26,7 @@ pub fn prepare(cli: &mut Cli) -> Result<Option<crate::node::Discovery>> {
         Some(Command::Snapshot(s)) if s.from.is_none() => Some(&mut s.conn),
         Some(Command::Verify(v)) => Some(&mut v.conn),
         Some(Command::Record(r)) => Some(&mut r.conn),
+        Some(Command::Serve(a)) => Some(&mut a.conn),
         Some(Command::Analyze(a)) if a.file.is_none() => Some(&mut a.conn),
         _ => None,
     };
@@ -49,6 +50,7 @@ fn discover_node(cli: &mut Cli) -> Option<crate::node::Discovery> {
         Some(Command::Snapshot(s)) if s.from.is_none() => Some(&mut s.conn),
         Some(Command::Verify(v)) => Some(&mut v.conn),
         Some(Command::Record(r)) => Some(&mut r.conn),
+        Some(Command::Serve(a)) => Some(&mut a.conn),
         Some(Command::Doctor(d)) => Some(&mut d.conn),
         Some(Command::Analyze(a)) if a.file.is_none() => Some(&mut a.conn),
         Some(Command::Decode(_) | Command::Export(_) | Command::Snapshot(_) | Command::Diff(_)) => {

@@ -333,13 +333,15 @@ pub static SIGNALS: &[Signal] = &[
         kind: SignalKind::Gauge,
         unit: "ratio",
         labels: &["group", "resource", "watcher"],
-        help: "informer lag ÷ compaction window in revisions: 1 means a resume gets 410 Gone",
+        help: "informer lag ÷ compaction window in revisions, at most 1: 1 means the informer's resourceVersion is compacted and a resume gets 410 Gone",
         read: |i, o| {
             let Some(w) = i.panels.window.window_revisions.filter(|w| *w > 0) else {
                 return;
             };
             for r in &i.panels.window.rows {
-                let v = r.informer_lag_revisions.map(|l| l as f64 / w as f64);
+                // A lag past the window is as certain a 410 as one at it: a ratio stays
+                // within 0–1 (its revisions say how far past).
+                let v = r.informer_lag_revisions.map(|l| (l as f64 / w as f64).min(1.0));
                 labelled(o, &[&r.group, &r.resource, OWN_INFORMER], v);
             }
         },

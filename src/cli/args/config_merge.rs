@@ -300,6 +300,7 @@ impl Cli {
                 Command::Doctor(a) => Some(&mut a.conn),
                 Command::Verify(a) => Some(&mut a.conn),
                 Command::Record(a) => Some(&mut a.conn),
+                Command::Serve(a) => Some(&mut a.conn),
                 Command::Analyze(a) => Some(&mut a.conn),
                 _ => None,
             };

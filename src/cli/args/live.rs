@@ -35,9 +35,17 @@ pub struct DemoArgs {
     /// recordings/demo.rgs is made: scripts/record-demo.sh).
     #[arg(long, value_name = "FILE")]
     pub record: Option<PathBuf>,
-    /// With --record: how long.
-    #[arg(long, default_value = "60s", value_parser = parse_duration, requires = "record")]
-    pub duration: std::time::Duration,
+    /// Serve the demo's signals to Prometheus on this address instead of opening the
+    /// console (as `regscope serve` does; with --record, both), until --duration or
+    /// SIGTERM/SIGINT.
+    #[arg(long, value_name = "ADDR", value_parser = super::parse::parse_listen)]
+    pub listen: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub exporter: super::ExporterArgs,
+    /// With --record: how long (default 60s). With --listen alone: until stopped unless
+    /// given.
+    #[arg(long, value_parser = parse_duration)]
+    pub duration: Option<std::time::Duration>,
     /// Kill the private etcd after this long and start it again (same data dir), to see a
     /// connection loss, the resumed watch and a failed scrape.
     #[arg(long, value_name = "D", value_parser = parse_duration)]

@@ -29,7 +29,10 @@ pub use live::{DemoArgs, DoctorArgs, SnapshotArgs, VerifyArgs};
 pub use parse::{
     normal_prefix, parse_duration, parse_positive_duration, parse_record_size, parse_size,
 };
-pub use recording::{ExportArgs, ExportFormat, RecordArgs, ReplayArgs, ReportArgs, ReportFormat};
+pub use recording::{
+    ExportArgs, ExportFormat, ExporterArgs, RecordArgs, ReplayArgs, ReportArgs, ReportFormat,
+    ServeArgs,
+};
 
 /// regscope: watch what kube-apiserver does to etcd, live.
 ///
@@ -90,6 +93,7 @@ const EXAMPLES: &str = "Examples:
   regscope snapshot --json --apiserver-metrics-file m1.prom --apiserver-metrics-file m2.prom
   regscope record -o incident.rgs --duration 30m   record headless (R in the console)
   regscope replay incident.rgs                     scrub through a recording
+  regscope serve --listen 127.0.0.1:9943           the signals for Prometheus, headless
   regscope diff mon.db tue.db                      what changed between two etcd snapshots
   etcdctl get /registry/pods/default/p1 -w json | regscope decode   one stored object
   regscope completions bash > /etc/bash_completion.d/regscope; regscope man | man -l -
@@ -110,6 +114,12 @@ pub enum Command {
     /// that `regscope replay` opens: the same connection and scrape flags as the console.
     #[command(after_help = recording::RECORD_EXAMPLES)]
     Record(RecordArgs),
+    /// Serve the live session's signals to Prometheus, headless (no terminal, no file):
+    /// `/metrics` (text format 0.0.4, or OpenMetrics when asked), `/healthz` and `/`.
+    /// Loopback unless --listen names another address; HTTPS and client certificates as
+    /// options. The families are listed in the README ("Many clusters").
+    #[command(after_help = recording::SERVE_EXAMPLES)]
+    Serve(ServeArgs),
     /// Open a recording in the console with a timeline: play, pause, speed, step, seek to
     /// a time or a revision, jump between markers. `--check` only verifies the file.
     #[command(after_help = recording::REPLAY_EXAMPLES)]

@@ -118,3 +118,14 @@ mod tests {
         );
     }
 }
+
+/// `--listen`: an IP address and port (`127.0.0.1:9943`, `[::1]:9943`, `0.0.0.0:9943`), or
+/// a bare port, which means loopback (`9943` is `127.0.0.1:9943`).
+pub fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| {
+        format!("{s:?} is not an address and port (e.g. 127.0.0.1:9943, [::1]:9943, 0.0.0.0:9943)")
+    })
+}

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::parse::{parse_positive_duration, parse_record_size, parse_threshold_seconds};
+use super::parse::{
+    parse_listen, parse_positive_duration, parse_record_size, parse_threshold_seconds,
+};
 use super::ConnArgs;
 
 #[derive(Debug, Args, Clone)]
@@ -30,8 +32,73 @@ pub struct RecordArgs {
     /// base, e.g. after a systemd restart); never a device, FIFO, directory or symlink.
     #[arg(long)]
     pub force: bool,
+    /// Also serve the session's signals to Prometheus on this address (as `regscope serve`
+    /// does), with the recording's own bytes and files.
+    #[arg(long, value_name = "ADDR", value_parser = parse_listen)]
+    pub listen: Option<std::net::SocketAddr>,
+    #[command(flatten)]
+    pub exporter: ExporterArgs,
     #[command(flatten)]
     pub conn: ConnArgs,
+}
+
+/// `regscope serve`: a live session with no terminal and no file, served to Prometheus.
+#[derive(Debug, Args, Clone)]
+pub struct ServeArgs {
+    /// The address to serve `/metrics`, `/healthz` and `/` on: loopback unless another
+    /// address is named (`0.0.0.0:9943` for every interface; the signals name resources
+    /// and writers, so prefer --tls-cert and --client-ca off loopback).
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9943", value_parser = parse_listen)]
+    pub listen: std::net::SocketAddr,
+    /// Stop after this long (e.g. 10m); without it, until SIGTERM or SIGINT.
+    #[arg(long, value_parser = parse_positive_duration)]
+    pub duration: Option<std::time::Duration>,
+    #[command(flatten)]
+    pub exporter: ExporterArgs,
+    #[command(flatten)]
+    pub conn: ConnArgs,
+}
+
+/// How the exporter serves (`serve`, `record --listen`, `demo --listen`).
+#[derive(Debug, Args, Clone, Default)]
+#[command(next_help_heading = "Exporter")]
+pub struct ExporterArgs {
+    /// Serve HTTPS with this certificate chain (PEM); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Refuse HTTPS clients without a certificate signed by a CA in this PEM file.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub client_ca: Option<PathBuf>,
+    /// Writers (managedFields manager and operation) with their own
+    /// regscope_writer_writes_total series; the rest are summed as manager="(other)".
+    #[arg(long, value_name = "N", default_value_t = crate::exporter::exposition::DEFAULT_WRITER_SERIES)]
+    pub writer_series: usize,
+}
+
+impl ExporterArgs {
+    /// The server's options on `listen`; `watching` is filled in when the session starts.
+    pub fn serve_options(
+        &self,
+        listen: std::net::SocketAddr,
+    ) -> crate::exporter::server::ServeOptions {
+        crate::exporter::server::ServeOptions {
+            listen,
+            tls: self
+                .tls_cert
+                .clone()
+                .zip(self.tls_key.clone())
+                .map(|(cert, key)| crate::exporter::server::TlsFiles {
+                    cert,
+                    key,
+                    client_ca: self.client_ca.clone(),
+                }),
+            writer_series: self.writer_series,
+            watching: String::new(),
+        }
+    }
 }
 
 #[derive(Debug, Args, Clone)]
@@ -188,7 +255,17 @@ pub(super) const RECORD_EXAMPLES: &str = "Examples:
   nohup regscope record -o /var/lib/regscope/fr --keep-last 30m --max-size 2GiB &
                                                           a flight recorder: always the last 30 min
   timeout 10m regscope record -o s.rgs                    SIGTERM/SIGINT close the file cleanly
+  regscope record -o /var/lib/regscope/fr --keep-last 24h --listen 127.0.0.1:9943
+                                                          flight recorder and Prometheus exporter
 Secret values are redacted in the file (lengths kept) unless --show-secrets.";
+
+pub(super) const SERVE_EXAMPLES: &str = "Examples:
+  sudo regscope serve                                     on a control-plane node, 127.0.0.1:9943
+  regscope serve --endpoints http://127.0.0.1:2379 --listen 9943
+  regscope serve --listen 0.0.0.0:9943 --tls-cert tls.crt --tls-key tls.key --client-ca ca.crt
+  regscope demo --listen 127.0.0.1:9943                   the demo, served instead of shown
+  curl -s 127.0.0.1:9943/metrics | promtool check metrics
+The unit and rules for a fleet: deploy/ in the repository.";
 
 pub(super) const REPLAY_EXAMPLES: &str = "Examples:
   regscope replay incident.rgs                            the console, paused at the start
