@@ -406,3 +406,181 @@ fn prometheus_scrapes_the_demo_and_the_informer_lag_alert_fires() {
         "{writer_series:?}"
     );
 }
+
+/// GET `path` over HTTPS from `addr` trusting `ca` (PEM), presenting `client` (certificate
+/// and key PEM files) when given: the status line and body, or the error that ended the
+/// exchange (a refused handshake surfaces at the first read under TLS 1.3).
+fn https_get(
+    addr: &str,
+    path: &str,
+    ca: &Path,
+    client: Option<(&Path, &Path)>,
+) -> Result<String, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(ca).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let b = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots);
+    let cfg = match client {
+        Some((crt, key)) => b
+            .with_client_auth_cert(
+                CertificateDer::pem_file_iter(crt)
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect(),
+                PrivateKeyDer::from_pem_file(key).unwrap(),
+            )
+            .unwrap(),
+        None => b.with_no_client_auth(),
+    };
+    let connector = tokio_rustls::TlsConnector::from(std::sync::Arc::new(cfg));
+    runtime().block_on(async {
+        let tcp = tokio::net::TcpStream::connect(addr)
+            .await
+            .map_err(|e| e.to_string())?;
+        let name = ServerName::try_from("127.0.0.1").unwrap();
+        let fut = async {
+            let mut tls = connector
+                .connect(name, tcp)
+                .await
+                .map_err(|e| e.to_string())?;
+            tls.write_all(format!("GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").as_bytes())
+                .await
+                .map_err(|e| e.to_string())?;
+            let mut out = Vec::new();
+            tls.read_to_end(&mut out).await.map_err(|e| e.to_string())?;
+            Ok::<_, String>(String::from_utf8_lossy(&out).into_owned())
+        };
+        tokio::time::timeout(Duration::from_secs(10), fut)
+            .await
+            .map_err(|_| "timed out".to_string())?
+    })
+}
+
+#[test]
+fn record_listen_serves_https_to_known_clients_only_with_the_recordings_size() {
+    require!(ETCD, OPENSSL);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    common::pki::ca(d, "ca");
+    common::pki::leaf(d, "server", "ca", Some(common::pki::SERVER_EXT));
+    common::pki::leaf(d, "scraper", "ca", Some(common::pki::CLIENT_EXT));
+    common::pki::ca(d, "other");
+    common::pki::leaf(d, "stranger", "other", Some(common::pki::CLIENT_EXT));
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let etcd = rt.block_on(regscope::demo::PrivateEtcd::start()).unwrap();
+    rt.block_on(async {
+        let mut c = etcd.client().await.unwrap();
+        for i in 0..5 {
+            c.put(format!("/registry/configmaps/default/c{i}"), "{}", None)
+                .await
+                .unwrap();
+        }
+    });
+    let rec = d.join("flight.rgs");
+    let mut child = Command::new(BIN)
+        .args(["record", "-o"])
+        .arg(&rec)
+        .args(["--endpoints", &etcd.endpoint(), "--listen", "127.0.0.1:0"])
+        .arg("--tls-cert")
+        .arg(d.join("server.crt"))
+        .arg("--tls-key")
+        .arg(d.join("server.key"))
+        .arg("--client-ca")
+        .arg(d.join("ca.crt"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            eprintln!("record: {line}");
+            let _ = tx.send(line);
+        }
+    });
+    let pid = child.id();
+    let _child = Proc(child);
+    let served = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("record --listen said where it serves");
+        if let Some(rest) = line.strip_prefix("regscope record: serving /metrics on ") {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let ca = d.join("ca.crt");
+    let scraper = (d.join("scraper.crt"), d.join("scraper.key"));
+    let body = wait_for(
+        "the head revision over HTTPS",
+        Duration::from_secs(30),
+        || {
+            let r = https_get(&served, "/metrics", &ca, Some((&scraper.0, &scraper.1))).ok()?;
+            r.contains("\nregscope_etcd_head_revision ").then_some(r)
+        },
+    );
+    assert!(
+        body.starts_with("HTTP/1.0 200") || body.starts_with("HTTP/1.1 200"),
+        "{body}"
+    );
+    assert!(body.contains("\nregscope_recording_files 1\n"), "{body}");
+    let bytes: f64 = body
+        .lines()
+        .find_map(|l| l.strip_prefix("regscope_recording_bytes "))
+        .and_then(|v| v.parse().ok())
+        .expect("regscope_recording_bytes");
+    assert!(bytes > 0.0, "{body}");
+    // Without a certificate, with one of another CA, and in plain HTTP: no metrics.
+    let stranger = (d.join("stranger.crt"), d.join("stranger.key"));
+    for (what, got) in [
+        (
+            "no client certificate",
+            https_get(&served, "/metrics", &ca, None),
+        ),
+        (
+            "a certificate of another CA",
+            https_get(&served, "/metrics", &ca, Some((&stranger.0, &stranger.1))),
+        ),
+    ] {
+        assert!(
+            got.as_ref().map_or(true, |b| !b.contains("regscope_")),
+            "{what}: {got:?}"
+        );
+    }
+    let plain = std::panic::catch_unwind(|| http_get(&served, "/metrics", None));
+    assert!(
+        plain.map_or(true, |(status, body)| status != 200
+            && !body.contains("regscope_")),
+        "plain HTTP to the HTTPS port"
+    );
+    // SIGTERM closes the recording cleanly; the file replays.
+    // SAFETY: kill(2) on the child's pid, which `_child` has not reaped.
+    unsafe {
+        libc::kill(pid as i32, libc::SIGTERM);
+    }
+    wait_for("the recording closed", Duration::from_secs(30), || {
+        rx.try_iter()
+            .any(|l| l.contains("SIGTERM: wrote"))
+            .then_some(())
+    });
+    let check = Command::new(BIN)
+        .args(["replay", "--check"])
+        .arg(&rec)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    drop(etcd);
+}

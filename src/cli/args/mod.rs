@@ -290,6 +290,24 @@ mod tests {
     }
 
     #[test]
+    fn serve_listens_on_loopback_unless_told() {
+        let c = parse(&["serve", "--endpoints", "http://a:1"]);
+        let Some(Command::Serve(s)) = c.command else {
+            panic!()
+        };
+        assert_eq!(s.listen, std::net::SocketAddr::from(([127, 0, 0, 1], 9943)));
+        assert_eq!(s.conn.endpoints, ["http://a:1"]);
+        let c = parse(&["record", "-o", "f.rgs", "--listen", "0.0.0.0:9000"]);
+        let Some(Command::Record(r)) = c.command else {
+            panic!()
+        };
+        assert_eq!(r.listen, Some(([0, 0, 0, 0], 9000).into()));
+        // A key without its certificate is refused.
+        let e = Cli::try_parse_merged_from(["regscope", "serve", "--tls-key", "k.pem"]);
+        assert!(e.is_err());
+    }
+
+    #[test]
     fn connection_flags_reach_subcommands_from_either_side() {
         let c = parse(&["snapshot", "--json", "--endpoints", "http://a:1"]);
         let Some(Command::Snapshot(s)) = c.command else {

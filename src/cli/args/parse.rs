@@ -93,9 +93,31 @@ pub fn normal_prefix(p: &str) -> Vec<u8> {
     }
 }
 
+/// `--listen`: an IP address and port (`127.0.0.1:9943`, `[::1]:9943`, `0.0.0.0:9943`), or
+/// a bare port, which means loopback (`9943` is `127.0.0.1:9943`).
+pub fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
+    if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    s.parse().map_err(|_| {
+        format!("{s:?} is not an address and port (e.g. 127.0.0.1:9943, [::1]:9943, 0.0.0.0:9943)")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn listen_addresses_default_to_loopback() {
+        assert_eq!(parse_listen("9943"), Ok(([127, 0, 0, 1], 9943).into()));
+        assert_eq!(parse_listen("0.0.0.0:80"), Ok(([0, 0, 0, 0], 80).into()));
+        assert_eq!(parse_listen("[::1]:9943").map(|a| a.is_ipv6()), Ok(true));
+        assert!(parse_listen("localhost:9943")
+            .unwrap_err()
+            .contains("e.g. 127.0.0.1:9943"));
+        assert!(parse_listen("99999").is_err());
+    }
 
     #[test]
     fn sizes() {
@@ -117,15 +139,4 @@ mod tests {
             Ok(std::time::Duration::from_secs(600))
         );
     }
-}
-
-/// `--listen`: an IP address and port (`127.0.0.1:9943`, `[::1]:9943`, `0.0.0.0:9943`), or
-/// a bare port, which means loopback (`9943` is `127.0.0.1:9943`).
-pub fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
-    if let Ok(port) = s.parse::<u16>() {
-        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
-    }
-    s.parse().map_err(|_| {
-        format!("{s:?} is not an address and port (e.g. 127.0.0.1:9943, [::1]:9943, 0.0.0.0:9943)")
-    })
 }
