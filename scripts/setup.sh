@@ -5,7 +5,8 @@
 #   openssl (certificates for the TLS and node-discovery tests and scripts/screenshots.sh),
 #   chromium (headless, for the tests that open the report's HTML and its screenshot),
 #   prometheus with promtool (the exporter's tests scrape `regscope serve` with a real
-#   Prometheus and check and unit-test the rules in deploy/prometheus/).
+#   Prometheus and check and unit-test the rules in deploy/prometheus/), systemd-analyze
+#   (systemd: `systemd-analyze verify` checks deploy/systemd/regscope.service).
 # Uses apt-get (via sudo when not root). Safe to run repeatedly: it installs only what is absent.
 set -euo pipefail
 
@@ -17,6 +18,7 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 { command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1; } || need+=(prometheus)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then

@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 # A one-off full build gains nothing from incremental caches, which would double the target
 # folder's size on disk.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
-# A test that needs what is not installed (etcd, etcdctl, tmux, openssl, script, chromium, prometheus, promtool) or
+# A test that needs what is not installed (etcd, etcdctl, tmux, openssl, script, chromium, prometheus, promtool,
+# systemd-analyze) or
 # the golden data (../shared/testdata) fails, naming it: nothing passes by skipping here
 # (tests/common/needs.rs; REGSCOPE_TEST_REQUIRE=none skips such tests loudly instead).
 export REGSCOPE_TEST_REQUIRE=all

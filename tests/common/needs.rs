@@ -1,6 +1,6 @@
 //! What a test needs that the repository does not hold (the shared golden data in
 //! `../shared/testdata`, and the etcd, etcdctl, tmux, openssl, `script`, chromium,
-//! prometheus and promtool programs), and the one rule for when it is missing, set by `REGSCOPE_TEST_REQUIRE` (its
+//! prometheus, promtool and systemd-analyze programs), and the one rule for when it is missing, set by `REGSCOPE_TEST_REQUIRE` (its
 //! code is [`rule`], which the library's unit tests follow too):
 //!
 //! - `all` (the default, and what `scripts/test.sh` sets): the test fails, naming what is
@@ -35,6 +35,7 @@ pub const SCRIPT: Need = Need::Program("script");
 pub const CHROMIUM: Need = Need::Program("chromium");
 pub const PROMETHEUS: Need = Need::Program("prometheus");
 pub const PROMTOOL: Need = Need::Program("promtool");
+pub const SYSTEMD_ANALYZE: Need = Need::Program("systemd-analyze");
 
 /// `../shared/testdata`, or the folder `REGSCOPE_TESTDATA` names (whether or not it is
 /// there).
