@@ -242,17 +242,11 @@ fn headings(md: &str) -> Vec<(usize, String)> {
     out
 }
 
-/// README.md and the many-clusters draft beside the deploy files (while it is not yet
-/// merged into the README; once it is, the draft is gone and README.md alone is read).
+/// README.md, where the runbook lives.
 fn readme_texts() -> Vec<(PathBuf, String)> {
-    [repo().join("README.md"), deploy("README-many-clusters.md")]
-        .into_iter()
-        .filter(|p| p.exists())
-        .map(|p| {
-            let t = read(&p);
-            (p, t)
-        })
-        .collect()
+    let p = repo().join("README.md");
+    let t = read(&p);
+    vec![(p, t)]
 }
 
 /// Runs `program args` in `dir`; fails the test with its output unless it succeeds.
@@ -494,9 +488,12 @@ fn every_alert_has_annotations_and_a_runbook_heading() {
             rest = &link[end..];
         }
     }
-    let draft = read(&deploy("README-many-clusters.md"));
+    let readme = read(&repo().join("README.md"));
     for placeholder in ["<!-- signals table -->", "<!-- graph -->"] {
-        assert!(draft.contains(placeholder), "{placeholder}");
+        assert!(
+            !readme.contains(placeholder),
+            "{placeholder} left in the README"
+        );
     }
 }
 
@@ -663,7 +660,6 @@ fn systemd_unit_verifies_clean() {
 }
 
 #[test]
-#[ignore = "until `record --listen` lands: then every flag of the unit must be one `record` takes"]
 fn systemd_unit_flags_are_record_flags() {
     let unit = read(&deploy("systemd/regscope.service"));
     let out = output_within(Command::new(BIN).args(["record", "--help"]), TOOL_LIMIT);
@@ -701,4 +697,35 @@ fn name_scanner_and_anchors() {
         headings("# a\n```sh\n# not one\n```\n#### B c\n#nope\n"),
         [(1, "a".to_string()), (4, "B c".to_string())]
     );
+}
+
+#[test]
+fn the_readme_lists_every_family_with_its_labels() {
+    let readme = read(&repo().join("README.md"));
+    let row = |name: &str| {
+        readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}` |")))
+            .unwrap_or_else(|| panic!("README.md has no table row for {name}"))
+            .to_string()
+    };
+    for name in regscope::exporter::family_names() {
+        row(&name);
+    }
+    for s in regscope::derive::signals::SIGNALS {
+        let name = regscope::exporter::exported_name(s.name);
+        let r = row(&name);
+        // The writer family is served summed over resources.
+        let labels: Vec<&str> = if s.name == "writer_writes_total" {
+            vec!["manager", "operation"]
+        } else {
+            s.labels.to_vec()
+        };
+        for l in labels {
+            assert!(
+                r.contains(&format!("`{l}`")),
+                "{name}: label {l} not in {r}"
+            );
+        }
+    }
 }
