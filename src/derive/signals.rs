@@ -609,10 +609,15 @@ pub static SIGNALS: &[Signal] = &[
         kind: SignalKind::Gauge,
         unit: "ratio",
         labels: &[],
-        help: "1 while regscope's watch of etcd is live (listed and watching), 0 while connecting, listing, not responding, reconnecting or failed",
+        help: "1 while regscope's watch of etcd is live (listed and watching), 0 while connecting, listing, not responding, reconnecting or failed; absent for etcd's db file",
         read: |i, o| {
-            let up = matches!(i.session.etcd.conn(), crate::model::ConnState::Watching);
-            one(o, Some(if up { 1.0 } else { 0.0 }))
+            use crate::model::ConnState;
+            match i.session.etcd.conn() {
+                // etcd's own db file: there is no watch to be up or down.
+                ConnState::File => {}
+                ConnState::Watching => one(o, Some(1.0)),
+                _ => one(o, Some(0.0)),
+            }
         },
     },
     Signal {
@@ -717,5 +722,72 @@ mod tests {
             .collect();
         assert_eq!(puts, vec![1.0]);
         assert_eq!(r.get("keys")[0].labels, vec!["configmaps".to_string()]);
+    }
+
+    #[test]
+    fn members_by_state_and_other_clusters_up_or_down() {
+        use crate::model::{EtcdStatus, MemberStatus, OtherClusterObs, OtherClusterWhat};
+        let mut s = Session::new(SessionInfo::default());
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let member = |id, learner, status: Option<u64>| MemberStatus {
+            id,
+            name: format!("m{id}"),
+            endpoint: format!("http://127.0.0.1:{id}"),
+            is_learner: learner,
+            status: status.map(|leader| EtcdStatus {
+                member_id: id,
+                leader,
+                ..Default::default()
+            }),
+            error: None,
+        };
+        let events = |what| {
+            Observation::OtherCluster(OtherClusterObs {
+                resources: "/events".into(),
+                what,
+            })
+        };
+        for obs in [
+            Observation::Members(vec![
+                member(1, false, Some(1)),
+                member(2, false, Some(1)),
+                member(3, false, None),
+                member(4, true, Some(1)),
+            ]),
+            events(OtherClusterWhat::Up {
+                endpoint: "https://10.0.0.2:2379".into(),
+                version: "3.5.16".into(),
+                cluster_id: 7,
+                revision: 10,
+                db_size: 1,
+                keys: 1,
+            }),
+            events(OtherClusterWhat::Down {
+                error: "connection refused".into(),
+            }),
+        ] {
+            s.apply(&Stamped { at, obs });
+        }
+        let r = read(&s);
+        let by: Vec<(String, f64)> = r
+            .get("etcd_members")
+            .iter()
+            .map(|x| (x.labels[0].clone(), x.value))
+            .collect();
+        let want = [
+            ("follower", 1.0),
+            ("leader", 1.0),
+            ("learner", 1.0),
+            ("unreachable", 1.0),
+        ];
+        assert_eq!(by, want.map(|(k, v)| (k.to_string(), v)));
+        let other = r.get("other_etcd_cluster_up");
+        assert_eq!(other.len(), 1);
+        assert_eq!(other[0].labels, ["/events", "https://10.0.0.2:2379"]);
+        assert_eq!(other[0].value, 0.0);
+        // Before the first poll of members: no count, never a 0 it does not know.
+        assert!(read(&Session::new(SessionInfo::default()))
+            .get("etcd_members")
+            .is_empty());
     }
 }
