@@ -107,7 +107,17 @@ pub async fn run(
     let duration = h.duration;
     let (ask_tx, mut ask_rx) = mpsc::channel::<Ask>(8);
     // Bound before the sources start, so a port in use fails at once.
-    let watching = format!("etcd {} under {}", info.endpoints.join(","), info.prefix);
+    // Endpoints without any user:password@ they were given with (the page is served to
+    // whoever can reach it).
+    let endpoints: Vec<String> = info
+        .endpoints
+        .iter()
+        .map(|e| match (e.find("://"), e.rfind('@')) {
+            (Some(s), Some(at)) if at > s => format!("{}{}", &e[..s + 3], &e[at + 1..]),
+            _ => e.clone(),
+        })
+        .collect();
+    let watching = format!("etcd {} under {}", endpoints.join(","), info.prefix);
     let served = match h.serve {
         Some(mut opts) => match server::start(
             ServeOptions {

@@ -22,12 +22,21 @@ pub async fn run(r: &RecordArgs, m: &MetricsArgs, show_secrets: bool) -> Result<
     };
     scfg.other_clusters = r.conn.other_clusters(&m.node_other_clusters);
     let scfg = &scfg;
-    let (source, cluster_id, info) = match super::session::connect_session(&r.conn).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("regscope: {e}");
-            return Ok(ExitCode::from(2));
+    // A recorder that also serves is a daemon: it waits for etcd rather than exiting.
+    let connected = if r.listen.is_some() {
+        super::session::connect_session_waiting(&r.conn, "record").await?
+    } else {
+        match super::session::connect_session(&r.conn).await {
+            Ok(c) => Some(c),
+            Err(e) => {
+                eprintln!("regscope: {e}");
+                return Ok(ExitCode::from(2));
+            }
         }
+    };
+    let Some((source, cluster_id, info)) = connected else {
+        eprintln!("regscope record: stopped before etcd was reached; nothing recorded");
+        return Ok(ExitCode::SUCCESS);
     };
     let opts = RecordOptions {
         show_secrets,
@@ -54,12 +63,11 @@ pub async fn serve(a: &ServeArgs, m: &MetricsArgs) -> Result<ExitCode> {
         Err(code) => return Ok(code),
     };
     scfg.other_clusters = a.conn.other_clusters(&m.node_other_clusters);
-    let (source, cluster_id, info) = match super::session::connect_session(&a.conn).await {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("regscope: {e}");
-            return Ok(ExitCode::from(2));
-        }
+    let Some((source, cluster_id, info)) =
+        super::session::connect_session_waiting(&a.conn, "serve").await?
+    else {
+        eprintln!("regscope serve: stopped before etcd was reached");
+        return Ok(ExitCode::SUCCESS);
     };
     let h = Headless {
         who: "serve",

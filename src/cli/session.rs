@@ -61,6 +61,41 @@ pub async fn connect_session(
     Ok((source, cluster_id, info))
 }
 
+/// [`connect_session`] for a daemon that serves (`serve`, `record --listen`): when etcd
+/// cannot be reached yet (a node that boots, an etcd static pod not started), it says so
+/// on stderr and tries again every 5 s (saying so again once a minute) instead of exiting,
+/// so that the unit running it does not give up. `None` when SIGTERM or SIGINT came first.
+pub async fn connect_session_waiting(
+    conn: &ConnArgs,
+    who: &str,
+) -> Result<Option<(EtcdSource, u64, crate::model::SessionInfo)>, std::io::Error> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut sigterm = signal(SignalKind::terminate())?;
+    let mut sigint = signal(SignalKind::interrupt())?;
+    let mut said: Option<std::time::Instant> = None;
+    loop {
+        match connect_session(conn).await {
+            Ok(c) => {
+                if said.is_some() {
+                    eprintln!("regscope {who}: etcd reached");
+                }
+                return Ok(Some(c));
+            }
+            Err(e) => {
+                if said.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(60)) {
+                    eprintln!("regscope {who}: waiting for etcd (trying every 5 s): {e}");
+                    said = Some(std::time::Instant::now());
+                }
+            }
+        }
+        tokio::select! {
+            _ = sigterm.recv() => return Ok(None),
+            _ = sigint.recv() => return Ok(None),
+            _ = tokio::time::sleep(std::time::Duration::from_secs(5)) => {}
+        }
+    }
+}
+
 /// A connection error as one line, and for a TLS failure what the certificates say is
 /// wrong with them ([`crate::node::certs::diagnose`]: expired, X.509 v1, no SAN, …),
 /// which rustls's own message ("transport error", "UnknownIssuer") does not.

@@ -132,8 +132,19 @@ pub fn read_with(session: &Session, panels: &ApiserverPanels) -> Readings {
     }
     // While etcd is out of reach its head is not known: the replica's revision is only
     // where the watch stopped.
+    // Nor are the figures of etcd's own metrics, whose last scrape is as old as the
+    // outage, nor regscope's lag behind a head it cannot see.
     if session.etcd.outage_since().is_some() {
-        r.signals.remove("etcd_head_revision");
+        for name in [
+            "etcd_head_revision",
+            "regscope_watch_lag_revisions",
+            "etcd_db_size_bytes",
+            "etcd_db_in_use_bytes",
+            "etcd_quota_bytes",
+            "etcd_leader_changes_total",
+        ] {
+            r.signals.remove(name);
+        }
     }
     r
 }

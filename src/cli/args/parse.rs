@@ -94,9 +94,12 @@ pub fn normal_prefix(p: &str) -> Vec<u8> {
 }
 
 /// `--listen`: an IP address and port (`127.0.0.1:9943`, `[::1]:9943`, `0.0.0.0:9943`), or
-/// a bare port, which means loopback (`9943` is `127.0.0.1:9943`).
+/// a bare port or `localhost:PORT`, which mean loopback (`9943` is `127.0.0.1:9943`).
 pub fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
     if let Ok(port) = s.parse::<u16>() {
+        return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
+    }
+    if let Some(port) = s.strip_prefix("localhost:").and_then(|p| p.parse::<u16>().ok()) {
         return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     }
     s.parse().map_err(|_| {
