@@ -93,12 +93,10 @@ fn wait_for<T>(what: &str, timeout: Duration, mut f: impl FnMut() -> Option<T>) 
     }
 }
 
-/// `regscope demo --listen 127.0.0.1:0 ARGS…`: the process, the address it serves on and
-/// the demo's etcd endpoint, both read from its stderr (the rest of stderr is drained).
-fn start_demo(args: &[&str]) -> (Proc, String, String) {
-    let mut child = Command::new(BIN)
-        .args(["demo", "--listen", "127.0.0.1:0"])
-        .args(args)
+/// Spawns `cmd` (stdin and stdout null) with its stderr read line by line on a thread:
+/// each line echoed to the test's stderr after `tag` and sent down the channel.
+fn spawn_reading_stderr(cmd: &mut Command, tag: &'static str) -> (Child, mpsc::Receiver<String>) {
+    let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
@@ -108,10 +106,22 @@ fn start_demo(args: &[&str]) -> (Proc, String, String) {
     let (tx, rx) = mpsc::channel::<String>();
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("demo: {line}");
+            eprintln!("{tag}: {line}");
             let _ = tx.send(line);
         }
     });
+    (child, rx)
+}
+
+/// `regscope demo --listen 127.0.0.1:0 ARGS…`: the process, the address it serves on and
+/// the demo's etcd endpoint, both read from its stderr (the rest of stderr is drained).
+fn start_demo(args: &[&str]) -> (Proc, String, String) {
+    let (child, rx) = spawn_reading_stderr(
+        Command::new(BIN)
+            .args(["demo", "--listen", "127.0.0.1:0"])
+            .args(args),
+        "demo",
+    );
     let child = Proc(child);
     let (mut served, mut etcd) = (None, None);
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -485,29 +495,19 @@ fn record_listen_serves_https_to_known_clients_only_with_the_recordings_size() {
         }
     });
     let rec = d.join("flight.rgs");
-    let mut child = Command::new(BIN)
-        .args(["record", "-o"])
-        .arg(&rec)
-        .args(["--endpoints", &etcd.endpoint(), "--listen", "127.0.0.1:0"])
-        .arg("--tls-cert")
-        .arg(d.join("server.crt"))
-        .arg("--tls-key")
-        .arg(d.join("server.key"))
-        .arg("--client-ca")
-        .arg(d.join("ca.crt"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            eprintln!("record: {line}");
-            let _ = tx.send(line);
-        }
-    });
+    let (child, rx) = spawn_reading_stderr(
+        Command::new(BIN)
+            .args(["record", "-o"])
+            .arg(&rec)
+            .args(["--endpoints", &etcd.endpoint(), "--listen", "127.0.0.1:0"])
+            .arg("--tls-cert")
+            .arg(d.join("server.crt"))
+            .arg("--tls-key")
+            .arg(d.join("server.key"))
+            .arg("--client-ca")
+            .arg(d.join("ca.crt")),
+        "record",
+    );
     let pid = child.id();
     let _child = Proc(child);
     let served = loop {
@@ -583,4 +583,45 @@ fn record_listen_serves_https_to_known_clients_only_with_the_recordings_size() {
         String::from_utf8_lossy(&check.stderr)
     );
     drop(etcd);
+}
+
+#[test]
+fn serve_waits_for_an_etcd_not_up_yet_and_stops_on_sigterm() {
+    let dead = format!("http://127.0.0.1:{}", free_port());
+    let (mut child, rx) = spawn_reading_stderr(
+        Command::new(BIN).args(["serve", "--endpoints", &dead, "--listen", "127.0.0.1:0"]),
+        "serve",
+    );
+    let line = rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("a line on stderr");
+    assert!(
+        line.starts_with("regscope serve: waiting for etcd (trying every 5 s): "),
+        "{line}"
+    );
+    // Still there after a retry: a daemon does not exit for an etcd that is not up yet.
+    std::thread::sleep(Duration::from_secs(6));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "serve exited while waiting for etcd"
+    );
+    // SAFETY: kill(2) on our own child, not yet reaped.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(Instant::now() < deadline, "serve did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "{status}");
+    let rest: Vec<String> = rx.try_iter().collect();
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("stopped before etcd was reached")),
+        "{rest:?}"
+    );
 }

@@ -99,7 +99,10 @@ pub fn parse_listen(s: &str) -> Result<std::net::SocketAddr, String> {
     if let Ok(port) = s.parse::<u16>() {
         return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     }
-    if let Some(port) = s.strip_prefix("localhost:").and_then(|p| p.parse::<u16>().ok()) {
+    if let Some(port) = s
+        .strip_prefix("localhost:")
+        .and_then(|p| p.parse::<u16>().ok())
+    {
         return Ok(std::net::SocketAddr::from(([127, 0, 0, 1], port)));
     }
     s.parse().map_err(|_| {
