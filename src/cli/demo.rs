@@ -17,6 +17,10 @@ use crate::source::{EtcdMetricsFrom, EtcdOptions, EtcdSource};
 /// started is stopped (and the data dir removed) when it ends. Exit 2 when a part cannot
 /// start.
 pub async fn run(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs, m: &MetricsArgs) -> Result<ExitCode> {
+    if let Some(flag) = d.exporter.flag_without_listen(d.listen) {
+        eprintln!("regscope demo: {flag} goes with --listen (nothing is served without it)");
+        return Ok(ExitCode::from(2));
+    }
     let headless = d.record.is_some() || d.listen.is_some();
     if d.duration.is_some() && !headless {
         eprintln!(

@@ -118,6 +118,11 @@ pub async fn run(
         })
         .collect();
     let watching = format!("etcd {} under {}", endpoints.join(","), info.prefix);
+    let tls_mode = h
+        .serve
+        .as_ref()
+        .and_then(|o| o.tls.as_ref())
+        .map(|t| t.client_ca.is_some());
     let served = match h.serve {
         Some(mut opts) => match server::start(
             ServeOptions {
@@ -193,9 +198,20 @@ pub async fn run(
     };
     if let Some(s) = &served {
         eprintln!(
-            "regscope {who}: serving /metrics on {} (SIGTERM or Ctrl-C stops)",
-            s.local_addr()
+            "regscope {who}: serving /metrics on {} ({}; SIGTERM or Ctrl-C stops)",
+            s.local_addr(),
+            match tls_mode {
+                None => "plain HTTP",
+                Some(false) => "HTTPS",
+                Some(true) => "HTTPS, client certificates required",
+            }
         );
+        if tls_mode.is_none() && !s.local_addr().ip().is_loopback() {
+            eprintln!(
+                "regscope {who}: warning: plain HTTP on {}, which is not loopback: the signals name resources and writers; consider --tls-cert, --tls-key and --client-ca",
+                s.local_addr()
+            );
+        }
     }
     let mut sigterm = signal(SignalKind::terminate())?;
     let mut sigint = signal(SignalKind::interrupt())?;

@@ -16,6 +16,10 @@ use crate::record::RecordOptions;
 /// SIGINT, SIGHUP or `--max-size`; no terminal needed. Exit 0 when the file was closed
 /// cleanly, 2 when the sources or the file could not be set up.
 pub async fn run(r: &RecordArgs, m: &MetricsArgs, show_secrets: bool) -> Result<ExitCode> {
+    if let Some(flag) = r.exporter.flag_without_listen(r.listen) {
+        eprintln!("regscope record: {flag} goes with --listen (nothing is served without it)");
+        return Ok(ExitCode::from(2));
+    }
     let mut scfg = match scrape_config(m) {
         Ok(c) => c,
         Err(code) => return Ok(code),

@@ -266,25 +266,31 @@ pub enum Format {
 
 impl Format {
     /// The format an `Accept` header asks for: OpenMetrics when it names
-    /// `application/openmetrics-text` (with a quality above 0), else the text format.
+    /// `application/openmetrics-text` with a quality above 0 and not below that of
+    /// `text/plain` (RFC 9110 §12.5.1 `q`, 1 when absent), else the text format.
     pub fn negotiate(accept: Option<&str>) -> Format {
         let Some(accept) = accept else {
             return Format::Text;
         };
+        let (mut om, mut text) = (0.0f64, 0.0f64);
         for part in accept.split(',') {
             let mut it = part.split(';').map(str::trim);
-            if it.next() != Some("application/openmetrics-text") {
-                continue;
-            }
+            let media = it.next().unwrap_or("");
             let q = it
                 .filter_map(|p| p.strip_prefix("q="))
                 .find_map(|q| q.parse::<f64>().ok())
                 .unwrap_or(1.0);
-            if q > 0.0 {
-                return Format::OpenMetrics;
+            match media {
+                "application/openmetrics-text" => om = om.max(q),
+                "text/plain" => text = text.max(q),
+                _ => {}
             }
         }
-        Format::Text
+        if om > 0.0 && om >= text {
+            Format::OpenMetrics
+        } else {
+            Format::Text
+        }
     }
 
     /// The `Content-Type` of a body in this format.
@@ -513,6 +519,13 @@ mod tests {
         assert_eq!(Format::negotiate(None), Format::Text);
         assert_eq!(
             Format::negotiate(Some("application/openmetrics-text;q=0")),
+            Format::Text
+        );
+        // A client that prefers the text format gets it.
+        assert_eq!(
+            Format::negotiate(Some(
+                "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.1"
+            )),
             Format::Text
         );
     }

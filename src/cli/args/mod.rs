@@ -302,6 +302,22 @@ mod tests {
             panic!()
         };
         assert_eq!(r.listen, Some(([0, 0, 0, 0], 9000).into()));
+        assert_eq!(r.exporter.flag_without_listen(r.listen), None);
+        let c = parse(&[
+            "record",
+            "-o",
+            "f.rgs",
+            "--client-ca",
+            "ca.pem",
+            "--tls-cert",
+            "c",
+            "--tls-key",
+            "k",
+        ]);
+        let Some(Command::Record(r)) = c.command else {
+            panic!()
+        };
+        assert_eq!(r.exporter.flag_without_listen(r.listen), Some("--tls-cert"));
         // A key without its certificate is refused.
         let e = Cli::try_parse_merged_from(["regscope", "serve", "--tls-key", "k.pem"]);
         assert!(e.is_err());

@@ -79,6 +79,28 @@ pub struct ExporterArgs {
 }
 
 impl ExporterArgs {
+    /// An exporter flag given although nothing is served (`listen` is `None`): the first
+    /// one's name, so that it is refused rather than silently ignored.
+    pub fn flag_without_listen(
+        &self,
+        listen: Option<std::net::SocketAddr>,
+    ) -> Option<&'static str> {
+        if listen.is_some() {
+            return None;
+        }
+        [
+            (self.tls_cert.is_some(), "--tls-cert"),
+            (self.tls_key.is_some(), "--tls-key"),
+            (self.client_ca.is_some(), "--client-ca"),
+            (
+                self.writer_series != crate::exporter::exposition::DEFAULT_WRITER_SERIES,
+                "--writer-series",
+            ),
+        ]
+        .into_iter()
+        .find_map(|(given, flag)| given.then_some(flag))
+    }
+
     /// The server's options on `listen`; `watching` is filled in when the session starts.
     pub fn serve_options(
         &self,
