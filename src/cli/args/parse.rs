@@ -119,7 +119,11 @@ mod tests {
         assert_eq!(parse_listen("9943"), Ok(([127, 0, 0, 1], 9943).into()));
         assert_eq!(parse_listen("0.0.0.0:80"), Ok(([0, 0, 0, 0], 80).into()));
         assert_eq!(parse_listen("[::1]:9943").map(|a| a.is_ipv6()), Ok(true));
-        assert!(parse_listen("localhost:9943")
+        assert_eq!(
+            parse_listen("localhost:9943"),
+            Ok(([127, 0, 0, 1], 9943).into())
+        );
+        assert!(parse_listen("example.com:9943")
             .unwrap_err()
             .contains("e.g. 127.0.0.1:9943"));
         assert!(parse_listen("99999").is_err());
