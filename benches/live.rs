@@ -16,39 +16,12 @@ use regscope::demo::{PrivateEtcd, SimConfig, Simulation};
 
 #[path = "common/keyset.rs"]
 mod keyset;
+#[path = "common/process.rs"]
+mod process;
+use process::{process_cpu as cpu_seconds, rss_mib};
 
 const LOAD_SECS: u64 = 20;
 const IDLE_SECS: u64 = 10;
-
-fn clk_tck() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
-}
-
-/// utime + stime of a process, in seconds.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after = stat.rsplit(')').next().unwrap_or("");
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ut: f64 = f.get(11).and_then(|s| s.parse().ok()).unwrap_or(0.0);
-    let st: f64 = f.get(12).and_then(|s| s.parse().ok()).unwrap_or(0.0);
-    (ut + st) / clk_tck()
-}
-
-fn rss_mib(pid: u32) -> f64 {
-    let s = std::fs::read_to_string(format!("/proc/{pid}/statm")).unwrap_or_default();
-    let pages: f64 = s
-        .split_whitespace()
-        .nth(1)
-        .and_then(|p| p.parse().ok())
-        .unwrap_or(0.0);
-    pages * 4096.0 / 1048576.0
-}
 
 fn tmux(args: &[&str]) -> String {
     let out = Command::new("tmux").args(args).output().expect("tmux");

@@ -124,25 +124,18 @@ pub async fn run(
         .and_then(|o| o.tls.as_ref())
         .map(|t| t.client_ca.is_some());
     let served = match h.serve {
-        Some(mut opts) => match server::start(
-            ServeOptions {
-                watching: if opts.watching.is_empty() {
-                    std::mem::take(&mut opts.watching) + &watching
-                } else {
-                    opts.watching
-                },
-                ..opts
-            },
-            ask_tx,
-        )
-        .await
-        {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("regscope {who}: {e}");
-                return Ok(ExitCode::from(2));
+        Some(mut opts) => {
+            if opts.watching.is_empty() {
+                opts.watching = watching;
             }
-        },
+            match server::start(opts, ask_tx).await {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    eprintln!("regscope {who}: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            }
+        }
         None => {
             drop(ask_tx);
             None

@@ -101,7 +101,8 @@ impl Drop for Server {
 
 struct Shared {
     ask: mpsc::Sender<Ask>,
-    last: Mutex<Reading>,
+    /// The newest reading, shared with the scrapes that serve it (never copied).
+    last: Mutex<Arc<Reading>>,
     writers: Mutex<WriterSeries>,
     opts: ServeOptions,
     scheme: &'static str,
@@ -122,7 +123,7 @@ pub async fn start(opts: ServeOptions, ask: mpsc::Sender<Ask>) -> Result<Server,
     })?;
     let shared = Arc::new(Shared {
         ask,
-        last: Mutex::new(Reading::default()),
+        last: Mutex::new(Arc::default()),
         writers: Mutex::new(WriterSeries::new(opts.writer_series)),
         scheme: if tls.is_some() { "https" } else { "http" },
         opts,
@@ -155,6 +156,7 @@ async fn metrics(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     };
     let reading = match fresh {
         Some(r) => {
+            let r = Arc::new(r);
             *s.last.lock().unwrap_or_else(|e| e.into_inner()) = r.clone();
             r
         }
