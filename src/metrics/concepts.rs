@@ -140,11 +140,18 @@ pub enum Concept {
     EtcdCurrentRevision,
     EtcdCompactRevision,
     EtcdKeys,
+    InformerStoreResourceVersion,
+    InformerQueuedItems,
+    InformerProcessingLatency,
+    WorkqueueDepth,
+    WorkqueueAdds,
+    WorkqueueRetries,
+    WorkqueueLongestRunning,
 }
 
 impl Concept {
     /// Every concept, in the order of `concepts.toml`.
-    pub const ALL: [Concept; 32] = [
+    pub const ALL: [Concept; 39] = [
         Concept::BuildInfo,
         Concept::EtcdRequestDuration,
         Concept::EtcdRequests,
@@ -177,6 +184,13 @@ impl Concept {
         Concept::EtcdCurrentRevision,
         Concept::EtcdCompactRevision,
         Concept::EtcdKeys,
+        Concept::InformerStoreResourceVersion,
+        Concept::InformerQueuedItems,
+        Concept::InformerProcessingLatency,
+        Concept::WorkqueueDepth,
+        Concept::WorkqueueAdds,
+        Concept::WorkqueueRetries,
+        Concept::WorkqueueLongestRunning,
     ];
 
     /// The concept whose `id` is `id`, if any (ids come back from `snapshot --json` and
@@ -220,6 +234,13 @@ impl Concept {
             Concept::EtcdCurrentRevision => "etcd_current_revision",
             Concept::EtcdCompactRevision => "etcd_compact_revision",
             Concept::EtcdKeys => "etcd_keys",
+            Concept::InformerStoreResourceVersion => "informer_store_resource_version",
+            Concept::InformerQueuedItems => "informer_queued_items",
+            Concept::InformerProcessingLatency => "informer_processing_latency",
+            Concept::WorkqueueDepth => "workqueue_depth",
+            Concept::WorkqueueAdds => "workqueue_adds",
+            Concept::WorkqueueRetries => "workqueue_retries",
+            Concept::WorkqueueLongestRunning => "workqueue_longest_running",
         }
     }
 }

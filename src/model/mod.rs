@@ -621,13 +621,52 @@ pub enum ScrapeTarget {
     Apiserver,
     /// etcd's `/metrics` (client URL, or `--listen-metrics-urls`).
     Etcd,
+    /// kube-controller-manager's `/metrics` (secure port 10257 by default): its informers
+    /// (`informer_*`, Kubernetes 1.36+) and workqueues (`workqueue_*`).
+    #[serde(rename = "controller-manager")]
+    ControllerManager,
+    /// kube-scheduler's `/metrics` (secure port 10259 by default): the same client-go
+    /// families as the controller manager.
+    Scheduler,
 }
 
 impl ScrapeTarget {
+    /// Every target, in the order of their index in recordings (appended, never reordered:
+    /// a recording stores the index).
+    pub const ALL: [ScrapeTarget; 4] = [
+        ScrapeTarget::Apiserver,
+        ScrapeTarget::Etcd,
+        ScrapeTarget::ControllerManager,
+        ScrapeTarget::Scheduler,
+    ];
+
     pub fn label(self) -> &'static str {
         match self {
             ScrapeTarget::Apiserver => "apiserver",
             ScrapeTarget::Etcd => "etcd",
+            ScrapeTarget::ControllerManager => "controller-manager",
+            ScrapeTarget::Scheduler => "scheduler",
+        }
+    }
+
+    /// The target whose index (`as u8`) is `i`.
+    pub fn from_index(i: u8) -> Option<ScrapeTarget> {
+        ScrapeTarget::ALL.get(usize::from(i)).copied()
+    }
+
+    /// The components whose informers and workqueues regscope reads (the controllers'
+    /// own informer lag): kube-controller-manager and kube-scheduler.
+    pub const CONTROLLERS: [ScrapeTarget; 2] =
+        [ScrapeTarget::ControllerManager, ScrapeTarget::Scheduler];
+
+    /// The component's process name, as in its static pod manifest
+    /// (`kube-controller-manager`).
+    pub fn component(self) -> &'static str {
+        match self {
+            ScrapeTarget::Apiserver => "kube-apiserver",
+            ScrapeTarget::Etcd => "etcd",
+            ScrapeTarget::ControllerManager => "kube-controller-manager",
+            ScrapeTarget::Scheduler => "kube-scheduler",
         }
     }
 }

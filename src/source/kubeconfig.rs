@@ -286,7 +286,7 @@ pub fn kube_config_for_url(url: &str, auth: &HttpAuth) -> Result<kube::Config, S
 }
 
 /// The DER bytes of every `CERTIFICATE` block in a PEM bundle.
-fn pem_certificates(pem: &[u8]) -> Vec<Vec<u8>> {
+pub(crate) fn pem_certificates(pem: &[u8]) -> Vec<Vec<u8>> {
     use base64::Engine;
     let text = String::from_utf8_lossy(pem);
     let mut out = Vec::new();
@@ -373,10 +373,8 @@ impl ApiserverAccess {
     /// caller treats it as fatal when the kubeconfig or URL was given explicitly and as a
     /// note otherwise (see [`ApiserverAccess::is_explicit`]).
     pub async fn connect(&self) -> Result<Option<ApiserverClients>, String> {
-        let kube_cfg = match (&self.kubeconfig, &self.metrics_url) {
-            (Some(k), _) => load_kube_config(k, self.context.as_deref()).await?,
-            (None, Some(u)) => kube_config_for_url(u, &self.auth)?,
-            (None, None) => return Ok(None),
+        let Some(kube_cfg) = self.load_config().await? else {
+            return Ok(None);
         };
         let server = kube_cfg
             .cluster_url
@@ -393,6 +391,17 @@ impl ApiserverAccess {
             metrics,
             kube,
             server,
+        }))
+    }
+
+    /// The kube client configuration [`ApiserverAccess::connect`] builds its clients from:
+    /// the kubeconfig's (with its credentials), or one made from `--apiserver-metrics-url`
+    /// and its credentials. `Ok(None)` when not configured.
+    pub async fn load_config(&self) -> Result<Option<kube::Config>, String> {
+        Ok(Some(match (&self.kubeconfig, &self.metrics_url) {
+            (Some(k), _) => load_kube_config(k, self.context.as_deref()).await?,
+            (None, Some(u)) => kube_config_for_url(u, &self.auth)?,
+            (None, None) => return Ok(None),
         }))
     }
 

@@ -5,6 +5,7 @@
 
 pub mod compacted;
 pub mod connect;
+pub mod controllers;
 pub mod etcd;
 pub mod etcd_db;
 pub mod informer;

@@ -56,10 +56,13 @@ pub enum SetupError {
         key: PathBuf,
         error: reqwest::Error,
     },
-    #[error("--apiserver-cert and --apiserver-key must be given together")]
-    CertWithoutKey,
-    #[error("--apiserver-token-file {} is empty", path.display())]
-    EmptyToken { path: PathBuf },
+    #[error("{cert} and {key} must be given together")]
+    CertWithoutKey {
+        cert: &'static str,
+        key: &'static str,
+    },
+    #[error("{flag} {} is empty", path.display())]
+    EmptyToken { flag: &'static str, path: PathBuf },
     /// The HTTP client cannot be built from these settings (e.g. rustls refusing a key
     /// that is not the certificate's); the whole error chain, as reqwest's own Display
     /// says only "builder error".
@@ -131,6 +134,32 @@ pub struct HttpAuth {
     pub insecure: bool,
 }
 
+/// The flags an [`HttpAuth`] came from, for errors that name them.
+#[derive(Clone, Copy, Debug)]
+pub struct AuthFlags {
+    pub token_file: &'static str,
+    pub cert: &'static str,
+    pub key: &'static str,
+    pub cacert: &'static str,
+}
+
+impl AuthFlags {
+    /// `--apiserver-metrics-url`'s credentials.
+    pub const APISERVER: AuthFlags = AuthFlags {
+        token_file: "--apiserver-token-file",
+        cert: "--apiserver-cert",
+        key: "--apiserver-key",
+        cacert: "--apiserver-cacert",
+    };
+    /// The credentials for kube-controller-manager's and kube-scheduler's `/metrics`.
+    pub const CONTROLLERS: AuthFlags = AuthFlags {
+        token_file: "--controllers-token-file",
+        cert: "--controllers-cert",
+        key: "--controllers-key",
+        cacert: "--controllers-cacert",
+    };
+}
+
 /// How to fetch one `/metrics` page.
 #[derive(Clone)]
 pub enum ScrapeFrom {
@@ -183,19 +212,24 @@ impl ScrapeFrom {
     /// A plain URL with optional bearer token, client certificate and CA. Fails (one line,
     /// naming the flag) when a file cannot be read or is not PEM.
     pub fn url(url: &str, auth: &HttpAuth) -> Result<Self, SetupError> {
+        Self::url_with(url, auth, &AuthFlags::APISERVER)
+    }
+
+    /// As [`ScrapeFrom::url`], errors naming `flags` (the credentials of another target).
+    pub fn url_with(url: &str, auth: &HttpAuth, flags: &AuthFlags) -> Result<Self, SetupError> {
         let mut b = base_builder();
         if let Some(ca) = &auth.cacert {
-            let pem = read_flag_file("--apiserver-cacert", ca)?;
+            let pem = read_flag_file(flags.cacert, ca)?;
             let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|error| {
                 SetupError::NotPem {
-                    flag: "--apiserver-cacert",
+                    flag: flags.cacert,
                     path: ca.clone(),
                     error,
                 }
             })?;
             if certs.is_empty() {
                 return Err(SetupError::NoCertificate {
-                    flag: "--apiserver-cacert",
+                    flag: flags.cacert,
                     path: ca.clone(),
                 });
             }
@@ -203,20 +237,28 @@ impl ScrapeFrom {
         }
         match (&auth.cert, &auth.key) {
             (Some(c), Some(k)) => {
-                b = b.identity(identity(("--apiserver-cert", c), ("--apiserver-key", k))?);
+                b = b.identity(identity((flags.cert, c), (flags.key, k))?);
             }
             (None, None) => {}
-            _ => return Err(SetupError::CertWithoutKey),
+            _ => {
+                return Err(SetupError::CertWithoutKey {
+                    cert: flags.cert,
+                    key: flags.key,
+                })
+            }
         }
         if auth.insecure {
             b = b.tls_danger_accept_invalid_certs(true);
         }
         let token = match &auth.token_file {
             Some(p) => {
-                let t = read_flag_file("--apiserver-token-file", p)?;
+                let t = read_flag_file(flags.token_file, p)?;
                 let t = String::from_utf8_lossy(&t).trim().to_string();
                 if t.is_empty() {
-                    return Err(SetupError::EmptyToken { path: p.clone() });
+                    return Err(SetupError::EmptyToken {
+                        flag: flags.token_file,
+                        path: p.clone(),
+                    });
                 }
                 Some((p.clone(), t))
             }
@@ -577,6 +619,8 @@ pub fn file_scrapes_spaced(
     let flag = match target {
         ScrapeTarget::Apiserver => "--apiserver-metrics-file",
         ScrapeTarget::Etcd => "--etcd-metrics-file",
+        ScrapeTarget::ControllerManager => "--controller-manager-metrics-file",
+        ScrapeTarget::Scheduler => "--scheduler-metrics-file",
     };
     let n = paths.len() as u32;
     let mut out = Vec::with_capacity(paths.len());

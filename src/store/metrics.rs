@@ -155,6 +155,18 @@ pub struct MetricStore {
     apiserver: TargetSeries,
     etcd: TargetSeries,
     retention: usize,
+    /// kube-controller-manager's scrapes (checkpoints from format 9).
+    #[serde(
+        default,
+        deserialize_with = "super::shared_bytes::since_format::<9, _, _>"
+    )]
+    controller_manager: TargetSeries,
+    /// kube-scheduler's scrapes (checkpoints from format 9).
+    #[serde(
+        default,
+        deserialize_with = "super::shared_bytes::since_format::<9, _, _>"
+    )]
+    scheduler: TargetSeries,
 }
 
 impl Default for MetricStore {
@@ -171,18 +183,24 @@ impl MetricStore {
             apiserver: TargetSeries::default(),
             etcd: TargetSeries::default(),
             retention: retention.max(2),
+            controller_manager: TargetSeries::default(),
+            scheduler: TargetSeries::default(),
         }
     }
 
     /// Whether any target is configured or has been scraped.
     pub fn any_configured(&self) -> bool {
-        self.apiserver.status.configured || self.etcd.status.configured
+        ScrapeTarget::ALL
+            .iter()
+            .any(|t| self.target(*t).status.configured)
     }
 
     pub fn target(&self, t: ScrapeTarget) -> &TargetSeries {
         match t {
             ScrapeTarget::Apiserver => &self.apiserver,
             ScrapeTarget::Etcd => &self.etcd,
+            ScrapeTarget::ControllerManager => &self.controller_manager,
+            ScrapeTarget::Scheduler => &self.scheduler,
         }
     }
 
@@ -190,6 +208,8 @@ impl MetricStore {
         match t {
             ScrapeTarget::Apiserver => &mut self.apiserver,
             ScrapeTarget::Etcd => &mut self.etcd,
+            ScrapeTarget::ControllerManager => &mut self.controller_manager,
+            ScrapeTarget::Scheduler => &mut self.scheduler,
         }
     }
 

@@ -20,7 +20,8 @@ use bytes::Bytes;
 use serde::de::{Deserializer, SeqAccess, Visitor};
 use serde::Deserialize;
 
-/// The checkpoint format this regscope writes: 8 holds the session's notes as kinds with
+/// The checkpoint format this regscope writes: 9 adds the scrapes of kube-controller-manager
+/// and kube-scheduler to the metric series ([`super::MetricStore`]); 8 holds the session's notes as kinds with
 /// their fields ([`super::Note`]) instead of rendered lines; 7 adds the event rows synthesized after a
 /// gap and each gap's counts of what changed in it ([`super::replica::GapChanges`]); 6 adds the session's other etcd clusters
 /// ([`super::OtherClusters`]) and kube-apiserver's storage flags; 5 adds the replica's write counters per
@@ -28,7 +29,7 @@ use serde::Deserialize;
 /// polled (and recordings may hold [`crate::model::Observation::Members`]); 3 adds the replica's watch health (etcd's
 /// announced head and the watch anomalies counted); 2 holds the replica's keys as one image
 /// with packed values ([`super::replica::image`]); 1 held them as a map of raw values. All are read.
-pub const CHECKPOINT_FORMAT: u32 = 8;
+pub const CHECKPOINT_FORMAT: u32 = 9;
 
 thread_local! {
     /// The buffer being restored from on this thread.

@@ -173,10 +173,9 @@ impl Player {
                     .take()
                     .filter(|(t, n, _)| *t == target && *n == len)
                     .map(|(_, _, d)| d);
-                let target = if target == ScrapeTarget::Etcd as u8 {
-                    ScrapeTarget::Etcd
-                } else {
-                    ScrapeTarget::Apiserver
+                // A target this regscope does not know (a newer writer's) is left out.
+                let Some(target) = ScrapeTarget::from_index(target) else {
+                    continue;
                 };
                 self.pending.push_back((
                     Stamped {

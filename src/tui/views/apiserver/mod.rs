@@ -352,7 +352,14 @@ fn concept_section(id: &str) -> Option<Section> {
         | C::EtcdProposalsFailed
         | C::EtcdCurrentRevision
         | C::EtcdCompactRevision
-        | C::EtcdKeys => None,
+        | C::EtcdKeys
+        | C::InformerStoreResourceVersion
+        | C::InformerQueuedItems
+        | C::InformerProcessingLatency
+        | C::WorkqueueDepth
+        | C::WorkqueueAdds
+        | C::WorkqueueRetries
+        | C::WorkqueueLongestRunning => None,
     }
 }
 
