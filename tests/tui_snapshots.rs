@@ -2034,6 +2034,7 @@ mod apiserver_views {
             objects: objects(),
             apf: Some(apf()),
             not_exposed: Vec::new(),
+            controllers: Default::default(),
         }
     }
 

@@ -82,6 +82,43 @@ pub async fn run(conn: &ConnArgs, ui: &UiArgs, d: &DemoArgs, m: &MetricsArgs) ->
     scfg.apiserver =
         crate::source::kubeconfig::ApiserverAccess::from_kubeconfig_path(api.kubeconfig_path());
     scfg.etcd = EtcdMetricsFrom::Endpoint;
+    // The simulated controller manager and scheduler: real informers against the demo
+    // apiserver, serving 1.36-style informer and workqueue metrics (screen 4's controllers).
+    let _components = match scfg.apiserver.connect().await {
+        Ok(Some(clients)) => {
+            match crate::demo::components::DemoComponents::start(clients.kube).await {
+                Ok(c) => {
+                    use crate::model::ScrapeTarget;
+                    for (target, comp) in [
+                        (ScrapeTarget::ControllerManager, &c.controller_manager),
+                        (ScrapeTarget::Scheduler, &c.scheduler),
+                    ] {
+                        if !scfg.controllers.iter().any(|x| x.target == target) {
+                            scfg.controllers
+                                .push(crate::source::controllers::ControllerScrape {
+                                    target,
+                                    url: Some(comp.metrics_url()),
+                                    discovered: false,
+                                    files: Vec::new(),
+                                });
+                        }
+                    }
+                    Some(c)
+                }
+                Err(e) => {
+                    eprintln!("regscope demo: cannot start the simulated controller manager and scheduler: {e}");
+                    None
+                }
+            }
+        }
+        Ok(None) => None,
+        Err(e) => {
+            eprintln!(
+                "regscope demo: the simulated controllers cannot reach the demo apiserver: {e}"
+            );
+            None
+        }
+    };
     let source = EtcdSource::new(
         EtcdOptions {
             endpoints: vec![etcd.endpoint()],

@@ -92,6 +92,28 @@ pub async fn live(s: &SnapshotArgs, m: &MetricsArgs) -> Result<ExitCode> {
                 None => {}
             }
         }
+        for c in scfg.controllers.iter().filter(|c| c.files.is_empty()) {
+            let url = c.url.as_deref().unwrap_or_default();
+            let kube_cfg = scfg.apiserver.load_config().await.ok().flatten();
+            match crate::source::controllers::scrape_from(
+                c.target,
+                url,
+                &scfg.controllers_auth,
+                kube_cfg.as_ref(),
+            ) {
+                Ok((how, _)) => live.push((c.target, how)),
+                Err(e) if c.discovered => {
+                    eprintln!(
+                        "regscope: {} metrics not scraped: {e}",
+                        c.target.component()
+                    );
+                }
+                Err(e) => {
+                    eprintln!("regscope: {e}");
+                    return Ok(ExitCode::from(2));
+                }
+            }
+        }
         for (target, how) in live {
             let outcome = scrape_once(&how, scfg.timeout).await;
             session.apply(&Stamped::now(Observation::Scrape { target, outcome }));
@@ -107,7 +129,15 @@ pub async fn live(s: &SnapshotArgs, m: &MetricsArgs) -> Result<ExitCode> {
     );
     // Every unusable source gets one line on stderr (down, HTML, garbage, empty); the JSON
     // carries the same under `scrape`.
-    for (target, status) in [("apiserver", &panels.apiserver), ("etcd", &panels.etcd)] {
+    let controllers = panels
+        .controllers
+        .components
+        .iter()
+        .map(|c| (c.component, &c.status));
+    for (target, status) in [("apiserver", &panels.apiserver), ("etcd", &panels.etcd)]
+        .into_iter()
+        .chain(controllers)
+    {
         if let Some(e) = &status.last_error {
             eprintln!("regscope: {target} metrics from {}: {e}", status.source);
         }
@@ -563,5 +593,6 @@ pub fn metrics_json(panels: &ApiserverPanels) -> serde_json::Value {
         "apf": panels.apf,
         "not_exposed": panels.not_exposed,
         "scrape": { "apiserver": panels.apiserver, "etcd": panels.etcd },
+        "controllers": panels.controllers,
     })
 }

@@ -11,6 +11,7 @@
 //! read-only list/watch HTTP endpoint on loopback.
 
 pub mod apiserver;
+pub mod components;
 pub mod control_plane;
 pub mod etcd_server;
 pub mod objects;

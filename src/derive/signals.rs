@@ -70,6 +70,12 @@ struct Inputs<'a> {
 /// the apiserver (the only watcher whose lag regscope measures event by event).
 pub const OWN_INFORMER: &str = "regscope";
 
+/// The `watcher` label of a controller's informer: `<component>/<informer name>`, e.g.
+/// `kube-controller-manager/shared-informers`.
+fn controller_watcher(r: &crate::derive::apiserver::ControllerInformerRow) -> String {
+    format!("{}/{}", r.component, r.name)
+}
+
 /// The counters the replica keeps from etcd's watch: they stand still while etcd is out
 /// of reach, so a rate over such a stretch is not known (a reader must not take it for no
 /// writes).
@@ -320,10 +326,14 @@ pub static SIGNALS: &[Signal] = &[
         kind: SignalKind::Gauge,
         unit: "revisions",
         labels: &["group", "resource", "watcher"],
-        help: "regscope's informer through the apiserver: etcd head when an event arrived − its resourceVersion",
+        help: "an informer's lag: regscope's own (watcher=\"regscope\"), head when an event arrived − its resourceVersion; a controller's (watcher=\"<component>/<informer>\", Kubernetes 1.36+), head − its store's resourceVersion, 0 when no event of its resource is after it",
         read: |i, o| {
             for r in &i.panels.window.rows {
                 labelled(o, &[&r.group, &r.resource, OWN_INFORMER], r.informer_lag_revisions.map(|v| v as f64));
+            }
+            for r in &i.panels.controllers.informers {
+                let w = controller_watcher(r);
+                labelled(o, &[&r.group, &r.resource, &w], r.lag_revisions.map(|v| v as f64));
             }
         },
     },
@@ -354,6 +364,73 @@ pub static SIGNALS: &[Signal] = &[
                 // within 0–1 (its revisions say how far past).
                 let v = r.informer_lag_revisions.map(|l| (l as f64 / w as f64).min(1.0));
                 labelled(o, &[&r.group, &r.resource, OWN_INFORMER], v);
+            }
+            for r in &i.panels.controllers.informers {
+                let watcher = controller_watcher(r);
+                let v = r.lag_revisions.map(|l| (l as f64 / w as f64).min(1.0));
+                labelled(o, &[&r.group, &r.resource, &watcher], v);
+            }
+        },
+    },
+    Signal {
+        name: "informer_events_behind",
+        kind: SignalKind::Gauge,
+        unit: "events",
+        labels: &["group", "resource", "watcher"],
+        help: "events of the resource after a controller informer's store resourceVersion, counted in the replica's event log (kube-controller-manager and kube-scheduler, Kubernetes 1.36+)",
+        read: |i, o| {
+            for r in &i.panels.controllers.informers {
+                let w = controller_watcher(r);
+                labelled(o, &[&r.group, &r.resource, &w], r.events_behind.map(|v| v as f64));
+            }
+        },
+    },
+    Signal {
+        name: "informer_queued_items",
+        kind: SignalKind::Gauge,
+        unit: "deltas",
+        labels: &["group", "resource", "watcher"],
+        help: "informer_queued_items of a controller informer: deltas waiting in its FIFO",
+        read: |i, o| {
+            for r in &i.panels.controllers.informers {
+                let w = controller_watcher(r);
+                labelled(o, &[&r.group, &r.resource, &w], r.queued_items);
+            }
+        },
+    },
+    Signal {
+        name: "workqueue_depth",
+        kind: SignalKind::Gauge,
+        unit: "items",
+        labels: &["component", "queue"],
+        help: "workqueue_depth of a controller queue in kube-controller-manager or kube-scheduler",
+        read: |i, o| {
+            for q in &i.panels.controllers.workqueues {
+                labelled(o, &[q.component, &q.name], q.depth);
+            }
+        },
+    },
+    Signal {
+        name: "workqueue_adds_total",
+        kind: SignalKind::Counter,
+        unit: "items",
+        labels: &["component", "queue"],
+        help: "workqueue_adds_total of a controller queue",
+        read: |i, o| {
+            for q in &i.panels.controllers.workqueues {
+                labelled(o, &[q.component, &q.name], q.adds_total);
+            }
+        },
+    },
+    Signal {
+        name: "workqueue_retries_total",
+        kind: SignalKind::Counter,
+        unit: "items",
+        labels: &["component", "queue"],
+        help: "workqueue_retries_total of a controller queue: items put back after a failed sync",
+        read: |i, o| {
+            for q in &i.panels.controllers.workqueues {
+                labelled(o, &[q.component, &q.name], q.retries_total);
             }
         },
     },

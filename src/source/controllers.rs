@@ -102,6 +102,12 @@ pub fn scrape_from(
         };
         return Ok((from, format!("{url} ({how}{verify_note})")));
     }
+    if !https {
+        // Plain HTTP (a test server, a metrics proxy on the node): no credentials to send.
+        let from =
+            ScrapeFrom::url_with(url, auth, &AuthFlags::CONTROLLERS).map_err(|e| e.to_string())?;
+        return Ok((from, url.to_string()));
+    }
     let Some(base) = kube else {
         return Err(format!(
             "{component} metrics at {url}: no credentials (it serves /metrics to authenticated clients only: give --kubeconfig, --controllers-token-file or --controllers-cert/--controllers-key)"

@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::connect::EtcdOptions;
+use super::controllers::ControllerScrape;
 use super::etcd::EtcdSource;
 use super::kubeconfig::ApiserverAccess;
 use super::other_cluster::OtherClusterSource;
@@ -57,6 +58,10 @@ pub struct ScrapeConfig {
     /// kube-apiserver's other etcd clusters (`--etcd-servers-overrides`), each watched
     /// beside the main one.
     pub other_clusters: Vec<OtherClusterSource>,
+    /// kube-controller-manager's and kube-scheduler's `/metrics`, when configured or found.
+    pub controllers: Vec<ControllerScrape>,
+    /// `--controllers-token-file`, `--controllers-cert`/`-key`, `--controllers-cacert`.
+    pub controllers_auth: super::scrape::HttpAuth,
 }
 
 impl Default for ScrapeConfig {
@@ -75,6 +80,8 @@ impl Default for ScrapeConfig {
             notes: Vec::new(),
             apiserver_flags: None,
             other_clusters: Vec::new(),
+            controllers: Vec::new(),
+            controllers_auth: Default::default(),
         }
     }
 }
@@ -108,7 +115,9 @@ impl Drop for ScrapeTasks {
 impl ScrapeConfig {
     /// True when any metrics file was given (a postmortem or a test).
     pub fn has_files(&self) -> bool {
-        !self.apiserver_files.is_empty() || !self.etcd_files.is_empty()
+        !self.apiserver_files.is_empty()
+            || !self.etcd_files.is_empty()
+            || self.controllers.iter().any(|c| !c.files.is_empty())
     }
 
     /// The observations of every metrics file, apiserver's then etcd's, each target's files
@@ -127,6 +136,9 @@ impl ScrapeConfig {
             self.interval,
             end,
         )?);
+        for c in &self.controllers {
+            out.extend(file_scrapes_spaced(c.target, &c.files, self.interval, end)?);
+        }
         out.sort_by_key(|s| s.at);
         Ok(out)
     }
@@ -172,6 +184,7 @@ impl ScrapeConfig {
             Err(e) if self.apiserver.is_explicit() => return Err(e),
             Err(e) => tasks.notes.push(format!("apiserver side off: {e}")),
         }
+        self.start_controllers(&mut tasks, &tx).await?;
         let etcd_from = match &self.etcd {
             EtcdMetricsFrom::Off => None,
             EtcdMetricsFrom::Endpoint => Some(ScrapeFrom::etcd(etcd)),
@@ -197,6 +210,53 @@ impl ScrapeConfig {
             let _ = tx.try_send(Stamped::now(Observation::Note(n.clone())));
         }
         Ok(tasks)
+    }
+}
+
+impl ScrapeConfig {
+    /// Starts the scrapers of kube-controller-manager and kube-scheduler that have a URL and
+    /// no files, with [`ScrapeConfig::controllers_auth`] or the apiserver's kubeconfig
+    /// credentials. A URL given by flag that cannot be set up is an error; one found on the
+    /// node becomes a note.
+    async fn start_controllers(
+        &self,
+        tasks: &mut ScrapeTasks,
+        tx: &mpsc::Sender<Stamped>,
+    ) -> Result<(), String> {
+        let live: Vec<&ControllerScrape> = self
+            .controllers
+            .iter()
+            .filter(|c| c.files.is_empty() && c.url.is_some())
+            .collect();
+        if live.is_empty() {
+            return Ok(());
+        }
+        let auth = &self.controllers_auth;
+        let kube_cfg = if auth.token_file.is_some() || auth.cert.is_some() {
+            None
+        } else {
+            self.apiserver.load_config().await.ok().flatten()
+        };
+        for c in live {
+            let url = c.url.as_deref().unwrap_or_default();
+            match super::controllers::scrape_from(c.target, url, auth, kube_cfg.as_ref()) {
+                Ok((how, described)) => {
+                    tasks.configured.push((c.target, described));
+                    tasks.handles.push(spawn_scraper(
+                        c.target,
+                        how,
+                        self.interval,
+                        self.timeout,
+                        tx.clone(),
+                    ));
+                }
+                Err(e) if c.discovered => tasks
+                    .notes
+                    .push(format!("{} metrics not scraped: {e}", c.target.component())),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 }
 

@@ -120,6 +120,38 @@ pub struct MetricsArgs {
     /// etcd metrics file instead of a live scrape; repeatable like --apiserver-metrics-file.
     #[arg(long, global = true, value_name = "FILE")]
     pub etcd_metrics_file: Vec<PathBuf>,
+    /// kube-controller-manager's metrics URL (its secure port, default
+    /// https://127.0.0.1:10257/metrics): its informers' lag and workqueues. Default: found
+    /// in the node's static pod manifest (kubeadm, RKE2). Credentials: the kubeconfig's, or
+    /// --controllers-token-file / --controllers-cert and --controllers-key.
+    #[arg(long, global = true, value_name = "URL")]
+    pub controller_manager_metrics_url: Option<String>,
+    /// kube-scheduler's metrics URL (default https://127.0.0.1:10259/metrics when found in
+    /// the node's manifests); as --controller-manager-metrics-url.
+    #[arg(long, global = true, value_name = "URL")]
+    pub scheduler_metrics_url: Option<String>,
+    /// kube-controller-manager metrics file instead of a live scrape; repeatable like
+    /// --apiserver-metrics-file.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub controller_manager_metrics_file: Vec<PathBuf>,
+    /// kube-scheduler metrics file instead of a live scrape; repeatable.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub scheduler_metrics_file: Vec<PathBuf>,
+    /// Bearer token file for kube-controller-manager's and kube-scheduler's /metrics
+    /// (instead of the kubeconfig's credentials; re-read at every scrape).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub controllers_token_file: Option<PathBuf>,
+    /// Client certificate (PEM) for their /metrics; with --controllers-key.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub controllers_cert: Option<PathBuf>,
+    /// Client private key (PEM) for their /metrics; with --controllers-cert.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub controllers_key: Option<PathBuf>,
+    /// CA bundle (PEM) that signs their serving certificates (--tls-cert-file). Without it
+    /// only loopback URLs are scraped, their certificates unverified (by default they serve
+    /// one they signed themselves).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub controllers_cacert: Option<PathBuf>,
     /// Resources regscope's own informers list and watch through the apiserver to measure
     /// informer lag: names (pods, nodes, leases, events, deployments, a CRD's plural...),
     /// version/resource (v1/pods) or group/version/resource (coordination.k8s.io/v1/leases),
@@ -142,6 +174,9 @@ pub struct MetricsArgs {
     /// one entry per set of URLs (see [`ConnArgs::other_clusters`]).
     #[arg(skip)]
     pub node_other_clusters: Vec<(String, Vec<String>)>,
+    /// kube-controller-manager's and kube-scheduler's metrics URLs found on the node.
+    #[arg(skip)]
+    pub node_controllers: Vec<(crate::model::ScrapeTarget, String)>,
 }
 
 impl Default for MetricsArgs {
@@ -167,6 +202,15 @@ impl Default for MetricsArgs {
             node_root: None,
             node_apiserver_flags: None,
             node_other_clusters: Vec::new(),
+            controller_manager_metrics_url: None,
+            scheduler_metrics_url: None,
+            controller_manager_metrics_file: Vec::new(),
+            scheduler_metrics_file: Vec::new(),
+            controllers_token_file: None,
+            controllers_cert: None,
+            controllers_key: None,
+            controllers_cacert: None,
+            node_controllers: Vec::new(),
         }
     }
 }
@@ -228,6 +272,9 @@ impl MetricsArgs {
         } else if self.apiserver_cert.is_some() != self.apiserver_key.is_some() {
             return Err("--apiserver-cert and --apiserver-key must be given together".into());
         }
+        if self.controllers_cert.is_some() != self.controllers_key.is_some() {
+            return Err("--controllers-cert and --controllers-key must be given together".into());
+        }
         if let Some(k) = &self.kubeconfig {
             if probe(k) != Probe::Readable {
                 let why = std::fs::File::open(k)
@@ -271,7 +318,52 @@ impl MetricsArgs {
             notes,
             apiserver_flags: self.node_apiserver_flags.clone(),
             other_clusters: Vec::new(),
+            controllers: self.controllers(),
+            controllers_auth: crate::source::HttpAuth {
+                token_file: self.controllers_token_file.clone(),
+                cert: self.controllers_cert.clone(),
+                key: self.controllers_key.clone(),
+                cacert: self.controllers_cacert.clone(),
+                insecure: false,
+            },
         })
+    }
+
+    /// kube-controller-manager's and kube-scheduler's scrapes: files, else the URL given,
+    /// else the one found on the node (none with metrics files of other targets only: an
+    /// offline snapshot reads what it was given).
+    fn controllers(&self) -> Vec<crate::source::controllers::ControllerScrape> {
+        use crate::model::ScrapeTarget;
+        let offline = !self.apiserver_metrics_file.is_empty() || !self.etcd_metrics_file.is_empty();
+        [
+            (
+                ScrapeTarget::ControllerManager,
+                &self.controller_manager_metrics_url,
+                &self.controller_manager_metrics_file,
+            ),
+            (
+                ScrapeTarget::Scheduler,
+                &self.scheduler_metrics_url,
+                &self.scheduler_metrics_file,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(target, url, files)| {
+            let found = self
+                .node_controllers
+                .iter()
+                .find(|(t, _)| *t == target)
+                .map(|(_, u)| u.clone())
+                .filter(|_| !offline);
+            let scrape = crate::source::controllers::ControllerScrape {
+                target,
+                discovered: url.is_none() && found.is_some(),
+                url: url.clone().or(found),
+                files: files.clone(),
+            };
+            (scrape.url.is_some() || !scrape.files.is_empty()).then_some(scrape)
+        })
+        .collect()
     }
 }
 

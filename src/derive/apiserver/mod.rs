@@ -5,8 +5,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::SystemTime;
 
+mod controllers;
 mod panels;
 mod risk;
+
+pub use controllers::{
+    ComponentRow, ControllerInformerRow, ControllersPanel, InformerMetrics, WorkqueueRow,
+    INFORMER_METRICS_SINCE,
+};
 
 pub use panels::{
     ApfRow, ApiserverPanels, CompactionWindow, EtcdHealth, LatencyRow, ObjectsRow, Reading, Risk,
@@ -75,7 +81,66 @@ pub fn build(
         informers,
         &panels.watch_cache,
     );
+    panels.controllers = controllers::build(
+        t,
+        store,
+        panels.window.head,
+        panels.window.window_revisions,
+        replica,
+    );
     panels
+}
+
+/// Modulus of a truncated resourceVersion gauge: `apiserver_watch_cache_resource_version`
+/// and `informer_store_resource_version` publish the 15 least significant decimal digits
+/// (a float gauge holds integers exactly only below 2^53; kubernetes#137615 for the watch
+/// cache, client-go's store metrics for informers).
+const TRUNCATED_RV_MODULUS: i64 = 1_000_000_000_000_000;
+
+/// Head − a truncated resourceVersion, in revisions (≥ 0): compared modulo 10^15, so a
+/// head past 10^15 still yields the distance. `None` for a value that is not a revision.
+pub(crate) fn lag_from_truncated_rv(head: Revision, truncated: f64) -> Option<i64> {
+    if !(0.0..TRUNCATED_RV_MODULUS as f64).contains(&truncated) || head < 0 {
+        return None;
+    }
+    let low = head % TRUNCATED_RV_MODULUS;
+    let rv = truncated as i64;
+    Some((low - rv).rem_euclid(TRUNCATED_RV_MODULUS).min(head))
+}
+
+/// Events of `group`/`resource` after revision `rv` in the replica's event log (`None`
+/// when the log does not reach back or a gap hides some); with `until`, only those the
+/// replica had applied by then.
+pub(crate) fn events_behind(
+    t: &Table,
+    rep: &Replica,
+    group: &str,
+    resource: &str,
+    rv: Revision,
+    until: Option<SystemTime>,
+) -> Option<u64> {
+    let ids: Vec<u32> = rep
+        .resources()
+        .iter()
+        .enumerate()
+        .filter(|(_, rs)| {
+            let (g, r) = t.storage_path_resource(&rs.resource);
+            g == group && r == resource
+        })
+        .map(|(i, _)| i as u32)
+        .collect();
+    let all = rep.events_after(rv, |id| ids.contains(&id))?;
+    let Some(until) = until else {
+        return Some(all);
+    };
+    let later = rep
+        .events()
+        .iter()
+        .rev()
+        .take_while(|e| e.at > until && e.revision > rv)
+        .filter(|e| ids.contains(&e.resource))
+        .count() as u64;
+    Some(all.saturating_sub(later))
 }
 
 fn key(ci: ConceptIdx, group: &str, resource: &str, op: &str) -> SeriesKey {
@@ -595,18 +660,7 @@ fn window(
         w.relists = s.relists;
         w.informer_state = Some(s.state.clone());
         w.events_behind = match (replica, s.resource_version) {
-            (Some(rep), Some(rv)) => {
-                let ids: Vec<u32> = rep
-                    .resources()
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, rs)| {
-                        t.storage_path_resource(&rs.resource) == (g.clone(), r.clone())
-                    })
-                    .map(|(i, _)| i as u32)
-                    .collect();
-                rep.events_after(rv, |id| ids.contains(&id))
-            }
+            (Some(rep), Some(rv)) => events_behind(t, rep, g, r, rv, None),
             _ => None,
         };
     }

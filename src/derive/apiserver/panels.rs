@@ -248,4 +248,6 @@ pub struct ApiserverPanels {
     /// Concepts the apiserver's version does not expose, by concept id (e.g.
     /// `watch_cache_resource_version` before 1.31), for "not exposed by this version".
     pub not_exposed: Vec<String>,
+    /// kube-controller-manager's and kube-scheduler's informers and workqueues.
+    pub controllers: super::ControllersPanel,
 }

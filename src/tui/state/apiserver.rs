@@ -23,16 +23,20 @@ pub enum Section {
     Etcd,
     /// API Priority and Fairness per priority level.
     Apf,
+    /// The controllers' own informers and workqueues (kube-controller-manager,
+    /// kube-scheduler).
+    Controllers,
 }
 
 impl Section {
     /// Every section, in focus order.
-    pub const ALL: [Section; 5] = [
+    pub const ALL: [Section; 6] = [
         Section::Latency,
         Section::Window,
         Section::WatchCache,
         Section::Etcd,
         Section::Apf,
+        Section::Controllers,
     ];
 
     /// Short label for the section strip.
@@ -43,6 +47,7 @@ impl Section {
             Section::WatchCache => "Watch cache",
             Section::Etcd => "etcd",
             Section::Apf => "APF",
+            Section::Controllers => "Controllers",
         }
     }
 
@@ -61,7 +66,7 @@ pub(crate) struct ApiserverState {
     /// The focused section fills the panel.
     pub zoomed: bool,
     /// First visible row of each section, by [`Section::index`].
-    pub scroll: [usize; 5],
+    pub scroll: [usize; 6],
     /// Lower-case text every section's rows are filtered by (`/`); empty: all rows.
     pub filter: String,
     /// A scrape or informer observation arrived since the last derive.
@@ -122,6 +127,6 @@ impl ApiserverState {
     /// Sets the row filter (lower-cased) and scrolls every section to its top.
     pub fn set_filter(&mut self, f: String) {
         self.filter = f.to_lowercase();
-        self.scroll = [0; 5];
+        self.scroll = [0; 6];
     }
 }

@@ -16,6 +16,7 @@ mod apf;
 mod body;
 mod cache;
 mod cells;
+mod controllers;
 mod etcd;
 mod latency;
 mod status;
@@ -64,11 +65,19 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect) {
     }
     // Latency across the top (it has the most columns); the window beside the watch cache;
     // etcd beside flow control. Rows get heights by what their sections want to show.
-    let grid: [&[(Section, u16)]; 3] = [
+    // The controllers' row only when a controller component is configured.
+    let all: [&[(Section, u16)]; 4] = [
         &[(Section::Latency, 100)],
         &[(Section::Window, 58), (Section::WatchCache, 42)],
         &[(Section::Etcd, 58), (Section::Apf, 42)],
+        &[(Section::Controllers, 100)],
     ];
+    let rows_shown = if app.apiserver.panels.controllers.configured() {
+        4
+    } else {
+        3
+    };
+    let grid = &all[..rows_shown];
     let split = |row: Rect, parts: &[(Section, u16)]| -> Vec<Rect> {
         Layout::horizontal(parts.iter().map(|(_, p)| Constraint::Percentage(*p)))
             .split(row)
@@ -135,6 +144,7 @@ fn build(app: &App, section: Section, w: usize) -> (Vec<Span<'static>>, Body) {
         Section::WatchCache => cache::body(app, v, w),
         Section::Etcd => etcd::body(app, v, w),
         Section::Apf => apf::body(app, v, w),
+        Section::Controllers => controllers::body(app, v, w),
     };
     let f = &app.apiserver.filter;
     if !f.is_empty() {
@@ -170,6 +180,7 @@ fn title(section: Section) -> &'static str {
         Section::WatchCache => "Watch cache",
         Section::Etcd => "etcd health & objects",
         Section::Apf => "Flow control (APF)",
+        Section::Controllers => "Controllers' informers & workqueues",
     }
 }
 
@@ -178,6 +189,11 @@ fn target_stale(v: &ApiserverPanels, section: Section) -> bool {
     match section {
         Section::Etcd => v.etcd.stale_since.is_some(),
         Section::Window => v.etcd.stale_since.is_some() || v.apiserver.stale_since.is_some(),
+        Section::Controllers => v
+            .controllers
+            .components
+            .iter()
+            .any(|c| c.status.stale_since.is_some()),
         _ => v.apiserver.stale_since.is_some(),
     }
 }
@@ -256,6 +272,11 @@ fn attention(v: &ApiserverPanels, section: Section) -> Option<Role> {
             .flatten()
             .any(|r| r.rejected_rate.is_some_and(|x| x > 0.0))
             .then_some(Role::StatusWarn),
+        Section::Controllers => match v.controllers.informers.iter().map(|r| r.risk).max() {
+            Some(Risk::Danger) => Some(Role::StatusError),
+            Some(Risk::Warn) => Some(Role::StatusWarn),
+            _ => None,
+        },
     }
 }
 
@@ -352,14 +373,14 @@ fn concept_section(id: &str) -> Option<Section> {
         | C::EtcdProposalsFailed
         | C::EtcdCurrentRevision
         | C::EtcdCompactRevision
-        | C::EtcdKeys
-        | C::InformerStoreResourceVersion
+        | C::EtcdKeys => None,
+        C::InformerStoreResourceVersion
         | C::InformerQueuedItems
         | C::InformerProcessingLatency
         | C::WorkqueueDepth
         | C::WorkqueueAdds
         | C::WorkqueueRetries
-        | C::WorkqueueLongestRunning => None,
+        | C::WorkqueueLongestRunning => Some(Section::Controllers),
     }
 }
 
