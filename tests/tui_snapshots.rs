@@ -2038,6 +2038,85 @@ mod apiserver_views {
         }
     }
 
+    /// v1.34 panels with the controllers' section: a 1.36 controller manager (one informer
+    /// past the compaction window, one quiet, one the log cannot reach back for) and a
+    /// 1.34 scheduler, which has workqueues but no informer metrics.
+    pub fn with_controllers() -> ApiserverPanels {
+        use regscope::derive::apiserver::{
+            ComponentRow, ControllerInformerRow, ControllersPanel, InformerMetrics, WorkqueueRow,
+        };
+        let mut v = v134();
+        let informer = |resource: &str,
+                        group: &str,
+                        behind: Option<u64>,
+                        head_rv: i64,
+                        lag: i64,
+                        fifo: f64,
+                        risk: Risk,
+                        why: Option<&str>| ControllerInformerRow {
+            component: "kube-controller-manager",
+            name: "shared-informers".into(),
+            group: group.into(),
+            resource: resource.into(),
+            resource_version: (5000 - head_rv) as f64,
+            behind_head_revisions: Some(head_rv),
+            events_behind: behind,
+            lag_revisions: Some(lag),
+            queued_items: Some(fifo),
+            window_fraction: Some((lag as f64 / 1000.0).min(1.0)),
+            risk,
+            risk_reason: why.map(str::to_string),
+        };
+        let queue = |component: &'static str, name: &str, depth: f64, adds: f64, retries: f64| {
+            WorkqueueRow {
+                component,
+                name: name.into(),
+                depth: Some(depth),
+                adds_per_second: Reading::Value(adds),
+                retries_per_second: Reading::Value(retries),
+                adds_total: Some(adds * 600.0),
+                retries_total: Some(retries * 600.0),
+                longest_running_seconds: Some(0.0),
+            }
+        };
+        v.controllers = ControllersPanel {
+            components: vec![
+                ComponentRow {
+                    component: "kube-controller-manager",
+                    status: target("https://127.0.0.1:10257/metrics", "v1.36.0"),
+                    informer_metrics: InformerMetrics::Exposed,
+                },
+                ComponentRow {
+                    component: "kube-scheduler",
+                    status: target("https://127.0.0.1:10259/metrics", "v1.34.0"),
+                    informer_metrics: InformerMetrics::NotInVersion {
+                        version: "v1.34.0".into(),
+                    },
+                },
+            ],
+            informers: vec![
+                informer(
+                    "pods",
+                    "",
+                    Some(380),
+                    1204,
+                    1204,
+                    380.0,
+                    Risk::Danger,
+                    Some("1204 revs behind, past the 1000-rev compaction window (380 events of its resource not applied): a watch restart from there gets 410 Gone and relists"),
+                ),
+                informer("configmaps", "", None, 420, 420, 0.0, Risk::Ok, None),
+                informer("deployments", "apps", Some(0), 2311, 0, 0.0, Risk::Ok, None),
+            ],
+            workqueues: vec![
+                queue("kube-controller-manager", "replicaset", 12.0, 4.2, 0.1),
+                queue("kube-controller-manager", "garbage_collector_graph_changes", 3.0, 9.5, 0.0),
+                queue("kube-scheduler", "DynamicServingCertificateController", 0.0, 0.0, 0.0),
+            ],
+        };
+        v
+    }
+
     /// A 1.28-like apiserver: no watch-cache resource version (1.31+), so no watch-cache
     /// lag; no compaction seen yet; no etcd error counter on one row.
     pub fn v128() -> ApiserverPanels {
@@ -2330,6 +2409,51 @@ fn apiserver_zoomed_sections_120x40() {
         assert_shows(&text, needles);
         insta::assert_snapshot!(name, text);
     }
+}
+
+/// The controllers' informers and workqueues: a fourth row in the full layout, zoomed with
+/// every column, and in the strip (with its mark) on a small terminal.
+#[test]
+fn apiserver_controllers_informer_lag() {
+    let mut a = apiserver_app(av::with_controllers());
+    let text = render(&mut a, 120, 48);
+    assert_shows(
+        &text,
+        &[
+            "Controllers' informers & workqueues",
+            "shared-informers",
+            "HIGH",
+        ],
+    );
+    insta::assert_snapshot!("apiserver_controllers_120x48", text);
+    keys(&mut a, "hz");
+    assert_eq!(a.apiserver_focus(), (Section::Controllers, true));
+    let text = render(&mut a, 120, 40);
+    assert_shows(
+        &text,
+        &[
+            "kube-controller-manager v1.36.0: informer and workqueue metrics",
+            "kube-scheduler v1.34.0: no informer metrics (client-go informer metrics came in Kubernetes 1.36); workqueues only",
+            "kube-controller-manager informer shared-informers pods: 1204 revs behind, past the 1000-rev compaction window (380",
+            "behind",
+            "head−rv",
+            "fifo",
+            "1,204",
+            "380",
+            "workqueue",
+            "retries/s",
+            "replicaset",
+            "garbage_collector_graph_changes",
+        ],
+    );
+    insta::assert_snapshot!("apiserver_zoomed_controllers_120x40", text);
+    keys(&mut a, "\x1b");
+    let text = render(&mut a, 80, 24);
+    assert_shows(&text, &[" Controllers !"]);
+    // Without a controller component the section is neither drawn nor in the strip.
+    let mut b = apiserver_app(av::v134());
+    let text = render(&mut b, 80, 24);
+    assert!(!text.contains("Controllers"), "{text}");
 }
 
 /// DB size and in use, often misread after a defrag: quota use from the file size, what a

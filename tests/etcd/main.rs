@@ -8,6 +8,7 @@ mod common;
 
 mod analyze;
 mod apiserver_cli;
+mod controllers;
 mod db_file;
 mod db_fixture;
 mod db_holders;

@@ -293,6 +293,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn truncated_resource_versions_compare_modulo_ten_to_the_fifteen() {
+        use super::super::lag_from_truncated_rv as lag;
+        assert_eq!(lag(900, 888.0), Some(12));
+        assert_eq!(lag(900, 900.0), Some(0));
+        // Ahead of the head taken (the component was scraped after it): caught up.
+        assert_eq!(lag(900, 905.0), Some(0));
+        // A head past 10^15: the gauge holds its 15 low digits.
+        assert_eq!(lag(1_000_000_000_000_123, 120.0), Some(3));
+        // The low digits wrapped between the store's version and the head.
+        assert_eq!(lag(2_000_000_000_000_005, 999_999_999_999_990.0), Some(15));
+        // Not a revision.
+        assert_eq!(lag(900, -1.0), None);
+        assert_eq!(lag(900, 1e16), None);
+    }
+
+    #[test]
     fn verdicts_follow_the_window() {
         assert_eq!(verdict(Some(10), None, Some(3)).0, Risk::Measuring);
         assert_eq!(verdict(Some(10), Some(100), Some(3)).0, Risk::Ok);

@@ -105,7 +105,13 @@ pub(crate) fn lag_from_truncated_rv(head: Revision, truncated: f64) -> Option<i6
     }
     let low = head % TRUNCATED_RV_MODULUS;
     let rv = truncated as i64;
-    Some((low - rv).rem_euclid(TRUNCATED_RV_MODULUS).min(head))
+    let diff = (low - rv).rem_euclid(TRUNCATED_RV_MODULUS);
+    // A store a little ahead of the head taken (scraped after it): caught up, not a lap
+    // behind.
+    if diff > TRUNCATED_RV_MODULUS / 2 {
+        return Some(0);
+    }
+    Some(diff.min(head))
 }
 
 /// Events of `group`/`resource` after revision `rv` in the replica's event log (`None`

@@ -106,16 +106,27 @@ impl ApiserverState {
         true
     }
 
-    /// Moves the focus to the next (`forward`) or previous section, round.
+    /// The sections shown, in focus order: the controllers' only when a controller
+    /// component (kube-controller-manager, kube-scheduler) is configured.
+    pub fn shown(&self) -> &'static [Section] {
+        if self.panels.controllers.configured() {
+            &Section::ALL
+        } else {
+            &Section::ALL[..Section::ALL.len() - 1]
+        }
+    }
+
+    /// Moves the focus to the next (`forward`) or previous section shown, round.
     pub fn next_section(&mut self, forward: bool) {
-        let n = Section::ALL.len();
-        let i = self.focus.index();
+        let shown = self.shown();
+        let n = shown.len();
+        let i = shown.iter().position(|s| *s == self.focus).unwrap_or(0);
         let j = if forward {
             (i + 1) % n
         } else {
             (i + n - 1) % n
         };
-        self.focus = Section::ALL[j];
+        self.focus = shown[j];
     }
 
     /// Scrolls the focused section by `delta` rows, to at most `max_top`.

@@ -53,7 +53,7 @@ pub(crate) struct Drawn {
     pub growth: Cell<usize>,
     /// Each apiserver section's scrolling rows, by [`super::Section::index`]; forgotten for
     /// the sections not drawn in the last frame.
-    pub apiserver: [Scroll; 5],
+    pub apiserver: [Scroll; 6],
     /// For mouse clicks: the columns `[from, to)` of each panel tab on the first row.
     pub tabs: Cell<[(u16, u16); 4]>,
     /// For mouse clicks: a list's rows as drawn: the area's columns `[x0, x1)`, the screen

@@ -284,7 +284,7 @@ fn attention(v: &ApiserverPanels, section: Section) -> Option<Role> {
 fn draw_strip(app: &App, f: &mut Frame, area: Rect) {
     let v = &app.apiserver.panels;
     let mut spans = vec![Span::raw(" ")];
-    for s in Section::ALL {
+    for &s in app.apiserver.shown() {
         let role = if s == app.apiserver.focus {
             Role::TabActive
         } else {

@@ -1,0 +1,186 @@
+//! The controllers' own informer lag in `regscope snapshot --json`, against a real etcd: a
+//! scripted kube-controller-manager `/metrics` (served on loopback by this test, 1.36-style
+//! informer families) whose informer moves its store's resourceVersion, and the real
+//! kube-controller-manager v1.34.0 capture, which has workqueues but no informer metrics.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::common::require;
+use crate::common::snapshot_cli::{run, stderr};
+
+/// A `/metrics` server on loopback answering every request with the current `body`.
+struct Scripted {
+    url: String,
+    body: Arc<Mutex<String>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Scripted {
+    fn start() -> Scripted {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.set_nonblocking(true).unwrap();
+        let url = format!("http://{}/metrics", l.local_addr().unwrap());
+        let body = Arc::new(Mutex::new(String::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (b, st) = (body.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !st.load(Ordering::Relaxed) {
+                match l.accept() {
+                    Ok((mut c, _)) => {
+                        c.set_nonblocking(false).unwrap();
+                        c.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+                            .unwrap();
+                        let mut buf = [0u8; 4096];
+                        let _ = c.read(&mut buf);
+                        let text = b.lock().unwrap().clone();
+                        let _ = write!(
+                            c,
+                            "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+                            text.len()
+                        );
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                }
+            }
+        });
+        Scripted { url, body, stop }
+    }
+
+    fn serve_rv(&self, rv: i64) {
+        *self.body.lock().unwrap() = format!(
+            "# TYPE kubernetes_build_info gauge\n\
+             kubernetes_build_info{{git_version=\"v1.36.0\",major=\"1\",minor=\"36\"}} 1\n\
+             # HELP informer_store_resource_version [ALPHA] The 15 least significant digits of the resource version of the store.\n\
+             # TYPE informer_store_resource_version gauge\n\
+             informer_store_resource_version{{group=\"\",name=\"shared\",resource=\"configmaps\",version=\"v1\"}} {rv}\n\
+             # TYPE informer_queued_items gauge\n\
+             informer_queued_items{{group=\"\",name=\"shared\",resource=\"configmaps\",version=\"v1\"}} 7\n\
+             # TYPE workqueue_depth gauge\n\
+             workqueue_depth{{name=\"root_ca_cert_publisher\"}} 3\n\
+             # TYPE workqueue_adds_total counter\n\
+             workqueue_adds_total{{name=\"root_ca_cert_publisher\"}} 40\n\
+             # TYPE workqueue_retries_total counter\n\
+             workqueue_retries_total{{name=\"root_ca_cert_publisher\"}} 2\n"
+        );
+    }
+}
+
+impl Drop for Scripted {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+fn snapshot(endpoint: &str, extra: &[&str]) -> Value {
+    let mut args = vec![
+        "snapshot",
+        "--json",
+        "--endpoints",
+        endpoint,
+        "--informers",
+        "none",
+    ];
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+#[test]
+fn a_scripted_controller_manager_informer_moves_its_resource_version() {
+    require!(ETCD);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let etcd = rt
+        .block_on(regscope::demo::PrivateEtcd::start())
+        .expect("etcd");
+    let endpoint = etcd.endpoint();
+    let head = rt.block_on(async {
+        let mut c = etcd.client().await.expect("client");
+        let mut rev = 0;
+        for i in 0..20 {
+            let r = c
+                .put(format!("/registry/configmaps/default/cm{i}"), "{}", None)
+                .await
+                .unwrap();
+            rev = r.header().unwrap().revision();
+        }
+        rev
+    });
+    let kcm = Scripted::start();
+    // The informer's store is 12 revisions behind etcd's head.
+    kcm.serve_rv(head - 12);
+    let v = snapshot(&endpoint, &["--controller-manager-metrics-url", &kcm.url]);
+    let c = &v["controllers"];
+    assert_eq!(
+        c["components"][0]["component"], "kube-controller-manager",
+        "{c}"
+    );
+    assert_eq!(c["components"][0]["status"]["version"], "v1.36.0", "{c}");
+    assert_eq!(
+        c["components"][0]["informer_metrics"]["state"], "exposed",
+        "{c}"
+    );
+    let row = &c["informers"][0];
+    assert_eq!(row["name"], "shared", "{row}");
+    assert_eq!(row["resource"], "configmaps", "{row}");
+    assert_eq!(row["resource_version"], (head - 12) as f64, "{row}");
+    assert_eq!(row["behind_head_revisions"], 12, "{row}");
+    assert_eq!(row["queued_items"], 7.0, "{row}");
+    let q = &c["workqueues"][0];
+    assert_eq!(q["name"], "root_ca_cert_publisher", "{q}");
+    assert_eq!(
+        (q["depth"].as_f64(), q["retries_total"].as_f64()),
+        (Some(3.0), Some(2.0)),
+        "{q}"
+    );
+    // The signal the exporter serves carries the component and informer as its watcher.
+    let lag = &v["signals"]["informer_lag_revisions"];
+    assert!(
+        lag.to_string().contains("kube-controller-manager/shared"),
+        "{lag}"
+    );
+
+    // The informer catches up: its store at etcd's head.
+    kcm.serve_rv(head);
+    let v = snapshot(&endpoint, &["--controller-manager-metrics-url", &kcm.url]);
+    let row = &v["controllers"]["informers"][0];
+    assert_eq!(row["behind_head_revisions"], 0, "{row}");
+    assert_eq!(row["lag_revisions"], 0, "{row}");
+    drop(etcd);
+}
+
+#[test]
+fn a_v134_controller_manager_has_workqueues_and_says_why_no_informers() {
+    require!(ETCD, TESTDATA);
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let etcd = rt
+        .block_on(regscope::demo::PrivateEtcd::start())
+        .expect("etcd");
+    let capture = crate::common::fixtures::testdata()
+        .join("controlplane-metrics/kube-controller-manager-v1.34.0.prom");
+    let capture = capture.to_str().unwrap();
+    let v = snapshot(
+        &etcd.endpoint(),
+        &["--controller-manager-metrics-file", capture],
+    );
+    let c = &v["controllers"];
+    let comp = &c["components"][0];
+    assert_eq!(
+        comp["informer_metrics"]["state"], "not_in_version",
+        "{comp}"
+    );
+    assert_eq!(comp["informer_metrics"]["version"], "v1.34.0", "{comp}");
+    assert!(c["informers"].as_array().unwrap().is_empty(), "{c}");
+    // One row per workqueue_depth series of the capture.
+    let queues = c["workqueues"].as_array().unwrap();
+    assert_eq!(queues.len(), 53, "{c}");
+    assert!(queues
+        .iter()
+        .any(|q| q["name"] == "garbage_collector_graph_changes"));
+    drop(etcd);
+}
