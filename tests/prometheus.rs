@@ -344,6 +344,18 @@ fn prometheus_scrapes_the_demo_and_the_informer_lag_alert_fires() {
             query(&prom, &q).first().map(|_| ())
         });
     }
+    // The demo's controller manager and scheduler (1.36-style informer metrics): their
+    // informers' lag, and the slow pods informer of the controller manager falling behind.
+    for q in [
+        r#"regscope_informer_lag_revisions{resource="pods",watcher="kube-scheduler/kube-scheduler"}"#,
+        r#"regscope_workqueue_adds_total{component="kube-controller-manager",queue="replicaset"}"#,
+        r#"max_over_time(regscope_informer_events_behind{resource="pods",watcher="kube-controller-manager/kube-controller-manager"}[5m]) > 0"#,
+        r#"max_over_time(regscope_informer_queued_items{resource="pods",watcher="kube-controller-manager/kube-controller-manager"}[5m]) > 0"#,
+    ] {
+        wait_for(q, Duration::from_secs(90), || {
+            query(&prom, q).first().map(|_| ())
+        });
+    }
     for q in [
         "regscope_compaction_window_revisions",
         "regscope_compaction_window_seconds",

@@ -2061,6 +2061,7 @@ mod apiserver_views {
             resource_version: (5000 - head_rv) as f64,
             behind_head_revisions: Some(head_rv),
             events_behind: behind,
+            events_behind_from: Default::default(),
             lag_revisions: Some(lag),
             queued_items: Some(fifo),
             window_fraction: Some((lag as f64 / 1000.0).min(1.0)),
@@ -2105,7 +2106,11 @@ mod apiserver_views {
                     Risk::Danger,
                     Some("1204 revs behind, past the 1000-rev compaction window (380 events of its resource not applied): a watch restart from there gets 410 Gone and relists"),
                 ),
-                informer("configmaps", "", None, 420, 420, 0.0, Risk::Ok, None),
+                ControllerInformerRow {
+                    lag_revisions: None,
+                    window_fraction: None,
+                    ..informer("configmaps", "", None, 420, 420, 0.0, Risk::Measuring, None)
+                },
                 informer("deployments", "apps", Some(0), 2311, 0, 0.0, Risk::Ok, None),
             ],
             workqueues: vec![

@@ -130,6 +130,10 @@ fn a_scripted_controller_manager_informer_moves_its_resource_version() {
     assert_eq!(row["resource"], "configmaps", "{row}");
     assert_eq!(row["resource_version"], (head - 12) as f64, "{row}");
     assert_eq!(row["behind_head_revisions"], 12, "{row}");
+    // A snapshot lists (no event log): counted from the 12 configmaps written since.
+    assert_eq!(row["events_behind"], 12, "{row}");
+    assert_eq!(row["events_behind_from"], "keys", "{row}");
+    assert_eq!(row["lag_revisions"], 12, "{row}");
     assert_eq!(row["queued_items"], 7.0, "{row}");
     let q = &c["workqueues"][0];
     assert_eq!(q["name"], "root_ca_cert_publisher", "{q}");
@@ -151,6 +155,7 @@ fn a_scripted_controller_manager_informer_moves_its_resource_version() {
     let row = &v["controllers"]["informers"][0];
     assert_eq!(row["behind_head_revisions"], 0, "{row}");
     assert_eq!(row["lag_revisions"], 0, "{row}");
+    assert_eq!(row["events_behind"], 0, "{row}");
     drop(etcd);
 }
 

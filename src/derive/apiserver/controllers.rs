@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use super::panels::{Reading, Risk};
-use super::{events_behind, lag_from_truncated_rv, rate_reading, scalar};
+use super::{events_behind, keys_changed_after, lag_from_truncated_rv, rate_reading, scalar};
 use crate::metrics::concepts::{minor_version, Concept, Mapped, Table};
 use crate::model::{Revision, ScrapeTarget};
 use crate::store::metrics::{MetricStore, TargetStatus};
@@ -21,6 +21,23 @@ use crate::store::Replica;
 
 /// The Kubernetes release whose components first expose informer metrics.
 pub const INFORMER_METRICS_SINCE: (u32, u32) = (1, 36);
+
+/// Keys of one resource looked at, at most, to count what an informer has not applied when
+/// the event log does not reach back to its resourceVersion (a quiet resource last written
+/// before regscope started watching).
+const KEYS_LOOKED_AT: usize = 20_000;
+
+/// Where [`ControllerInformerRow::events_behind`] was counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BehindFrom {
+    /// The replica's event log: every event of the resource after the resourceVersion.
+    #[default]
+    EventLog,
+    /// The replica's live keys written after the resourceVersion: a lower bound (deletes
+    /// are not seen), used when the log does not reach back that far.
+    Keys,
+}
 
 /// Whether a component's scrape carries informer metrics, and if not, why.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -60,11 +77,15 @@ pub struct ControllerInformerRow {
     pub resource_version: f64,
     /// Head − that resourceVersion, in revisions (compared modulo 10^15).
     pub behind_head_revisions: Option<i64>,
-    /// Events of its resource after that resourceVersion in the replica's event log;
-    /// `None` when the log does not reach back (or a gap hides some).
+    /// Events of its resource after that resourceVersion, from the replica's event log,
+    /// else its live keys written since ([`BehindFrom`]); `None` when neither can tell.
     pub events_behind: Option<u64>,
+    /// Where `events_behind` was counted.
+    pub events_behind_from: BehindFrom,
     /// The lag the verdict uses: 0 when no event of its resource is after its
-    /// resourceVersion, else [`ControllerInformerRow::behind_head_revisions`].
+    /// resourceVersion, else [`ControllerInformerRow::behind_head_revisions`]; `None` when
+    /// the event log cannot count those events (a quiet resource whose last change came
+    /// before regscope started watching looks exactly like a late informer).
     pub lag_revisions: Option<i64>,
     /// `informer_queued_items`: deltas waiting in its FIFO.
     pub queued_items: Option<f64>,
@@ -168,15 +189,28 @@ pub(super) fn build(
                     _ => head,
                 };
                 let behind_head = head_then.and_then(|h| lag_from_truncated_rv(h, rv));
+                let mut behind_from = BehindFrom::EventLog;
                 let events = match (replica, head_then, behind_head, ts.status.last_good) {
-                    (Some(r), Some(h), Some(lag), Some(at)) => {
-                        events_behind(t, r, &k.group, &k.resource, h - lag, Some(at))
-                    }
+                    (Some(r), Some(h), Some(lag), Some(at)) => events_behind(
+                        t,
+                        r,
+                        &k.group,
+                        &k.resource,
+                        h - lag,
+                        Some(at),
+                    )
+                    .or_else(|| {
+                        behind_from = BehindFrom::Keys;
+                        keys_changed_after(t, r, &k.group, &k.resource, h - lag, KEYS_LOOKED_AT)
+                    }),
                     _ => None,
                 };
+                // Without the events, head − rv cannot tell a late informer from one on a
+                // quiet resource: no lag is claimed.
                 let lag = match events {
                     Some(0) => Some(0),
-                    _ => behind_head,
+                    Some(_) => behind_head,
+                    None => None,
                 };
                 let mut queued_key = k.clone();
                 queued_key.concept = queued_ci;
@@ -193,6 +227,7 @@ pub(super) fn build(
                     resource_version: rv,
                     behind_head_revisions: behind_head,
                     events_behind: events,
+                    events_behind_from: behind_from,
                     lag_revisions: lag,
                     queued_items: m.get(&queued_key).and_then(scalar),
                     window_fraction,

@@ -10,8 +10,8 @@ mod panels;
 mod risk;
 
 pub use controllers::{
-    ComponentRow, ControllerInformerRow, ControllersPanel, InformerMetrics, WorkqueueRow,
-    INFORMER_METRICS_SINCE,
+    BehindFrom, ComponentRow, ControllerInformerRow, ControllersPanel, InformerMetrics,
+    WorkqueueRow, INFORMER_METRICS_SINCE,
 };
 
 pub use panels::{
@@ -24,7 +24,7 @@ use crate::metrics::concepts::{self, Concept, ConceptIdx, Hist, Mapped, SeriesKe
 use crate::metrics::quantile::{
     counter_increase, histogram_increase, histogram_quantile, Quantile,
 };
-use crate::model::{Revision, ScrapeTarget};
+use crate::model::{Bytes, Revision, ScrapeTarget};
 use crate::store::metrics::{MetricStore, TargetSeries};
 use crate::store::{InformerLag, Replica, Session};
 
@@ -147,6 +147,51 @@ pub(crate) fn events_behind(
         .filter(|e| ids.contains(&e.resource))
         .count() as u64;
     Some(all.saturating_sub(later))
+}
+
+/// Live keys of `group`/`resource` whose newest version was written after revision `rv`:
+/// what an informer whose store is at `rv` has not applied, counted from the replica's
+/// keys when its event log does not reach back that far. A lower bound (keys deleted
+/// since are not seen). `None` past `limit` keys looked at.
+pub(crate) fn keys_changed_after(
+    t: &Table,
+    rep: &Replica,
+    group: &str,
+    resource: &str,
+    rv: Revision,
+    limit: usize,
+) -> Option<u64> {
+    let mut changed = 0u64;
+    let mut seen = 0usize;
+    for rs in rep.resources() {
+        if t.storage_path_resource(&rs.resource) != (group.to_string(), resource.to_string()) {
+            continue;
+        }
+        let mut prefix = rep.prefix().to_vec();
+        if !prefix.ends_with(b"/") {
+            prefix.push(b'/');
+        }
+        prefix.extend_from_slice(rs.resource.as_bytes());
+        prefix.push(b'/');
+        let mut after: Option<Bytes> = None;
+        loop {
+            let page = rep.live_keys_after(&prefix, after.as_deref(), 1024);
+            if page.is_empty() {
+                break;
+            }
+            seen += page.len();
+            if seen > limit {
+                return None;
+            }
+            for k in &page {
+                if rep.get_meta(k).is_some_and(|m| m.mod_revision > rv) {
+                    changed += 1;
+                }
+            }
+            after = page.last().cloned();
+        }
+    }
+    Some(changed)
 }
 
 fn key(ci: ConceptIdx, group: &str, resource: &str, op: &str) -> SeriesKey {

@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 
 use super::body::{wrap, Body, Col, Table};
 use super::cells::{self, Cell};
-use crate::derive::apiserver::{ApiserverPanels, InformerMetrics, Reading, Risk};
+use crate::derive::apiserver::{ApiserverPanels, BehindFrom, InformerMetrics, Reading, Risk};
 use crate::tui::app::App;
 use crate::tui::text::thousands_i;
 use crate::tui::theme::Role;
@@ -93,8 +93,14 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
                 (r.name.clone(), Role::Text),
                 (cells::resource(&r.group, &r.resource), Role::Text),
                 cells::opt(r.events_behind, |n| {
+                    // From the keys: a lower bound (deletes are not seen).
+                    let at_least = if r.events_behind_from == BehindFrom::Keys {
+                        "≥"
+                    } else {
+                        ""
+                    };
                     (
-                        thousands_i(n as i64),
+                        format!("{at_least}{}", thousands_i(n as i64)),
                         if n > 0 { Role::StatusWarn } else { Role::Text },
                     )
                 }),
@@ -180,7 +186,7 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
     let legend = if n_informers > 0 {
         wrap(
             app,
-            "behind: events of its resource after its store's resourceVersion · head−rv: revisions since its store last changed · window: lag ÷ compaction window · fifo: deltas queued",
+            "behind: events of its resource after its store's resourceVersion (≥: counted from keys written since, deletes unseen; —: not countable, no lag claimed) · head−rv: revisions since its store last changed · window: lag ÷ compaction window · fifo: deltas queued",
             Role::Muted,
             w,
         )
