@@ -294,8 +294,12 @@ fn head_at(r: &Replica, at: std::time::SystemTime) -> Option<Revision> {
 /// applied whose revisions etcd may compact away (then a restart of its watch from there
 /// gets 410 Gone and a relist).
 fn verdict(lag: Option<i64>, window: Option<i64>, events: Option<u64>) -> (Risk, Option<String>) {
-    let (Some(lag), Some(win)) = (lag, window.filter(|w| *w > 0)) else {
+    let Some(lag) = lag else {
         return (Risk::Measuring, None);
+    };
+    // Nothing compacted yet: every revision is still there to resume from.
+    let Some(win) = window.filter(|w| *w > 0) else {
+        return (Risk::Ok, None);
     };
     let behind = match events {
         Some(n) => format!(
@@ -345,7 +349,8 @@ mod tests {
 
     #[test]
     fn verdicts_follow_the_window() {
-        assert_eq!(verdict(Some(10), None, Some(3)).0, Risk::Measuring);
+        assert_eq!(verdict(None, Some(100), None).0, Risk::Measuring);
+        assert_eq!(verdict(Some(10), None, Some(3)).0, Risk::Ok);
         assert_eq!(verdict(Some(10), Some(100), Some(3)).0, Risk::Ok);
         let (r, why) = verdict(Some(60), Some(100), Some(3));
         assert_eq!(r, Risk::Warn);
