@@ -14,6 +14,7 @@
 
 pub mod envelope;
 pub mod hexdump;
+pub mod migration;
 pub mod object;
 pub mod protobuf_wire;
 pub mod schema;

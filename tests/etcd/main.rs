@@ -25,3 +25,4 @@ mod record_replay;
 mod scrape_sources;
 mod sync;
 mod tls_auth;
+mod writers_migration;

@@ -89,6 +89,49 @@ impl Replica {
             self.versions.unswept_bytes += len as u64;
             self.versions.unswept_since_check += len as u64;
         }
+        if self.writers.migrations.holds(resource) {
+            self.note_migration(resource, slot, key);
+        }
         (resource, slot, gen, old_live.is_some())
+    }
+
+    /// Reads the StorageVersionMigration just written to (or deleted from) `key`, at `slot`
+    /// of `resource` (see [`super::writers::Migrations`]).
+    fn note_migration(&mut self, resource: u32, slot: Slot, key: &[u8]) {
+        let value = self
+            .versions
+            .keys
+            .at(slot)
+            .and_then(|(_, _, e)| self.unpacked(resource, &e.newest).value);
+        let path = crate::model::KeyPath::parse(&self.cfg.prefix, key);
+        self.writers.migrations.put(&path.name, value.as_deref());
+    }
+
+    /// Reads every StorageVersionMigration the replica holds again, and the sketches of
+    /// unchanged rewrites from the event log: after a checkpoint, which saves neither.
+    pub(super) fn rederive_writers_state(&mut self) {
+        let w = &mut self.writers;
+        w.migrations.clear();
+        for (id, r) in self.resources.iter().enumerate() {
+            w.migrations.resource_named(id as u32, &r.resource);
+        }
+        if w.migrations.has_resources() {
+            let held: Vec<(u32, Slot, Box<[u8]>)> = self
+                .versions
+                .keys
+                .iter_unordered()
+                .filter(|(_, _, e)| self.writers.migrations.holds(e.resource))
+                .map(|(slot, k, e)| (e.resource, slot, k.into()))
+                .collect();
+            for (resource, slot, key) in held {
+                self.note_migration(resource, slot, &key);
+            }
+        }
+        let events = self.events.iter().filter(|e| {
+            e.managed_unchanged && e.kind == crate::model::EventKind::Put && e.unseen.is_none()
+        });
+        self.writers.rebuild_sketches(
+            events.map(|e| (e.resource, &e.key[..], crate::model::unix_second(e.at))),
+        );
     }
 }

@@ -96,10 +96,13 @@ impl Replica {
                     managed_unchanged = before == Some(mark);
                 }
                 match (managed_unchanged, found, parsed) {
-                    (true, _, _) => {
-                        self.writers
-                            .count_unnamed(resource, kv.value.len(), second, false)
-                    }
+                    (true, _, _) => self.writers.count_unchanged(
+                        resource,
+                        &self.resources[resource as usize].resource,
+                        &kv.key,
+                        kv.value.len(),
+                        second,
+                    ),
                     (false, Some((f, names)), _) => self
                         .writers
                         .count_found(resource, &kv.value, f, names, second),

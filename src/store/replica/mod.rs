@@ -205,6 +205,7 @@ impl Replica {
             ));
         }
         self.writers.restored();
+        self.rederive_writers_state();
         if let Some((_, k, e)) = self
             .versions
             .keys
@@ -565,6 +566,7 @@ impl Replica {
         }
         let id = self.resources.len() as u32;
         let name = path.resource.into_owned();
+        self.writers.migrations.resource_named(id, &name);
         self.resource_ids.insert(name.clone(), id);
         self.resources.push(ResourceStats::new(name));
         id

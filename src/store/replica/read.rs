@@ -298,6 +298,15 @@ impl Replica {
         self.writers.rows()
     }
 
+    /// Whether resource `id` looks rewritten whole in the minute before `now_second`: most
+    /// of its keys written with unchanged managedFields (an estimate, see
+    /// [`super::writers::Writers::looks_rewritten`]).
+    pub fn looks_rewritten(&self, id: u32, now_second: u64) -> bool {
+        self.resources
+            .get(id as usize)
+            .is_some_and(|r| self.writers.looks_rewritten(id, r.keys, now_second))
+    }
+
     /// Name of a resource id as found in [`EventRecord::resource`].
     pub fn resource_name(&self, id: u32) -> &str {
         self.resources

@@ -642,3 +642,66 @@ fn invalid_config_corpus_yields_warnings_not_crashes() {
     }
     assert!(n >= 8, "corpus has {n} files");
 }
+
+/// Growth's writers table tags a storage version migration's rows (`migration`) and the
+/// unnamed rewrites of a resource most of whose keys were rewritten in a minute
+/// (`rewrite?`), with a line under the table that words the latter as a guess.
+#[test]
+fn writers_tag_a_migration_and_a_rewrite_of_every_object() {
+    let mut app = App::new(
+        Session::from_replica(listed(1), "demo"),
+        Settings::default(),
+    );
+    let mut rev = 2i64;
+    let mut write = |app: &mut App, key: String, value: String, version: i64| {
+        rev += 1;
+        let st = Stamped {
+            at: at(1),
+            obs: Observation::Events {
+                revision: rev,
+                events: vec![WatchEvent {
+                    kind: EventKind::Put,
+                    kv: KeyValue {
+                        key: Bytes::from(key),
+                        create_revision: 3,
+                        mod_revision: rev,
+                        version,
+                        lease: 0,
+                        value: Bytes::from(value),
+                    },
+                    prev_kv: None,
+                }],
+            },
+        };
+        app.ingest_all([&st]);
+    };
+    let object = |kind: &str, i: i64| {
+        format!(
+            r#"{{"kind":"{kind}","apiVersion":"v1","metadata":{{"name":"o{i}","namespace":"ns","managedFields":[{{"manager":"kubectl","operation":"Update","apiVersion":"v1","time":"2026-12-01T00:00:00Z"}}]}}}}"#
+        )
+    };
+    write(
+        &mut app,
+        "/registry/storageversionmigrations/secrets-1".into(),
+        r#"{"apiVersion":"storagemigration.k8s.io/v1","kind":"StorageVersionMigration","metadata":{"name":"secrets-1"},"spec":{"resource":{"group":"","resource":"secrets"}},"status":{"conditions":[{"type":"Running","status":"True"}]}}"#.into(),
+        1,
+    );
+    for version in [1, 2] {
+        for i in 0..25 {
+            let cm = format!("/registry/configmaps/ns/o{i}");
+            write(&mut app, cm, object("ConfigMap", i), version);
+            let secret = format!("/registry/secrets/ns/o{i}");
+            write(&mut app, secret, object("Secret", i), version);
+        }
+    }
+    let s = screen(&app, 160, 60);
+    assert!(
+        s.contains("(storage version migratio") && s.contains(" migration "),
+        "{s}"
+    );
+    assert!(s.contains("rewrite?"), "{s}");
+    assert!(
+        s.contains("rewrite? configmaps: perhaps a rewrite of every object"),
+        "worded as a guess: {s}"
+    );
+}

@@ -1,6 +1,11 @@
 //! Who writes: the replica's write counters per `managedFields` writer
 //! ([`crate::store::writers`]), as a table on Growth (every resource) and under the
 //! resource list in Keys (the selected resource).
+//!
+//! Two kinds of rows carry a tag where the operation would be: a storage version
+//! migration's rewrites (`migration`), and the unnamed rewrites of a resource most of whose
+//! keys were written with unchanged managedFields in the last minute (`rewrite?`, an
+//! estimate, with a line under the table saying what it may be).
 
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
@@ -8,6 +13,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 use ratatui::Frame;
 
 use super::{header_row, pane, sp};
+use crate::store::writers::{MIGRATION_WRITER_PREFIX, UNCHANGED_WRITER};
 use crate::store::{WriteRates, WriterStats};
 use crate::tui::app::App;
 use crate::tui::text::{bytes, rate, thousands};
@@ -62,6 +68,46 @@ fn label(w: &WriterStats) -> String {
     }
 }
 
+/// The tag shown for a row where its operation would be: `migration` for a storage
+/// version migration's rewrites, `rewrite?` for unnamed rewrites of a resource that looks
+/// rewritten whole now ([`crate::store::Replica::looks_rewritten`]).
+pub(crate) fn tag(app: &App, w: &WriterStats) -> Option<&'static str> {
+    if w.manager.starts_with(MIGRATION_WRITER_PREFIX) {
+        Some(MIGRATION_TAG)
+    } else if w.manager == UNCHANGED_WRITER
+        && app
+            .session
+            .replica
+            .looks_rewritten(w.resource, app.now_second())
+    {
+        Some(REWRITE_TAG)
+    } else {
+        None
+    }
+}
+
+/// The tag of a storage version migration's rows.
+pub(crate) const MIGRATION_TAG: &str = "migration";
+/// The tag of a row of unnamed rewrites that may be a rewrite of every object.
+pub(crate) const REWRITE_TAG: &str = "rewrite?";
+
+/// What a [`REWRITE_TAG`] row may be, worded as a guess: the line under the table.
+pub(crate) fn rewrite_hint(resource: &str) -> String {
+    format!(
+        "{REWRITE_TAG} {resource}: perhaps a rewrite of every object — a storage version \
+         migration or an encryption-key rotation (kube-storage-version-migrator, `kubectl \
+         replace`); most keys were written within a minute with managedFields unchanged"
+    )
+}
+
+/// The row's label with its tag, for the narrow table.
+fn tagged_label(app: &App, w: &WriterStats) -> String {
+    match tag(app, w) {
+        Some(t) => format!("{} [{t}]", label(w)),
+        None => label(w),
+    }
+}
+
 /// Draws the writers of `resource` (all when `None`) into `area`.
 pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect, resource: Option<u32>) {
     let t = &app.settings.theme;
@@ -106,15 +152,34 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect, resource: Option<u32>) 
     // Beside the key list: the writer and its rate only.
     let tiny = area.width < 40;
     let show_resource = resource.is_none() && mid;
-    let inner_h = area.height.saturating_sub(3) as usize;
+    let mut inner_h = area.height.saturating_sub(3) as usize;
+    // A resource that looks rewritten whole among the rows shown: one line under the table
+    // says what that may be (when there is room for it and a row).
+    let hinted = rows
+        .iter()
+        .take(inner_h)
+        .find(|(w, _)| tag(app, w) == Some(REWRITE_TAG))
+        .map(|(w, _)| w.resource);
+    let hint = hinted.filter(|_| inner_h >= 2).map(|id| {
+        inner_h -= 1;
+        rewrite_hint(r.resource_name(id))
+    });
     let body: Vec<Row> = rows
         .iter()
         .take(inner_h)
         .map(|(w, rt)| {
-            let writer = if mid { w.manager.clone() } else { label(w) };
+            let writer = if mid {
+                w.manager.clone()
+            } else {
+                tagged_label(app, w)
+            };
             let mut cells = vec![Cell::from(writer)];
             if mid {
-                cells.push(Cell::from(Span::styled(w.how(), t.get(Role::Muted))));
+                let how = match tag(app, w) {
+                    Some(tg) => Span::styled(tg, t.get(Role::Warning)),
+                    None => Span::styled(w.how(), t.get(Role::Muted)),
+                };
+                cells.push(Cell::from(how));
             }
             if show_resource {
                 cells.push(Cell::from(r.resource_name(w.resource).to_string()));
@@ -148,7 +213,7 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect, resource: Option<u32>) 
             if mid {
                 w.manager.chars().count()
             } else {
-                label(w).chars().count()
+                tagged_label(app, w).chars().count()
             }
         })
         .max()
@@ -198,4 +263,16 @@ pub(crate) fn draw(app: &App, f: &mut Frame, area: Rect, resource: Option<u32>) 
         .column_spacing(1)
         .block(block);
     f.render_widget(table, area);
+    if let Some(hint) = hint {
+        let line = Rect {
+            x: area.x + 1,
+            y: area.bottom().saturating_sub(2),
+            width: area.width.saturating_sub(2),
+            height: 1,
+        };
+        f.render_widget(
+            Paragraph::new(Line::from(sp(app, hint, Role::Warning))),
+            line,
+        );
+    }
 }
