@@ -151,7 +151,7 @@ pub struct MarkerScan {
     /// Whether an etcd scrape body was applied since the scan began.
     etcd_scraped: bool,
     conn_bad: bool,
-    scrape_bad: [bool; 2],
+    scrape_bad: [bool; ScrapeTarget::ALL.len()],
     p99_high: bool,
     /// The informers (group, resource) whose lag is over the threshold: one marker when
     /// a resource's lag goes over, none again until it has gone back under.
@@ -177,7 +177,7 @@ impl MarkerScan {
             compacted: session.replica.compact_revision(),
             etcd_scraped: false,
             conn_bad: false,
-            scrape_bad: [false, false],
+            scrape_bad: [false; ScrapeTarget::ALL.len()],
             p99_high: false,
             lag_high: std::collections::HashSet::new(),
             alarms: session
@@ -508,6 +508,38 @@ mod tests {
             ties > 0,
             "the demo has a scrape whose worst p99 several rows share"
         );
+    }
+
+    #[test]
+    fn every_scrape_target_failing_is_one_marker_each() {
+        // The controllers' targets too (a recording from before them has none; one
+        // after them must not panic on their index).
+        let mut s = Session::new(SessionInfo::default());
+        let mut scan = MarkerScan::new(&s, 1.0, 10.0);
+        let failed = |target| Observation::Scrape {
+            target,
+            outcome: ScrapeOutcome::Failed {
+                source: "https://127.0.0.1:10257/metrics".into(),
+                error: "connection refused".into(),
+            },
+        };
+        let obs: Vec<Observation> = ScrapeTarget::ALL
+            .iter()
+            .flat_map(|t| [failed(*t), failed(*t)])
+            .collect();
+        play(&mut s, &mut scan, obs);
+        let labels: Vec<String> = scan
+            .markers()
+            .iter()
+            .filter(|m| m.kind == MarkerKind::ScrapeFailed)
+            .map(|m| m.label.clone())
+            .collect();
+        assert_eq!(labels.len(), ScrapeTarget::ALL.len(), "{labels:?}");
+        assert!(
+            labels.iter().any(|l| l.starts_with("controller-manager scrape failed")),
+            "{labels:?}"
+        );
+        assert!(labels.iter().any(|l| l.starts_with("scheduler scrape failed")), "{labels:?}");
     }
 
     #[test]
