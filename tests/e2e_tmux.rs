@@ -400,6 +400,27 @@ fn demo_apiserver_screen_shows_latency_and_410() {
         Duration::from_secs(15),
         |s| terminated(s) >= 1,
     );
+    // The controllers' own informers: the demo's controller manager and scheduler serve
+    // 1.36-style informer metrics; zoomed, each informer's row and the workqueues show.
+    t.keys(&["h"]);
+    t.keys(&["z"]);
+    let screen = t.wait_for(
+        "the controllers' informers and workqueues",
+        Duration::from_secs(20),
+        |s| {
+            s.contains("Controllers' informers & workqueues")
+                && s.contains(
+                    "kube-controller-manager v1.36.0-regscope-demo: informer and workqueue metrics",
+                )
+                && s.lines().any(|l| l.contains("kcm") && l.contains(" pods "))
+                && s.lines()
+                    .any(|l| l.contains("sched") && l.contains(" nodes "))
+                && s.contains("replicaset")
+        },
+    );
+    println!("controllers:\n{screen}");
+    t.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(300));
     t.keys(&["q"]);
     let screen = t.wait_for("regscope demo to quit on q", Duration::from_secs(15), |s| {
         s.contains("regscope-exit=")

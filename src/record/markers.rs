@@ -536,10 +536,17 @@ mod tests {
             .collect();
         assert_eq!(labels.len(), ScrapeTarget::ALL.len(), "{labels:?}");
         assert!(
-            labels.iter().any(|l| l.starts_with("controller-manager scrape failed")),
+            labels
+                .iter()
+                .any(|l| l.starts_with("controller-manager scrape failed")),
             "{labels:?}"
         );
-        assert!(labels.iter().any(|l| l.starts_with("scheduler scrape failed")), "{labels:?}");
+        assert!(
+            labels
+                .iter()
+                .any(|l| l.starts_with("scheduler scrape failed")),
+            "{labels:?}"
+        );
     }
 
     #[test]
