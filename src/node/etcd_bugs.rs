@@ -28,6 +28,12 @@ pub struct KnownBug {
 }
 
 /// Every known watch bug, oldest first.
+///
+/// etcd-io/etcd#19179: etcd rebuilds its key index at start without a key whose only
+/// revision left is a tombstone, and a compaction it resumes then (one scheduled but not
+/// finished, etcd 3.5 `server/mvcc/kvstore.go` `restore`) deletes every revision the index
+/// does not keep (`kvstore_compaction.go`), the tombstone with them; the fix
+/// (`restoreTombstone` in `key_index.go`) keeps it in the index.
 pub static KNOWN_WATCH_BUGS: [KnownBug; 2] = [
     KnownBug {
         id: "etcd-io/etcd#15220",
@@ -41,8 +47,8 @@ pub static KNOWN_WATCH_BUGS: [KnownBug; 2] = [
         id: "etcd-io/etcd#19179",
         affected: "etcd 3.4 before 3.4.36, 3.5 before 3.5.18",
         fixed_in: "etcd-io/etcd#19251 (3.4.36), #19249 (3.5.18), #19188 (3.6.0)",
-        what: "after etcd restarts, a watch opened at exactly the compacted revision misses the DELETE at that revision when the key's tombstone is all that compaction kept of it",
-        regscope_does: "resumes a watch from the revision after the last one applied without asking where etcd compacted, so after an outage it can open one at exactly the compacted revision; a DELETE missed there leaves the key in the replica until regscope lists the prefix again",
+        what: "a compaction at a DELETE's revision that etcd finishes after a restart (it stopped mid-compaction) also removes that DELETE's tombstone, left out of the rebuilt key index, so a watch opened at exactly the compacted revision misses the DELETE",
+        regscope_does: "resumes a watch from the revision after the last one applied without asking where etcd compacted, so after an outage it can open one at exactly the compacted revision and miss such a DELETE: the key then stays in the replica until regscope lists the prefix again",
         lines: &[(3, 4, 36), (3, 5, 18)],
     },
 ];

@@ -635,11 +635,12 @@ fn from_etcd_flags(d: &mut Discovery, m: &Manifest, file: &str) {
 /// `dashes` is put before the name in facts: `--` for flags, empty for config keys).
 ///
 /// A setting given in both spellings: the new spelling's value is the one recorded (the
-/// only one etcd 3.7 reads), and it is a [`Problem`] whatever the values, since no etcd
-/// release starts with both: 3.6 refuses them together (`Config.Validate` and
-/// `SetFeatureGatesFromExperimentalFlags`, etcd 3.6 `server/embed/config.go`), 3.7 refuses
-/// the old flags as undefined (etcd-io/etcd#19959; a config file's old key it ignores),
-/// and 3.5 never knew the new ones.
+/// only one etcd 3.7 reads), and it is a [`Problem`] whatever the values: etcd 3.6 refuses
+/// to start with both, as flags or config-file keys (`Config.Validate` and
+/// `SetFeatureGatesFromExperimentalFlags`, etcd 3.6 `server/embed/config.go`); on the
+/// command line 3.7 refuses the old flags as undefined (etcd-io/etcd#19959) and 3.5 the
+/// new ones, while in a config file each ignores the key it does not know
+/// (`sigs.k8s.io/yaml` in `configFromFile`).
 fn etcd_settings(
     d: &mut Discovery,
     file: &str,
