@@ -48,7 +48,7 @@ pub static KNOWN_WATCH_BUGS: [KnownBug; 2] = [
         affected: "etcd 3.4 before 3.4.36, 3.5 before 3.5.18",
         fixed_in: "etcd-io/etcd#19251 (3.4.36), #19249 (3.5.18), #19188 (3.6.0)",
         what: "a compaction at a DELETE's revision that etcd finishes after a restart (it stopped mid-compaction) also removes that DELETE's tombstone, left out of the rebuilt key index, so a watch opened at exactly the compacted revision misses the DELETE",
-        regscope_does: "resumes a watch from the revision after the last one applied without asking where etcd compacted, so after an outage it can open one at exactly the compacted revision and miss such a DELETE: the key then stays in the replica until regscope lists the prefix again",
+        regscope_does: "opens its watch of the prefix one revision before the one it resumes from (dropping that revision's events, already applied), so a compaction at exactly the resume revision cancels it and regscope lists the prefix again instead of watching from there; the clusters of --etcd-servers-overrides, only counted, still resume at the next revision",
         lines: &[(3, 4, 36), (3, 5, 18)],
     },
 ];
