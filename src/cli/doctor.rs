@@ -7,7 +7,10 @@
 //! leader, db size); each member of an `--etcd-servers-overrides` cluster; etcd's
 //! `/metrics`; the apiserver's `/metrics` and a one-item list of each informer resource;
 //! the encryption config (readable, which resources it covers) and how up to 50 values of
-//! each covered resource are stored (read from etcd). A TLS failure
+//! each covered resource are stored (read from etcd). After the members: the known etcd
+//! watch bugs of each version the members run ([`crate::node::etcd_bugs`]; a member's
+//! Status asked once more), and etcd's watch progress notify interval and feature gates as
+//! its manifest gives them. A TLS failure
 //! is explained from the certificates ([`crate::node::certs`]). Read-only like the rest of
 //! regscope: Status, Range reads, metrics GETs and lists are all it sends.
 
@@ -85,6 +88,20 @@ struct Report<'a> {
     problems: &'a [crate::node::Problem],
     checks: &'a [Check],
     ok: bool,
+    /// etcd's watch progress notify interval as its manifest gives it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    etcd_watch_progress_notify_interval: Option<&'a str>,
+    /// etcd's feature gates as configured.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    etcd_feature_gates: &'a [crate::node::FeatureGate],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    controller_manager_metrics_url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    controller_manager_tls_cert: Option<&'a std::path::Path>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scheduler_metrics_url: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scheduler_tls_cert: Option<&'a std::path::Path>,
 }
 
 /// `regscope doctor` from its flags: `--timeout` must be more than 0 (exit 2), the global
@@ -116,6 +133,12 @@ pub async fn run(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Result<ExitC
             problems: &d.problems,
             checks: &checks,
             ok,
+            etcd_watch_progress_notify_interval: d.etcd_watch_progress_notify_interval.as_deref(),
+            etcd_feature_gates: &d.etcd_feature_gates,
+            controller_manager_metrics_url: d.controller_manager_metrics_url.as_deref(),
+            controller_manager_tls_cert: d.controller_manager_tls_cert.as_deref(),
+            scheduler_metrics_url: d.scheduler_metrics_url.as_deref(),
+            scheduler_tls_cert: d.scheduler_tls_cert.as_deref(),
         };
         crate::cli::out(format_args!("{}\n", serde_json::to_string_pretty(&report)?));
     } else {
@@ -214,8 +237,10 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
         }
         if out.iter().any(|c| c.check == "etcd member" && c.ok) {
             out.extend(prefix_check(&opts, &a.conn.prefix_bytes(), a.timeout).await);
+            out.extend(known_bug_checks(&opts, a.timeout).await);
         }
     }
+    out.extend(etcd_settings_checks(d));
     for (resources, endpoints) in d.other_clusters() {
         let oo = EtcdOptions {
             endpoints,
@@ -772,4 +797,120 @@ async fn etcd_metrics(url: Option<&str>, opts: &EtcdOptions, timeout: Duration) 
             "check etcd's --listen-metrics-urls, or pass --etcd-metrics-url",
         ),
     }
+}
+
+/// One check per known etcd watch bug of each etcd version the members run
+/// ([`crate::node::etcd_bugs::known_watch_bugs`]), or one line saying none applies; each
+/// member's Status is asked once more for its version (members that do not answer are left
+/// to the member checks). Known bugs are facts about the server, not faults of the node's
+/// setup: they pass, with the release that fixes them as advice.
+async fn known_bug_checks(opts: &EtcdOptions, timeout: Duration) -> Vec<Check> {
+    use crate::node::etcd_bugs::{known_watch_bugs, KNOWN_WATCH_BUGS};
+    // Members by version, in the order they answered.
+    let mut versions: Vec<(String, Vec<String>)> = Vec::new();
+    for ep in &opts.endpoints {
+        let one = EtcdOptions {
+            endpoints: vec![ep.clone()],
+            ..opts.clone()
+        };
+        let Ok(c) = one.connect_info(timeout).await else {
+            continue;
+        };
+        match versions.iter_mut().find(|(v, _)| *v == c.version) {
+            Some((_, eps)) => eps.push(ep.clone()),
+            None => versions.push((c.version, vec![ep.clone()])),
+        }
+    }
+    let mut out = Vec::new();
+    for (version, endpoints) in versions {
+        let target = endpoints.join(",");
+        let bugs = known_watch_bugs(&version);
+        if bugs.is_empty() {
+            let known: Vec<&str> = KNOWN_WATCH_BUGS.iter().map(|b| b.id).collect();
+            out.push(Check::ok(
+                "etcd known bugs",
+                target,
+                format!(
+                    "etcd {version}: none of the watch bugs regscope knows applies ({})",
+                    known.join(", ")
+                ),
+            ));
+            continue;
+        }
+        for b in bugs {
+            out.push(Check {
+                advice: Some(format!("upgrade etcd: fixed by {}", b.fixed_in)),
+                ..Check::ok(
+                    "etcd known bug",
+                    target.clone(),
+                    format!(
+                        "etcd {version} has {} ({}): {}; regscope {}",
+                        b.id, b.affected, b.what, b.regscope_does
+                    ),
+                )
+            });
+        }
+    }
+    out
+}
+
+/// etcd's watch progress notify interval and feature gates, as the node's etcd manifest
+/// (or k3s's etcd config) gives them; nothing when no such file was read.
+///
+/// kube-apiserver's watch cache learns etcd's revision from events and progress
+/// notifications: a consistent read served from the cache waits until the cache reaches
+/// etcd's current revision, and asks etcd for progress every 100 ms while one waits
+/// (k8s.io/apiserver `pkg/storage/cacher/progress/watch_progress.go`); etcd's periodic
+/// notifications at this interval move the cache of a resource nobody writes. kubeadm sets
+/// 5s; etcd's default is 10 minutes (`progressReportInterval`, etcd
+/// `server/etcdserver/api/v3rpc/watch.go`).
+fn etcd_settings_checks(d: &Discovery) -> Vec<Check> {
+    let Some(file) = &d.etcd_flags_file else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    let fact = d
+        .facts
+        .iter()
+        .find(|f| f.name == "etcd watch progress notify interval");
+    let deprecated = |flag: &str| {
+        if flag.trim_start_matches('-').starts_with("experimental-") {
+            ", a spelling deprecated in etcd 3.6 and refused by etcd 3.7"
+        } else {
+            ""
+        }
+    };
+    let why = "kube-apiserver's watch cache learns etcd's revision from progress notifications; between them it knows only the revisions of events it saw";
+    out.push(match (&d.etcd_watch_progress_notify_interval, fact) {
+        (Some(v), Some(f)) => {
+            let flag = f.flag.as_deref().unwrap_or_default();
+            Check::ok(
+                "etcd progress notify",
+                file,
+                format!("every {v} ({flag}{}); {why}", deprecated(flag)),
+            )
+        }
+        _ => Check::ok(
+            "etcd progress notify",
+            file,
+            format!("not set: etcd's default, every 10 minutes (kubeadm sets 5s); {why}"),
+        ),
+    });
+    if !d.etcd_feature_gates.is_empty() {
+        let gates: Vec<String> = d
+            .etcd_feature_gates
+            .iter()
+            .map(|g| {
+                format!(
+                    "{}={} ({}{})",
+                    g.gate,
+                    g.enabled,
+                    g.flag,
+                    deprecated(&g.flag)
+                )
+            })
+            .collect();
+        out.push(Check::ok("etcd feature gates", file, gates.join(", ")));
+    }
+    out
 }

@@ -3,7 +3,8 @@
 //! watch from list revision + 1 (with progress notifications, without `prev_kv`) plus a watch on
 //! the apiserver's `compact_rev_key`. Reconnects with backoff and resumes from the last
 //! forwarded revision + 1; relists when the watch is cancelled because its start revision
-//! was compacted.
+//! was compacted. The prefix's watch is opened one revision early, so that a compaction at
+//! exactly the resume revision also relists (etcd-io/etcd#19179, see `etcd/session.rs`).
 //!
 //! This file is the reconnect loop (connect, fail over, detect a restored etcd, list); one
 //! watch session is `etcd/session.rs`, run by the loop both etcd watchers share
@@ -331,10 +332,16 @@ impl EtcdSource {
                         source: CompactionSource::Watch,
                     })
                     .await;
-                    out.send(Observation::Note(format!(
-                        "watch from revision {start} refused: compacted at {c}; relisting"
-                    )))
-                    .await;
+                    // The watch opens one revision early (see `session.rs`): a compaction
+                    // at exactly `start` cancels it too.
+                    let note = if c == start {
+                        format!(
+                            "etcd compacted at {c}, exactly the revision the watch resumes from, where a watch can miss a DELETE (etcd-io/etcd#19179); relisting"
+                        )
+                    } else {
+                        format!("watch from revision {start} refused: compacted at {c}; relisting")
+                    };
+                    out.send(Observation::Note(note)).await;
                     relist_for = Some(c);
                 }
                 WatchEnd::Lost(reason) => {

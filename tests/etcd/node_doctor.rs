@@ -635,3 +635,117 @@ async fn a_kubeadm_tree_is_found_checked_and_used_and_broken_variants_are_named(
         "{err}"
     );
 }
+
+/// `regscope doctor` names the known watch bugs of the etcd it reaches (etcd-io/etcd#15220
+/// for Debian's 3.4.23 and for 3.5.1, both before its fix) and reports the progress notify
+/// interval and feature gates the node's etcd manifest gives (etcd 3.6 spelling).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_names_known_etcd_watch_bugs_and_the_progress_notify_interval() {
+    require!(ETCD);
+    let e = regscope::demo::PrivateEtcd::start()
+        .await
+        .expect("start etcd");
+    let mut c = e.client().await.expect("client");
+    // Something under the prefix, so that the prefix check passes (written by the test).
+    c.put("/registry/configmaps/default/cm1", "x", None)
+        .await
+        .unwrap();
+    let version = c.status().await.expect("status").version().to_string();
+    if let Ok(want) = std::env::var("REGSCOPE_TEST_ETCD_VERSION") {
+        assert_eq!(version, want, "the etcd under test");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "/etc/kubernetes/manifests/kube-apiserver.yaml",
+        &format!(
+            "spec:\n  containers:\n  - name: kube-apiserver\n    command: [kube-apiserver, --etcd-servers={}]\n",
+            e.endpoint()
+        ),
+    );
+    write(
+        root,
+        "/etc/kubernetes/manifests/etcd.yaml",
+        "spec:\n  containers:\n  - name: etcd\n    command: [etcd, --watch-progress-notify-interval=5s, --feature-gates=InitialCorruptCheck=true]\n",
+    );
+    let (code, v, err) = doctor(root);
+    assert_eq!(code, 0, "{v:#}\n{err}");
+    let checks = v["checks"].as_array().unwrap();
+    let bugs: Vec<&serde_json::Value> = checks
+        .iter()
+        .filter(|c| c["check"] == "etcd known bug")
+        .collect();
+    let expected = regscope::node::etcd_bugs::known_watch_bugs(&version);
+    assert_eq!(bugs.len(), expected.len(), "etcd {version}: {v:#}");
+    let names_15220 = expected.iter().any(|b| b.id == "etcd-io/etcd#15220");
+    if version == "3.4.23" || version == "3.5.1" {
+        assert!(
+            names_15220,
+            "etcd {version} is before the fix of etcd-io/etcd#15220"
+        );
+    }
+    if names_15220 {
+        let progress = bugs
+            .iter()
+            .find(|c| {
+                c["detail"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("etcd-io/etcd#15220")
+            })
+            .unwrap_or_else(|| panic!("etcd {version} names etcd-io/etcd#15220: {v:#}"));
+        let detail = progress["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(&format!("etcd {version} has")),
+            "{detail}"
+        );
+        assert!(
+            detail.contains("3.4 before 3.4.25, 3.5.0–3.5.7"),
+            "{detail}"
+        );
+        assert!(
+            detail.contains("regscope takes a progress notification only"),
+            "{detail}"
+        );
+        assert_eq!(progress["target"], e.endpoint().as_str());
+        assert_eq!(progress["ok"], true, "a server's bug, not the node's fault");
+        assert!(
+            progress["advice"].as_str().unwrap().contains("3.4.25"),
+            "{progress:#}"
+        );
+    }
+    if expected.is_empty() {
+        assert!(
+            checks.iter().any(|c| c["check"] == "etcd known bugs"),
+            "{v:#}"
+        );
+    }
+    let find = |kind: &str| {
+        checks
+            .iter()
+            .find(|c| c["check"] == kind)
+            .unwrap_or_else(|| panic!("{kind}: {v:#}"))
+    };
+    let progress = find("etcd progress notify");
+    assert_eq!(progress["target"], "/etc/kubernetes/manifests/etcd.yaml");
+    assert!(
+        progress["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("every 5s (--watch-progress-notify-interval)"),
+        "{progress:#}"
+    );
+    assert_eq!(
+        find("etcd feature gates")["detail"],
+        "InitialCorruptCheck=true (--feature-gates)"
+    );
+    assert_eq!(v["etcd_watch_progress_notify_interval"], "5s");
+    assert_eq!(v["etcd_feature_gates"][0]["gate"], "InitialCorruptCheck");
+    // The text report names the bug too.
+    let r = root.display().to_string();
+    let (_, text, _) = run(&["doctor", "--root", &r, "--informers", "none"]);
+    for b in &expected {
+        assert!(text.contains(b.id), "{text}");
+    }
+}

@@ -38,10 +38,18 @@ impl EtcdSource {
             .connect_require_leader(read_from, self.sync.request_timeout)
             .await
             .ok();
+        // The prefix is watched from the revision before `start` (the last one applied),
+        // never from `start` itself: when etcd compacted at exactly `start`, the watch is
+        // then cancelled as compacted and the prefix listed again, instead of opened at
+        // the compacted revision, where etcd 3.4 before 3.4.36 and 3.5 before 3.5.18 can
+        // miss a DELETE after finishing that compaction at a restart (etcd-io/etcd#19179,
+        // fixed by etcd-io/etcd#19251, #19249, #19188). That revision's events, applied
+        // already, are dropped as they come (`resume_from`). Revision 1 holds no event.
+        let from = if start > 1 { start - 1 } else { start };
         let stream = open_prefix_watch(
             leader_client.as_ref().unwrap_or(client),
             self.sync.range_key(),
-            start,
+            from,
             self.sync.request_timeout,
             Some(self.sync.watch_max_decode_bytes),
         )
@@ -64,6 +72,7 @@ impl EtcdSource {
             forwarded,
             progress_safe,
             kept,
+            resume_from: start,
             created: 0,
             last_progress: 0,
             confirmed: false,
@@ -89,6 +98,9 @@ struct Session<'a> {
     /// etcd orders progress notifications after pending events (see `progress_ordered`).
     progress_safe: bool,
     kept: &'a mut Kept,
+    /// The first revision not yet applied: the prefix's events below it (the revision
+    /// the watch was opened one early at) are dropped.
+    resume_from: Revision,
     /// Watches created so far on the stream (prefix first, then the marker).
     created: usize,
     /// The head of the last progress notification forwarded (0 after events).
@@ -206,11 +218,12 @@ impl WatchHandler for Session<'_> {
             }
             return ControlFlow::Continue(());
         }
+        let resume_from = self.resume_from;
         let events: Vec<WatchEvent> = resp
             .events()
             .iter()
             .filter_map(|ev| {
-                let kv = ev.kv()?;
+                let kv = ev.kv().filter(|kv| kv.mod_revision() >= resume_from)?;
                 Some(WatchEvent {
                     kind: match ev.event_type() {
                         EventType::Put => EventKind::Put,
@@ -221,6 +234,10 @@ impl WatchHandler for Session<'_> {
                 })
             })
             .collect();
+        if events.is_empty() {
+            // Only events of the revision already applied (see `resume_from`).
+            return ControlFlow::Continue(());
+        }
         if let Some(last) = events.last() {
             *self.forwarded = Some(self.forwarded.unwrap_or(0).max(last.kv.mod_revision));
             // A head must be announced twice again, after these, to count.
