@@ -263,6 +263,7 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
         None => {}
     }
     out.extend(apiserver(m, a.timeout).await);
+    out.extend(controllers(m, a.timeout).await);
     // The config given with --encryption-config, else the node's.
     let keyring_path = a
         .encryption_config
@@ -316,6 +317,94 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
 /// as the console reaches it) and, for each informer resource, whether the user may list
 /// it (a list of one item: informer lag needs list and watch). Nothing when the apiserver
 /// side is not configured.
+/// kube-controller-manager's and kube-scheduler's `/metrics` (given, or found in their
+/// manifests): reachable with the credentials regscope would use, their version, and
+/// whether they expose informer metrics (Kubernetes 1.36+) or only workqueues.
+async fn controllers(m: &MetricsArgs, timeout: Duration) -> Vec<Check> {
+    use crate::derive::apiserver::INFORMER_METRICS_SINCE;
+    use crate::metrics::concepts::{self, minor_version, Concept};
+    use crate::model::ScrapeOutcome;
+    use crate::source::scrape::scrape_once;
+    let mut out = Vec::new();
+    let Ok(scfg) = m.scrape_config() else {
+        // The apiserver check says what is wrong with the flags.
+        return out;
+    };
+    let kube = scfg.apiserver.load_config().await.ok().flatten();
+    for c in scfg.controllers.iter().filter(|c| c.files.is_empty()) {
+        let check = format!("{} metrics", c.target.component());
+        let url = c.url.as_deref().unwrap_or_default();
+        let how = match crate::source::controllers::scrape_from(
+            c.target,
+            url,
+            &scfg.controllers_auth,
+            kube.as_ref(),
+        ) {
+            Ok((how, _)) => how,
+            Err(e) => {
+                out.push(Check::fail(
+                    &check,
+                    url,
+                    e,
+                    "give --kubeconfig (the node's admin.conf), or --controllers-token-file / --controllers-cert and --controllers-key",
+                ));
+                continue;
+            }
+        };
+        out.push(match scrape_once(&how, timeout).await {
+            ScrapeOutcome::Body { body, source } => {
+                let d = crate::store::metrics::ScrapeDigest::of(&body);
+                match d.mapped {
+                    None => Check::fail(
+                        &check,
+                        source,
+                        d.no_samples.unwrap_or_else(|| "no metrics in the answer".into()),
+                        format!("point the URL at {}'s /metrics", c.target.component()),
+                    ),
+                    Some(mapped) => {
+                        let t = concepts::table();
+                        let version = mapped.version.clone().unwrap_or_else(|| "version unknown".into());
+                        let informers = mapped
+                            .series
+                            .keys()
+                            .filter(|k| k.concept == t.idx(Concept::InformerStoreResourceVersion))
+                            .count();
+                        let queues = mapped
+                            .series
+                            .keys()
+                            .filter(|k| k.concept == t.idx(Concept::WorkqueueDepth))
+                            .count();
+                        let old = mapped
+                            .version
+                            .as_deref()
+                            .and_then(minor_version)
+                            .is_some_and(|v| v < INFORMER_METRICS_SINCE);
+                        let detail = if informers > 0 {
+                            format!("{version}: {informers} informers, {queues} workqueues")
+                        } else if old {
+                            format!(
+                                "{version}: {queues} workqueues; no informer metrics (they came in Kubernetes 1.36), so its informers' lag cannot be shown"
+                            )
+                        } else {
+                            format!("{version}: {queues} workqueues; no informer_* series")
+                        };
+                        Check::ok(&check, source, detail)
+                    }
+                }
+            }
+            ScrapeOutcome::Failed { source, error } => {
+                let advice = if denied(&error) {
+                    "the credentials need `get` on the nonResourceURL /metrics (kubeadm's admin.conf has it)"
+                } else {
+                    "is the component running, on this --secure-port? (its static pod manifest says)"
+                };
+                Check::fail(&check, source, error, advice)
+            }
+        });
+    }
+    out
+}
+
 async fn apiserver(m: &MetricsArgs, timeout: Duration) -> Vec<Check> {
     use crate::model::ScrapeOutcome;
     use crate::source::scrape::scrape_once;

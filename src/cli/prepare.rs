@@ -101,6 +101,20 @@ fn discover_node(cli: &mut Cli) -> Option<crate::node::Discovery> {
                 .node_apiserver_flags
                 .clone_from(&d.apiserver_flags);
             cli.metrics.node_other_clusters = d.other_clusters();
+            // kube-controller-manager's and kube-scheduler's /metrics on this node.
+            cli.metrics.node_controllers = [
+                (
+                    crate::model::ScrapeTarget::ControllerManager,
+                    &d.controller_manager_metrics_url,
+                ),
+                (
+                    crate::model::ScrapeTarget::Scheduler,
+                    &d.scheduler_metrics_url,
+                ),
+            ]
+            .into_iter()
+            .filter_map(|(t, u)| Some((t, u.clone()?)))
+            .collect();
         }
     }
     if let Some(p) = &d.encryption_config {

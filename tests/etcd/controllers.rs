@@ -14,14 +14,14 @@ use crate::common::require;
 use crate::common::snapshot_cli::{run, stderr};
 
 /// A `/metrics` server on loopback answering every request with the current `body`.
-struct Scripted {
-    url: String,
+pub(crate) struct Scripted {
+    pub(crate) url: String,
     body: Arc<Mutex<String>>,
     stop: Arc<AtomicBool>,
 }
 
 impl Scripted {
-    fn start() -> Scripted {
+    pub(crate) fn start() -> Scripted {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         l.set_nonblocking(true).unwrap();
         let url = format!("http://{}/metrics", l.local_addr().unwrap());
@@ -51,7 +51,12 @@ impl Scripted {
         Scripted { url, body, stop }
     }
 
-    fn serve_rv(&self, rv: i64) {
+    /// Answers with `text` from now on.
+    pub(crate) fn serve_text(&self, text: String) {
+        *self.body.lock().unwrap() = text;
+    }
+
+    pub(crate) fn serve_rv(&self, rv: i64) {
         *self.body.lock().unwrap() = format!(
             "# TYPE kubernetes_build_info gauge\n\
              kubernetes_build_info{{git_version=\"v1.36.0\",major=\"1\",minor=\"36\"}} 1\n\

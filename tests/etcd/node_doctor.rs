@@ -749,3 +749,87 @@ async fn doctor_names_known_etcd_watch_bugs_and_the_progress_notify_interval() {
         assert!(text.contains(b.id), "{text}");
     }
 }
+
+/// doctor checks kube-controller-manager's and kube-scheduler's `/metrics`: one found in
+/// the node's manifests (https on its secure port, no credentials for it here: failed,
+/// saying what to give), and ones given by flag: a 1.36 controller manager with informer
+/// metrics, and the real v1.34.0 scheduler capture, which has none (said why).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_the_controllers_metrics() {
+    require!(ETCD, TESTDATA);
+    let e = regscope::demo::PrivateEtcd::start()
+        .await
+        .expect("start etcd");
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        root,
+        "/etc/kubernetes/manifests/kube-apiserver.yaml",
+        &format!(
+            "spec:\n  containers:\n  - name: kube-apiserver\n    command: [kube-apiserver, --etcd-servers={}]\n",
+            e.endpoint()
+        ),
+    );
+    write(
+        root,
+        "/etc/kubernetes/manifests/kube-controller-manager.yaml",
+        "spec:\n  containers:\n  - name: kube-controller-manager\n    command: [kube-controller-manager, --secure-port=10999]\n",
+    );
+    let (_, v, _) = doctor(root);
+    let checks = v["checks"].as_array().unwrap();
+    let kcm = checks
+        .iter()
+        .find(|c| c["check"] == "kube-controller-manager metrics")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert_eq!(kcm["target"], "https://127.0.0.1:10999/metrics", "{kcm:#}");
+    assert_eq!(kcm["ok"], false, "{kcm:#}");
+    assert!(
+        kcm["detail"].as_str().unwrap().contains("no credentials"),
+        "{kcm:#}"
+    );
+
+    let cm = crate::controllers::Scripted::start();
+    cm.serve_rv(100);
+    let sched = crate::controllers::Scripted::start();
+    let capture = crate::common::fixtures::testdata()
+        .join("controlplane-metrics/kube-scheduler-v1.34.0.prom");
+    sched.serve_text(std::fs::read_to_string(capture).unwrap());
+    let r = root.display().to_string();
+    let (_, out, err) = run(&[
+        "doctor",
+        "--json",
+        "--root",
+        &r,
+        "--informers",
+        "none",
+        "--controller-manager-metrics-url",
+        &cm.url,
+        "--scheduler-metrics-url",
+        &sched.url,
+    ]);
+    let v: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|_| panic!("{out}\n{err}"));
+    let checks = v["checks"].as_array().unwrap();
+    let find = |kind: &str| {
+        checks
+            .iter()
+            .find(|c| c["check"] == kind)
+            .unwrap_or_else(|| panic!("{kind}: {v:#}"))
+    };
+    let kcm = find("kube-controller-manager metrics");
+    assert_eq!(kcm["ok"], true, "{kcm:#}");
+    assert_eq!(kcm["target"], cm.url.as_str());
+    assert_eq!(
+        kcm["detail"], "v1.36.0: 1 informers, 1 workqueues",
+        "{kcm:#}"
+    );
+    let s = find("kube-scheduler metrics");
+    assert_eq!(s["ok"], true, "{s:#}");
+    let detail = s["detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with(
+            "v1.34.0: 3 workqueues; no informer metrics (they came in Kubernetes 1.36)"
+        ),
+        "{detail}"
+    );
+}
