@@ -194,3 +194,83 @@ fn a_v134_controller_manager_has_workqueues_and_says_why_no_informers() {
         .any(|q| q["name"] == "garbage_collector_graph_changes"));
     drop(etcd);
 }
+
+/// The default way to a component's `/metrics` on the node: the kubeconfig's client
+/// certificate, sent to an HTTPS endpoint on loopback whose certificate regscope does not
+/// verify unless `--controllers-cacert` is given (components serve a self-signed one by
+/// default). The endpoint is a real HTTPS server that requires a client certificate
+/// (`regscope serve --client-ca`); the kubeconfig's CA is another one, so only the
+/// loopback rule lets the first scrape through; with `--controllers-cacert` the server's
+/// CA verifies, another CA is refused.
+#[test]
+fn the_kubeconfig_client_certificate_reaches_a_loopback_https_component() {
+    require!(ETCD, OPENSSL);
+    use crate::common::pki;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    pki::ca(d, "ca");
+    pki::leaf(d, "server", "ca", Some(pki::SERVER_EXT));
+    pki::leaf(d, "scraper", "ca", Some(pki::CLIENT_EXT));
+    pki::ca(d, "other");
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let etcd = rt
+        .block_on(regscope::demo::PrivateEtcd::start())
+        .expect("etcd");
+    let endpoint = etcd.endpoint();
+    let mut serve = std::process::Command::new(env!("CARGO_BIN_EXE_regscope"))
+        .args(["serve", "--endpoints", &endpoint, "--informers", "none"])
+        .args(["--listen", "127.0.0.1:0", "--tls-cert"])
+        .arg(d.join("server.crt"))
+        .arg("--tls-key")
+        .arg(d.join("server.key"))
+        .arg("--client-ca")
+        .arg(d.join("ca.crt"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("regscope serve");
+    let mut err = std::io::BufReader::new(serve.stderr.take().unwrap());
+    let addr = loop {
+        let mut line = String::new();
+        let n = std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(n > 0, "serve ended before saying where it serves");
+        if let Some(rest) = line.strip_prefix("regscope serve: serving /metrics on ") {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let kc = d.join("admin.conf");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\nclusters:\n- name: k\n  cluster:\n    server: https://127.0.0.1:1\n    certificate-authority: {}\ncontexts:\n- name: c\n  context:\n    cluster: k\n    user: u\nusers:\n- name: u\n  user:\n    client-certificate: {}\n    client-key: {}\n",
+            d.join("other.crt").display(),
+            d.join("scraper.crt").display(),
+            d.join("scraper.key").display()
+        ),
+    )
+    .unwrap();
+    let url = format!("https://{addr}/metrics");
+    let component = |extra: &[&str]| -> Value {
+        let kc = kc.to_str().unwrap();
+        let mut args = vec!["--kubeconfig", kc, "--controller-manager-metrics-url", &url];
+        args.extend_from_slice(extra);
+        let v = snapshot(&endpoint, &args);
+        v["controllers"]["components"][0]["status"].clone()
+    };
+    // Unverified on loopback, the client certificate accepted.
+    let st = component(&[]);
+    assert_eq!(st["good_scrapes"], 1, "{st:#}");
+    assert!(st["last_error"].is_null(), "{st:#}");
+    // Verified against the server's CA.
+    let ca = d.join("ca.crt");
+    let st = component(&["--controllers-cacert", ca.to_str().unwrap()]);
+    assert_eq!(st["good_scrapes"], 1, "{st:#}");
+    // Another CA: refused.
+    let other = d.join("other.crt");
+    let st = component(&["--controllers-cacert", other.to_str().unwrap()]);
+    assert_eq!(st["good_scrapes"], 0, "{st:#}");
+    assert!(st["last_error"].is_string(), "{st:#}");
+    let _ = serve.kill();
+    let _ = serve.wait();
+    drop(etcd);
+}
