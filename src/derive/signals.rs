@@ -508,6 +508,19 @@ pub static SIGNALS: &[Signal] = &[
         },
     },
     Signal {
+        name: "apiserver_lists_total",
+        kind: SignalKind::Counter,
+        unit: "requests",
+        labels: &["group", "resource", "kind"],
+        help: "lists per watch-cached resource since the apiserver started: kind list (apiserver_request_total verb LIST) and watch_list (apiserver_watch_list_duration_seconds count, 1.29+); a relist is either",
+        read: |i, o| {
+            for r in &i.panels.watch_cache {
+                labelled(o, &[&r.group, &r.resource, "list"], r.list_requests_total.value().copied());
+                labelled(o, &[&r.group, &r.resource, "watch_list"], r.watch_lists_total.value().copied());
+            }
+        },
+    },
+    Signal {
         name: "writes_total",
         kind: SignalKind::Counter,
         unit: "writes",

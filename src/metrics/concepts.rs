@@ -43,9 +43,26 @@ pub enum Kind {
 #[derive(Clone, Debug, Deserialize)]
 pub struct NameDef {
     pub name: String,
-    /// First Kubernetes release with this name, `"1.31"`; `""` when older than anything
+    /// First release with this name, `"1.31"` (a Kubernetes minor for the apiserver and the
+    /// controllers, an etcd minor such as `"3.6"` for etcd); `""` when older than anything
     /// regscope meets.
     pub since: String,
+    /// First release that no longer exposes this name, `"1.37"`, in the same version space
+    /// as `since`; `""` while it is still exposed. Kubernetes hides a deprecated ALPHA
+    /// metric in the release that deprecates it, a BETA one a release later and a STABLE
+    /// one three later (k8s.io/component-base `metrics/registry.go`, `shouldHide`); etcd
+    /// drops names in a minor release. See [`Mapped::exposes`].
+    #[serde(default)]
+    pub until: String,
+    /// The metric to read instead once past `until` (a newer name of this concept or
+    /// another concept's), `""` for none: named by the "not exposed" line.
+    #[serde(default)]
+    pub replacement: String,
+    /// The resource label holds a storage path without the etcd prefix (`/pods`,
+    /// `/apiextensions.k8s.io/customresourcedefinitions`: `resource_prefix` of the watch
+    /// cache's list metrics up to Kubernetes 1.33).
+    #[serde(default)]
+    pub bare_path: bool,
     /// Label holding the API group, `""` for none.
     #[serde(default)]
     pub group: String,
@@ -114,6 +131,7 @@ pub enum Concept {
     EtcdRequestErrors,
     RequestDuration,
     Requests,
+    WatchLists,
     RequestErrors,
     WatchCacheCapacity,
     WatchCacheCapacityIncrease,
@@ -123,8 +141,22 @@ pub enum Concept {
     WatchCacheInitializations,
     WatchCacheResourceVersion,
     TerminatedWatchers,
+    WatchCacheInitializationErrors,
+    WatchCacheInitializationDuration,
+    WatchShards,
+    WatchFilteredEvents,
+    WatchEventsDispatchDuration,
+    CacheLists,
+    CacheListFetched,
+    CacheListReturned,
     Objects,
     StorageSize,
+    StorageLists,
+    StorageListFetched,
+    StorageListEvaluated,
+    StorageListReturned,
+    StorageListDuration,
+    EtcdBookmarks,
     ApfInqueue,
     ApfExecuting,
     ApfRejected,
@@ -140,6 +172,17 @@ pub enum Concept {
     EtcdCurrentRevision,
     EtcdCompactRevision,
     EtcdKeys,
+    EtcdRanges,
+    EtcdRangeDuration,
+    EtcdFeatureEnabled,
+    EtcdServerRequestDuration,
+    EtcdWatchSendLoopWatchStream,
+    EtcdWatchSendLoopWatchStreamPerEvent,
+    EtcdWatchSendLoopControlStream,
+    EtcdWatchSendLoopProgress,
+    EtcdHttpReceived,
+    EtcdHttpFailed,
+    EtcdHttpDuration,
     InformerStoreResourceVersion,
     InformerQueuedItems,
     InformerProcessingLatency,
@@ -151,13 +194,14 @@ pub enum Concept {
 
 impl Concept {
     /// Every concept, in the order of `concepts.toml`.
-    pub const ALL: [Concept; 39] = [
+    pub const ALL: [Concept; 65] = [
         Concept::BuildInfo,
         Concept::EtcdRequestDuration,
         Concept::EtcdRequests,
         Concept::EtcdRequestErrors,
         Concept::RequestDuration,
         Concept::Requests,
+        Concept::WatchLists,
         Concept::RequestErrors,
         Concept::WatchCacheCapacity,
         Concept::WatchCacheCapacityIncrease,
@@ -167,8 +211,22 @@ impl Concept {
         Concept::WatchCacheInitializations,
         Concept::WatchCacheResourceVersion,
         Concept::TerminatedWatchers,
+        Concept::WatchCacheInitializationErrors,
+        Concept::WatchCacheInitializationDuration,
+        Concept::WatchShards,
+        Concept::WatchFilteredEvents,
+        Concept::WatchEventsDispatchDuration,
+        Concept::CacheLists,
+        Concept::CacheListFetched,
+        Concept::CacheListReturned,
         Concept::Objects,
         Concept::StorageSize,
+        Concept::StorageLists,
+        Concept::StorageListFetched,
+        Concept::StorageListEvaluated,
+        Concept::StorageListReturned,
+        Concept::StorageListDuration,
+        Concept::EtcdBookmarks,
         Concept::ApfInqueue,
         Concept::ApfExecuting,
         Concept::ApfRejected,
@@ -184,6 +242,17 @@ impl Concept {
         Concept::EtcdCurrentRevision,
         Concept::EtcdCompactRevision,
         Concept::EtcdKeys,
+        Concept::EtcdRanges,
+        Concept::EtcdRangeDuration,
+        Concept::EtcdFeatureEnabled,
+        Concept::EtcdServerRequestDuration,
+        Concept::EtcdWatchSendLoopWatchStream,
+        Concept::EtcdWatchSendLoopWatchStreamPerEvent,
+        Concept::EtcdWatchSendLoopControlStream,
+        Concept::EtcdWatchSendLoopProgress,
+        Concept::EtcdHttpReceived,
+        Concept::EtcdHttpFailed,
+        Concept::EtcdHttpDuration,
         Concept::InformerStoreResourceVersion,
         Concept::InformerQueuedItems,
         Concept::InformerProcessingLatency,
@@ -208,6 +277,7 @@ impl Concept {
             Concept::EtcdRequestErrors => "etcd_request_errors",
             Concept::RequestDuration => "request_duration",
             Concept::Requests => "requests",
+            Concept::WatchLists => "watch_lists",
             Concept::RequestErrors => "request_errors",
             Concept::WatchCacheCapacity => "watch_cache_capacity",
             Concept::WatchCacheCapacityIncrease => "watch_cache_capacity_increase",
@@ -217,8 +287,22 @@ impl Concept {
             Concept::WatchCacheInitializations => "watch_cache_initializations",
             Concept::WatchCacheResourceVersion => "watch_cache_resource_version",
             Concept::TerminatedWatchers => "terminated_watchers",
+            Concept::WatchCacheInitializationErrors => "watch_cache_initialization_errors",
+            Concept::WatchCacheInitializationDuration => "watch_cache_initialization_duration",
+            Concept::WatchShards => "watch_shards",
+            Concept::WatchFilteredEvents => "watch_filtered_events",
+            Concept::WatchEventsDispatchDuration => "watch_events_dispatch_duration",
+            Concept::CacheLists => "cache_lists",
+            Concept::CacheListFetched => "cache_list_fetched",
+            Concept::CacheListReturned => "cache_list_returned",
             Concept::Objects => "objects",
             Concept::StorageSize => "storage_size",
+            Concept::StorageLists => "storage_lists",
+            Concept::StorageListFetched => "storage_list_fetched",
+            Concept::StorageListEvaluated => "storage_list_evaluated",
+            Concept::StorageListReturned => "storage_list_returned",
+            Concept::StorageListDuration => "storage_list_duration",
+            Concept::EtcdBookmarks => "etcd_bookmarks",
             Concept::ApfInqueue => "apf_inqueue",
             Concept::ApfExecuting => "apf_executing",
             Concept::ApfRejected => "apf_rejected",
@@ -234,6 +318,19 @@ impl Concept {
             Concept::EtcdCurrentRevision => "etcd_current_revision",
             Concept::EtcdCompactRevision => "etcd_compact_revision",
             Concept::EtcdKeys => "etcd_keys",
+            Concept::EtcdRanges => "etcd_ranges",
+            Concept::EtcdRangeDuration => "etcd_range_duration",
+            Concept::EtcdFeatureEnabled => "etcd_feature_enabled",
+            Concept::EtcdServerRequestDuration => "etcd_server_request_duration",
+            Concept::EtcdWatchSendLoopWatchStream => "etcd_watch_send_loop_watch_stream",
+            Concept::EtcdWatchSendLoopWatchStreamPerEvent => {
+                "etcd_watch_send_loop_watch_stream_per_event"
+            }
+            Concept::EtcdWatchSendLoopControlStream => "etcd_watch_send_loop_control_stream",
+            Concept::EtcdWatchSendLoopProgress => "etcd_watch_send_loop_progress",
+            Concept::EtcdHttpReceived => "etcd_http_received",
+            Concept::EtcdHttpFailed => "etcd_http_failed",
+            Concept::EtcdHttpDuration => "etcd_http_duration",
             Concept::InformerStoreResourceVersion => "informer_store_resource_version",
             Concept::InformerQueuedItems => "informer_queued_items",
             Concept::InformerProcessingLatency => "informer_processing_latency",
@@ -339,7 +436,7 @@ pub fn table() -> &'static Table {
 mod mapping;
 mod series;
 
-pub use mapping::{map, minor_version, Mapped, Value};
+pub use mapping::{map, minor_version, Absence, Mapped, Value};
 pub use series::{Hist, Label, SeriesKey, SeriesMap};
 
 #[cfg(test)]

@@ -331,6 +331,25 @@ fn parse_value(s: &str) -> Option<f64> {
 mod tests {
     use super::*;
 
+    /// A plain `#` comment (not HELP or TYPE) is allowed anywhere by the text format,
+    /// first line included (the hand-built pages under tests/fixtures/metrics open with
+    /// one): ignored, neither a family nor a skipped line, even when its second word looks
+    /// like a metric name.
+    #[test]
+    fn plain_comment_lines_are_ignored() {
+        let body = b"# Built by hand from the upstream metric definitions, not captured.
+#HELP-less comment
+# TYPE up gauge
+# up 7 is not a sample
+up 1
+";
+        let e = parse(body);
+        assert!(e.skipped.is_empty(), "{:?}", e.skipped);
+        assert_eq!(e.samples.len(), 1);
+        assert_eq!(e.families.len(), 1);
+        assert_eq!(e.families[0].name, "up");
+    }
+
     /// Each line `prometheus-parse` gets wrong: label values holding `=`, `,`, `{`/`}`,
     /// escaped backslashes and quotes, a space after a comma, `name{}`, and a name with `:`.
     #[test]

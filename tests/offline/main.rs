@@ -17,6 +17,7 @@ mod demo_objects;
 mod diff;
 mod metrics_captures;
 mod metrics_mapping;
+mod metrics_versions;
 mod prometheus_rules;
 mod record_replay;
 mod recording_flags;

@@ -13,7 +13,7 @@
 use serde::Serialize;
 
 use super::panels::{Reading, Risk};
-use super::{events_behind, keys_changed_after, lag_from_truncated_rv, rate_reading, scalar};
+use super::{events_behind, keys_changed_after, lag_from_truncated, rate_reading, scalar};
 use crate::metrics::concepts::{minor_version, Concept, Mapped, Table};
 use crate::model::{Revision, ScrapeTarget};
 use crate::store::metrics::{MetricStore, TargetStatus};
@@ -188,7 +188,7 @@ pub(super) fn build(
                     (Some(r), Some(at)) => head_at(r, at).or(head),
                     _ => head,
                 };
-                let behind_head = head_then.and_then(|h| lag_from_truncated_rv(h, rv));
+                let behind_head = head_then.and_then(|h| lag_from_truncated(h, rv));
                 let mut behind_from = BehindFrom::EventLog;
                 let events = match (replica, head_then, behind_head, ts.status.last_good) {
                     (Some(r), Some(h), Some(lag), Some(at)) => events_behind(
@@ -333,7 +333,7 @@ mod tests {
 
     #[test]
     fn truncated_resource_versions_compare_modulo_ten_to_the_fifteen() {
-        use super::super::lag_from_truncated_rv as lag;
+        use super::super::lag_from_truncated as lag;
         assert_eq!(lag(900, 888.0), Some(12));
         assert_eq!(lag(900, 900.0), Some(0));
         // Ahead of the head taken (the component was scraped after it): caught up.

@@ -56,6 +56,7 @@ pub fn build(
         panels.latency = latency(t, api);
         panels.watch_cache = watch_cache(t, api, m, &replica_rates);
         panels.apf = apf(t, api, m);
+        panels.apiserver_version = m.version.clone();
         panels.not_exposed = t
             .concepts
             .iter()
@@ -89,29 +90,6 @@ pub fn build(
         replica,
     );
     panels
-}
-
-/// Modulus of a truncated resourceVersion gauge: `apiserver_watch_cache_resource_version`
-/// and `informer_store_resource_version` publish the 15 least significant decimal digits
-/// (a float gauge holds integers exactly only below 2^53; kubernetes#137615 for the watch
-/// cache, client-go's store metrics for informers).
-const TRUNCATED_RV_MODULUS: i64 = 1_000_000_000_000_000;
-
-/// Head − a truncated resourceVersion, in revisions (≥ 0): compared modulo 10^15, so a
-/// head past 10^15 still yields the distance. `None` for a value that is not a revision.
-pub(crate) fn lag_from_truncated_rv(head: Revision, truncated: f64) -> Option<i64> {
-    if !(0.0..TRUNCATED_RV_MODULUS as f64).contains(&truncated) || head < 0 {
-        return None;
-    }
-    let low = head % TRUNCATED_RV_MODULUS;
-    let rv = truncated as i64;
-    let diff = (low - rv).rem_euclid(TRUNCATED_RV_MODULUS);
-    // A store a little ahead of the head taken (scraped after it): caught up, not a lap
-    // behind.
-    if diff > TRUNCATED_RV_MODULUS / 2 {
-        return Some(0);
-    }
-    Some(diff.min(head))
 }
 
 /// Events of `group`/`resource` after revision `rv` in the replica's event log (`None`
@@ -194,6 +172,73 @@ pub(crate) fn keys_changed_after(
     Some(changed)
 }
 
+/// Decimal digits the apiserver keeps of a resourceVersion in its watch cache's gauge.
+const TRUNCATED_DIGITS: i64 = 1_000_000_000_000_000;
+
+/// The lag in revisions between etcd's `head` and a resourceVersion gauge that holds only
+/// the 15 least significant decimal digits of the resourceVersion:
+/// `apiserver_watch_cache_resource_version` from Kubernetes 1.36 (kubernetes#137615,
+/// k8s.io/apiserver `pkg/storage/cacher/metrics/metrics.go` `RecordResourceVersion`: the
+/// value modulo 10^15, so that a float64 holds it exactly) and client-go's
+/// `informer_store_resource_version`. The head is taken modulo 10^15 too; a truncated
+/// value above the head's low digits is read as the head having crossed a multiple of
+/// 10^15 since (lag = low digits + 10^15 − truncated) when the difference is more than
+/// half of 10^15, and as a gauge read a little after etcd's head (lag 0) otherwise. Below
+/// 10^15 (every release before 1.36, and every cluster so far) this is head − value.
+/// `None` for a value that cannot be such a gauge (negative, fractional or 10^15 and above)
+/// or a negative head.
+///
+/// `lag_from_truncated(1_000_000_000_000_123, 120.0)` is `Some(3)`;
+/// `lag_from_truncated(1_000_000_000_000_123, 999_999_999_999_990.0)` is `Some(133)`.
+pub fn lag_from_truncated(head: Revision, truncated: f64) -> Option<i64> {
+    if head < 0
+        || !truncated.is_finite()
+        || truncated < 0.0
+        || truncated.fract() != 0.0
+        || truncated >= TRUNCATED_DIGITS as f64
+    {
+        return None;
+    }
+    let low = head % TRUNCATED_DIGITS;
+    let t = truncated as i64;
+    let lag = low - t;
+    Some(if lag >= 0 {
+        lag
+    } else if head >= TRUNCATED_DIGITS && -lag > TRUNCATED_DIGITS / 2 {
+        lag + TRUNCATED_DIGITS
+    } else {
+        0
+    })
+}
+
+/// The "not exposed" line for concept `id` on an apiserver of `version` (`None`: unknown),
+/// naming the metric, the version, and why: `apiserver_cache_list_total: not exposed by
+/// v1.37.0 (removed in 1.37; apiserver_storage_list_total)`, `apiserver_watch_cache_resource_version:
+/// not exposed by v1.28.3 (new in 1.31)`. The reasons are the concept table's `since`,
+/// `until` and `replacement` ([`concepts::Absence`]).
+pub fn not_exposed_text(t: &Table, id: &str, version: Option<&str>) -> String {
+    let Some(c) = t.concepts.iter().find(|c| c.id == id) else {
+        return format!("{id}: not exposed by this version");
+    };
+    let by = version.unwrap_or("this version");
+    match c.absence(version) {
+        concepts::Absence::Removed {
+            name,
+            until,
+            replacement: "",
+        } => format!("{name}: not exposed by {by} (removed in {until})"),
+        concepts::Absence::Removed {
+            name,
+            until,
+            replacement,
+        } => format!("{name}: not exposed by {by} (removed in {until}; {replacement})"),
+        concepts::Absence::NotYet { name, since } => {
+            format!("{name}: not exposed by {by} (new in {since})")
+        }
+        concepts::Absence::Absent { name } => format!("{name}: not exposed by {by}"),
+    }
+}
+
 fn key(ci: ConceptIdx, group: &str, resource: &str, op: &str) -> SeriesKey {
     SeriesKey {
         concept: ci,
@@ -232,6 +277,15 @@ fn rate_reading(t: &Table, ts: &TargetSeries, m: &Mapped, k: &SeriesKey) -> Read
         None if ts.newest_seq().unwrap_or(0) >= 1 && m.get(k).is_none() => Reading::Value(0.0),
         None => Reading::Pending,
     }
+}
+
+/// A counter's total for one series of a family whose other series are printed: 0 when
+/// the family is exposed but has no series for this key yet (no such request so far).
+fn counter_total(t: &Table, m: &Mapped, k: &SeriesKey) -> Reading<f64> {
+    if !m.exposes(t, k.concept) {
+        return Reading::NotExposed;
+    }
+    Reading::Value(m.get(k).and_then(scalar).unwrap_or(0.0))
 }
 
 fn total_reading(t: &Table, m: &Mapped, k: &SeriesKey) -> Reading<f64> {
@@ -413,6 +467,15 @@ fn watch_cache(
                 (Some(c), Some(r)) => Some(r >= *c),
                 _ => None,
             };
+            // Relists: LIST requests plus watch-lists (WATCH with sendInitialEvents=true,
+            // how informers list since client-go 1.35); neither alone counts them all.
+            let list_key = key(t.idx(Concept::Requests), &g, &r, "LIST");
+            let watch_list_key = k(Concept::WatchLists);
+            let list_requests_rate = rate_reading(t, ts, m, &list_key);
+            let watch_lists_rate = rate_reading(t, ts, m, &watch_list_key);
+            let lists_per_minute = list_requests_rate
+                .value()
+                .map(|l| 60.0 * (l + watch_lists_rate.value().copied().unwrap_or(0.0)));
             WatchCacheRow {
                 capacity,
                 capacity_increases: total_reading(t, m, &k(Concept::WatchCacheCapacityIncrease)),
@@ -426,6 +489,11 @@ fn watch_cache(
                 ),
                 terminated_watchers: total_reading(t, m, &k(Concept::TerminatedWatchers)),
                 initializations: total_reading(t, m, &k(Concept::WatchCacheInitializations)),
+                list_requests_total: counter_total(t, m, &list_key),
+                watch_lists_total: counter_total(t, m, &watch_list_key),
+                list_requests_rate,
+                watch_lists_rate,
+                lists_per_minute,
                 replica_event_rate,
                 history_span_seconds,
                 wrapped,
@@ -691,9 +759,12 @@ fn window(
             if k.concept != rv_ci {
                 continue;
             }
+            // From 1.36 the gauge holds the 15 least significant digits only.
             let lag = match (scalar(v), cache_head) {
-                (Some(rv), Some(h)) if rv >= 0.0 => Reading::Value((h - rv as Revision).max(0)),
-                (Some(_), _) => Reading::Unavailable,
+                (Some(rv), Some(h)) => {
+                    lag_from_truncated(h, rv).map_or(Reading::Unavailable, Reading::Value)
+                }
+                (Some(_), None) => Reading::Unavailable,
                 _ => Reading::NotExposed,
             };
             let mut w = row(&k.group, &k.resource);
@@ -755,5 +826,61 @@ fn window(
             _ => None,
         },
         rows,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncated_resource_versions_compare_with_the_heads_low_digits() {
+        // Below 10^15 (every release before 1.36): head − value.
+        assert_eq!(lag_from_truncated(48_230, 48_213.0), Some(17));
+        assert_eq!(lag_from_truncated(48_230, 48_230.0), Some(0));
+        // Above: the head modulo 10^15.
+        assert_eq!(lag_from_truncated(1_000_000_000_000_123, 120.0), Some(3));
+        assert_eq!(lag_from_truncated(7_000_000_000_004_812, 4_800.0), Some(12));
+        // The head crossed a multiple of 10^15 after the cache's revision: wraps.
+        assert_eq!(
+            lag_from_truncated(1_000_000_000_000_123, 999_999_999_999_990.0),
+            Some(133)
+        );
+        assert_eq!(
+            lag_from_truncated(2_000_000_000_000_000, 999_999_999_999_999.0),
+            Some(1)
+        );
+        // A gauge read a little after etcd's head is not a lag of nearly 10^15.
+        assert_eq!(lag_from_truncated(1_000_000_000_000_123, 125.0), Some(0));
+        assert_eq!(lag_from_truncated(100, 104.0), Some(0));
+        // Not such a gauge: negative, fractional, 10^15 or more, not a number.
+        assert_eq!(lag_from_truncated(100, -1.0), None);
+        assert_eq!(lag_from_truncated(100, 99.5), None);
+        assert_eq!(lag_from_truncated(100, 1e15), None);
+        assert_eq!(lag_from_truncated(100, f64::NAN), None);
+        assert_eq!(lag_from_truncated(-1, 5.0), None);
+    }
+
+    #[test]
+    fn not_exposed_lines_name_the_version_and_the_replacement() {
+        let t = concepts::table();
+        assert_eq!(
+            not_exposed_text(t, "cache_lists", Some("v1.37.0")),
+            "apiserver_cache_list_total: not exposed by v1.37.0 (removed in 1.37; \
+             apiserver_storage_list_total)"
+        );
+        assert_eq!(
+            not_exposed_text(t, "watch_cache_resource_version", Some("v1.28.3")),
+            "apiserver_watch_cache_resource_version: not exposed by v1.28.3 (new in 1.31)"
+        );
+        // Feature-gated in its own release: no reason invented.
+        assert_eq!(
+            not_exposed_text(t, "watch_shards", Some("v1.36.0")),
+            "apiserver_watch_shards_total: not exposed by v1.36.0"
+        );
+        assert_eq!(
+            not_exposed_text(t, "watch_shards", None),
+            "apiserver_watch_shards_total: not exposed by this version"
+        );
     }
 }

@@ -92,6 +92,21 @@ pub struct WatchCacheRow {
     /// how many seconds back a reconnecting watcher can resume from the cache. `None` when the rate is 0 or unknown (then the span is unbounded
     /// by traffic and only capacity limits it).
     pub history_span_seconds: Option<f64>,
+    /// LIST requests for this resource since the apiserver started
+    /// (`apiserver_request_total{verb="LIST"}`, summed over codes and scopes; 0 when the
+    /// family has no LIST series for it yet).
+    pub list_requests_total: Reading<f64>,
+    /// Watch-lists for this resource since the apiserver started: WATCH requests with
+    /// `sendInitialEvents=true`, the way client-go's informers list since WatchListClient
+    /// became the default in 1.35 (`apiserver_watch_list_duration_seconds`' count,
+    /// Kubernetes 1.29+; not exposed before).
+    pub watch_lists_total: Reading<f64>,
+    /// The same two per second over the window.
+    pub list_requests_rate: Reading<f64>,
+    pub watch_lists_rate: Reading<f64>,
+    /// Relists per minute: LIST requests plus watch-lists (only the LIST requests before
+    /// 1.29, where watch-lists are not exposed); `None` until the LIST rate is known.
+    pub lists_per_minute: Option<f64>,
     /// The ring has received at least `capacity` events since the cache was initialised,
     /// so it evicts its oldest (`events_received_total` ≥ capacity); until then it holds
     /// every event since its list and a resume from after that list always succeeds.
@@ -121,7 +136,8 @@ pub struct WindowRow {
     pub group: String,
     pub resource: String,
     /// head − `apiserver_watch_cache_resource_version` for this resource, in revisions
-    /// (exposed from Kubernetes 1.31).
+    /// (exposed from Kubernetes 1.31; from 1.36 the gauge holds the resourceVersion's 15
+    /// least significant digits, compared with the head's by [`super::lag_from_truncated`]).
     pub watch_cache_lag_revisions: Reading<i64>,
     /// Lag of regscope's own informer for this resource: etcd head when an event arrived −
     /// its resourceVersion. `None` when no informer watches this resource.
@@ -246,8 +262,12 @@ pub struct ApiserverPanels {
     /// `None` when the server exposes no APF metrics.
     pub apf: Option<Vec<ApfRow>>,
     /// Concepts the apiserver's version does not expose, by concept id (e.g.
-    /// `watch_cache_resource_version` before 1.31), for "not exposed by this version".
+    /// `watch_cache_resource_version` before 1.31), for "not exposed by this version"
+    /// (worded by [`super::not_exposed_text`]).
     pub not_exposed: Vec<String>,
+    /// The apiserver's version from its newest scrape (`kubernetes_build_info`'s
+    /// `git_version`, `v1.37.0`), when it states one.
+    pub apiserver_version: Option<String>,
     /// kube-controller-manager's and kube-scheduler's informers and workqueues.
     pub controllers: super::ControllersPanel,
 }

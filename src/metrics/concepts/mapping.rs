@@ -281,6 +281,7 @@ fn key_of(t: &Table, ci: usize, def: &NameDef, s: &Sample) -> Option<SeriesKey> 
     let res_value = def.resource.iter().find_map(|l| s.label(l));
     let (group, resource) = match (group_label, res_value) {
         (Some(g), Some(r)) => (g.to_string(), r.to_string()),
+        (None, Some(r)) if def.bare_path => t.storage_path_resource(r.trim_matches('/')),
         (None, Some(r)) => t.resource_of(r),
         (_, None) => (String::new(), String::new()),
     };
@@ -293,7 +294,9 @@ fn key_of(t: &Table, ci: usize, def: &NameDef, s: &Sample) -> Option<SeriesKey> 
 }
 
 /// `(major, minor)` of a Kubernetes version such as `v1.34.0`, `1.31` or
-/// `v1.34.0-regscope-demo`; `None` when it does not start with two numbers.
+/// `v1.34.0-regscope-demo`, or of an etcd version such as `3.6.4` or `3.7`; `None` when it
+/// does not start with two numbers. The concept table's `since` and `until` are read the
+/// same way, so `3.6.4` is at or after `"3.6"` and before `"3.7"`.
 pub fn minor_version(v: &str) -> Option<(u32, u32)> {
     let v = v.trim_start_matches('v');
     let mut it = v.split(['.', '-', '+']);
@@ -302,9 +305,74 @@ pub fn minor_version(v: &str) -> Option<(u32, u32)> {
     Some((major, minor))
 }
 
+/// Whether a server at version `v` (`(major, minor)`) exposes name `n`: at or after its
+/// `since` (an empty `since` is older than anything) and before its `until` (none when
+/// empty).
+fn live_at(n: &NameDef, v: (u32, u32)) -> bool {
+    let after_since = n.since.is_empty() || minor_version(&n.since).is_some_and(|s| v >= s);
+    let before_until = minor_version(&n.until).is_none_or(|u| v < u);
+    after_since && before_until
+}
+
+/// Why a server does not expose a concept, as the "not exposed" line words it
+/// ([`ConceptDef::absence`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Absence<'a> {
+    /// Every name of the concept is past its `until`: hidden or removed from `until` on,
+    /// with the metric to read instead (`""` for none).
+    Removed {
+        name: &'a str,
+        until: &'a str,
+        replacement: &'a str,
+    },
+    /// The server is older than the concept's first release `since`.
+    NotYet { name: &'a str, since: &'a str },
+    /// The server's version has the concept (or its version is unknown) but it sent no
+    /// series: a family printed only once used, or turned off (a feature gate).
+    Absent { name: &'a str },
+}
+
+impl super::ConceptDef {
+    /// Why a server of `version` (`v1.37.0`, `3.6.4`; `None` when unknown) shows none of
+    /// this concept's names. Names are newest first, so the first one is shown.
+    pub fn absence(&self, version: Option<&str>) -> Absence<'_> {
+        let newest = self
+            .names
+            .first()
+            .map_or(self.id.as_str(), |n| n.name.as_str());
+        let Some(v) = version.and_then(minor_version) else {
+            return Absence::Absent { name: newest };
+        };
+        if let Some(n) = self.names.first() {
+            // The newest name is past its `until`: so is every older one.
+            if minor_version(&n.until).is_some_and(|u| v >= u) {
+                return Absence::Removed {
+                    name: &n.name,
+                    until: &n.until,
+                    replacement: &n.replacement,
+                };
+            }
+        }
+        let since = self
+            .names
+            .iter()
+            .filter_map(|n| minor_version(&n.since).map(|m| (m, n.since.as_str())))
+            .min();
+        match since {
+            Some((m, s)) if v < m => Absence::NotYet {
+                name: newest,
+                since: s,
+            },
+            _ => Absence::Absent { name: newest },
+        }
+    }
+}
+
 impl Mapped {
     /// Whether concept `ci` is exposed by this server: a name of it is present, or it is a
-    /// lazy counter and the server's version is at or after the first name's `since`.
+    /// lazy counter and one of its names is live at the server's version (at or after its
+    /// `since`, before its `until`). A concept whose names are all past their `until` is
+    /// not exposed, lazy or not: a hidden metric is never read as 0.
     pub fn exposes(&self, t: &Table, ci: ConceptIdx) -> bool {
         if self.names.get(ci as usize).is_some_and(|n| n.is_some()) {
             return true;
@@ -313,10 +381,9 @@ impl Mapped {
         if !c.lazy {
             return false;
         }
-        let since = c.names.iter().filter_map(|n| minor_version(&n.since)).min();
-        match (since, self.version.as_deref().and_then(minor_version)) {
-            (Some(s), Some(v)) => v >= s,
-            _ => false,
+        match self.version.as_deref().and_then(minor_version) {
+            Some(v) => c.names.iter().any(|n| live_at(n, v)),
+            None => false,
         }
     }
 

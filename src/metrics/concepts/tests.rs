@@ -270,3 +270,90 @@ mod shared {
         assert_eq!(k.resource, "a\"b");
     }
 }
+
+/// `until` ends a name's life: a lazy concept whose names are all past it is not exposed
+/// (never 0), one with a live name is; versions of both version spaces compare by minor.
+#[test]
+fn names_past_their_until_are_not_exposed_even_when_lazy() {
+    let t = table();
+    let at = |v: &str| {
+        let body = if v.starts_with('3') {
+            format!("etcd_server_version{{server_version=\"{v}\"}} 1\n")
+        } else {
+            format!("kubernetes_build_info{{git_version=\"{v}\"}} 1\n")
+        };
+        map(t, &parse(body.as_bytes()))
+    };
+    let cache_lists = t.idx(Concept::CacheLists);
+    assert!(at("v1.36.2").exposes(t, cache_lists));
+    assert!(!at("v1.37.0").exposes(t, cache_lists));
+    assert!(!at("v1.38.0-alpha.1").exposes(t, cache_lists));
+    assert!(!at("v1.24.0").exposes(t, cache_lists));
+    // A newer name of the concept keeps it exposed across the rename.
+    let bookmarks = t.idx(Concept::EtcdBookmarks);
+    for v in ["v1.20.0", "v1.35.1", "v1.36.0", "v1.37.0"] {
+        assert!(at(v).exposes(t, bookmarks), "{v}");
+    }
+    // etcd versions: 3.6.4 is at or after "3.6".
+    let http = t.idx(Concept::EtcdHttpReceived);
+    assert!(at("3.5.21").exposes(t, http));
+    assert!(!at("3.6.4").exposes(t, http));
+    assert!(!at("3.7.0").exposes(t, http));
+    assert_eq!(
+        t.concept(http).absence(Some("3.6.4")),
+        Absence::Removed {
+            name: "etcd_http_received_total",
+            until: "3.6",
+            replacement: ""
+        }
+    );
+    // Every `until` and `since` of the table reads as a version, and `until` comes after
+    // `since`; a replacement is a name of the table.
+    let all: Vec<&str> = t
+        .concepts
+        .iter()
+        .flat_map(|c| c.names.iter().map(|n| n.name.as_str()))
+        .collect();
+    for c in &t.concepts {
+        for n in &c.names {
+            assert!(
+                n.since.is_empty() || minor_version(&n.since).is_some(),
+                "{}",
+                n.name
+            );
+            if !n.until.is_empty() {
+                let u = minor_version(&n.until).expect("until reads as a version");
+                assert!(minor_version(&n.since).is_none_or(|s| s < u), "{}", n.name);
+            }
+            assert!(
+                n.replacement.is_empty() || all.contains(&n.replacement.as_str()),
+                "{}: {}",
+                n.name,
+                n.replacement
+            );
+        }
+    }
+}
+
+/// The watch cache's list metrics up to 1.33 name a storage path without the etcd prefix.
+#[test]
+fn bare_storage_paths_map_to_group_and_resource() {
+    let t = table();
+    let m = map(
+        t,
+        &parse(
+            b"apiserver_cache_list_total{index=\"\",resource_prefix=\"/pods\"} 3\n\
+apiserver_cache_list_total{index=\"\",resource_prefix=\"/apiregistration.k8s.io/apiservices\"} 2\n\
+apiserver_cache_list_total{index=\"\",resource_prefix=\"/deployments\"} 1\n\
+apiserver_cache_list_total{index=\"\",resource_prefix=\"/services/specs\"} 4\n",
+        ),
+    );
+    for (g, r, v) in [
+        ("", "pods", 3.0),
+        ("apiregistration.k8s.io", "apiservices", 2.0),
+        ("apps", "deployments", 1.0),
+        ("", "services", 4.0),
+    ] {
+        assert_eq!(count_of(&m, Concept::CacheLists, "", g, r), Some(v), "{r}");
+    }
+}

@@ -1,6 +1,7 @@
 //! The apiserver's watch cache per resource: the ring's capacity and how it changed, events
 //! received from etcd and dispatched to watchers per second, watchers terminated as
-//! unresponsive, re-initializations (relists from etcd), and the history span — events held
+//! unresponsive, re-initializations (relists from etcd), relists from clients per minute (LIST
+//! requests plus watch-lists), and the history span — events held
 //! (capacity, or fewer until the ring has filled) ÷ event rate, how many seconds back a reconnecting watcher can resume from the cache
 //! before it is answered 410 Gone by the cache (not by etcd's compaction).
 
@@ -60,6 +61,27 @@ fn changes(r: &WatchCacheRow) -> Cell {
         }
         _ => (cells::NOT_EXPOSED.into(), Role::Muted),
     }
+}
+
+/// Relists per minute of one resource, `total (LIST+watch-list)`, or `total (LIST)` where
+/// the apiserver exposes no watch-lists (before 1.29).
+fn lists_cell(r: &WatchCacheRow) -> Cell {
+    let Some(total) = r.lists_per_minute else {
+        return cells::reading(&r.list_requests_rate, |x| {
+            (cells::rate(60.0 * x), Role::Text)
+        });
+    };
+    let list = r.list_requests_rate.value().map_or(0.0, |x| 60.0 * x);
+    let text = match r.watch_lists_rate.value() {
+        Some(w) => format!(
+            "{} ({}+{})",
+            cells::rate(total),
+            cells::rate(list),
+            cells::rate(60.0 * w)
+        ),
+        None => format!("{} (LIST)", cells::rate(total)),
+    };
+    (text, Role::Text)
 }
 
 /// What kube-apiserver's flags configure, in one sentence for the notes.
@@ -155,6 +177,11 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
             "initializations",
         ),
         col(
+            Col::num("lists/min", 16, 3),
+            |r| &r.list_requests_rate,
+            "list requests",
+        ),
+        col(
             Col::num("cap ±", 10, 3),
             |r| &r.capacity_increases,
             "capacity changes",
@@ -195,6 +222,7 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
                         if x > 1.0 { Role::Note } else { Role::Text },
                     )
                 }),
+                lists_cell(r),
                 changes(r),
                 cells::opt(r.replica_event_rate, rate),
             ]
@@ -230,6 +258,36 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
         segs.push(vec![
             sp(app, "terminated watchers ", Role::Text),
             sp(app, cells::count(x), role),
+        ]);
+    }
+    // Relists: LIST requests and watch-lists, each named, over the rows that know them.
+    let listing: Vec<&WatchCacheRow> = rows
+        .iter()
+        .filter(|r| r.lists_per_minute.is_some())
+        .collect();
+    if !listing.is_empty() {
+        let per_min = |f: fn(&WatchCacheRow) -> &Reading<f64>| -> Option<f64> {
+            let vals: Vec<f64> = listing
+                .iter()
+                .filter_map(|r| f(r).value().copied())
+                .collect();
+            (!vals.is_empty()).then(|| 60.0 * vals.iter().sum::<f64>())
+        };
+        let list = per_min(|r| &r.list_requests_rate).unwrap_or(0.0);
+        let watch_list = per_min(|r| &r.watch_lists_rate);
+        let total = list + watch_list.unwrap_or(0.0);
+        let how = match watch_list {
+            Some(w) => format!(
+                " ({} LIST + {} watch-list)",
+                cells::rate(list),
+                cells::rate(w)
+            ),
+            None => " (LIST; watch-lists not exposed)".to_string(),
+        };
+        segs.push(vec![
+            sp(app, "lists/min ", Role::Text),
+            sp(app, cells::rate(total), Role::HeaderValue),
+            sp(app, how, Role::Muted),
         ]);
     }
     let shortest = rows
@@ -270,6 +328,15 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
                 w,
             ));
         }
+    }
+    if !listing.is_empty() {
+        notes.extend(wrap(
+            app,
+            "lists/min = LIST requests + watch-lists (WATCH with sendInitialEvents=true, how \
+         informers list since client-go 1.35) per minute, as total (LIST+watch-list)",
+            Role::Muted,
+            w,
+        ));
     }
     notes.extend(wrap(
         app,

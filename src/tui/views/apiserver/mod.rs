@@ -302,66 +302,81 @@ fn draw_strip(app: &App, f: &mut Frame, area: Rect) {
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-/// The concepts of `section` that the apiserver's version does not expose, as a note.
+/// The concepts of `section` that the apiserver's version does not expose, as a note: one
+/// line each, by metric name (the newest name of the concept, as an operator would search
+/// for it), with the version it is missing in and why (`derive::apiserver::not_exposed_text`:
+/// new in a later release, or removed there and what replaces it). Concepts the section
+/// does not draw are named only when removed, so that a hidden metric's replacement is
+/// found where its data would be.
 fn not_exposed_note(
     app: &App,
     v: &ApiserverPanels,
     section: Section,
     w: usize,
 ) -> Vec<Line<'static>> {
-    // Shown by metric name (the newest name of the concept, with its first release), as an
-    // operator would search for it.
     let t = crate::metrics::concepts::table();
-    let names: Vec<String> = v
-        .not_exposed
-        .iter()
-        .map(String::as_str)
-        .filter(|id| concept_section(id) == Some(section))
-        .map(|id| {
-            t.concepts
-                .iter()
-                .find(|c| c.id == id)
-                .and_then(|c| c.names.first())
-                .map_or(id.to_string(), |n| {
-                    if n.since.is_empty() {
-                        n.name.clone()
-                    } else {
-                        format!("{} ({}+)", n.name, n.since)
-                    }
-                })
-        })
-        .collect();
-    if names.is_empty() {
-        return Vec::new();
+    let version = v.apiserver_version.as_deref();
+    let mut out = Vec::new();
+    for id in &v.not_exposed {
+        let Some((s, drawn)) = concept_section(id) else {
+            continue;
+        };
+        if s != section {
+            continue;
+        }
+        let removed = t.concepts.iter().find(|c| &c.id == id).is_some_and(|c| {
+            matches!(
+                c.absence(version),
+                crate::metrics::concepts::Absence::Removed { .. }
+            )
+        });
+        if drawn || removed {
+            let text = crate::derive::apiserver::not_exposed_text(t, id, version);
+            out.extend(body::wrap(app, &text, Role::Muted, w));
+        }
     }
-    body::wrap(
-        app,
-        &format!("{}: {}", cells::NOT_EXPOSED_TEXT, names.join(", ")),
-        Role::Muted,
-        w,
-    )
+    out
 }
 
-/// Which section shows a metric concept (ids from `metrics/concepts.toml`).
-fn concept_section(id: &str) -> Option<Section> {
+/// Which section a metric concept belongs to (ids from `metrics/concepts.toml`), and
+/// whether the section draws it (`false`: the section is where its data would be read, the
+/// list and sharding families the panels do not draw).
+fn concept_section(id: &str) -> Option<(Section, bool)> {
     use crate::metrics::concepts::Concept as C;
     match C::from_id(id)? {
-        C::WatchCacheResourceVersion => Some(Section::Window),
+        C::WatchCacheResourceVersion => Some((Section::Window, true)),
+        C::EtcdBookmarks => Some((Section::Window, false)),
         C::WatchCacheCapacity
         | C::WatchCacheCapacityIncrease
         | C::WatchCacheCapacityDecrease
         | C::WatchCacheEventsReceived
         | C::WatchCacheEventsDispatched
         | C::WatchCacheInitializations
-        | C::TerminatedWatchers => Some(Section::WatchCache),
+        | C::TerminatedWatchers
+        | C::WatchLists => Some((Section::WatchCache, true)),
+        C::WatchCacheInitializationErrors
+        | C::WatchCacheInitializationDuration
+        | C::WatchShards
+        | C::WatchFilteredEvents
+        | C::WatchEventsDispatchDuration
+        | C::CacheLists
+        | C::CacheListFetched
+        | C::CacheListReturned
+        | C::StorageLists
+        | C::StorageListFetched
+        | C::StorageListEvaluated
+        | C::StorageListReturned
+        | C::StorageListDuration => Some((Section::WatchCache, false)),
         C::EtcdRequestDuration
         | C::EtcdRequests
         | C::EtcdRequestErrors
         | C::RequestDuration
         | C::Requests
-        | C::RequestErrors => Some(Section::Latency),
-        C::ApfInqueue | C::ApfExecuting | C::ApfRejected | C::ApfNominalSeats => Some(Section::Apf),
-        C::Objects | C::StorageSize => Some(Section::Etcd),
+        | C::RequestErrors => Some((Section::Latency, true)),
+        C::ApfInqueue | C::ApfExecuting | C::ApfRejected | C::ApfNominalSeats => {
+            Some((Section::Apf, true))
+        }
+        C::Objects | C::StorageSize => Some((Section::Etcd, true)),
         C::BuildInfo
         | C::EtcdServerVersion
         | C::EtcdDbSize
@@ -373,14 +388,25 @@ fn concept_section(id: &str) -> Option<Section> {
         | C::EtcdProposalsFailed
         | C::EtcdCurrentRevision
         | C::EtcdCompactRevision
-        | C::EtcdKeys => None,
+        | C::EtcdKeys
+        | C::EtcdRanges
+        | C::EtcdRangeDuration
+        | C::EtcdFeatureEnabled
+        | C::EtcdServerRequestDuration
+        | C::EtcdWatchSendLoopWatchStream
+        | C::EtcdWatchSendLoopWatchStreamPerEvent
+        | C::EtcdWatchSendLoopControlStream
+        | C::EtcdWatchSendLoopProgress
+        | C::EtcdHttpReceived
+        | C::EtcdHttpFailed
+        | C::EtcdHttpDuration => None,
         C::InformerStoreResourceVersion
         | C::InformerQueuedItems
         | C::InformerProcessingLatency
         | C::WorkqueueDepth
         | C::WorkqueueAdds
         | C::WorkqueueRetries
-        | C::WorkqueueLongestRunning => Some(Section::Controllers),
+        | C::WorkqueueLongestRunning => Some((Section::Controllers, true)),
     }
 }
 
