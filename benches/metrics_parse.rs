@@ -139,6 +139,8 @@ fn main() {
         "apiserver-metrics/kube-apiserver-v1.28.3.prom",
         "apiserver-metrics/kube-apiserver-v1.34.0.prom",
         "etcd-metrics/etcd-3.6.4-k8s-v1.34.0.prom",
+        "controlplane-metrics/kube-controller-manager-v1.34.0.prom",
+        "controlplane-metrics/kube-scheduler-v1.34.0.prom",
     ];
     for rel in files {
         let Ok(body) = std::fs::read(root.join(rel)) else {
