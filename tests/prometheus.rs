@@ -351,6 +351,7 @@ fn prometheus_scrapes_the_demo_and_the_informer_lag_alert_fires() {
         r#"regscope_workqueue_adds_total{component="kube-controller-manager",queue="replicaset"}"#,
         r#"max_over_time(regscope_informer_events_behind{resource="pods",watcher="kube-controller-manager/kube-controller-manager"}[5m]) > 0"#,
         r#"max_over_time(regscope_informer_queued_items{resource="pods",watcher="kube-controller-manager/kube-controller-manager"}[5m]) > 0"#,
+        r#"max_over_time(regscope_informer_lag_seconds{resource="pods",watcher="kube-controller-manager/kube-controller-manager"}[5m]) > 0"#,
     ] {
         wait_for(q, Duration::from_secs(90), || {
             query(&prom, q).first().map(|_| ())

@@ -2070,6 +2070,7 @@ mod apiserver_views {
             events_behind: behind,
             events_behind_from: Default::default(),
             lag_revisions: Some(lag),
+            lag_seconds: None,
             queued_items: Some(fifo),
             window_fraction: Some((lag as f64 / 1000.0).min(1.0)),
             risk,
@@ -2483,6 +2484,20 @@ fn apiserver_controllers_informer_lag() {
         ],
     );
     insta::assert_snapshot!("apiserver_zoomed_controllers_120x40", text);
+    // The filter keeps the workqueue table's headings with a queue row it keeps, and
+    // drops them with the queues.
+    keys(&mut a, "/replicaset\n");
+    let text = render(&mut a, 120, 40);
+    assert_shows(
+        &text,
+        &["filter \"replicaset\" 1/6", "retries/s", "replicaset"],
+    );
+    assert!(!text.contains("kcm       shared-informers"), "{text}");
+    keys(&mut a, "\x1b/configmaps\n");
+    let text = render(&mut a, 120, 40);
+    assert_shows(&text, &["filter \"configmaps\" 1/6", "configmaps"]);
+    assert!(!text.contains("retries/s"), "{text}");
+    keys(&mut a, "\x1b");
     keys(&mut a, "\x1b");
     let text = render(&mut a, 80, 24);
     assert_shows(&text, &[" Controllers !"]);

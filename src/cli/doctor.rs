@@ -237,7 +237,9 @@ async fn checks(a: &DoctorArgs, d: &Discovery, m: &MetricsArgs) -> Vec<Check> {
         }
         if out.iter().any(|c| c.check == "etcd member" && c.ok) {
             out.extend(prefix_check(&opts, &a.conn.prefix_bytes(), a.timeout).await);
-            out.extend(known_bug_checks(&opts, a.timeout).await);
+            let (bugs, versions) = known_bug_checks(&opts, a.timeout).await;
+            out.extend(bugs);
+            out.extend(spelling_checks(d, &versions));
         }
     }
     out.extend(etcd_settings_checks(d));
@@ -342,12 +344,20 @@ async fn controllers(m: &MetricsArgs, timeout: Duration) -> Vec<Check> {
         ) {
             Ok((how, _)) => how,
             Err(e) => {
-                out.push(Check::fail(
-                    &check,
-                    url,
-                    e,
-                    "give --kubeconfig (the node's admin.conf), or --controllers-token-file / --controllers-cert and --controllers-key",
-                ));
+                // The check and target already name the component and the URL.
+                let detail = e
+                    .split_once(" not scraped: ")
+                    .map_or(e.clone(), |(_, why)| format!("not scraped: {why}"));
+                let advice = if e.contains("no credentials") {
+                    "give --kubeconfig (the node's admin.conf), or --controllers-token-file / --controllers-cert and --controllers-key"
+                } else if e.contains("off loopback its certificate") {
+                    "give --controllers-cacert, or scrape the component on 127.0.0.1 (--controller-manager-metrics-url / --scheduler-metrics-url)"
+                } else if e.contains("plain HTTP") {
+                    "scrape its https secure port"
+                } else {
+                    "fix the URL or the credentials' files named above"
+                };
+                out.push(Check::fail(&check, url, detail, advice));
                 continue;
             }
         };
@@ -893,7 +903,7 @@ async fn etcd_metrics(url: Option<&str>, opts: &EtcdOptions, timeout: Duration) 
 /// member's Status is asked once more for its version (members that do not answer are left
 /// to the member checks). Known bugs are facts about the server, not faults of the node's
 /// setup: they pass, with the release that fixes them as advice.
-async fn known_bug_checks(opts: &EtcdOptions, timeout: Duration) -> Vec<Check> {
+async fn known_bug_checks(opts: &EtcdOptions, timeout: Duration) -> (Vec<Check>, Vec<String>) {
     use crate::node::etcd_bugs::{known_watch_bugs, KNOWN_WATCH_BUGS};
     // Members by version, in the order they answered.
     let mut versions: Vec<(String, Vec<String>)> = Vec::new();
@@ -911,6 +921,7 @@ async fn known_bug_checks(opts: &EtcdOptions, timeout: Duration) -> Vec<Check> {
         }
     }
     let mut out = Vec::new();
+    let seen: Vec<String> = versions.iter().map(|(v, _)| v.clone()).collect();
     for (version, endpoints) in versions {
         let target = endpoints.join(",");
         let bugs = known_watch_bugs(&version);
@@ -938,6 +949,61 @@ async fn known_bug_checks(opts: &EtcdOptions, timeout: Duration) -> Vec<Check> {
                     ),
                 )
             });
+        }
+    }
+    (out, seen)
+}
+
+/// The etcd flags the node's manifest gives against the etcd versions its members run:
+/// a flag spelt as etcd 3.6 renamed it (`--watch-progress-notify-interval`,
+/// `--feature-gates`) on a member before 3.6, or an `--experimental-*` spelling on 3.7 and
+/// later (etcd-io/etcd#19959), is one that etcd refuses to start with: what the manifest
+/// says is then not what runs. Spellings from [`crate::node::ETCD_RENAMED_FLAGS`] and
+/// [`crate::node::ETCD_GATED_FLAGS`].
+fn spelling_checks(d: &Discovery, versions: &[String]) -> Vec<Check> {
+    use crate::metrics::concepts::minor_version;
+    use crate::node::{ETCD_GATED_FLAGS, ETCD_RENAMED_FLAGS};
+    let Some(file) = &d.etcd_flags_file else {
+        return Vec::new();
+    };
+    let mut flags: Vec<&str> = d
+        .facts
+        .iter()
+        .filter(|f| &f.file == file)
+        .filter_map(|f| f.flag.as_deref())
+        .map(|f| f.trim_start_matches('-'))
+        .collect();
+    flags.sort_unstable();
+    flags.dedup();
+    let mut out = Vec::new();
+    for version in versions {
+        let Some(v) = minor_version(version) else {
+            continue;
+        };
+        for flag in &flags {
+            let new =
+                *flag == "feature-gates" || ETCD_RENAMED_FLAGS.iter().any(|(_, n, _)| n == flag);
+            let old = ETCD_RENAMED_FLAGS.iter().any(|(_, _, o)| o == flag)
+                || ETCD_GATED_FLAGS.iter().any(|(o, _)| o == flag);
+            if new && v < (3, 6) {
+                out.push(Check::fail(
+                    "etcd flag spelling",
+                    file,
+                    format!(
+                        "etcd {version} does not know --{flag} (etcd 3.6 and later): it refuses to start with a flag it does not know, so the manifest is not what runs (or the member is older than the manifest)"
+                    ),
+                    "spell it --experimental-… on etcd before 3.6, or upgrade etcd",
+                ));
+            } else if old && v >= (3, 7) {
+                out.push(Check::fail(
+                    "etcd flag spelling",
+                    file,
+                    format!(
+                        "etcd {version} refuses --{flag}: etcd 3.7 removed the --experimental-* flags (etcd-io/etcd#19959)"
+                    ),
+                    "use the etcd 3.6 name (without experimental-) or --feature-gates",
+                ));
+            }
         }
     }
     out
@@ -1002,4 +1068,52 @@ fn etcd_settings_checks(d: &Discovery) -> Vec<Check> {
         out.push(Check::ok("etcd feature gates", file, gates.join(", ")));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::Fact;
+
+    fn node(flag: &str) -> Discovery {
+        let file = "/etc/kubernetes/manifests/etcd.yaml";
+        Discovery {
+            etcd_flags_file: Some(file.into()),
+            facts: vec![Fact {
+                name: "etcd watch progress notify interval",
+                value: "5s".into(),
+                file: file.into(),
+                flag: Some(flag.into()),
+            }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn flag_spellings_are_held_to_the_running_etcd() {
+        let new = node("--watch-progress-notify-interval");
+        let old = node("--experimental-watch-progress-notify-interval");
+        let fails = |d: &Discovery, v: &str| {
+            spelling_checks(d, &[v.to_string()])
+                .into_iter()
+                .filter(|c| !c.ok)
+                .map(|c| c.detail)
+                .collect::<Vec<_>>()
+        };
+        let f = fails(&new, "3.5.9");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].starts_with("etcd 3.5.9 does not know --watch-progress-notify-interval"));
+        assert!(fails(&new, "3.6.4").is_empty());
+        assert!(fails(&new, "3.7.0").is_empty());
+        assert!(fails(&old, "3.4.23").is_empty());
+        assert!(
+            fails(&old, "3.6.4").is_empty(),
+            "deprecated, still accepted"
+        );
+        let f = fails(&old, "3.7.1");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert!(f[0].contains("etcd-io/etcd#19959"), "{f:?}");
+        // A version that does not parse: nothing claimed.
+        assert!(fails(&new, "garbage").is_empty());
+    }
 }

@@ -342,10 +342,14 @@ pub static SIGNALS: &[Signal] = &[
         kind: SignalKind::Gauge,
         unit: "seconds",
         labels: &["group", "resource", "watcher"],
-        help: "the same lag in seconds (replica's revision→time map)",
+        help: "the same lag in seconds (replica's revision→time map); for a controller's informer, how long the oldest event of its resource it has not applied had waited",
         read: |i, o| {
             for r in &i.panels.window.rows {
                 labelled(o, &[&r.group, &r.resource, OWN_INFORMER], r.informer_lag_seconds);
+            }
+            for r in &i.panels.controllers.informers {
+                let w = controller_watcher(r);
+                labelled(o, &[&r.group, &r.resource, &w], r.lag_seconds);
             }
         },
     },

@@ -36,6 +36,15 @@ pub struct ControllerScrape {
     pub files: Vec<PathBuf>,
 }
 
+/// The component's default secure port (kube-controller-manager 10257, kube-scheduler
+/// 10259; Kubernetes `pkg/cluster/ports`), for examples in messages.
+fn default_port(target: ScrapeTarget) -> u16 {
+    match target {
+        ScrapeTarget::Scheduler => 10259,
+        _ => 10257,
+    }
+}
+
 /// Whether a URL's host is the loopback interface (`127.0.0.0/8`, `::1`, `localhost`).
 pub fn is_loopback(url: &str) -> bool {
     let Ok(u) = url.parse::<http::Uri>() else {
@@ -72,16 +81,25 @@ pub fn scrape_from(
     let parsed: http::Uri = url
         .parse()
         .map_err(|e| format!("{component} metrics URL {url}: {e}"))?;
-    let (Some(scheme), Some(authority)) = (parsed.scheme_str(), parsed.authority()) else {
+    let (Some(scheme @ ("http" | "https")), Some(authority)) =
+        (parsed.scheme_str(), parsed.authority())
+    else {
         return Err(format!(
-            "{component} metrics URL {url}: needs a scheme and host, e.g. https://127.0.0.1:10257/metrics"
+            "{component} metrics URL {url}: needs a scheme and host, e.g. https://127.0.0.1:{}/metrics",
+            default_port(target)
         ));
     };
     let loopback = is_loopback(url);
     let https = scheme == "https";
     if https && auth.cacert.is_none() && !loopback {
         return Err(format!(
-            "{component} metrics at {url}: its certificate cannot be verified (give --controllers-cacert, the CA that signed its --tls-cert-file)"
+            "{component} metrics at {url} not scraped: off loopback its certificate must be verified, and no --controllers-cacert was given (the CA that signed the component's --tls-cert-file; without --tls-cert-file it serves a certificate it signed itself in memory, which nothing can verify: give it one, or scrape it on 127.0.0.1)"
+        ));
+    }
+    let sends_secret = auth.token_file.is_some() || auth.cert.is_some();
+    if !https && !loopback && sends_secret {
+        return Err(format!(
+            "{component} metrics at {url} not scraped: credentials are not sent over plain HTTP off loopback (use the component's https secure port)"
         ));
     }
     let unverified = https && auth.cacert.is_none();
@@ -110,7 +128,7 @@ pub fn scrape_from(
     }
     let Some(base) = kube else {
         return Err(format!(
-            "{component} metrics at {url}: no credentials (it serves /metrics to authenticated clients only: give --kubeconfig, --controllers-token-file or --controllers-cert/--controllers-key)"
+            "{component} metrics at {url} not scraped: no credentials (it serves /metrics to authenticated clients only: give --kubeconfig, --controllers-token-file or --controllers-cert/--controllers-key)"
         ));
     };
     let mut cfg = base.clone();
@@ -176,6 +194,30 @@ mod tests {
             e.contains("kube-scheduler") && e.contains("--controllers-cacert"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn no_token_over_plain_http_off_loopback() {
+        let auth = HttpAuth {
+            token_file: Some("/nonexistent".into()),
+            ..Default::default()
+        };
+        let e = scrape_from(
+            ScrapeTarget::ControllerManager,
+            "http://10.0.0.4:10257/metrics",
+            &auth,
+            None,
+        )
+        .unwrap_err();
+        assert!(e.contains("plain HTTP off loopback"), "{e}");
+        let e = scrape_from(
+            ScrapeTarget::Scheduler,
+            "ftp://127.0.0.1/metrics",
+            &auth,
+            None,
+        )
+        .unwrap_err();
+        assert!(e.contains("https://127.0.0.1:10259/metrics"), "{e}");
     }
 
     #[test]

@@ -137,7 +137,7 @@ fn a_scripted_controller_manager_informer_moves_its_resource_version() {
     assert_eq!(row["behind_head_revisions"], 12, "{row}");
     // A snapshot lists (no event log): counted from the 12 configmaps written since.
     assert_eq!(row["events_behind"], 12, "{row}");
-    assert_eq!(row["events_behind_from"], "keys", "{row}");
+    assert_eq!(row["events_behind_from"], "keys_lower_bound", "{row}");
     assert_eq!(row["lag_revisions"], 12, "{row}");
     assert_eq!(row["queued_items"], 7.0, "{row}");
     let q = &c["workqueues"][0];
@@ -159,8 +159,33 @@ fn a_scripted_controller_manager_informer_moves_its_resource_version() {
     let v = snapshot(&endpoint, &["--controller-manager-metrics-url", &kcm.url]);
     let row = &v["controllers"]["informers"][0];
     assert_eq!(row["behind_head_revisions"], 0, "{row}");
-    assert_eq!(row["lag_revisions"], 0, "{row}");
     assert_eq!(row["events_behind"], 0, "{row}");
+    // At the list's revision: the event log covers everything since (nothing), so the
+    // informer is known to be caught up.
+    assert_eq!(row["events_behind_from"], "event_log", "{row}");
+    assert_eq!(row["lag_revisions"], 0, "{row}");
+    assert_eq!(row["risk"], "ok", "{row}");
+
+    // A secret written after the informer's store: the snapshot lists after it, so what
+    // the informer missed is counted from the configmaps' keys. None was written since,
+    // but a deleted configmap would not show that way: no lag is claimed.
+    let other = rt.block_on(async {
+        let mut c = etcd.client().await.expect("client");
+        c.put("/registry/secrets/default/s1", "{}", None)
+            .await
+            .unwrap()
+            .header()
+            .unwrap()
+            .revision()
+    });
+    kcm.serve_rv(other - 1);
+    let v = snapshot(&endpoint, &["--controller-manager-metrics-url", &kcm.url]);
+    let row = &v["controllers"]["informers"][0];
+    assert_eq!(row["behind_head_revisions"], 1, "{row}");
+    assert_eq!(row["events_behind"], 0, "{row}");
+    assert_eq!(row["events_behind_from"], "keys_lower_bound", "{row}");
+    assert!(row["lag_revisions"].is_null(), "{row}");
+    assert_eq!(row["risk"], "measuring", "{row}");
     drop(etcd);
 }
 

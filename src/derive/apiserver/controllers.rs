@@ -35,7 +35,9 @@ pub enum BehindFrom {
     #[default]
     EventLog,
     /// The replica's live keys written after the resourceVersion: a lower bound (deletes
-    /// are not seen), used when the log does not reach back that far.
+    /// are not seen), used when the log does not reach back that far. `keys_lower_bound`
+    /// in `snapshot --json`.
+    #[serde(rename = "keys_lower_bound")]
     Keys,
 }
 
@@ -85,8 +87,13 @@ pub struct ControllerInformerRow {
     /// The lag the verdict uses: 0 when no event of its resource is after its
     /// resourceVersion, else [`ControllerInformerRow::behind_head_revisions`]; `None` when
     /// the event log cannot count those events (a quiet resource whose last change came
-    /// before regscope started watching looks exactly like a late informer).
+    /// before regscope started watching looks exactly like a late informer), or when they
+    /// were counted from the keys and none was found (deletes are not seen that way).
     pub lag_revisions: Option<i64>,
+    /// How long the oldest event of its resource it has not applied had waited at the
+    /// component's scrape, in seconds (its time in the replica's event log); 0 when it has
+    /// applied everything; `None` when the event log cannot tell.
+    pub lag_seconds: Option<f64>,
     /// `informer_queued_items`: deltas waiting in its FIFO.
     pub queued_items: Option<f64>,
     /// Lag ÷ compaction window (1 = at the window's edge), when both are known.
@@ -207,10 +214,23 @@ pub(super) fn build(
                 };
                 // Without the events, head − rv cannot tell a late informer from one on a
                 // quiet resource: no lag is claimed.
-                let lag = match events {
-                    Some(0) => Some(0),
-                    Some(_) => behind_head,
-                    None => None,
+                let lag = match (events, behind_from) {
+                    // Counted from the keys, none written since: deletes cannot be seen
+                    // that way, so "caught up" is not claimed.
+                    (Some(0), BehindFrom::Keys) => None,
+                    (Some(0), BehindFrom::EventLog) => Some(0),
+                    (Some(_), _) => behind_head,
+                    (None, _) => None,
+                };
+                let lag_seconds = match (lag, behind_from, replica, ts.status.last_good) {
+                    (Some(0), _, _, _) => Some(0.0),
+                    (Some(l), BehindFrom::EventLog, Some(r), Some(at)) => {
+                        let rv = head_then.unwrap_or_default() - l;
+                        oldest_unapplied(t, r, &k.group, &k.resource, rv, at)
+                            .and_then(|first| at.duration_since(first).ok())
+                            .map(|d| d.as_secs_f64())
+                    }
+                    _ => None,
                 };
                 let mut queued_key = k.clone();
                 queued_key.concept = queued_ci;
@@ -229,6 +249,7 @@ pub(super) fn build(
                     events_behind: events,
                     events_behind_from: behind_from,
                     lag_revisions: lag,
+                    lag_seconds,
                     queued_items: m.get(&queued_key).and_then(scalar),
                     window_fraction,
                     risk,
@@ -288,6 +309,32 @@ fn head_at(r: &Replica, at: std::time::SystemTime) -> Option<Revision> {
         .rev()
         .find(|e| e.at <= at)
         .map(|e| e.revision)
+}
+
+/// When the replica applied the oldest event of `group`/`resource` after revision `rv`
+/// that it had applied by `until` (`None` when there is none in the log).
+fn oldest_unapplied(
+    t: &Table,
+    r: &Replica,
+    group: &str,
+    resource: &str,
+    rv: Revision,
+    until: std::time::SystemTime,
+) -> Option<std::time::SystemTime> {
+    let mut oldest = None;
+    for e in r.events().iter().rev() {
+        if e.revision <= rv {
+            break;
+        }
+        if e.at > until {
+            continue;
+        }
+        let (g, res) = t.storage_path_resource(r.resource_name(e.resource));
+        if g == group && res == resource {
+            oldest = Some(e.at);
+        }
+    }
+    oldest
 }
 
 /// The informer's risk against the compaction window: events of its resource it has not

@@ -132,6 +132,7 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
         empty: Some(empty),
         legend,
         notes: Vec::new(),
+        ..Default::default()
     };
     (title, body)
 }

@@ -27,6 +27,9 @@ pub(super) struct Body {
     pub legend: Vec<Line<'static>>,
     /// Explanations, below the legend only when every row fits too.
     pub notes: Vec<Line<'static>>,
+    /// Rows that head the rows after them (a second table's column headings), up to the
+    /// next such row: the row filter keeps one when it keeps a row it heads.
+    pub subheaders: Vec<usize>,
 }
 
 /// How a body's lines share `h` rows of screen.

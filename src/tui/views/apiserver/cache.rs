@@ -364,6 +364,7 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
         empty: Some(empty_line(app, v, "watch-cache metrics")),
         legend,
         notes,
+        ..Default::default()
     };
     (title, body)
 }

@@ -150,7 +150,9 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
     let qtable = Table::fit(qcols, &queues, w);
     let mut rows: Vec<Vec<Line<'static>>> =
         cells.into_iter().map(|c| vec![table.row(app, c)]).collect();
+    let mut subheaders = Vec::new();
     if !queues.is_empty() {
+        subheaders.push(rows.len());
         rows.push(vec![qtable.header(app)]);
         rows.extend(queues.into_iter().map(|c| vec![qtable.row(app, c)]));
     }
@@ -201,6 +203,7 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
         empty: Some(empty),
         legend,
         notes: Vec::new(),
+        subheaders,
     };
     (title, body)
 }

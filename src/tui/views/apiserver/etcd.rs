@@ -359,6 +359,7 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
         ))),
         legend,
         notes: Vec::new(),
+        ..Default::default()
     };
     (title, body)
 }

@@ -91,6 +91,7 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
         empty: Some(empty_line(app, v, "request-latency histograms")),
         legend,
         notes,
+        ..Default::default()
     };
     (title, body)
 }

@@ -148,8 +148,7 @@ fn build(app: &App, section: Section, w: usize) -> (Vec<Span<'static>>, Body) {
     };
     let f = &app.apiserver.filter;
     if !f.is_empty() {
-        let before = body.rows.len();
-        body.rows.retain(|lines| {
+        let matches = |lines: &Vec<Line<'static>>| {
             lines.iter().any(|l| {
                 l.spans
                     .iter()
@@ -158,9 +157,30 @@ fn build(app: &App, section: Section, w: usize) -> (Vec<Span<'static>>, Body) {
                     .to_lowercase()
                     .contains(f.as_str())
             })
+        };
+        let mut keep: Vec<bool> = body.rows.iter().map(matches).collect();
+        // A sub-table's headings stay with any row of theirs that stays.
+        let subs = &body.subheaders;
+        for (n, &h) in subs.iter().enumerate() {
+            let end = subs.get(n + 1).copied().unwrap_or(keep.len());
+            if h < keep.len() {
+                keep[h] = keep[h + 1..end.max(h + 1)].iter().any(|k| *k);
+            }
+        }
+        let before = body.rows.len() - subs.len();
+        let shown = keep
+            .iter()
+            .enumerate()
+            .filter(|(i, k)| **k && !subs.contains(i))
+            .count();
+        let mut i = 0;
+        body.rows.retain(|_| {
+            i += 1;
+            keep[i - 1]
         });
+        body.subheaders.clear();
         title.push(Span::styled(
-            format!(" filter \"{f}\" {}/{before}", body.rows.len()),
+            format!(" filter \"{f}\" {shown}/{before}"),
             app.settings.theme.get(Role::Filter),
         ));
         if body.rows.is_empty() {

@@ -273,6 +273,7 @@ pub(super) fn body(app: &App, v: &ApiserverPanels, w: usize) -> (Vec<Span<'stati
         }),
         legend,
         notes,
+        ..Default::default()
     };
     (title, body)
 }
