@@ -332,8 +332,16 @@ async fn controllers(m: &MetricsArgs, timeout: Duration) -> Vec<Check> {
         // The apiserver check says what is wrong with the flags.
         return out;
     };
+    let live: Vec<_> = scfg
+        .controllers
+        .iter()
+        .filter(|c| c.files.is_empty())
+        .collect();
+    if live.is_empty() {
+        return out;
+    }
     let kube = scfg.apiserver.load_config().await.ok().flatten();
-    for c in scfg.controllers.iter().filter(|c| c.files.is_empty()) {
+    for c in live {
         let check = format!("{} metrics", c.target.component());
         let url = c.url.as_deref().unwrap_or_default();
         let how = match crate::source::controllers::scrape_from(

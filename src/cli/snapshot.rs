@@ -92,9 +92,19 @@ pub async fn live(s: &SnapshotArgs, m: &MetricsArgs) -> Result<ExitCode> {
                 None => {}
             }
         }
-        for c in scfg.controllers.iter().filter(|c| c.files.is_empty()) {
+        let live_controllers: Vec<_> = scfg
+            .controllers
+            .iter()
+            .filter(|c| c.files.is_empty())
+            .collect();
+        // Read once for both components (their default credentials are the kubeconfig's).
+        let kube_cfg = if live_controllers.is_empty() {
+            None
+        } else {
+            scfg.apiserver.load_config().await.ok().flatten()
+        };
+        for c in live_controllers {
             let url = c.url.as_deref().unwrap_or_default();
-            let kube_cfg = scfg.apiserver.load_config().await.ok().flatten();
             match crate::source::controllers::scrape_from(
                 c.target,
                 url,

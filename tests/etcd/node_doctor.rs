@@ -194,6 +194,17 @@ spec:
     )
 }
 
+/// The smallest kube-apiserver manifest that points discovery at `endpoint` (no TLS).
+fn write_plain_apiserver(root: &Path, endpoint: &str) {
+    write(
+        root,
+        "/etc/kubernetes/manifests/kube-apiserver.yaml",
+        &format!(
+            "spec:\n  containers:\n  - name: kube-apiserver\n    command: [kube-apiserver, --etcd-servers={endpoint}]\n"
+        ),
+    );
+}
+
 /// A kubeadm tree for these clusters under `root`.
 fn build_tree(root: &Path, pki_dir: &Path, main: &Members, events: &Members) {
     let pk = root.join("etc/kubernetes/pki");
@@ -656,14 +667,7 @@ async fn doctor_names_known_etcd_watch_bugs_and_the_progress_notify_interval() {
     }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(
-        root,
-        "/etc/kubernetes/manifests/kube-apiserver.yaml",
-        &format!(
-            "spec:\n  containers:\n  - name: kube-apiserver\n    command: [kube-apiserver, --etcd-servers={}]\n",
-            e.endpoint()
-        ),
-    );
+    write_plain_apiserver(root, &e.endpoint());
     write(
         root,
         "/etc/kubernetes/manifests/etcd.yaml",
@@ -786,14 +790,7 @@ async fn doctor_checks_the_controllers_metrics() {
         .expect("start etcd");
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    write(
-        root,
-        "/etc/kubernetes/manifests/kube-apiserver.yaml",
-        &format!(
-            "spec:\n  containers:\n  - name: kube-apiserver\n    command: [kube-apiserver, --etcd-servers={}]\n",
-            e.endpoint()
-        ),
-    );
+    write_plain_apiserver(root, &e.endpoint());
     write(
         root,
         "/etc/kubernetes/manifests/kube-controller-manager.yaml",

@@ -13,7 +13,9 @@
 use serde::Serialize;
 
 use super::panels::{Reading, Risk};
-use super::{events_behind, keys_changed_after, lag_from_truncated, rate_reading, scalar};
+use super::{
+    events_behind, keys_changed_after, lag_from_truncated, rate_reading, resource_ids, scalar,
+};
 use crate::metrics::concepts::{minor_version, Concept, Mapped, Table};
 use crate::model::{Revision, ScrapeTarget};
 use crate::store::metrics::{MetricStore, TargetStatus};
@@ -196,20 +198,16 @@ pub(super) fn build(
                     _ => head,
                 };
                 let behind_head = head_then.and_then(|h| lag_from_truncated(h, rv));
+                let ids =
+                    replica.map_or_else(Vec::new, |r| resource_ids(t, r, &k.group, &k.resource));
                 let mut behind_from = BehindFrom::EventLog;
                 let events = match (replica, head_then, behind_head, ts.status.last_good) {
-                    (Some(r), Some(h), Some(lag), Some(at)) => events_behind(
-                        t,
-                        r,
-                        &k.group,
-                        &k.resource,
-                        h - lag,
-                        Some(at),
-                    )
-                    .or_else(|| {
-                        behind_from = BehindFrom::Keys;
-                        keys_changed_after(t, r, &k.group, &k.resource, h - lag, KEYS_LOOKED_AT)
-                    }),
+                    (Some(r), Some(h), Some(lag), Some(at)) => {
+                        events_behind(r, &ids, h - lag, Some(at)).or_else(|| {
+                            behind_from = BehindFrom::Keys;
+                            keys_changed_after(r, &ids, h - lag, KEYS_LOOKED_AT)
+                        })
+                    }
                     _ => None,
                 };
                 // Without the events, head − rv cannot tell a late informer from one on a
@@ -226,7 +224,7 @@ pub(super) fn build(
                     (Some(0), _, _, _) => Some(0.0),
                     (Some(l), BehindFrom::EventLog, Some(r), Some(at)) => {
                         let rv = head_then.unwrap_or_default() - l;
-                        oldest_unapplied(t, r, &k.group, &k.resource, rv, at)
+                        oldest_unapplied(r, &ids, rv, at)
                             .and_then(|first| at.duration_since(first).ok())
                             .map(|d| d.as_secs_f64())
                     }
@@ -311,30 +309,21 @@ fn head_at(r: &Replica, at: std::time::SystemTime) -> Option<Revision> {
         .map(|e| e.revision)
 }
 
-/// When the replica applied the oldest event of `group`/`resource` after revision `rv`
-/// that it had applied by `until` (`None` when there is none in the log).
+/// When the replica applied the oldest event of the resource ids `ids` after revision
+/// `rv` that it had applied by `until` (`None` when there is none in the log).
 fn oldest_unapplied(
-    t: &Table,
     r: &Replica,
-    group: &str,
-    resource: &str,
+    ids: &[u32],
     rv: Revision,
     until: std::time::SystemTime,
 ) -> Option<std::time::SystemTime> {
-    let mut oldest = None;
-    for e in r.events().iter().rev() {
-        if e.revision <= rv {
-            break;
-        }
-        if e.at > until {
-            continue;
-        }
-        let (g, res) = t.storage_path_resource(r.resource_name(e.resource));
-        if g == group && res == resource {
-            oldest = Some(e.at);
-        }
-    }
-    oldest
+    r.events()
+        .iter()
+        .rev()
+        .take_while(|e| e.revision > rv)
+        .filter(|e| e.at <= until && ids.contains(&e.resource))
+        .last()
+        .map(|e| e.at)
 }
 
 /// The informer's risk against the compaction window: events of its resource it has not

@@ -92,19 +92,9 @@ pub fn build(
     panels
 }
 
-/// Events of `group`/`resource` after revision `rv` in the replica's event log (`None`
-/// when the log does not reach back or a gap hides some); with `until`, only those the
-/// replica had applied by then.
-pub(crate) fn events_behind(
-    t: &Table,
-    rep: &Replica,
-    group: &str,
-    resource: &str,
-    rv: Revision,
-    until: Option<SystemTime>,
-) -> Option<u64> {
-    let ids: Vec<u32> = rep
-        .resources()
+/// The replica's resource ids (its storage paths) that hold `group`/`resource`.
+pub(crate) fn resource_ids(t: &Table, rep: &Replica, group: &str, resource: &str) -> Vec<u32> {
+    rep.resources()
         .iter()
         .enumerate()
         .filter(|(_, rs)| {
@@ -112,7 +102,18 @@ pub(crate) fn events_behind(
             g == group && r == resource
         })
         .map(|(i, _)| i as u32)
-        .collect();
+        .collect()
+}
+
+/// Events of the resource ids `ids` ([`resource_ids`]) after revision `rv` in the
+/// replica's event log (`None` when the log does not reach back or a gap hides some);
+/// with `until`, only those the replica had applied by then.
+pub(crate) fn events_behind(
+    rep: &Replica,
+    ids: &[u32],
+    rv: Revision,
+    until: Option<SystemTime>,
+) -> Option<u64> {
     let all = rep.events_after(rv, |id| ids.contains(&id))?;
     let Some(until) = until else {
         return Some(all);
@@ -127,29 +128,24 @@ pub(crate) fn events_behind(
     Some(all.saturating_sub(later))
 }
 
-/// Live keys of `group`/`resource` whose newest version was written after revision `rv`:
-/// what an informer whose store is at `rv` has not applied, counted from the replica's
-/// keys when its event log does not reach back that far. A lower bound (keys deleted
-/// since are not seen). `None` past `limit` keys looked at.
+/// Live keys of the resource ids `ids` ([`resource_ids`]) whose newest version was
+/// written after revision `rv`: what an informer whose store is at `rv` has not applied,
+/// counted from the replica's keys when its event log does not reach back that far. A
+/// lower bound (keys deleted since are not seen). `None` past `limit` keys looked at.
 pub(crate) fn keys_changed_after(
-    t: &Table,
     rep: &Replica,
-    group: &str,
-    resource: &str,
+    ids: &[u32],
     rv: Revision,
     limit: usize,
 ) -> Option<u64> {
     let mut changed = 0u64;
     let mut seen = 0usize;
-    for rs in rep.resources() {
-        if t.storage_path_resource(&rs.resource) != (group.to_string(), resource.to_string()) {
-            continue;
-        }
+    for &id in ids {
         let mut prefix = rep.prefix().to_vec();
         if !prefix.ends_with(b"/") {
             prefix.push(b'/');
         }
-        prefix.extend_from_slice(rs.resource.as_bytes());
+        prefix.extend_from_slice(rep.resource_name(id).as_bytes());
         prefix.push(b'/');
         let mut after: Option<Bytes> = None;
         loop {
@@ -782,7 +778,7 @@ fn window(
         w.relists = s.relists;
         w.informer_state = Some(s.state.clone());
         w.events_behind = match (replica, s.resource_version) {
-            (Some(rep), Some(rv)) => events_behind(t, rep, g, r, rv, None),
+            (Some(rep), Some(rv)) => events_behind(rep, &resource_ids(t, rep, g, r), rv, None),
             _ => None,
         };
     }

@@ -104,7 +104,7 @@ impl Replica {
             .at(slot)
             .and_then(|(_, _, e)| self.unpacked(resource, &e.newest).value);
         let path = crate::model::KeyPath::parse(&self.cfg.prefix, key);
-        self.writers.migrations.put(&path.name, value.as_deref());
+        self.writers.migrations.follow(&path.name, value.as_deref());
     }
 
     /// Reads every StorageVersionMigration the replica holds again, and the sketches of

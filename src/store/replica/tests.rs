@@ -1256,8 +1256,8 @@ fn a_storage_version_migration_names_the_rewrites_of_its_resource() {
     }
     // Deleted, the migration is forgotten.
     let mut m = super::writers::Migrations::default();
-    m.put("a", Some(&svm(running)));
+    m.follow("a", Some(&svm(running)));
     assert_eq!(m.active_for("configmaps"), Some("a"));
-    m.put("a", None);
+    m.follow("a", None);
     assert_eq!(m.active_for("configmaps"), None);
 }

@@ -259,8 +259,9 @@ impl Migrations {
         !self.resource_ids.is_empty() && self.resource_ids.contains(&id)
     }
 
-    /// The migration `name` was written (`Some(value)`) or deleted (`None`).
-    pub(super) fn put(&mut self, name: &str, value: Option<&[u8]>) {
+    /// Follows the key of migration `name` in the replica: its value as written
+    /// (`Some(value)`), or deleted (`None`). In memory only.
+    pub(super) fn follow(&mut self, name: &str, value: Option<&[u8]>) {
         let Some(m) = value.and_then(storage_version_migration) else {
             self.by_name.remove(name);
             return;

@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 
 use super::body::{wrap, Body, Col, Table};
 use super::cells::{self, Cell};
+use super::window::risk_cell;
 use crate::derive::apiserver::{ApiserverPanels, BehindFrom, InformerMetrics, Reading, Risk};
 use crate::tui::app::App;
 use crate::tui::text::thousands_i;
@@ -16,15 +17,6 @@ use crate::tui::views::sp;
 
 /// Workqueue rows shown below the informers, at most (the deepest first).
 const MAX_QUEUES: usize = 12;
-
-fn risk_cell(r: Risk) -> Cell {
-    match r {
-        Risk::Measuring => ("meas".into(), Role::Muted),
-        Risk::Ok => ("ok".into(), Role::StatusOk),
-        Risk::Warn => ("warn".into(), Role::StatusWarn),
-        Risk::Danger => ("HIGH".into(), Role::StatusError),
-    }
-}
 
 fn short(component: &str) -> &str {
     match component {

@@ -30,7 +30,7 @@ fn worst_lag(r: &WindowRow) -> Option<(&'static str, i64)> {
     }
 }
 
-fn risk_cell(r: Risk) -> Cell {
+pub(super) fn risk_cell(r: Risk) -> Cell {
     match r {
         Risk::Measuring => ("meas".into(), Role::Muted),
         Risk::Ok => ("ok".into(), Role::StatusOk),
